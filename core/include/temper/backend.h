@@ -1,0 +1,137 @@
+#pragma once
+// The device interface: everything core needs from a GPU, and nothing more. Implementations:
+// the GPU backend (one source in the HIP dialect, compiled for HIP and for CUDA) and a fake
+// backend (host memory, CPU reference results, deterministic timings) for tests and demos.
+#include <compare>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "temper/types.h"
+
+namespace temper {
+
+// Kernel launch parameters: the thing Temper tunes.
+struct Config {
+  int nwarps = 1;
+  int rows_per_block = 1;
+  auto operator<=>(const Config&) const = default;
+};
+
+struct DeviceInfo {
+  int index = 0;                 // index within its backend
+  std::string api;               // "hip", "cuda", "fake"
+  std::string name;              // "NVIDIA H100 80GB HBM3", "AMD Instinct MI300X"
+  std::string arch;              // "sm_90", "gfx942" (HIP gcnArchName without feature suffixes)
+  int compute_units = 0;         // CUs or SMs
+  int warp_size = 32;
+  uint64_t memory_bytes = 0;
+  uint64_t l2_bytes = 0;         // last-level cache as the runtime reports it
+  int clock_mhz = 0;
+  int memory_clock_mhz = 0;
+  int memory_bus_bits = 0;
+  int shared_per_block = 0;      // bytes
+  int shared_per_cu = 0;         // bytes
+  int regs_per_block = 0;
+  int regs_per_cu = 0;
+  int max_threads_per_cu = 0;
+  std::string driver_version;
+  std::string runtime_version;
+  std::string pci_bus_id;
+};
+
+struct KernelAttributes {
+  int registers = 0;             // per thread (VGPRs on AMD)
+  int shared_bytes = 0;          // static LDS / shared memory per block
+  int local_bytes = 0;           // spill / scratch per thread
+  int max_threads_per_block = 0;
+  int blocks_per_cu = 0;         // the runtime's own occupancy calculator, at this block size
+};
+
+struct Telemetry {
+  std::optional<double> sm_clock_mhz, memory_clock_mhz, power_w, temperature_c, busy_percent;
+};
+
+// One GEMV problem: dst[ncols][n] = W[n][k] · y[ncols][k].
+struct GemvProblem {
+  GgmlType type = GgmlType::Q4_0;
+  int n = 0;
+  int k = 0;
+  int ncols = 1;
+};
+
+class Device;
+
+// Move-only device allocation; freed by its device.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(Device* owner, void* ptr, size_t bytes) : owner_(owner), ptr_(ptr), bytes_(bytes) {}
+  DeviceBuffer(DeviceBuffer&& o) noexcept { *this = std::move(o); }
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer() { reset(); }
+  void reset();
+  void* get() const { return ptr_; }
+  size_t size() const { return bytes_; }
+  explicit operator bool() const { return ptr_ != nullptr; }
+
+ private:
+  Device* owner_ = nullptr;
+  void* ptr_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+// Every method throws temper::Error: GpuFault (with the runtime call, device and config in the
+// text), BadInput (a config this build cannot launch) or NoDevice.
+class Device {
+ public:
+  virtual ~Device() = default;
+  virtual const DeviceInfo& info() const = 0;
+
+  virtual DeviceBuffer alloc(size_t bytes) = 0;  // out of memory: GpuFault saying so
+  virtual void upload(DeviceBuffer& dst, const void* src, size_t bytes, size_t offset = 0) = 0;
+  virtual void download(void* dst, const DeviceBuffer& src, size_t bytes, size_t offset = 0) = 0;
+  virtual void fill(DeviceBuffer& dst, uint8_t byte) = 0;  // 0xFF poisons floats to NaN
+
+  // x: ncols columns of k floats → y: ncols × k/32 q8_1 blocks (36 bytes each).
+  virtual void quantize_q8_1(const DeviceBuffer& x, DeviceBuffer& y, int k, int ncols) = 0;
+  virtual bool has_kernel(GgmlType type, int ncols, Config config) const = 0;
+  // One launch, synchronised and checked.
+  virtual void gemv(const GemvProblem& p, Config c, const DeviceBuffer& weights, const DeviceBuffer& y_q8_1,
+                    DeviceBuffer& dst) = 0;
+  // `count` launches timed one by one with device events, the weights rotating through
+  // `weight_copies` so they come from DRAM. Returns microseconds per launch.
+  virtual std::vector<double> time_gemv(const GemvProblem& p, Config c,
+                                        std::span<const DeviceBuffer* const> weight_copies,
+                                        const DeviceBuffer& y_q8_1, DeviceBuffer& dst, int count) = 0;
+  // Median device-to-device copy bandwidth in GB/s (10^9 B/s), counting bytes read + written.
+  virtual double copy_bandwidth_gbs(size_t bytes) = 0;
+  virtual std::optional<KernelAttributes> kernel_attributes(GgmlType type, int ncols, Config config) = 0;
+  virtual Telemetry telemetry() { return {}; }
+
+ protected:
+  friend class DeviceBuffer;
+  virtual void release(void* ptr) noexcept = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;  // "hip", "cuda", "fake"
+  // Devices this backend sees; empty (never an exception) when the driver or device is absent.
+  virtual std::vector<DeviceInfo> devices() = 0;
+  virtual std::unique_ptr<Device> open(int index) = 0;
+  // Why devices() is empty ("no HIP runtime", "hipGetDeviceCount: no ROCm-capable device"), if it is.
+  virtual std::string unavailable_reason() const { return {}; }
+};
+
+// The GPU backends compiled into this build (HIP and/or CUDA); empty in a build with neither.
+std::vector<std::unique_ptr<Backend>> gpu_backends();
+
+}  // namespace temper

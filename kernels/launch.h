@@ -1,0 +1,47 @@
+#pragma once
+// Host-callable entry points into the compiled kernels. Plain C++ (no HIP or CUDA headers), so
+// core's backend includes it whichever toolchain built the kernels. Errors come back as the
+// runtime's own error code (hipError_t / cudaError_t as int); the backend turns them into text.
+#include <cstdint>
+
+namespace temper::kernels {
+
+constexpr int kNotInstantiated = -1;
+
+struct MmvqLaunch {
+  uint32_t type = 0;         // ggml type id of the weights
+  int ncols = 1;             // batch columns, 1..8
+  int nwarps = 1;            // warps per block
+  int rows_per_block = 1;    // rows each block owns
+  int warp_size = 32;        // the device's wave size (the kernel is compiled for it)
+  const void* weights = nullptr;  // nrows rows of row_bytes(type, k), contiguous
+  const void* act_q8_1 = nullptr; // ncols columns of k/32 q8_1 blocks, contiguous
+  float* dst = nullptr;           // ncols columns of nrows floats, column-major (stride nrows)
+  int nrows = 0;
+  int k = 0;                 // row length in values (multiple of the type's block size)
+  void* stream = nullptr;    // hipStream_t / cudaStream_t; nullptr = default stream
+};
+
+// 0 on a successful launch (asynchronous: errors of the kernel itself surface at the next sync),
+// a runtime error code, or kNotInstantiated when this build has no such instantiation.
+int launch_mmvq(const MmvqLaunch& launch);
+
+// Activation quantization to q8_1, one launch for all columns: x is ncols columns of k floats,
+// y receives ncols × k/32 blocks. k must be a multiple of 32 (llama.cpp pads to 512; we require 32).
+int launch_quantize_q8_1(const float* x, void* y_q8_1, int k, int ncols, void* stream);
+
+// Whether this build compiled the instantiation (type, ncols, nwarps, rows_per_block) for warp_size.
+bool mmvq_instantiated(uint32_t type, int ncols, int nwarps, int rows_per_block, int warp_size);
+
+// The kernel's function pointer, for hipFuncGetAttributes / cudaFuncGetAttributes and the runtime's
+// occupancy calculator; nullptr when not instantiated.
+const void* mmvq_function(uint32_t type, int ncols, int nwarps, int rows_per_block, int warp_size);
+
+// The mangled-or-plain symbol name of the instantiation as it appears in code objects, so static
+// analysis of AMD code objects can find its metadata. Empty when not instantiated.
+const char* mmvq_symbol(uint32_t type, int ncols, int nwarps, int rows_per_block, int warp_size);
+
+// Test-only: a kernel that writes far out of bounds, to exercise fault handling.
+int launch_faulting_kernel(void* stream);
+
+}  // namespace temper::kernels
