@@ -1,0 +1,40 @@
+#pragma once
+// The GPU spec database (resources/gpus.json, compiled into core): static facts per GPU.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "temper/backend.h"
+
+namespace temper {
+
+struct GpuSpec {
+  std::string id;                    // stable key: "mi300x", "h100-sxm", "rx7900xtx"
+  std::vector<std::string> names;    // marketing names, first is the display name
+  std::string vendor;                // "amd" | "nvidia"
+  std::string arch;                  // "gfx942", "sm_90"
+  std::string family;                // "gcn5", "cdna2", "cdna3", "rdna2", "rdna3", "rdna4", "ampere", "hopper", ...
+  int compute_units = 0;             // CUs / SMs
+  int simds_per_cu = 0;              // SIMDs per CU; SM sub-partitions on NVIDIA
+  std::vector<int> wave_sizes;       // {64}, {32, 64}, {32}
+  int registers_per_simd = 0;        // 32-bit registers per SIMD (per SM sub-partition on NVIDIA)
+  int lds_per_cu = 0;                // bytes of LDS / shared memory per CU or SM
+  int lds_per_block = 0;             // bytes a block may use
+  int max_waves_per_simd = 0;        // per SIMD (per SM sub-partition on NVIDIA)
+  double memory_bandwidth_gbs = 0;   // peak DRAM/HBM, 10^9 B/s
+  uint64_t llc_bytes = 0;            // last-level cache: L2, or Infinity Cache / MALL where larger
+  double fp32_tflops = 0, fp16_tflops = 0, int8_tops = 0;  // dense peaks
+  int boost_clock_mhz = 0;
+  std::string source;                // public document the numbers come from
+};
+
+// All entries, loaded once from the embedded resources/gpus.json.
+const std::vector<GpuSpec>& gpu_database();
+// By id, arch or any marketing name (case-insensitive, substring of a name allowed when unique).
+const GpuSpec* find_gpu(std::string_view query);
+// The entry for a runtime device (HIP gcnArchName / CUDA compute capability + name + SM count),
+// or nullptr: "not in database".
+const GpuSpec* match_device(const DeviceInfo& device);
+
+}  // namespace temper
