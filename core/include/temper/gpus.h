@@ -22,17 +22,28 @@ struct GpuSpec {
   int lds_per_cu = 0;                // bytes of LDS / shared memory per CU or SM
   int lds_per_block = 0;             // bytes a block may use
   int max_waves_per_simd = 0;        // per SIMD (per SM sub-partition on NVIDIA)
+  int max_blocks_per_cu = 0;         // resident blocks per CU / SM (AMD: workgroups using a barrier)
+  double memory_gb = 0;              // device memory as marketed (10^9 B); a tie-breaker for match_device
   double memory_bandwidth_gbs = 0;   // peak DRAM/HBM, 10^9 B/s
   uint64_t llc_bytes = 0;            // last-level cache: L2, or Infinity Cache / MALL where larger
   double fp32_tflops = 0, fp16_tflops = 0, int8_tops = 0;  // dense peaks
   int boost_clock_mhz = 0;
   std::string source;                // public document the numbers come from
+  std::string notes;                 // what a figure means where it could be misread (dense vs sparse, ...)
+
+  bool is_amd() const { return vendor == "amd"; }
+  bool is_nvidia() const { return vendor == "nvidia"; }
 };
 
 // All entries, loaded once from the embedded resources/gpus.json.
 const std::vector<GpuSpec>& gpu_database();
 // By id, arch or any marketing name (case-insensitive, substring of a name allowed when unique).
+// An arch shared by several entries names the first one listed (its reference SKU).
 const GpuSpec* find_gpu(std::string_view query);
+// Every entry `query` could mean (exact id/arch/name matches, else name substrings); for messages.
+std::vector<const GpuSpec*> find_gpus(std::string_view query);
+// Parses a database in the resources/gpus.json format; Error(BadInput) naming `where` and the field.
+std::vector<GpuSpec> parse_gpu_database(std::string_view json_text, const std::string& where);
 // The entry for a runtime device (HIP gcnArchName / CUDA compute capability + name + SM count),
 // or nullptr: "not in database".
 const GpuSpec* match_device(const DeviceInfo& device);
