@@ -1,0 +1,56 @@
+#pragma once
+// Occupancy: how many waves (warps) of a kernel fit on one SIMD (SM sub-partition) at once, and
+// which resource stops more from fitting. Each family's allocation rules are documented, with
+// their sources, in docs/occupancy.md.
+#include <climits>
+#include <string>
+#include <string_view>
+
+#include "temper/gpus.h"
+
+namespace temper {
+
+// What one compiled kernel uses. AMD: from the code object's metadata; NVIDIA: from the runtime's
+// function attributes (registers per thread, static shared memory).
+struct KernelResources {
+  int vgprs = 0;          // VGPRs per lane as allocated (.vgpr_count; on CDNA it already includes AGPRs),
+                          // or registers per thread on NVIDIA
+  int agprs = 0;          // CDNA accumulation registers (informational: part of vgprs' allocation)
+  int sgprs = 0;          // AMD scalar registers per wave (0: not known / not limiting)
+  int lds_bytes = 0;      // static LDS / shared memory per block
+  int scratch_bytes = 0;  // private (scratch / local) memory per lane: spills land here
+  int vgpr_spills = 0, sgpr_spills = 0;
+  int wave_size = 0;      // 0: the GPU's first wave size
+};
+
+enum class OccupancyLimiter { Waves, Blocks, Registers, Sgprs, Lds, Unlaunchable };
+std::string_view limiter_name(OccupancyLimiter limiter);  // "waves", "blocks", "registers", "sgprs", "lds", "unlaunchable"
+
+inline constexpr int kUnlimited = INT_MAX;
+
+struct Occupancy {
+  int threads_per_block = 0;
+  int wave_size = 0;
+  int waves_per_block = 0;
+  int blocks_per_cu = 0;         // resident blocks per CU (SM): the minimum of the limits below
+  double waves_per_simd = 0;     // blocks × waves per block / SIMDs (warps per SM sub-partition)
+  int max_waves_per_simd = 0;
+  double occupancy = 0;          // waves_per_simd / max_waves_per_simd, 0..1
+  OccupancyLimiter limiter = OccupancyLimiter::Waves;
+  std::string why;               // for Unlaunchable: which limit the kernel breaks
+  // Each resource's limit in blocks per CU (kUnlimited where it does not apply).
+  int blocks_by_waves = kUnlimited, blocks_by_slots = kUnlimited, blocks_by_registers = kUnlimited,
+      blocks_by_sgprs = kUnlimited, blocks_by_lds = kUnlimited;
+  // As allocated: registers per lane (thread) after the family's granule; LDS bytes per block.
+  int register_granule = 0, allocated_registers = 0, allocated_lds = 0;
+};
+
+// Occupancy of a kernel using `k` launched with `threads_per_block` threads on `gpu`.
+Occupancy compute_occupancy(const GpuSpec& gpu, const KernelResources& k, int threads_per_block);
+
+// Registers a CDNA kernel allocates from separately reported arch VGPRs and AGPRs (as the
+// compiler's resource-usage remarks print them): gfx90a/gfx942 share one file (arch VGPRs rounded
+// to 4, then AGPRs), gfx908 has two equal files (the larger count decides); others have no AGPRs.
+int allocated_vgprs(const GpuSpec& gpu, int arch_vgprs, int agprs);
+
+}  // namespace temper
