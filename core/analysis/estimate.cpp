@@ -1,0 +1,84 @@
+// Model-level estimate of the GEMV share of decode (DESIGN.md, "Rules of measurement").
+#include "temper/estimate.h"
+
+#include "temper/error.h"
+
+namespace temper {
+namespace {
+
+const Result* verified(const Session& s, int device, const Shape& sh, Config config) {
+  const Result* r = find_result(s, device, sh.type, int(sh.n), int(sh.k), 1, config);
+  return r && r->status == ResultStatus::Ok ? r : nullptr;
+}
+
+// The default config the plan recorded for a shape at ncols 1.
+std::optional<Config> planned_default(const SessionDevice& d, const Shape& sh) {
+  for (const auto& it : d.plan.items)
+    if (it.is_default && it.ncols == 1 && it.type == sh.type && it.n == sh.n && it.k == sh.k) return it.config;
+  return std::nullopt;
+}
+
+}  // namespace
+
+double tokens_per_s(double us_per_token) { return us_per_token > 0 ? 1e6 / us_per_token : 0.0; }
+
+Estimate estimate_decode(const Session& session, int device, const ConfigChoice& tuned) {
+  const SessionDevice* d = find_device(session, device);
+  if (!d) fail(ErrorKind::BadInput, "session " + session.id + " has no device " + std::to_string(device));
+  Estimate e;
+  e.device = device;
+  e.bandwidth_gbs = d->copy_bandwidth_gbs;
+  for (const Shape& sh : session.shapes) {
+    ++e.shapes_total;
+    e.bytes_per_token += double(sh.bytes_per_token);
+    EstimateShape es;
+    es.type = sh.type;
+    es.n = int(sh.n);
+    es.k = int(sh.k);
+    es.calls_per_token = sh.calls_per_token;
+    es.bytes_per_token = sh.bytes_per_token;
+    const std::optional<Config> def = planned_default(*d, sh);
+    const Result* base = def ? verified(session, device, sh, *def) : nullptr;
+    if (base) {
+      es.measured = true;
+      es.default_config = es.tuned_config = *def;
+      es.default_us = es.tuned_us = base->time_us.median;
+      if (tuned) {
+        if (const std::optional<Config> choice = tuned(sh.type, es.n, es.k)) {
+          if (const Result* r = verified(session, device, sh, *choice)) {
+            es.tuned_config = *choice;
+            es.tuned_us = r->time_us.median;
+          }
+        }
+      }
+      ++e.shapes_measured;
+      e.default_us_per_token += double(sh.calls_per_token) * es.default_us;
+      e.tuned_us_per_token += double(sh.calls_per_token) * es.tuned_us;
+    }
+    e.shapes.push_back(es);
+  }
+  for (auto& es : e.shapes)
+    if (es.measured && e.default_us_per_token > 0)
+      es.share = double(es.calls_per_token) * es.default_us / e.default_us_per_token;
+  e.default_tokens_per_s = tokens_per_s(e.default_us_per_token);
+  e.tuned_tokens_per_s = tokens_per_s(e.tuned_us_per_token);
+  // Tokens/s if every weight byte of a token streamed at the measured copy bandwidth.
+  e.ceiling_tokens_per_s =
+      e.bandwidth_gbs > 0 && e.bytes_per_token > 0 ? e.bandwidth_gbs * 1e9 / e.bytes_per_token : 0.0;
+  return e;
+}
+
+std::vector<Estimate> estimate_decode(const Session& session) {
+  std::vector<Estimate> out;
+  for (const auto& d : session.devices) {
+    const int device = d.info.index;
+    out.push_back(estimate_decode(session, device, [&](GgmlType type, int n, int k) -> std::optional<Config> {
+      const Winner* w = find_winner(session, device, type, n, k, 1);
+      if (w && w->is_winner()) return w->config;
+      return std::nullopt;
+    }));
+  }
+  return out;
+}
+
+}  // namespace temper

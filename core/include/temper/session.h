@@ -1,0 +1,222 @@
+#pragma once
+// A sweep's whole record: what was measured (device, build, model, shapes, plan), every result,
+// the winners and the model-level estimate. Plain data, saved as versioned JSON
+// (resources/session.schema.json, docs/session-format.md); opens without a GPU.
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "temper/backend.h"
+#include "temper/model.h"
+#include "temper/stats.h"
+
+namespace temper {
+
+// The session format this build writes; it reads this version and every older one it knows.
+inline constexpr int kSessionSchemaVersion = 1;
+inline constexpr std::string_view kEstimateLabel = "estimate of the GEMV share of decode";
+inline constexpr std::string_view kNotInDatabase = "not in database";
+inline constexpr std::string_view kSyntheticShape = "synthetic shape";
+
+// The axes a sweep covers. The plan adds the default config and the small-K variant even when
+// they lie outside the grid.
+struct PlanGrid {
+  std::vector<int> ncols{1, 2, 4, 8};
+  std::vector<int> nwarps{1, 2, 4, 8, 16};
+  std::vector<int> rows_per_block{1, 2, 4, 8};
+  std::string engine;  // default tables version: "ggml-7180759", "ggml-d99724f"
+  bool quick = false;
+};
+
+// One (shape, ncols, config) to measure. Shapes are named by (type, n, k), unique in a session.
+struct PlanItem {
+  GgmlType type = GgmlType::Q4_0;
+  int n = 0, k = 0;
+  int ncols = 1;
+  Config config;
+  bool is_default = false;  // what the engine's table picks for this device, type, K and ncols
+  bool is_small_k = false;  // the small-K variant: rows_per_block = nwarps at ncols 1
+};
+
+struct ExcludedConfig {
+  GgmlType type = GgmlType::Q4_0;
+  int n = 0, k = 0;
+  int ncols = 1;
+  Config config;
+  std::string reason;
+};
+
+// A shape with no mmvq sweep at all (e.g. an f16 tensor, or K not a whole number of blocks).
+struct SkippedShape {
+  GgmlType type = GgmlType::Q4_0;
+  int n = 0, k = 0;
+  std::string reason;
+};
+
+// The plan for one device: items in measurement order (largest share of decode bytes first).
+struct Plan {
+  PlanGrid grid;
+  std::string defaults_table;  // the engine's table this device gets: "GENERIC", "GCN", "RDNA3_0", ...
+  std::vector<PlanItem> items;
+  std::vector<ExcludedConfig> excluded;
+  std::vector<SkippedShape> skipped_shapes;
+};
+
+// How each result is measured.
+struct SweepOptions {
+  int warmup = 3;                 // untimed launches before timing, per result
+  int batch = 16;                 // timed launches per Device::time_gemv call (cancellation granularity)
+  int min_samples = 32;
+  int max_samples = 20000;
+  double ci_target = 0.01;        // stop once the median's 95% CI half-width < ci_target × median
+  double time_cap_s = 0.5;        // ... or once one result has taken this long
+  double memory_fraction = 0.25;  // weight copies use at most this share of device memory
+  uint64_t seed = 0;              // inputs derive from it (recorded, so a resume regenerates them)
+};
+
+// Ok: verified and timed. Failed: wrong output (never timed, never a winner). Invalid: the plan
+// excluded the config (reason in `failure`; never launched). Error: it could not run (launch or
+// runtime failure, recorded with the runtime's message).
+enum class ResultStatus { Ok, Failed, Invalid, Error };
+std::string_view result_status_name(ResultStatus s);  // "ok", "failed", "invalid", "error"
+
+struct Result {
+  int device = 0;  // DeviceInfo::index
+  GgmlType type = GgmlType::Q4_0;
+  int n = 0, k = 0;
+  int ncols = 1;
+  Config config;
+  bool is_default = false, is_small_k = false;
+  ResultStatus status = ResultStatus::Ok;
+  std::string failure;            // why, when not Ok
+  // Verification against the CPU reference on the device-quantized activations.
+  double max_abs_error = 0;       // worst |device - reference| over every row of every column
+  double worst_error_ratio = 0;   // worst |device - reference| / tolerance (> 1 fails)
+  // Timing (empty when not Ok): microseconds per launch.
+  SampleStats time_us;
+  bool converged = false;         // CI target reached before the time cap
+  double gbs = 0;                 // (weights + q8_1 activations + outputs) bytes / median
+  double ops_per_s = 0;           // 2·n·k·ncols / median
+  int weight_copies = 0;
+  bool copies_capped = false;     // fewer copies than 2× the last-level cache needs (memory cap)
+  Telemetry telemetry;            // snapshot right after timing
+  // Resources of the compiled kernel as the runtime reports them (registers, shared memory,
+  // blocks per CU), for occupancy; absent when the backend cannot tell.
+  std::optional<KernelAttributes> kernel;
+};
+
+inline constexpr std::string_view kVerdictWinner = "winner";
+inline constexpr std::string_view kVerdictDefaultStays = "default stays";
+inline constexpr std::string_view kVerdictNoDefault = "no verified default";
+
+// Per (device, shape, ncols): the verdict against the default config.
+struct Winner {
+  int device = 0;
+  GgmlType type = GgmlType::Q4_0;
+  int n = 0, k = 0;
+  int ncols = 1;
+  std::string verdict;            // kVerdictWinner, kVerdictDefaultStays or kVerdictNoDefault
+  bool is_winner() const { return verdict == kVerdictWinner; }
+  Config default_config;
+  Config config;                  // the winner, or the default when it stays
+  double default_us = 0, default_ci_low = 0, default_ci_high = 0;
+  double best_us = 0, best_ci_low = 0, best_ci_high = 0;
+  double speedup = 1, speedup_low = 1, speedup_high = 1;  // default median / winner median, with CI
+};
+
+// One shape's part in an estimate.
+struct EstimateShape {
+  GgmlType type = GgmlType::Q4_0;
+  int n = 0, k = 0;
+  int64_t calls_per_token = 0;
+  uint64_t bytes_per_token = 0;
+  bool measured = false;           // a verified default result exists at ncols 1
+  Config default_config, tuned_config;
+  double default_us = 0, tuned_us = 0;  // per call (median)
+  double share = 0;                // of the default GEMV time per token (0..1)
+};
+
+// Model-level estimate of the GEMV share of decode on one device (ncols 1):
+// time per token = Σ calls_per_token × median time of the chosen config. Only measured shapes count.
+struct Estimate {
+  int device = 0;
+  std::string label{kEstimateLabel};
+  int shapes_total = 0, shapes_measured = 0;  // incomplete sweeps under-count
+  double default_us_per_token = 0, tuned_us_per_token = 0;
+  double default_tokens_per_s = 0, tuned_tokens_per_s = 0;
+  double bytes_per_token = 0;
+  double bandwidth_gbs = 0;        // measured copy bandwidth
+  double ceiling_tokens_per_s = 0; // bandwidth / bytes_per_token (of every shape of the model)
+  std::vector<EstimateShape> shapes;  // in the session's shape order
+};
+
+struct BuildIdentity {
+  std::string git_commit;  // "unknown" outside a git checkout
+  std::string compiler, build_type, flags;
+  std::string hip_archs, cuda_archs;  // empty when that backend is not built
+  std::string kernel_set;
+};
+const BuildIdentity& this_build();
+
+struct ModelIdentity {
+  std::string file_name;      // or "synthetic shape"
+  uint64_t size_bytes = 0;
+  std::string header_hash;    // hex digest of the GGUF header (metadata + tensor infos)
+  std::string architecture;   // general.architecture
+  bool synthetic() const { return file_name == kSyntheticShape; }
+};
+
+struct SessionDevice {
+  DeviceInfo info;
+  std::string spec_id{kNotInDatabase};  // GPU spec database entry
+  double copy_bandwidth_gbs = 0;
+  Telemetry telemetry_start, telemetry_end;
+  Plan plan;
+  std::string error;  // why this device stopped early; empty when it did not
+};
+
+struct Session {
+  int schema_version = kSessionSchemaVersion;
+  std::string id;
+  std::string created, finished;  // UTC ISO-8601; finished empty while running
+  std::string status = "running"; // "running", "complete", "cancelled", "failed"
+  std::string tool_version;
+  BuildIdentity build;
+  ModelIdentity model;
+  std::vector<Shape> shapes;
+  PlanGrid grid;
+  SweepOptions options;
+  std::vector<SessionDevice> devices;
+  std::vector<Result> results;
+  std::vector<Winner> winners;
+  std::vector<Estimate> estimates;
+};
+
+// Bytes one launch moves, as GB/s and the roofline count them: weights + q8_1 activations
+// (ncols × k/32 blocks of 36 bytes) + float outputs (ncols × n).
+double gemv_bytes(GgmlType type, int64_t n, int64_t k, int ncols);
+
+// Look-ups for readers (GUI, roofline, profiles). nullptr when absent.
+const SessionDevice* find_device(const Session& s, int device_index);
+const Result* find_result(const Session& s, int device, GgmlType type, int n, int k, int ncols, Config config);
+const Winner* find_winner(const Session& s, int device, GgmlType type, int n, int k, int ncols);
+
+std::string utc_now_iso8601();
+std::string new_session_id();
+
+// JSON forms. `where` names the file (and line) in error messages.
+nlohmann::json to_json(const Session& s);
+nlohmann::json to_json(const Result& r);
+Session session_from_json(const nlohmann::json& j, const std::string& where);
+Result result_from_json(const nlohmann::json& j, const std::string& where);
+
+// Atomic write; load refuses a newer schema ("session written by a newer Temper ...").
+void save_session(const Session& s, const std::filesystem::path& path);
+Session load_session(const std::filesystem::path& path);
+
+}  // namespace temper

@@ -1,0 +1,31 @@
+#pragma once
+// Sample statistics for timings: percentiles and a distribution-free confidence interval for the
+// median (order statistics + the binomial distribution), so no normality is assumed.
+#include <span>
+#include <vector>
+
+namespace temper {
+
+struct SampleStats {
+  int n = 0;
+  double median = 0, p10 = 0, p90 = 0, min = 0, max = 0;
+  double ci_low = 0, ci_high = 0;  // confidence interval of the median
+  double ci_coverage = 0;          // exact coverage of [ci_low, ci_high]; below the target when n is tiny
+};
+
+// Ranks (1-based, into the sorted sample) of the interval [x(lower), x(upper)] that covers the median
+// with at least `confidence`: the narrowest symmetric one, upper = n + 1 - lower. When even
+// [min, max] falls short (n < 6 at 95%), that is returned with its true, lower coverage.
+struct MedianCiRanks {
+  int lower = 1, upper = 1;
+  double coverage = 0;
+};
+MedianCiRanks median_ci_ranks(int n, double confidence = 0.95);
+
+// p in [0, 1], linear interpolation between order statistics (numpy's default). `sorted` ascending.
+double percentile(std::span<const double> sorted, double p);
+
+// Sorts a copy and summarises it; Error(BadInput) on an empty sample or a non-finite value.
+SampleStats summarize(std::vector<double> samples, double confidence = 0.95);
+
+}  // namespace temper

@@ -1,0 +1,115 @@
+#pragma once
+// The sweep engine: plan (shapes × ncols × configs), measure each item on a device (verify against
+// the CPU reference, then time until the median is known to ±1%), journal every result as it
+// lands, pick winners against the default config and estimate the model-level effect.
+//
+//   Session s = new_session(setup, devices);        // plans, copy bandwidth, identities
+//   double eta = estimated_seconds(s);
+//   Journal journal = Journal::create("x.journal", s);  // or read_journal + resume_session + reopen
+//   run_session(s, devices, &journal, progress, cancel);
+//   save_session(s, "x.temper-session.json");
+#include <atomic>
+#include <filesystem>
+#include <functional>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "temper/backend.h"
+#include "temper/session.h"
+
+namespace temper {
+
+// Engine versions whose default tables Temper knows; the first is the default.
+std::span<const std::string_view> known_engines();
+
+PlanGrid full_grid(std::string engine);   // ncols 1,2,4,8 × nwarps 1..16 × rows_per_block 1..8
+PlanGrid quick_grid(std::string engine);  // ncols 1 × nwarps 1,2,4,8 × rows_per_block 1,2
+
+// Checks a grid (positive powers of two, nwarps ≤ 16, rows_per_block ≤ 16, ncols 1..8, a known
+// engine); Error(BadInput) naming the bad value.
+void validate_grid(const PlanGrid& grid);
+
+// The plan for one device. Shapes are measured in order of bytes_per_token (largest first), each
+// at every ncols (ascending); per (shape, ncols) the default config comes first, then the small-K
+// variant, then the grid. Configs this device cannot run are listed in `excluded` with the reason.
+Plan make_plan(std::span<const Shape> shapes, const PlanGrid& grid, const Device& device);
+
+// Rough wall time of a plan on a device with `bandwidth_gbs` (verification, warm-up, timing).
+double estimated_seconds(const Plan& plan, const SweepOptions& options, double bandwidth_gbs);
+
+// Everything about a sweep that is known before it runs.
+struct SweepSetup {
+  std::vector<Shape> shapes;
+  ModelIdentity model;
+  PlanGrid grid;
+  SweepOptions options;  // seed 0: a fresh random one
+};
+
+// A new session: identities, plans and measured copy bandwidth for each device (in order).
+Session new_session(const SweepSetup& setup, std::span<Device* const> devices);
+// Wall time of the whole session: the slowest device (devices run in parallel), minus work done.
+double estimated_seconds(const Session& session);
+
+struct Progress {
+  size_t done = 0, total = 0;  // results, all devices together (resumed ones count as done)
+  std::string current;         // "q4_K 14336×4096 ncols 1 · nwarps 4 rows 1 (default)"
+  double eta_s = 0;
+  int device = 0;              // DeviceInfo::index of the device reporting
+};
+// Called from the sweep's worker threads, one call at a time.
+using ProgressFn = std::function<void(const Progress&)>;
+// Set to true (from any thread or a signal handler) to stop; honoured between launch batches.
+using CancelFlag = std::atomic<bool>;
+
+// Append-only record of a running sweep: a header line (the session without results), then one
+// JSON line per result, each flushed and fsync'd before the sweep goes on.
+struct JournalContents {
+  Session header;
+  std::vector<Result> results;
+  bool dropped_last_line = false;  // a line torn by a crash was ignored
+  bool missing_newline = false;    // the last good line lacks its '\n'
+  size_t valid_bytes = 0;          // bytes up to and including the last good line
+};
+// Tolerates a torn or garbled last line; anything wrong elsewhere is Error(BadInput) with file:line.
+JournalContents read_journal(const std::filesystem::path& path);
+
+class Journal {
+ public:
+  static Journal create(const std::filesystem::path& path, const Session& header);
+  // Continues a journal read by read_journal: cuts a torn last line off first.
+  static Journal reopen(const std::filesystem::path& path, const JournalContents& contents);
+  Journal(Journal&& o) noexcept;
+  Journal& operator=(Journal&&) = delete;
+  ~Journal();
+  void append(const Result& r);  // thread-safe
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  Journal(std::filesystem::path path, int fd);
+  std::filesystem::path path_;
+  int fd_ = -1;
+  std::mutex mutex_;
+};
+
+// The session recorded in a journal, with its results so far (status "running").
+Session resume_session(const JournalContents& contents);
+
+// Measures every item of every device's plan not yet in session.results: one worker thread per
+// device, results tagged with the device index, each appended to `journal` (if any) as it lands.
+// Afterwards winners and estimates are filled in and status is "complete", "cancelled" or "failed"
+// (a device's fault is recorded in its SessionDevice::error; the other devices carry on).
+void run_session(Session& session, std::span<Device* const> devices, Journal* journal, const ProgressFn& progress,
+                 const CancelFlag& cancel);
+
+// Winners and estimates from the results so far (run_session calls it; a loaded session may too).
+void finish_session(Session& session);
+
+// Per (device, shape, ncols): a config wins only when its CI lies wholly below the default's.
+std::vector<Winner> select_winners(const Session& session);
+
+// Opens every device of a backend (for `--device all`).
+std::vector<std::unique_ptr<Device>> open_all(Backend& backend);
+
+}  // namespace temper

@@ -1,0 +1,131 @@
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "temper/error.h"
+#include "temper/fileio.h"
+#include "temper/sweep.h"
+
+namespace temper {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::string_view kJournalMagic = "temper-sweep-journal";
+constexpr int kJournalVersion = 1;
+
+std::string errno_text() { return std::strerror(errno); }
+
+void write_all(int fd, std::string_view data, const std::filesystem::path& path) {
+  while (!data.empty()) {
+    const ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) fail(ErrorKind::Io, "cannot append to journal " + path.string() + ": " + errno_text());
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+}
+
+void sync(int fd, const std::filesystem::path& path) {
+  if (::fsync(fd) != 0) fail(ErrorKind::Io, "cannot sync journal " + path.string() + ": " + errno_text());
+}
+
+std::string header_line(const Session& header) {
+  json h = to_json(header);
+  // The header is the run's identity; results live on the lines after it.
+  h.erase("results");
+  h.erase("winners");
+  h.erase("estimates");
+  return json{{"journal", kJournalMagic}, {"journal_version", kJournalVersion}, {"session", h}}.dump() + "\n";
+}
+
+}  // namespace
+
+Journal::Journal(std::filesystem::path path, int fd) : path_(std::move(path)), fd_(fd) {}
+
+Journal::Journal(Journal&& o) noexcept : path_(std::move(o.path_)), fd_(o.fd_) { o.fd_ = -1; }
+
+Journal::~Journal() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Journal Journal::create(const std::filesystem::path& path, const Session& header) {
+  // The header goes in atomically, so a journal is never seen without one.
+  write_file_atomic(path, header_line(header));
+  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  if (fd < 0) fail(ErrorKind::Io, "cannot open journal " + path.string() + ": " + errno_text());
+  return Journal(path, fd);
+}
+
+Journal Journal::reopen(const std::filesystem::path& path, const JournalContents& contents) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) fail(ErrorKind::Io, "cannot open journal " + path.string() + ": " + errno_text());
+  Journal j(path, fd);
+  // Cut a torn last line off, so new lines start clean.
+  if (::ftruncate(fd, static_cast<off_t>(contents.valid_bytes)) != 0)
+    fail(ErrorKind::Io, "cannot truncate journal " + path.string() + ": " + errno_text());
+  if (::lseek(fd, 0, SEEK_END) < 0) fail(ErrorKind::Io, "cannot seek journal " + path.string() + ": " + errno_text());
+  if (contents.missing_newline) write_all(fd, "\n", path);
+  sync(fd, path);
+  // From here on, appends.
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_APPEND) != 0)
+    fail(ErrorKind::Io, "cannot set append mode on journal " + path.string() + ": " + errno_text());
+  return j;
+}
+
+void Journal::append(const Result& r) {
+  const std::string line = to_json(r).dump() + "\n";
+  std::lock_guard lock(mutex_);
+  // One write per line: a kill -9 leaves at most this line torn, never an earlier one.
+  write_all(fd_, line, path_);
+  sync(fd_, path_);
+}
+
+JournalContents read_journal(const std::filesystem::path& path) {
+  const std::string text = read_file(path);
+  JournalContents out;
+  size_t pos = 0;
+  int line_no = 0;
+  while (pos < text.size()) {
+    ++line_no;
+    const size_t nl = text.find('\n', pos);
+    const bool last = nl == std::string::npos || nl + 1 == text.size();
+    const size_t end = nl == std::string::npos ? text.size() : nl;
+    const std::string_view line(text.data() + pos, end - pos);
+    const std::string where = path.string() + ":" + std::to_string(line_no);
+    json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded() || !j.is_object()) {
+      if (line_no == 1) fail(ErrorKind::BadInput, where + ": not a Temper sweep journal (the first line is not a JSON header)");
+      if (!last) fail(ErrorKind::BadInput, where + ": garbled journal line (only the last line may be torn by a crash)");
+      out.dropped_last_line = true;  // torn by a crash: that result is measured again
+      break;
+    }
+    if (line_no == 1) {
+      if (!j.contains("journal") || j["journal"] != kJournalMagic)
+        fail(ErrorKind::BadInput, where + ": not a Temper sweep journal (no \"journal\": \"" + std::string(kJournalMagic) + "\")");
+      const json& v = j.value("journal_version", json());
+      if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > kJournalVersion)
+        fail(ErrorKind::BadInput, where + ": journal_version " + v.dump() + " unsupported (this build reads 1.." +
+                                      std::to_string(kJournalVersion) + ")");
+      if (!j.contains("session")) fail(ErrorKind::BadInput, where + ": journal header has no \"session\"");
+      json s = j["session"];
+      s["results"] = json::array();
+      s["winners"] = json::array();
+      s["estimates"] = json::array();
+      out.header = session_from_json(s, where + ": session");
+    } else {
+      // A whole line that parses as JSON but not as a result is damage, not a torn write: refused.
+      out.results.push_back(result_from_json(j, where));
+    }
+    out.valid_bytes = nl == std::string::npos ? text.size() : nl + 1;
+    out.missing_newline = nl == std::string::npos;
+    pos = end + 1;
+  }
+  if (line_no == 0) fail(ErrorKind::BadInput, path.string() + ": empty journal (no header line)");
+  return out;
+}
+
+}  // namespace temper

@@ -1,0 +1,592 @@
+#include "temper/session.h"
+
+#include <ctime>
+#include <random>
+#include <sstream>
+
+#include "json_read.h"
+#include "temper/fileio.h"
+#include "temper/quant/blocks.h"
+
+namespace temper {
+namespace {
+
+using nlohmann::json;
+using json_read::Node;
+
+// ---- writing ----------------------------------------------------------------------------------
+
+json config_json(Config c) { return {{"nwarps", c.nwarps}, {"rows_per_block", c.rows_per_block}}; }
+
+void put_shape_key(json& j, GgmlType type, int n, int k, int ncols) {
+  j["type"] = type_name(type);
+  j["n"] = n;
+  j["k"] = k;
+  j["ncols"] = ncols;
+}
+
+json stats_json(const SampleStats& s) {
+  return {{"n", s.n},       {"median", s.median}, {"p10", s.p10},         {"p90", s.p90},
+          {"min", s.min},   {"max", s.max},       {"ci_low", s.ci_low},   {"ci_high", s.ci_high},
+          {"ci_coverage", s.ci_coverage}};
+}
+
+json telemetry_json(const Telemetry& t) {
+  json j = json::object();
+  auto put = [&](const char* key, const std::optional<double>& v) {
+    if (v) j[key] = *v;
+  };
+  put("sm_clock_mhz", t.sm_clock_mhz);
+  put("memory_clock_mhz", t.memory_clock_mhz);
+  put("power_w", t.power_w);
+  put("temperature_c", t.temperature_c);
+  put("busy_percent", t.busy_percent);
+  return j;
+}
+
+json device_info_json(const DeviceInfo& d) {
+  return {{"index", d.index},
+          {"api", d.api},
+          {"name", d.name},
+          {"arch", d.arch},
+          {"compute_units", d.compute_units},
+          {"warp_size", d.warp_size},
+          {"memory_bytes", d.memory_bytes},
+          {"l2_bytes", d.l2_bytes},
+          {"clock_mhz", d.clock_mhz},
+          {"memory_clock_mhz", d.memory_clock_mhz},
+          {"memory_bus_bits", d.memory_bus_bits},
+          {"shared_per_block", d.shared_per_block},
+          {"shared_per_cu", d.shared_per_cu},
+          {"regs_per_block", d.regs_per_block},
+          {"regs_per_cu", d.regs_per_cu},
+          {"max_threads_per_cu", d.max_threads_per_cu},
+          {"driver_version", d.driver_version},
+          {"runtime_version", d.runtime_version},
+          {"pci_bus_id", d.pci_bus_id}};
+}
+
+json grid_json(const PlanGrid& g) {
+  return {{"ncols", g.ncols}, {"nwarps", g.nwarps}, {"rows_per_block", g.rows_per_block},
+          {"engine", g.engine}, {"quick", g.quick}};
+}
+
+json plan_json(const Plan& p) {
+  json items = json::array();
+  for (const auto& it : p.items) {
+    json j;
+    put_shape_key(j, it.type, it.n, it.k, it.ncols);
+    j["config"] = config_json(it.config);
+    j["is_default"] = it.is_default;
+    j["is_small_k"] = it.is_small_k;
+    items.push_back(std::move(j));
+  }
+  json excluded = json::array();
+  for (const auto& e : p.excluded) {
+    json j;
+    put_shape_key(j, e.type, e.n, e.k, e.ncols);
+    j["config"] = config_json(e.config);
+    j["reason"] = e.reason;
+    excluded.push_back(std::move(j));
+  }
+  json skipped = json::array();
+  for (const auto& sk : p.skipped_shapes)
+    skipped.push_back({{"type", type_name(sk.type)}, {"n", sk.n}, {"k", sk.k}, {"reason", sk.reason}});
+  return {{"grid", grid_json(p.grid)}, {"defaults_table", p.defaults_table}, {"items", items},
+          {"excluded", excluded}, {"skipped_shapes", skipped}};
+}
+
+json options_json(const SweepOptions& o) {
+  return {{"warmup", o.warmup},         {"batch", o.batch},           {"min_samples", o.min_samples},
+          {"max_samples", o.max_samples}, {"ci_target", o.ci_target}, {"time_cap_s", o.time_cap_s},
+          {"memory_fraction", o.memory_fraction}, {"seed", o.seed}};
+}
+
+json shape_json(const Shape& s) {
+  return {{"type", type_name(s.type)},
+          {"n", s.n},
+          {"k", s.k},
+          {"calls_per_token", s.calls_per_token},
+          {"bytes_per_token", s.bytes_per_token},
+          {"tensors", s.tensors}};
+}
+
+json winner_json(const Winner& w) {
+  json j = {{"device", w.device}};
+  put_shape_key(j, w.type, w.n, w.k, w.ncols);
+  j["verdict"] = w.verdict;
+  j["default_config"] = config_json(w.default_config);
+  j["config"] = config_json(w.config);
+  j["default_us"] = w.default_us;
+  j["default_ci_low"] = w.default_ci_low;
+  j["default_ci_high"] = w.default_ci_high;
+  j["best_us"] = w.best_us;
+  j["best_ci_low"] = w.best_ci_low;
+  j["best_ci_high"] = w.best_ci_high;
+  j["speedup"] = w.speedup;
+  j["speedup_low"] = w.speedup_low;
+  j["speedup_high"] = w.speedup_high;
+  return j;
+}
+
+json kernel_json(const std::optional<KernelAttributes>& k) {
+  if (!k) return nullptr;
+  return {{"registers", k->registers},
+          {"shared_bytes", k->shared_bytes},
+          {"local_bytes", k->local_bytes},
+          {"max_threads_per_block", k->max_threads_per_block},
+          {"blocks_per_cu", k->blocks_per_cu}};
+}
+
+json estimate_shape_json(const EstimateShape& e) {
+  return {{"type", type_name(e.type)},
+          {"n", e.n},
+          {"k", e.k},
+          {"calls_per_token", e.calls_per_token},
+          {"bytes_per_token", e.bytes_per_token},
+          {"measured", e.measured},
+          {"default_config", config_json(e.default_config)},
+          {"tuned_config", config_json(e.tuned_config)},
+          {"default_us", e.default_us},
+          {"tuned_us", e.tuned_us},
+          {"share", e.share}};
+}
+
+json estimate_json(const Estimate& e) {
+  json shapes = json::array();
+  for (const auto& sh : e.shapes) shapes.push_back(estimate_shape_json(sh));
+  return {{"device", e.device},
+          {"label", e.label},
+          {"shapes_total", e.shapes_total},
+          {"shapes_measured", e.shapes_measured},
+          {"default_us_per_token", e.default_us_per_token},
+          {"tuned_us_per_token", e.tuned_us_per_token},
+          {"default_tokens_per_s", e.default_tokens_per_s},
+          {"tuned_tokens_per_s", e.tuned_tokens_per_s},
+          {"bytes_per_token", e.bytes_per_token},
+          {"bandwidth_gbs", e.bandwidth_gbs},
+          {"ceiling_tokens_per_s", e.ceiling_tokens_per_s},
+          {"shapes", shapes}};
+}
+
+// ---- reading ----------------------------------------------------------------------------------
+
+GgmlType type_from(const Node& n) {
+  const std::string name = n.str();
+  const auto t = parse_type(name);
+  if (!t) fail(ErrorKind::BadInput, n.where + ": unknown ggml type \"" + name + "\"");
+  return *t;
+}
+
+Config config_from(const Node& n) { return {n["nwarps"].integer(), n["rows_per_block"].integer()}; }
+
+std::vector<int> int_list(const Node& n) {
+  std::vector<int> out;
+  for (size_t i = 0; i < n.size(); ++i) out.push_back(n.at(i).integer());
+  return out;
+}
+
+SampleStats stats_from(const Node& n) {
+  SampleStats s;
+  s.n = n["n"].integer();
+  s.median = n["median"].number();
+  s.p10 = n["p10"].number();
+  s.p90 = n["p90"].number();
+  s.min = n["min"].number();
+  s.max = n["max"].number();
+  s.ci_low = n["ci_low"].number();
+  s.ci_high = n["ci_high"].number();
+  s.ci_coverage = n["ci_coverage"].number();
+  return s;
+}
+
+Telemetry telemetry_from(const Node& n) {
+  n.object();
+  Telemetry t;
+  auto get = [&](const char* key, std::optional<double>& v) {
+    if (n.has(key) && !n[key].is_null()) v = n[key].number();
+  };
+  get("sm_clock_mhz", t.sm_clock_mhz);
+  get("memory_clock_mhz", t.memory_clock_mhz);
+  get("power_w", t.power_w);
+  get("temperature_c", t.temperature_c);
+  get("busy_percent", t.busy_percent);
+  return t;
+}
+
+DeviceInfo device_info_from(const Node& n) {
+  DeviceInfo d;
+  d.index = n["index"].integer();
+  d.api = n["api"].str();
+  d.name = n["name"].str();
+  d.arch = n["arch"].str();
+  d.compute_units = n["compute_units"].integer();
+  d.warp_size = n["warp_size"].integer();
+  d.memory_bytes = n["memory_bytes"].uint64();
+  d.l2_bytes = n["l2_bytes"].uint64();
+  d.clock_mhz = n["clock_mhz"].integer();
+  d.memory_clock_mhz = n["memory_clock_mhz"].integer();
+  d.memory_bus_bits = n["memory_bus_bits"].integer();
+  d.shared_per_block = n["shared_per_block"].integer();
+  d.shared_per_cu = n["shared_per_cu"].integer();
+  d.regs_per_block = n["regs_per_block"].integer();
+  d.regs_per_cu = n["regs_per_cu"].integer();
+  d.max_threads_per_cu = n["max_threads_per_cu"].integer();
+  d.driver_version = n["driver_version"].str();
+  d.runtime_version = n["runtime_version"].str();
+  d.pci_bus_id = n["pci_bus_id"].str();
+  return d;
+}
+
+PlanGrid grid_from(const Node& n) {
+  PlanGrid g;
+  g.ncols = int_list(n["ncols"]);
+  g.nwarps = int_list(n["nwarps"]);
+  g.rows_per_block = int_list(n["rows_per_block"]);
+  g.engine = n["engine"].str();
+  g.quick = n["quick"].boolean();
+  return g;
+}
+
+Plan plan_from(const Node& n) {
+  Plan p;
+  p.grid = grid_from(n["grid"]);
+  p.defaults_table = n["defaults_table"].str();
+  const Node items = n["items"];
+  for (size_t i = 0; i < items.size(); ++i) {
+    const Node it = items.at(i);
+    p.items.push_back({type_from(it["type"]), it["n"].integer(), it["k"].integer(), it["ncols"].integer(),
+                       config_from(it["config"]), it["is_default"].boolean(), it["is_small_k"].boolean()});
+  }
+  const Node excluded = n["excluded"];
+  for (size_t i = 0; i < excluded.size(); ++i) {
+    const Node e = excluded.at(i);
+    p.excluded.push_back({type_from(e["type"]), e["n"].integer(), e["k"].integer(), e["ncols"].integer(),
+                          config_from(e["config"]), e["reason"].str()});
+  }
+  const Node skipped = n["skipped_shapes"];
+  for (size_t i = 0; i < skipped.size(); ++i) {
+    const Node sk = skipped.at(i);
+    p.skipped_shapes.push_back({type_from(sk["type"]), sk["n"].integer(), sk["k"].integer(), sk["reason"].str()});
+  }
+  return p;
+}
+
+SweepOptions options_from(const Node& n) {
+  SweepOptions o;
+  o.warmup = n["warmup"].integer();
+  o.batch = n["batch"].integer();
+  o.min_samples = n["min_samples"].integer();
+  o.max_samples = n["max_samples"].integer();
+  o.ci_target = n["ci_target"].number();
+  o.time_cap_s = n["time_cap_s"].number();
+  o.memory_fraction = n["memory_fraction"].number();
+  o.seed = n["seed"].uint64();
+  return o;
+}
+
+Shape shape_from(const Node& n) {
+  Shape s;
+  s.type = type_from(n["type"]);
+  s.n = n["n"].int64();
+  s.k = n["k"].int64();
+  s.calls_per_token = n["calls_per_token"].integer();
+  s.bytes_per_token = n["bytes_per_token"].uint64();
+  const Node tensors = n["tensors"];
+  for (size_t i = 0; i < tensors.size(); ++i) s.tensors.push_back(tensors.at(i).str());
+  return s;
+}
+
+ResultStatus status_from(const Node& n) {
+  const std::string s = n.str();
+  for (auto st : {ResultStatus::Ok, ResultStatus::Failed, ResultStatus::Invalid, ResultStatus::Error})
+    if (s == result_status_name(st)) return st;
+  fail(ErrorKind::BadInput, n.where + ": unknown result status \"" + s + "\" (expected ok, failed, invalid or error)");
+}
+
+std::optional<KernelAttributes> kernel_from(const Node& n) {
+  if (n.is_null()) return std::nullopt;
+  KernelAttributes k;
+  k.registers = n["registers"].integer();
+  k.shared_bytes = n["shared_bytes"].integer();
+  k.local_bytes = n["local_bytes"].integer();
+  k.max_threads_per_block = n["max_threads_per_block"].integer();
+  k.blocks_per_cu = n["blocks_per_cu"].integer();
+  return k;
+}
+
+Result result_from(const Node& n) {
+  Result r;
+  r.device = n["device"].integer();
+  r.type = type_from(n["type"]);
+  r.n = n["n"].integer();
+  r.k = n["k"].integer();
+  r.ncols = n["ncols"].integer();
+  r.config = config_from(n["config"]);
+  r.is_default = n["is_default"].boolean();
+  r.is_small_k = n["is_small_k"].boolean();
+  r.status = status_from(n["status"]);
+  r.failure = n["failure"].str();
+  r.max_abs_error = n["max_abs_error"].number();
+  r.worst_error_ratio = n["worst_error_ratio"].number();
+  r.time_us = stats_from(n["time_us"]);
+  r.converged = n["converged"].boolean();
+  r.gbs = n["gbs"].number();
+  r.ops_per_s = n["ops_per_s"].number();
+  r.weight_copies = n["weight_copies"].integer();
+  r.copies_capped = n["copies_capped"].boolean();
+  r.telemetry = telemetry_from(n["telemetry"]);
+  r.kernel = kernel_from(n["kernel"]);
+  return r;
+}
+
+Winner winner_from(const Node& n) {
+  Winner w;
+  w.device = n["device"].integer();
+  w.type = type_from(n["type"]);
+  w.n = n["n"].integer();
+  w.k = n["k"].integer();
+  w.ncols = n["ncols"].integer();
+  w.verdict = n["verdict"].str();
+  w.default_config = config_from(n["default_config"]);
+  w.config = config_from(n["config"]);
+  w.default_us = n["default_us"].number();
+  w.default_ci_low = n["default_ci_low"].number();
+  w.default_ci_high = n["default_ci_high"].number();
+  w.best_us = n["best_us"].number();
+  w.best_ci_low = n["best_ci_low"].number();
+  w.best_ci_high = n["best_ci_high"].number();
+  w.speedup = n["speedup"].number();
+  w.speedup_low = n["speedup_low"].number();
+  w.speedup_high = n["speedup_high"].number();
+  return w;
+}
+
+Estimate estimate_from(const Node& n) {
+  Estimate e;
+  e.device = n["device"].integer();
+  e.label = n["label"].str();
+  e.shapes_total = n["shapes_total"].integer();
+  e.shapes_measured = n["shapes_measured"].integer();
+  e.default_us_per_token = n["default_us_per_token"].number();
+  e.tuned_us_per_token = n["tuned_us_per_token"].number();
+  e.default_tokens_per_s = n["default_tokens_per_s"].number();
+  e.tuned_tokens_per_s = n["tuned_tokens_per_s"].number();
+  e.bytes_per_token = n["bytes_per_token"].number();
+  e.bandwidth_gbs = n["bandwidth_gbs"].number();
+  e.ceiling_tokens_per_s = n["ceiling_tokens_per_s"].number();
+  const Node shapes = n["shapes"];
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const Node sh = shapes.at(i);
+    EstimateShape es;
+    es.type = type_from(sh["type"]);
+    es.n = sh["n"].integer();
+    es.k = sh["k"].integer();
+    es.calls_per_token = sh["calls_per_token"].int64();
+    es.bytes_per_token = sh["bytes_per_token"].uint64();
+    es.measured = sh["measured"].boolean();
+    es.default_config = config_from(sh["default_config"]);
+    es.tuned_config = config_from(sh["tuned_config"]);
+    es.default_us = sh["default_us"].number();
+    es.tuned_us = sh["tuned_us"].number();
+    es.share = sh["share"].number();
+    e.shapes.push_back(es);
+  }
+  return e;
+}
+
+template <class T, class F>
+std::vector<T> list_from(const Node& n, F&& one) {
+  std::vector<T> out;
+  const size_t count = n.size();
+  out.reserve(count);
+  for (size_t i = 0; i < count; ++i) out.push_back(one(n.at(i)));
+  return out;
+}
+
+}  // namespace
+
+std::string_view result_status_name(ResultStatus s) {
+  switch (s) {
+    case ResultStatus::Ok: return "ok";
+    case ResultStatus::Failed: return "failed";
+    case ResultStatus::Invalid: return "invalid";
+    case ResultStatus::Error: return "error";
+  }
+  return "error";
+}
+
+double gemv_bytes(GgmlType type, int64_t n, int64_t k, int ncols) {
+  const auto row = row_bytes(type, uint64_t(k));
+  if (!row) fail(ErrorKind::BadInput, std::string(type_name(type)) + ": row length " + std::to_string(k) +
+                                          " is not a whole number of blocks");
+  const double weights = double(*row) * double(n);
+  const double activations = double(ncols) * double(k / 32) * double(sizeof(quant::BlockQ8_1));
+  const double outputs = double(ncols) * double(n) * sizeof(float);
+  return weights + activations + outputs;
+}
+
+const SessionDevice* find_device(const Session& s, int device_index) {
+  for (const auto& d : s.devices)
+    if (d.info.index == device_index) return &d;
+  return nullptr;
+}
+
+const Result* find_result(const Session& s, int device, GgmlType type, int n, int k, int ncols, Config config) {
+  for (const auto& r : s.results)
+    if (r.device == device && r.type == type && r.n == n && r.k == k && r.ncols == ncols && r.config == config)
+      return &r;
+  return nullptr;
+}
+
+const Winner* find_winner(const Session& s, int device, GgmlType type, int n, int k, int ncols) {
+  for (const auto& w : s.winners)
+    if (w.device == device && w.type == type && w.n == n && w.k == k && w.ncols == ncols) return &w;
+  return nullptr;
+}
+
+std::string utc_now_iso8601() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  ::gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string new_session_id() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  ::gmtime_r(&now, &tm);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+  std::random_device rd;
+  char tail[16];
+  std::snprintf(tail, sizeof tail, "%08x", static_cast<unsigned>(rd()));
+  return std::string(stamp) + "-" + tail;
+}
+
+json to_json(const Result& r) {
+  json j = {{"device", r.device}};
+  put_shape_key(j, r.type, r.n, r.k, r.ncols);
+  j["config"] = config_json(r.config);
+  j["is_default"] = r.is_default;
+  j["is_small_k"] = r.is_small_k;
+  j["status"] = result_status_name(r.status);
+  j["failure"] = r.failure;
+  j["max_abs_error"] = r.max_abs_error;
+  j["worst_error_ratio"] = r.worst_error_ratio;
+  j["time_us"] = stats_json(r.time_us);
+  j["converged"] = r.converged;
+  j["gbs"] = r.gbs;
+  j["ops_per_s"] = r.ops_per_s;
+  j["weight_copies"] = r.weight_copies;
+  j["copies_capped"] = r.copies_capped;
+  j["telemetry"] = telemetry_json(r.telemetry);
+  j["kernel"] = kernel_json(r.kernel);
+  return j;
+}
+
+json to_json(const Session& s) {
+  json devices = json::array();
+  for (const auto& d : s.devices)
+    devices.push_back({{"info", device_info_json(d.info)},
+                       {"spec_id", d.spec_id},
+                       {"copy_bandwidth_gbs", d.copy_bandwidth_gbs},
+                       {"telemetry_start", telemetry_json(d.telemetry_start)},
+                       {"telemetry_end", telemetry_json(d.telemetry_end)},
+                       {"plan", plan_json(d.plan)},
+                       {"error", d.error}});
+  json shapes = json::array();
+  for (const auto& sh : s.shapes) shapes.push_back(shape_json(sh));
+  json results = json::array();
+  for (const auto& r : s.results) results.push_back(to_json(r));
+  json winners = json::array();
+  for (const auto& w : s.winners) winners.push_back(winner_json(w));
+  json estimates = json::array();
+  for (const auto& e : s.estimates) estimates.push_back(estimate_json(e));
+  const auto& b = s.build;
+  return {{"schema_version", s.schema_version},
+          {"id", s.id},
+          {"created", s.created},
+          {"finished", s.finished},
+          {"status", s.status},
+          {"tool_version", s.tool_version},
+          {"build",
+           {{"git_commit", b.git_commit}, {"compiler", b.compiler}, {"build_type", b.build_type}, {"flags", b.flags},
+            {"hip_archs", b.hip_archs}, {"cuda_archs", b.cuda_archs}, {"kernel_set", b.kernel_set}}},
+          {"model",
+           {{"file_name", s.model.file_name}, {"size_bytes", s.model.size_bytes},
+            {"header_hash", s.model.header_hash}, {"architecture", s.model.architecture}}},
+          {"shapes", shapes},
+          {"grid", grid_json(s.grid)},
+          {"options", options_json(s.options)},
+          {"devices", devices},
+          {"results", results},
+          {"winners", winners},
+          {"estimates", estimates}};
+}
+
+Result result_from_json(const json& j, const std::string& where) { return result_from(Node{j, where}); }
+
+Session session_from_json(const json& j, const std::string& where) {
+  const Node root{j, where};
+  root.object();
+  const int version = root["schema_version"].integer();
+  if (version > kSessionSchemaVersion)
+    fail(ErrorKind::BadInput, where + ": session written by a newer Temper (schema " + std::to_string(version) +
+                                  ", this build reads <= " + std::to_string(kSessionSchemaVersion) + ")");
+  // Version 1 is the first format; older numbers were never written by any Temper. Migrations of
+  // later versions go here, oldest first, each turning version v into v + 1.
+  if (version < 1)
+    fail(ErrorKind::BadInput, where + ": schema_version " + std::to_string(version) +
+                                  " is not a Temper session version (expected 1.." +
+                                  std::to_string(kSessionSchemaVersion) + ")");
+  Session s;
+  s.schema_version = kSessionSchemaVersion;
+  s.id = root["id"].str();
+  s.created = root["created"].str();
+  s.finished = root["finished"].str();
+  s.status = root["status"].str();
+  s.tool_version = root["tool_version"].str();
+  const Node b = root["build"];
+  s.build = {b["git_commit"].str(), b["compiler"].str(),   b["build_type"].str(), b["flags"].str(),
+             b["hip_archs"].str(),  b["cuda_archs"].str(), b["kernel_set"].str()};
+  const Node m = root["model"];
+  s.model = {m["file_name"].str(), m["size_bytes"].uint64(), m["header_hash"].str(), m["architecture"].str()};
+  s.shapes = list_from<Shape>(root["shapes"], shape_from);
+  s.grid = grid_from(root["grid"]);
+  s.options = options_from(root["options"]);
+  s.devices = list_from<SessionDevice>(root["devices"], [](const Node& d) {
+    SessionDevice sd;
+    sd.info = device_info_from(d["info"]);
+    sd.spec_id = d["spec_id"].str();
+    sd.copy_bandwidth_gbs = d["copy_bandwidth_gbs"].number();
+    sd.telemetry_start = telemetry_from(d["telemetry_start"]);
+    sd.telemetry_end = telemetry_from(d["telemetry_end"]);
+    sd.plan = plan_from(d["plan"]);
+    sd.error = d["error"].str();
+    return sd;
+  });
+  s.results = list_from<Result>(root["results"], result_from);
+  s.winners = list_from<Winner>(root["winners"], winner_from);
+  s.estimates = list_from<Estimate>(root["estimates"], estimate_from);
+  return s;
+}
+
+void save_session(const Session& s, const std::filesystem::path& path) {
+  write_file_atomic(path, to_json(s).dump(1) + "\n");
+}
+
+Session load_session(const std::filesystem::path& path) {
+  const std::string text = read_file(path);
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    fail(ErrorKind::BadInput, path.string() + ": not valid JSON (byte " + std::to_string(e.byte) + "): " + e.what());
+  }
+  return session_from_json(j, path.string());
+}
+
+}  // namespace temper

@@ -1,0 +1,59 @@
+#include "temper/stats.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "temper/error.h"
+
+namespace temper {
+
+MedianCiRanks median_ci_ranks(int n, double confidence) {
+  if (n < 1) fail(ErrorKind::BadInput, "median confidence interval of an empty sample");
+  if (!(confidence > 0 && confidence < 1))
+    fail(ErrorKind::BadInput, "confidence must lie in (0, 1), got " + std::to_string(confidence));
+  // [x(j), x(n+1-j)] misses the median when fewer than j samples lie below it or fewer than j
+  // above: coverage(j) = 1 - 2 P(B <= j-1), B ~ Binomial(n, 1/2).
+  const double log_norm = std::lgamma(n + 1.0) - n * std::log(2.0);
+  auto pmf = [&](int i) { return std::exp(log_norm - std::lgamma(i + 1.0) - std::lgamma(n - i + 1.0)); };
+  MedianCiRanks r{1, n, 1.0 - 2.0 * pmf(0)};
+  double cdf = pmf(0);  // P(B <= j-1) for the next candidate j = r.lower + 1
+  for (int j = 2; 2 * j <= n + 1; ++j) {
+    cdf += pmf(j - 1);
+    const double coverage = 1.0 - 2.0 * cdf;
+    if (coverage < confidence) break;
+    r = {j, n + 1 - j, coverage};
+  }
+  return r;
+}
+
+double percentile(std::span<const double> sorted, double p) {
+  if (sorted.empty()) fail(ErrorKind::BadInput, "percentile of an empty sample");
+  if (!(p >= 0 && p <= 1)) fail(ErrorKind::BadInput, "percentile must lie in [0, 1], got " + std::to_string(p));
+  const double pos = p * static_cast<double>(sorted.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(pos));
+  const size_t hi = std::min(lo + 1, sorted.size() - 1);
+  const double frac = pos - static_cast<double>(lo);
+  return sorted[lo] + frac * (sorted[hi] - sorted[lo]);
+}
+
+SampleStats summarize(std::vector<double> samples, double confidence) {
+  if (samples.empty()) fail(ErrorKind::BadInput, "no samples to summarise");
+  for (size_t i = 0; i < samples.size(); ++i)
+    if (!std::isfinite(samples[i])) fail(ErrorKind::BadInput, "sample " + std::to_string(i) + " is not a finite number");
+  std::sort(samples.begin(), samples.end());
+  SampleStats s;
+  s.n = static_cast<int>(samples.size());
+  s.median = percentile(samples, 0.5);
+  s.p10 = percentile(samples, 0.1);
+  s.p90 = percentile(samples, 0.9);
+  s.min = samples.front();
+  s.max = samples.back();
+  const MedianCiRanks r = median_ci_ranks(s.n, confidence);
+  s.ci_low = samples[static_cast<size_t>(r.lower - 1)];
+  s.ci_high = samples[static_cast<size_t>(r.upper - 1)];
+  s.ci_coverage = r.coverage;
+  return s;
+}
+
+}  // namespace temper

@@ -1,0 +1,75 @@
+// Winners against the default config, and the session's closing bookkeeping.
+#include <map>
+#include <tuple>
+
+#include "temper/estimate.h"
+#include "temper/sweep.h"
+
+namespace temper {
+
+std::vector<Winner> select_winners(const Session& session) {
+  // Group results by (device, shape, ncols), in the order they first appear.
+  using Key = std::tuple<int, GgmlType, int, int, int>;
+  std::map<Key, size_t> index;
+  std::vector<std::vector<const Result*>> groups;
+  for (const auto& r : session.results) {
+    const Key key{r.device, r.type, r.n, r.k, r.ncols};
+    auto [it, added] = index.try_emplace(key, groups.size());
+    if (added) groups.emplace_back();
+    groups[it->second].push_back(&r);
+  }
+  std::vector<Winner> out;
+  for (const auto& group : groups) {
+    const Result& first = *group.front();
+    Winner w;
+    w.device = first.device;
+    w.type = first.type;
+    w.n = first.n;
+    w.k = first.k;
+    w.ncols = first.ncols;
+    const Result* def = nullptr;
+    for (const Result* r : group)
+      if (r->is_default) def = r;
+    if (def) w.default_config = w.config = def->config;
+    if (!def || def->status != ResultStatus::Ok) {
+      // Without a verified baseline nothing can be said to beat it.
+      w.verdict = kVerdictNoDefault;
+      out.push_back(w);
+      continue;
+    }
+    const SampleStats& d = def->time_us;
+    w.default_us = w.best_us = d.median;
+    w.default_ci_low = w.best_ci_low = d.ci_low;
+    w.default_ci_high = w.best_ci_high = d.ci_high;
+    const Result* best = nullptr;
+    for (const Result* r : group) {
+      if (r == def || r->status != ResultStatus::Ok) continue;
+      // Only a CI wholly below the default's counts: overlap is noise.
+      if (r->time_us.ci_high < d.ci_low && (!best || r->time_us.median < best->time_us.median)) best = r;
+    }
+    if (!best) {
+      w.verdict = kVerdictDefaultStays;
+      out.push_back(w);
+      continue;
+    }
+    const SampleStats& b = best->time_us;
+    w.verdict = kVerdictWinner;
+    w.config = best->config;
+    w.best_us = b.median;
+    w.best_ci_low = b.ci_low;
+    w.best_ci_high = b.ci_high;
+    w.speedup = d.median / b.median;
+    // Conservative bounds: the slowest plausible default over the fastest plausible winner, and back.
+    w.speedup_low = d.ci_low / b.ci_high;
+    w.speedup_high = d.ci_high / b.ci_low;
+    out.push_back(w);
+  }
+  return out;
+}
+
+void finish_session(Session& session) {
+  session.winners = select_winners(session);
+  session.estimates = estimate_decode(session);
+}
+
+}  // namespace temper
