@@ -124,6 +124,9 @@ Occupancy compute_occupancy(const GpuSpec& gpu, const KernelResources& k, int th
         return unlaunchable(o, gpu, "registers per block > 65536");
       const int warps = gpu.registers_per_simd / regs_per_warp * gpu.simds_per_cu;
       o.blocks_by_registers = warps / o.waves_per_block;
+      o.register_waves_per_simd = std::min(gpu.max_waves_per_simd, gpu.registers_per_simd / regs_per_warp);
+    } else {
+      o.register_waves_per_simd = gpu.max_waves_per_simd;
     }
     o.allocated_lds = round_up(k.lds_bytes + kNvReservedSharedPerBlock, kNvSharedGranule);
     o.blocks_by_lds = gpu.lds_per_cu / o.allocated_lds;
@@ -143,8 +146,11 @@ Occupancy compute_occupancy(const GpuSpec& gpu, const KernelResources& k, int th
   o.allocated_registers = round_up(std::max(k.vgprs, 1), rules.granule);
   const int waves_by_vgprs = rules.total / o.allocated_registers;  // per SIMD, before the wave cap
   o.blocks_by_registers = waves_by_vgprs * gpu.simds_per_cu / o.waves_per_block;
-  if (k.sgprs > 0 && !starts_with(gpu.family, "rdna"))
+  o.register_waves_per_simd = std::min(gpu.max_waves_per_simd, waves_by_vgprs);
+  if (k.sgprs > 0 && !starts_with(gpu.family, "rdna")) {
     o.blocks_by_sgprs = amd_waves_by_sgprs(k.sgprs) * gpu.simds_per_cu / o.waves_per_block;
+    o.register_waves_per_simd = std::min(o.register_waves_per_simd, amd_waves_by_sgprs(k.sgprs));
+  }
   if (k.lds_bytes > 0) {
     o.allocated_lds = round_up(k.lds_bytes, kAmdLdsGranule);
     o.blocks_by_lds = gpu.lds_per_cu / o.allocated_lds;

@@ -35,6 +35,7 @@ struct Occupancy {
   int blocks_per_cu = 0;         // resident blocks per CU (SM): the minimum of the limits below
   double waves_per_simd = 0;     // blocks × waves per block / SIMDs (warps per SM sub-partition)
   int max_waves_per_simd = 0;
+  int register_waves_per_simd = 0;  // what registers alone allow per SIMD (AMD: VGPRs and SGPRs), capped at the max
   double occupancy = 0;          // waves_per_simd / max_waves_per_simd, 0..1
   OccupancyLimiter limiter = OccupancyLimiter::Waves;
   std::string why;               // for Unlaunchable: which limit the kernel breaks

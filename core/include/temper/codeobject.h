@@ -1,0 +1,55 @@
+#pragma once
+// Static resource usage of AMD GPU kernels, read from compiled code objects: the AMDGPU ELF's
+// NT_AMDGPU_METADATA note (MessagePack), parsed by Temper's own ELF and MessagePack readers.
+// Accepts a bare code object, a clang offload bundle (what hipcc --cuda-device-only writes) and
+// a host ELF carrying a .hip_fatbin section (a HIP executable or object file).
+#include <cstddef>
+#include <filesystem>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "temper/backend.h"
+#include "temper/occupancy.h"
+
+namespace temper {
+
+struct CodeObjectKernel {
+  std::string name;                  // mangled kernel name (.name)
+  std::string symbol;                // kernel descriptor symbol (.symbol, "<name>.kd")
+  KernelResources resources;         // .vgpr_count, .agpr_count, .sgpr_count, LDS, scratch, spills, wave size
+  int max_flat_workgroup_size = 0;   // the launch bound the kernel was compiled for
+  bool uses_dynamic_stack = false;
+};
+
+struct CodeObject {
+  std::string source;   // file (and bundle entry) it came from, for messages
+  std::string target;   // amdhsa.target: "amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-"
+  std::string arch;     // "gfx90a"
+  std::vector<CodeObjectKernel> kernels;
+};
+
+// Every code object in `bytes`; Error(BadInput) naming `where`, the byte offset and what was expected.
+std::vector<CodeObject> read_code_objects(std::span<const std::byte> bytes, const std::string& where);
+// A file, or every device code object (AMDGPU ELF or offload bundle) under a directory, recursively;
+// other files are skipped in a directory (host objects included) and an error when named directly.
+std::vector<CodeObject> load_code_objects(const std::filesystem::path& path);
+
+// A MessagePack document as JSON (maps with string keys; binary data as an array of bytes).
+nlohmann::json parse_msgpack(std::span<const std::byte> bytes, const std::string& where);
+
+// Temper's mmvq instantiation named by a kernel symbol (mangled or demangled):
+// temper::kernels::mmvq<TYPE, NCOLS, NWARPS, ROWS_PER_BLOCK>(...). nullopt for other kernels.
+struct MmvqInstance {
+  GgmlType type = GgmlType::Q4_0;
+  int ncols = 1;
+  Config config;
+};
+std::optional<MmvqInstance> parse_mmvq_symbol(std::string_view symbol);
+std::string demangle(std::string_view mangled);  // the input itself when it does not demangle
+
+}  // namespace temper

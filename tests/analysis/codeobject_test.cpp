@@ -1,0 +1,209 @@
+// The code-object reader: on real hipcc output (cross-checked against the compiler's own
+// resource-usage remarks), on MessagePack produced by an independent writer, and on damaged input.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "temper/codeobject.h"
+#include "temper/error.h"
+#include "temper/fileio.h"
+#include "temper/gpus.h"
+#include "temper/occupancy.h"
+
+namespace temper {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::span<const std::byte> bytes_of(const std::string& s) { return {reinterpret_cast<const std::byte*>(s.data()), s.size()}; }
+
+// ---- MessagePack: our reader against nlohmann's independent writer ----
+
+TEST(Msgpack, ReadsWhatAnIndependentWriterWrites) {
+  const json doc = {
+      {"amdhsa.version", {1, 2}},
+      {"small", 5}, {"u8", 200}, {"u16", 60000}, {"u32", 4000000000u}, {"u64", 1ull << 40},
+      {"neg_fix", -5}, {"i8", -100}, {"i16", -30000}, {"i32", -2000000000}, {"i64", -(1ll << 40)},
+      {"f64", 0.1}, {"t", true}, {"f", false}, {"nil", nullptr},
+      {"long string", std::string(300, 'x')}, {"s", std::string(40, 'y')},
+      {"big array", json(std::vector<int>(20, 7))},
+      {"nested", {{"a", {{"b", {{"c", "deep"}}}}}}},
+  };
+  const std::vector<uint8_t> packed = json::to_msgpack(doc);
+  const auto* p = reinterpret_cast<const std::byte*>(packed.data());
+  EXPECT_EQ(parse_msgpack({p, packed.size()}, "test"), doc);
+  // A map with more than 15 entries takes the map16 form.
+  json wide = json::object();
+  for (int i = 0; i < 40; ++i) wide["k" + std::to_string(i)] = i * 1000;
+  const auto w = json::to_msgpack(wide);
+  EXPECT_EQ(parse_msgpack({reinterpret_cast<const std::byte*>(w.data()), w.size()}, "test"), wide);
+}
+
+TEST(Msgpack, RejectsDamage) {
+  const auto packed = json::to_msgpack(json{{"key", "value"}, {"n", 70000}});
+  const auto* p = reinterpret_cast<const std::byte*>(packed.data());
+  for (size_t cut = 0; cut < packed.size(); ++cut) {
+    try {
+      parse_msgpack({p, cut}, "cut.bin");
+      ADD_FAILURE() << "truncation at " << cut << " accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::BadInput);
+      EXPECT_NE(std::string(e.what()).find("cut.bin at byte"), std::string::npos) << e.what();
+    }
+  }
+  // An array claiming 2^32-1 elements in a 6-byte document must fail fast, not allocate.
+  const std::string huge = "\xdd\xff\xff\xff\xff\x01";
+  EXPECT_THROW(parse_msgpack(bytes_of(huge), "huge"), Error);
+  const std::string ext = "\xd4\x01\x02";  // fixext: never in AMDGPU metadata
+  EXPECT_THROW(parse_msgpack(bytes_of(ext), "ext"), Error);
+  std::string deep(100, '\x91');  // 100 nested one-element arrays
+  deep += '\x01';
+  EXPECT_THROW(parse_msgpack(bytes_of(deep), "deep"), Error);
+}
+
+// ---- mmvq symbols ----
+
+TEST(MmvqSymbol, ParsesMangledAndDemangledNames) {
+  auto m = parse_mmvq_symbol("_ZN6temper7kernels4mmvqILj12ELi8ELi2ELi8EEEvPKfS3_Pfi");
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->type, GgmlType::Q4_K);
+  EXPECT_EQ(m->ncols, 8);
+  EXPECT_EQ(m->config, (Config{2, 8}));
+  m = parse_mmvq_symbol("_ZN6temper7kernels4mmvqILj2ELi1ELi4ELi1EEEvPKfS3_Pfi.kd");
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->type, GgmlType::Q4_0);
+  EXPECT_EQ(m->config, (Config{4, 1}));
+  m = parse_mmvq_symbol("void temper::kernels::mmvq<(temper::GgmlType)14, 4, 8, 4>(void const*, void const*, float*, int)");
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->type, GgmlType::Q6_K);
+  EXPECT_EQ(m->ncols, 4);
+  EXPECT_FALSE(parse_mmvq_symbol("spiller"));
+  EXPECT_FALSE(parse_mmvq_symbol("temper::kernels::mmvq<2u, 1, 4>(int)"));        // three arguments
+  EXPECT_FALSE(parse_mmvq_symbol("temper::kernels::mmvq<5u, 1, 4, 1>(int)"));     // 5: a retired type id
+  EXPECT_FALSE(parse_mmvq_symbol("temper::kernels::mmvq<2u, 9, 4, 1>(int)"));     // ncols > 8
+  EXPECT_FALSE(parse_mmvq_symbol("temper::kernels::quantize_q8_1<32>(float const*)"));
+}
+
+// ---- Real code objects from hipcc ----
+
+#ifdef TEMPER_CODEOBJ_FIXTURE_DIR
+const fs::path kFixtures = TEMPER_CODEOBJ_FIXTURE_DIR;
+#define REQUIRE_FIXTURES() (void)0
+#else
+const fs::path kFixtures;
+#define REQUIRE_FIXTURES() GTEST_SKIP() << "hipcc was not found at configure time: no code objects to read"
+#endif
+
+// The compiler's report: kernel name → {"VGPRs": n, "AGPRs": n, ...}.
+std::map<std::string, std::map<std::string, int>> read_remarks(const fs::path& file) {
+  std::map<std::string, std::map<std::string, int>> out;
+  std::istringstream in(read_file(file));
+  const std::regex name(R"(remark: Function Name: (\S+))"), field(R"(remark:\s+([A-Za-z ]+?)(?: \[[^\]]*\])?: (\d+) \[)");
+  std::string line, current;
+  std::smatch m;
+  while (std::getline(in, line)) {
+    if (std::regex_search(line, m, name)) current = m[1];
+    else if (!current.empty() && std::regex_search(line, m, field)) out[current][m[1]] = std::stoi(m[2]);
+  }
+  return out;
+}
+
+struct Variant {
+  const char* file;
+  const char* arch;
+  const char* gpu;
+  int wave;
+};
+const Variant kVariants[] = {{"gfx906.co", "gfx906", "mi50", 64},        {"gfx908.co", "gfx908", "mi100", 64},
+                             {"gfx90a.co", "gfx90a", "mi210", 64},       {"gfx1030.co", "gfx1030", "rx6900xt", 32},
+                             {"host-gfx906.o", "gfx906", "mi50", 64}};
+
+TEST(CodeObject, AgreesWithTheCompilersResourceReport) {
+  REQUIRE_FIXTURES();
+  for (const Variant& v : kVariants) {
+    SCOPED_TRACE(v.file);
+    const auto objects = load_code_objects(kFixtures / v.file);
+    ASSERT_EQ(objects.size(), 1u);
+    const CodeObject& co = objects[0];
+    EXPECT_EQ(co.arch, v.arch);
+    const GpuSpec& gpu = *find_gpu(v.gpu);
+    const fs::path remarks_file = kFixtures / (fs::path(v.file).stem().string() + ".remarks");
+    const auto remarks = read_remarks(remarks_file);
+    ASSERT_FALSE(remarks.empty()) << "no remarks in " << remarks_file;
+    EXPECT_EQ(co.kernels.size(), remarks.size());
+    for (const auto& k : co.kernels) {
+      SCOPED_TRACE(k.name);
+      ASSERT_TRUE(remarks.count(k.name));
+      const auto& r = remarks.at(k.name);
+      const KernelResources& res = k.resources;
+      const int agprs = r.count("AGPRs") ? r.at("AGPRs") : 0;
+      EXPECT_EQ(res.vgprs, allocated_vgprs(gpu, r.at("VGPRs"), agprs));
+      EXPECT_EQ(res.agprs, agprs);
+      EXPECT_EQ(res.sgprs, r.at("SGPRs"));
+      EXPECT_EQ(res.lds_bytes, r.at("LDS Size"));
+      EXPECT_EQ(res.scratch_bytes, r.at("ScratchSize"));
+      EXPECT_EQ(res.vgpr_spills, r.at("VGPRs Spill"));
+      EXPECT_EQ(res.sgpr_spills, r.at("SGPRs Spill"));
+      EXPECT_EQ(res.wave_size, v.wave);
+      EXPECT_EQ(k.symbol, k.name + ".kd");
+      // Registers alone: our rule and the compiler's occupancy agree when nothing else binds.
+      const Occupancy o = compute_occupancy(gpu, res, k.max_flat_workgroup_size);
+      if (res.lds_bytes == 0) {
+        EXPECT_EQ(o.register_waves_per_simd, r.at("Occupancy"));
+      }
+    }
+  }
+}
+
+TEST(CodeObject, FindsTheFixtureKernelsAndTheirFeatures) {
+  REQUIRE_FIXTURES();
+  auto find = [](const CodeObject& co, const std::string& name) -> const CodeObjectKernel& {
+    for (const auto& k : co.kernels)
+      if (k.name == name) return k;
+    throw std::runtime_error("no kernel " + name);
+  };
+  const auto gfx908 = load_code_objects(kFixtures / "gfx908.co").at(0);
+  EXPECT_GT(find(gfx908, "mfma").resources.agprs, 0);  // matrix accumulators live in AGPRs
+  const auto gfx906 = load_code_objects(kFixtures / "gfx906.co").at(0);
+  const auto& spiller = find(gfx906, "spiller");
+  EXPECT_GT(spiller.resources.vgpr_spills, 0);
+  EXPECT_GT(spiller.resources.scratch_bytes, 0);
+  EXPECT_EQ(spiller.max_flat_workgroup_size, 1024);
+  int mmvq = 0;
+  for (const auto& k : gfx906.kernels)
+    if (const auto m = parse_mmvq_symbol(k.name)) {
+      ++mmvq;
+      EXPECT_EQ(k.max_flat_workgroup_size, m->config.nwarps * 64);
+      // (nwarps - 1) × ncols × rows_per_block × wave floats of partial sums.
+      EXPECT_EQ(k.resources.lds_bytes, std::max(m->config.nwarps - 1, 1) * m->ncols * m->config.rows_per_block * 64 * 4);
+    }
+  EXPECT_EQ(mmvq, 4);
+  // A directory: every device code object under it (host objects are read only when named).
+  EXPECT_EQ(load_code_objects(kFixtures).size(), std::size(kVariants) - 1);
+}
+
+TEST(CodeObject, RejectsDamagedFiles) {
+  REQUIRE_FIXTURES();
+  const std::string good = read_file(kFixtures / "gfx90a.co");
+  // Cut inside the bundle header, inside the ELF header, and inside the section table.
+  for (size_t cut : {size_t{10}, size_t{40}, size_t{200}, good.size() / 2, good.size() - 1}) {
+    try {
+      read_code_objects(bytes_of(good.substr(0, cut)), "cut.co");
+      ADD_FAILURE() << "truncation at " << cut << " accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::BadInput) << e.what();
+    }
+  }
+  EXPECT_THROW(read_code_objects(bytes_of("plain text, not a code object"), "text"), Error);
+  EXPECT_THROW(load_code_objects(kFixtures / "missing.co"), Error);
+}
+
+}  // namespace
+}  // namespace temper
