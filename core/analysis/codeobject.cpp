@@ -468,3 +468,66 @@ std::optional<MmvqInstance> parse_mmvq_symbol(std::string_view symbol) {
 }
 
 }  // namespace temper
+
+namespace temper {
+
+std::vector<ConfigOccupancy> static_mmvq_occupancy(const GpuSpec& gpu, std::span<const CodeObject> objects) {
+  std::vector<ConfigOccupancy> out;
+  for (const CodeObject& co : objects) {
+    if (co.arch != gpu.arch) continue;
+    for (const CodeObjectKernel& k : co.kernels) {
+      const auto m = parse_mmvq_symbol(k.name);
+      if (!m) continue;
+      const bool seen = std::any_of(out.begin(), out.end(), [&](const ConfigOccupancy& c) {
+        return c.instance.type == m->type && c.instance.ncols == m->ncols && c.instance.config == m->config;
+      });
+      if (seen) continue;
+      ConfigOccupancy c;
+      c.instance = *m;
+      c.kernel = k.name;
+      c.resources = k.resources;
+      c.occupancy = compute_occupancy(gpu, k.resources, m->config.nwarps * k.resources.wave_size);
+      out.push_back(std::move(c));
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const ConfigOccupancy& a, const ConfigOccupancy& b) {
+    const auto key = [](const ConfigOccupancy& c) {
+      return std::tuple(static_cast<uint32_t>(c.instance.type), c.instance.ncols, c.instance.config.nwarps,
+                        c.instance.config.rows_per_block);
+    };
+    return key(a) < key(b);
+  });
+  return out;
+}
+
+nlohmann::json to_json(const ConfigOccupancy& c) {
+  const KernelResources& r = c.resources;
+  const Occupancy& o = c.occupancy;
+  nlohmann::json j = {
+      {"type", std::string(type_name(c.instance.type))}, {"ncols", c.instance.ncols},
+      {"nwarps", c.instance.config.nwarps}, {"rows_per_block", c.instance.config.rows_per_block},
+      {"kernel", c.kernel}, {"threads_per_block", o.threads_per_block}, {"wave_size", o.wave_size},
+      {"vgprs", r.vgprs}, {"agprs", r.agprs}, {"sgprs", r.sgprs}, {"lds_bytes", r.lds_bytes},
+      {"scratch_bytes", r.scratch_bytes}, {"vgpr_spills", r.vgpr_spills}, {"sgpr_spills", r.sgpr_spills},
+      {"blocks_per_cu", o.blocks_per_cu}, {"waves_per_simd", o.waves_per_simd},
+      {"max_waves_per_simd", o.max_waves_per_simd}, {"occupancy", o.occupancy},
+      {"limiter", std::string(limiter_name(o.limiter))}};
+  if (!o.why.empty()) j["why"] = o.why;
+  return j;
+}
+
+std::filesystem::path default_codeobj_dir() {
+  if (const char* env = std::getenv("TEMPER_CODEOBJ_DIR"); env && *env) return env;
+  return TEMPER_BUILD_CODEOBJ_DIR;
+}
+
+std::vector<CodeObject> load_code_objects_for(const std::filesystem::path& dir, std::string_view arch) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) return {};
+  const auto per_arch = dir / std::string(arch);
+  auto all = load_code_objects(std::filesystem::is_directory(per_arch, ec) ? per_arch : dir);
+  std::erase_if(all, [&](const CodeObject& co) { return co.arch != arch; });
+  return all;
+}
+
+}  // namespace temper

@@ -52,4 +52,23 @@ struct MmvqInstance {
 std::optional<MmvqInstance> parse_mmvq_symbol(std::string_view symbol);
 std::string demangle(std::string_view mangled);  // the input itself when it does not demangle
 
+// One mmvq instantiation's static occupancy on a GPU.
+struct ConfigOccupancy {
+  MmvqInstance instance;
+  std::string kernel;          // mangled name
+  KernelResources resources;
+  Occupancy occupancy;         // at nwarps × wave size threads per block
+};
+// Every mmvq instantiation compiled for `gpu.arch` in `objects`, sorted by type, ncols, nwarps,
+// rows_per_block (the first code object wins where several hold the same instantiation).
+std::vector<ConfigOccupancy> static_mmvq_occupancy(const GpuSpec& gpu, std::span<const CodeObject> objects);
+nlohmann::json to_json(const ConfigOccupancy& c);
+
+// Where this build keeps its per-arch code objects: $TEMPER_CODEOBJ_DIR, else the build tree's
+// codeobj/ directory (kernels/ writes <dir>/<gfxarch>/*.co when TEMPER_HIP=ON).
+std::filesystem::path default_codeobj_dir();
+// Code objects for `arch` from `dir`: <dir>/<arch>/ when it exists, else every code object under
+// `dir` whose target is `arch`. Empty when there are none.
+std::vector<CodeObject> load_code_objects_for(const std::filesystem::path& dir, std::string_view arch);
+
 }  // namespace temper

@@ -1,0 +1,248 @@
+// `temper occupancy --arch ARCH`: registers, LDS, waves per SIMD, occupancy and the limiting
+// resource of every mmvq instantiation — statically from AMD code objects (no GPU needed), at run
+// time from the device for NVIDIA, or for one kernel described by hand.
+#include <cstdio>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "cli.h"
+#include "temper/backend.h"
+#include "temper/codeobject.h"
+#include "temper/error.h"
+#include "temper/gpus.h"
+#include "temper/occupancy.h"
+
+namespace temper::cli {
+namespace {
+
+int int_option(const Args& args, std::string_view name, int fallback, int lo, int hi) {
+  const auto v = option(args, name);
+  if (!v) return fallback;
+  try {
+    size_t used = 0;
+    const int x = std::stoi(*v, &used);
+    if (used == v->size() && x >= lo && x <= hi) return x;
+  } catch (const std::exception&) {
+  }
+  fail(ErrorKind::BadInput, std::string(name) + " " + *v + ": expected an integer in " + std::to_string(lo) + ".." + std::to_string(hi));
+}
+
+const GpuSpec& resolve_gpu(const std::string& query) {
+  if (const GpuSpec* g = find_gpu(query)) return *g;
+  const auto hits = find_gpus(query);
+  std::string msg = "--arch " + query + ": ";
+  if (hits.empty()) {
+    msg += "not in the GPU database (known arches:";
+    std::string last;
+    for (const auto& g : gpu_database())
+      if (g.arch != last && msg.find(" " + g.arch + ",") == std::string::npos) msg += " " + g.arch + ",", last = g.arch;
+    msg.back() = ')';
+  } else {
+    msg += "ambiguous (";
+    for (size_t i = 0; i < hits.size(); ++i) msg += (i ? ", " : "") + hits[i]->id;
+    msg += ")";
+  }
+  fail(ErrorKind::BadInput, msg);
+}
+
+std::string percent(double x) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%.0f%%", 100 * x);
+  return buf;
+}
+
+void print_header(const GpuSpec& g) {
+  if (g.is_nvidia())
+    std::printf("%s (%s, %s): %d sub-partitions per SM, at most %d warps each, %d KiB shared memory per SM\n",
+                g.arch.c_str(), g.names.at(0).c_str(), g.family.c_str(), g.simds_per_cu, g.max_waves_per_simd,
+                g.lds_per_cu / 1024);
+  else
+    std::printf("%s (%s, %s): %d SIMDs per CU, at most %d waves per SIMD, %d KiB LDS per CU\n", g.arch.c_str(),
+                g.names.at(0).c_str(), g.family.c_str(), g.simds_per_cu, g.max_waves_per_simd, g.lds_per_cu / 1024);
+}
+
+void print_table(const GpuSpec& g, const std::vector<ConfigOccupancy>& rows, bool with_runtime,
+                 const std::vector<int>& runtime_blocks) {
+  const bool amd = g.is_amd();
+  std::printf("%-8s %5s %6s %4s %7s %5s %5s %5s %7s %7s %6s %10s %9s  %s%s\n", "type", "ncols", "nwarps", "rpb", "threads",
+              amd ? "VGPR" : "regs", amd ? "AGPR" : "-", amd ? "SGPR" : "-", amd ? "LDS" : "shared", "scratch", "spills",
+              amd ? "waves/SIMD" : "warps/SMSP", "occupancy", "limiter", with_runtime ? "   runtime blocks/SM" : "");
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const auto& c = rows[i];
+    const auto& r = c.resources;
+    const auto& o = c.occupancy;
+    std::printf("%-8s %5d %6d %4d %7d %5d %5s %5s %7d %7d %6d %10.2f %9s  %s", std::string(type_name(c.instance.type)).c_str(),
+                c.instance.ncols, c.instance.config.nwarps, c.instance.config.rows_per_block, o.threads_per_block, r.vgprs,
+                amd ? std::to_string(r.agprs).c_str() : "-", amd ? std::to_string(r.sgprs).c_str() : "-", r.lds_bytes,
+                r.scratch_bytes, r.vgpr_spills + r.sgpr_spills, o.waves_per_simd, percent(o.occupancy).c_str(),
+                std::string(limiter_name(o.limiter)).c_str());
+    if (!o.why.empty()) std::printf(" (%s)", o.why.c_str());
+    if (with_runtime) std::printf("   %d%s", runtime_blocks[i], runtime_blocks[i] == o.blocks_per_cu ? "" : " (differs)");
+    std::printf("\n");
+  }
+}
+
+nlohmann::json gpu_json(const GpuSpec& g) {
+  return {{"id", g.id}, {"name", g.names.at(0)}, {"arch", g.arch}, {"family", g.family}};
+}
+
+// NVIDIA: registers are known only once the driver has loaded the kernels.
+std::unique_ptr<Device> open_device_for(const GpuSpec& g, std::string& why_not) {
+  for (auto& backend : gpu_backends()) {
+    const auto devices = backend->devices();
+    for (const auto& d : devices)
+      if (d.arch.substr(0, d.arch.find(':')) == g.arch) return backend->open(d.index);
+    if (devices.empty() && !backend->unavailable_reason().empty()) why_not += "; " + backend->name() + ": " + backend->unavailable_reason();
+  }
+  return nullptr;
+}
+
+int run_occupancy(const Args& args) {
+  reject_unknown(args, {"--arch", "--type", "--ncols", "--codeobj-dir", "--json", "--regs", "--vgprs", "--sgprs",
+                        "--lds", "--threads", "--wave"});
+  const auto arch = option(args, "--arch");
+  if (!arch) fail(ErrorKind::BadInput, "missing --arch ARCH (e.g. gfx90a, sm_90, mi300x; see `temper gpus`)");
+  if (!positionals(args, {"--arch", "--type", "--ncols", "--codeobj-dir", "--regs", "--vgprs", "--sgprs", "--lds", "--threads", "--wave"}).empty())
+    fail(ErrorKind::BadInput, "unexpected argument (see `temper help occupancy`)");
+  const GpuSpec& gpu = resolve_gpu(*arch);
+  const bool json_out = has_flag(args, "--json");
+
+  // One kernel described by hand.
+  auto regs = option(args, "--regs");
+  if (!regs) regs = option(args, "--vgprs");
+  if (regs) {
+    KernelResources k;
+    k.vgprs = int_option(args, option(args, "--regs") ? "--regs" : "--vgprs", 0, 0, 512);
+    k.sgprs = int_option(args, "--sgprs", 0, 0, 128);
+    k.lds_bytes = int_option(args, "--lds", 0, 0, 1 << 20);
+    k.wave_size = int_option(args, "--wave", gpu.wave_sizes.at(0), 32, 64);
+    const int threads = int_option(args, "--threads", 4 * k.wave_size, 1, 4096);
+    const Occupancy o = compute_occupancy(gpu, k, threads);
+    if (json_out) {
+      nlohmann::json j = {{"gpu", gpu_json(gpu)}, {"threads_per_block", threads}, {"wave_size", o.wave_size},
+                          {"registers", k.vgprs}, {"sgprs", k.sgprs}, {"lds_bytes", k.lds_bytes},
+                          {"blocks_per_cu", o.blocks_per_cu}, {"waves_per_simd", o.waves_per_simd},
+                          {"max_waves_per_simd", o.max_waves_per_simd}, {"occupancy", o.occupancy},
+                          {"limiter", std::string(limiter_name(o.limiter))}, {"allocated_registers", o.allocated_registers},
+                          {"allocated_lds", o.allocated_lds}};
+      if (!o.why.empty()) j["why"] = o.why;
+      std::printf("%s\n", j.dump(2).c_str());
+    } else {
+      print_header(gpu);
+      const bool nv = gpu.is_nvidia();
+      std::printf("%d threads (%d %s of %d), %d registers (allocated %d), %d B %s (allocated %d)\n", threads,
+                  o.waves_per_block, nv ? "warps" : "waves", o.wave_size, k.vgprs, o.allocated_registers, k.lds_bytes,
+                  nv ? "shared memory" : "LDS", o.allocated_lds);
+      std::printf("%d blocks per %s, %.2f %s of %d: occupancy %s, limited by %s%s\n", o.blocks_per_cu,
+                  nv ? "SM" : "CU", o.waves_per_simd, nv ? "warps per sub-partition" : "waves per SIMD",
+                  o.max_waves_per_simd, percent(o.occupancy).c_str(),
+                  std::string(limiter_name(o.limiter)).c_str(), o.why.empty() ? "" : (" (" + o.why + ")").c_str());
+    }
+    return 0;
+  }
+  for (const char* only_manual : {"--sgprs", "--lds", "--threads", "--wave"})
+    if (option(args, only_manual)) fail(ErrorKind::BadInput, std::string(only_manual) + " describes a kernel by hand: give --regs too");
+
+  std::optional<GgmlType> type;
+  if (const auto t = option(args, "--type")) {
+    type = parse_type(*t);
+    if (!type) fail(ErrorKind::BadInput, "--type " + *t + ": not a ggml type name (q4_0, q4_K, iq4_xs, ...)");
+  }
+  const int ncols = int_option(args, "--ncols", 0, 1, 8);
+  auto wanted = [&](const MmvqInstance& m) { return (!type || m.type == *type) && (ncols == 0 || m.ncols == ncols); };
+
+  std::vector<ConfigOccupancy> rows;
+  std::vector<int> runtime_blocks;
+  std::string source;
+  if (gpu.is_amd()) {
+    const auto dir = option(args, "--codeobj-dir") ? std::filesystem::path(*option(args, "--codeobj-dir")) : default_codeobj_dir();
+    const auto objects = load_code_objects_for(dir, gpu.arch);
+    if (objects.empty())
+      fail(ErrorKind::BadInput, "no " + gpu.arch + " code objects in " + dir.string() +
+                                    " (build with -DTEMPER_HIP=ON and " + gpu.arch +
+                                    " in TEMPER_HIP_ARCHS, or pass --codeobj-dir DIR)");
+    for (auto& c : static_mmvq_occupancy(gpu, objects))
+      if (wanted(c.instance)) rows.push_back(std::move(c));
+    source = "code objects in " + dir.string() + " (static)";
+  } else {
+    if (option(args, "--codeobj-dir")) fail(ErrorKind::BadInput, "--codeobj-dir reads AMD code objects; " + gpu.arch + " is NVIDIA");
+    std::string why_not;
+    auto device = open_device_for(gpu, why_not);
+    if (!device)
+      fail(ErrorKind::NoDevice, "registers of NVIDIA kernels are known only at run time, and this machine has no " +
+                                    gpu.arch + " device" + why_not +
+                                    "; describe a kernel by hand with --regs N [--lds B] [--threads T]");
+    const GpuSpec* spec = match_device(device->info());
+    const GpuSpec& g = spec ? *spec : gpu;
+    for (const TypeInfo& t : all_types()) {
+      if (!t.quantized) continue;
+      for (int nc = 1; nc <= 8; ++nc)
+        for (int nw : {1, 2, 4, 8, 16})
+          for (int rpb : {1, 2, 4, 8}) {
+            const MmvqInstance m{t.type, nc, {nw, rpb}};
+            if (!wanted(m) || !device->has_kernel(t.type, nc, m.config)) continue;
+            const auto attr = device->kernel_attributes(t.type, nc, m.config);
+            if (!attr) continue;
+            ConfigOccupancy c;
+            c.instance = m;
+            c.resources.vgprs = attr->registers;
+            c.resources.lds_bytes = attr->shared_bytes;
+            c.resources.scratch_bytes = attr->local_bytes;
+            c.resources.wave_size = device->info().warp_size;
+            c.occupancy = compute_occupancy(g, c.resources, nw * c.resources.wave_size);
+            rows.push_back(std::move(c));
+            runtime_blocks.push_back(attr->blocks_per_cu);
+          }
+    }
+    source = "function attributes of " + device->info().name + " (run time)";
+  }
+
+  if (json_out) {
+    nlohmann::json j = {{"gpu", gpu_json(gpu)}, {"source", source}, {"configs", nlohmann::json::array()}};
+    for (size_t i = 0; i < rows.size(); ++i) {
+      auto row = to_json(rows[i]);
+      if (!runtime_blocks.empty()) row["runtime_blocks_per_cu"] = runtime_blocks[i];
+      j["configs"].push_back(std::move(row));
+    }
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  print_header(gpu);
+  std::printf("source: %s\n", source.c_str());
+  if (rows.empty()) {
+    std::printf("no mmvq instantiation matches%s%s\n", type ? (" --type " + std::string(type_name(*type))).c_str() : "",
+                ncols ? (" --ncols " + std::to_string(ncols)).c_str() : "");
+    return 0;
+  }
+  print_table(gpu, rows, !runtime_blocks.empty(), runtime_blocks);
+  return 0;
+}
+
+const Registrar registrar{Command{
+    "occupancy",
+    "registers, LDS, waves per SIMD and the limiting resource of every kernel config",
+    "usage: temper occupancy --arch ARCH [--type T] [--ncols N] [--codeobj-dir DIR] [--json]\n"
+    "       temper occupancy --arch ARCH --regs N [--sgprs N] [--lds BYTES] [--threads T] [--wave 32|64] [--json]\n"
+    "\n"
+    "Per mmvq instantiation (type, ncols, nwarps, rows_per_block): threads per block, registers\n"
+    "(VGPRs, AGPRs and SGPRs on AMD), LDS / shared memory, scratch and spills, waves per SIMD\n"
+    "(warps per SM sub-partition on NVIDIA), occupancy and the resource that limits it, by each\n"
+    "architecture's allocation rules (docs/occupancy.md).\n"
+    "\n"
+    "AMD targets are analysed statically from this build's code objects, so no GPU is needed:\n"
+    "  --codeobj-dir DIR   where they are (default $TEMPER_CODEOBJ_DIR, else the build's codeobj/;\n"
+    "                      DIR/<arch>/ or any code object, offload bundle under DIR)\n"
+    "NVIDIA registers are known only at run time: with an ARCH device present its function\n"
+    "attributes are used and the runtime's own blocks per SM shown beside ours.\n"
+    "\n"
+    "  --arch ARCH     gfx90a, sm_90, or a GPU id / name from `temper gpus` (mi300x, \"RX 7900 XTX\")\n"
+    "  --type T        only this ggml type (q4_0, q4_K, ...)\n"
+    "  --ncols N       only this batch width (1..8)\n"
+    "  --regs N        describe one kernel by hand instead: registers (VGPRs) per thread,\n"
+    "                  with --sgprs, --lds bytes per block, --threads per block (default 4 waves), --wave\n"
+    "  --json          print one JSON document (gpu, source, configs[])",
+    run_occupancy}};
+
+}  // namespace
+}  // namespace temper::cli
