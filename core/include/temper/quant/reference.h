@@ -49,6 +49,25 @@ struct DotQ8_1 {
   double half_rounding = 0;  // Σ |error| of the half-precision products (half_products only)
 };
 
+// What one vec_dot call computes, per type (qi = ints of quants per block, vdr = ints per call; a
+// thread calls it for block kbx at int offset iqs; u = q8_1 quants, d8/s8 = that q8_1 block's d and s,
+// dp4a sums are exact ints, everything after them is float in this order):
+//   q4_0  (qi 4, vdr 2: 16 values)  d4·(sumi·d8 − 4·s8)          sumi = Σ nibble·u (nibbles 0..15)
+//   q5_0  (qi 4, vdr 2)             d5·(sumi·d8 − 8·s8)          sumi over 5-bit values 0..31
+//   q4_1, q5_1 (qi 4, vdr 2)        sumi·(d·d8) + (m·s8)/2       d·d8 and m·s8 as one half2 product
+//                                   (__hmul2, rounded to half) where FAST_FP16_AVAILABLE, see DotOptions
+//   q8_0  (qi 8, vdr 2: 8 values)   (d0·d8)·sumi
+//   iq4_nl, mxfp4 (qi 4, vdr 2)     (d·d8)·sumi over table values; mxfp4 d = 2^(e−127)·0.5 (doubled table)
+//   iq4_xs (qi 32, vdr 4: one 32-value sub-block)  (d·d8)·(sumi·(ls−32))
+//   q2_K  (qi 16, vdr 1: 4 bytes = 16 values over 4 q8 blocks)
+//         dm.x·Σ_i d8_i·(dot_i·(sc&15)) − dm.y·Σ_i d8_i·(Σu_i·(sc>>4))
+//   q3_K  (qi 16, vdr 1)            d·Σ_i d8_i·(dot_i·(scale_i−32)), value = low 2 bits − (high bit ? 0 : 4)
+//   q4_K, q5_K (qi 32, vdr 2: 2×4 bytes of one 64-value pair over 2 q8 blocks)
+//         dm.x·Σ_i d8_i·(dot_i·sc_i) − dm.y·Σ_i d8_i·(Σu_i·m_i)
+//   q6_K  (qi 32, vdr 1: 4 bytes of ql = 8 values over 2 q8 blocks)  d·Σ_i d8_i·(dot_i·sc_i)
+// Sums "Σ_i" run over i = 0, 1, ... in float starting from 0. A kernel is free to add its calls in any
+// order; tolerance_q8_1 covers that.
+//
 // (b) the integer dot of weight blocks with q8_1 blocks exactly as llama.cpp's mmvq vec_dot_*_q8_1
 // functions compute it: per call (kernel thread step) integer sums and the same float scale/min
 // corrections; calls summed in double. `y` holds k/32 blocks.
