@@ -409,7 +409,7 @@ double tolerance_f64(GgmlType type, const void* row, const float* x, int64_t k, 
   (void)nb;
   // float roundings of the kernel, plus one rounding per dequantized weight in the float64 side
   const double rounding = double(b.calls + 32) * kUnit * b.magnitude + 2 * kUnit * weights;
-  return 1.125 * (activation + sums + b.half_rounding + rounding) + 0x1p-100;
+  return 1.125 * (activation + sums + b.half_rounding + b.truncation + rounding) + 0x1p-100;
 }
 
 }  // namespace temper::quant

@@ -47,6 +47,7 @@ struct DotQ8_1 {
   double magnitude = 0;      // Σ over calls of |every float term| of the call: what float rounding scales with
   int64_t calls = 0;         // number of vec_dot calls (terms a kernel sums in some order)
   double half_rounding = 0;  // Σ |error| of the half-precision products (half_products only)
+  double truncation = 0;     // Σ bound of the integer divisions' truncation (iq2_*, iq3_xxs), in value units
 };
 
 // What one vec_dot call computes, per type (qi = ints of quants per block, vdr = ints per call; a
@@ -65,6 +66,14 @@ struct DotQ8_1 {
 //   q4_K, q5_K (qi 32, vdr 2: 2×4 bytes of one 64-value pair over 2 q8 blocks)
 //         dm.x·Σ_i d8_i·(dot_i·sc_i) − dm.y·Σ_i d8_i·(Σu_i·m_i)
 //   q6_K  (qi 32, vdr 1: 4 bytes of ql = 8 values over 2 q8 blocks)  d·Σ_i d8_i·(dot_i·sc_i)
+//   iq2_xxs (qi 16, vdr 2: one 32-value group)  (d·d8)·(sumi·(2s+1)/8)   integer division, truncating
+//   iq2_xs, iq2_s (qi 16, vdr 2)   (d·d8)·((sumi0·ls0 + sumi1·ls1 + (sumi0+sumi1)/2)/4), halves of 16 values
+//   iq3_xxs (qi 16, vdr 2)          (d·d8)·((ls·sumi + sumi/2)/2)
+//   iq3_s   (qi 16, vdr 2)          (d·d8)·(sumi·(1 + 2·ls))
+//           (signed grid values; sumi over the call's 32 values)
+//   iq1_s   (qi 8, vdr 1)           d1q·(d8·sumi + s8·delta), grid values + 1 (0..2), delta = −1 ± 1/8
+//   iq1_m   (qi 8, vdr 1)           (d·d8)·((sumi0 + sumf0)·sc0 + (sumi1 + sumf1)·sc1), sumf = Σ_g delta_g·Σu_g
+//   nvfp4   (qi 8, vdr 4: two 16-value sub-blocks)  Σ_s (ue4m3_s/2 · d8)·sumi_s
 // Sums "Σ_i" run over i = 0, 1, ... in float starting from 0. A kernel is free to add its calls in any
 // order; tolerance_q8_1 covers that.
 //
