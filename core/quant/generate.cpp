@@ -54,6 +54,7 @@ Scales scales_of(GgmlType type) {
     case T::IQ2_XXS: case T::IQ2_XS: case T::IQ2_S: return {0, -13, -9, false};
     case T::IQ3_XXS: case T::IQ3_S: return {0, -12, -8, false};
     case T::IQ1_S: return {0, -10, -6, false};
+    case T::Q1_0: return {0, -7, -4, false};  // d = mean |w|
     default: return {};
   }
 }

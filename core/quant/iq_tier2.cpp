@@ -1,5 +1,5 @@
-// Tier-2 types: the grid-based IQ formats (iq2_xxs, iq2_xs, iq2_s, iq3_xxs, iq3_s, iq1_s, iq1_m) and
-// nvfp4. Dequantization follows ggml's dequantize_row_* (ggml-quants.c) operation for operation; each
+// Tier-2 types: the grid-based IQ formats (iq2_xxs, iq2_xs, iq2_s, iq3_xxs, iq3_s, iq1_s, iq1_m),
+// nvfp4 and q1_0 (newer ggml's 1-bit type, which its mmvq also runs). Dequantization follows ggml's dequantize_row_* (ggml-quants.c) operation for operation; each
 // dot "call" mirrors one vec_dot_<type>_q8_1 of ggml-cuda (vecdotq.cuh), including its integer
 // divisions, which truncate toward zero exactly like C++'s.
 #include <array>
@@ -444,6 +444,28 @@ void dot_nvfp4(const BlockNVFP4* x, const BlockQ8_1* y, int64_t nb, DotQ8_1& acc
   }
 }
 
+// ---- q1_0: 128 values of ±d, one bit each ----
+
+void dequant_q1_0(const BlockQ1_0* x, float* y, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i, y += QK1_0) {
+    const float d = fp16_to_fp32(x[i].d), neg_d = -d;
+    for (int j = 0; j < QK1_0; ++j) y[j] = (x[i].qs[j / 8] >> (j % 8)) & 1 ? d : neg_d;
+  }
+}
+
+void dot_q1_0(const BlockQ1_0* x, const BlockQ8_1* y, int64_t nb, DotQ8_1& acc) {
+  for (int64_t i = 0; i < nb; ++i) {
+    const float d1 = fp16_to_fp32(x[i].d);
+    for (int c = 0; c < 4; ++c) {  // vdr 1 of qi 4: one call per 32 values
+      const Q8 u(y[4 * i + c]);
+      int sumi = 0;
+      for (int j = 0; j < 32; ++j) sumi += ((x[i].qs[4 * c + j / 8] >> (j % 8)) & 1 ? 1 : -1) * u.q[j];
+      const float value = d1 * u.d * float(sumi);
+      add_call(acc, value, std::fabs(value));
+    }
+  }
+}
+
 }  // namespace
 
 std::span<const uint64_t, 256> iq2xxs_grid() { return tables().iq2xxs; }
@@ -459,7 +481,7 @@ namespace detail {
 bool has_tier2_reference(GgmlType type) {
   switch (type) {
     case GgmlType::IQ2_XXS: case GgmlType::IQ2_XS: case GgmlType::IQ2_S: case GgmlType::IQ3_XXS:
-    case GgmlType::IQ3_S: case GgmlType::IQ1_S: case GgmlType::IQ1_M: case GgmlType::NVFP4:
+    case GgmlType::IQ3_S: case GgmlType::IQ1_S: case GgmlType::IQ1_M: case GgmlType::NVFP4: case GgmlType::Q1_0:
       return true;
     default:
       return false;
@@ -476,6 +498,7 @@ void dequantize_tier2(GgmlType type, const void* blocks, float* out, int64_t nb)
     case GgmlType::IQ1_S: return dequant_iq1_s(static_cast<const BlockIQ1_S*>(blocks), out, nb);
     case GgmlType::IQ1_M: return dequant_iq1_m(static_cast<const BlockIQ1_M*>(blocks), out, nb);
     case GgmlType::NVFP4: return dequant_nvfp4(static_cast<const BlockNVFP4*>(blocks), out, nb);
+    case GgmlType::Q1_0: return dequant_q1_0(static_cast<const BlockQ1_0*>(blocks), out, nb);
     default: fail(ErrorKind::Internal, "dequantize: unhandled type " + std::string(type_name(type)));
   }
 }
@@ -490,6 +513,7 @@ void dot_q8_1_tier2(GgmlType type, const void* row, const BlockQ8_1* y, int64_t 
     case GgmlType::IQ1_S: return dot_iq1_s(static_cast<const BlockIQ1_S*>(row), y, nb, acc);
     case GgmlType::IQ1_M: return dot_iq1_m(static_cast<const BlockIQ1_M*>(row), y, nb, acc);
     case GgmlType::NVFP4: return dot_nvfp4(static_cast<const BlockNVFP4*>(row), y, nb, acc);
+    case GgmlType::Q1_0: return dot_q1_0(static_cast<const BlockQ1_0*>(row), y, nb, acc);
     default: fail(ErrorKind::Internal, "dot_q8_1: unhandled type " + std::string(type_name(type)));
   }
 }

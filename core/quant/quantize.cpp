@@ -265,13 +265,25 @@ void quant_mxfp4(const float* x, BlockMXFP4* y, int64_t nb) {
   }
 }
 
+// q1_0: the sign of each value, scaled by the block's mean |x| (as ggml's reference quantizer).
+void quant_q1_0(const float* x, BlockQ1_0* y, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i, x += QK1_0) {
+    float sum_abs = 0;
+    for (int j = 0; j < QK1_0; ++j) sum_abs += std::fabs(x[j]);
+    y[i].d = fp32_to_fp16(sum_abs / float(QK1_0));
+    std::memset(y[i].qs, 0, sizeof y[i].qs);
+    for (int j = 0; j < QK1_0; ++j)
+      if (x[j] >= 0.0f) y[i].qs[j / 8] = uint8_t(y[i].qs[j / 8] | (1 << (j % 8)));
+  }
+}
+
 }  // namespace
 
 bool has_quantizer(GgmlType type) {
   switch (type) {
     case GgmlType::Q4_0: case GgmlType::Q4_1: case GgmlType::Q5_0: case GgmlType::Q5_1: case GgmlType::Q8_0:
     case GgmlType::Q2_K: case GgmlType::Q3_K: case GgmlType::Q4_K: case GgmlType::Q5_K: case GgmlType::Q6_K:
-    case GgmlType::IQ4_NL: case GgmlType::IQ4_XS: case GgmlType::MXFP4:
+    case GgmlType::IQ4_NL: case GgmlType::IQ4_XS: case GgmlType::MXFP4: case GgmlType::Q1_0:
       return true;
     default:
       return false;
@@ -298,6 +310,7 @@ void quantize_row(GgmlType type, const float* x, void* blocks, int64_t k) {
     case GgmlType::IQ4_NL: return quant_iq4_nl(x, static_cast<BlockIQ4_NL*>(blocks), nb);
     case GgmlType::IQ4_XS: return quant_iq4_xs(x, static_cast<BlockIQ4_XS*>(blocks), nb);
     case GgmlType::MXFP4: return quant_mxfp4(x, static_cast<BlockMXFP4*>(blocks), nb);
+    case GgmlType::Q1_0: return quant_q1_0(x, static_cast<BlockQ1_0*>(blocks), nb);
     default: fail(ErrorKind::Internal, "quantize_row: unhandled type " + std::string(type_name(type)));
   }
 }

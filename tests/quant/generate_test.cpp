@@ -144,7 +144,7 @@ INSTANTIATE_TEST_SUITE_P(Quant, Quantizer,
                                            RoundTrip{GgmlType::Q3_K, 0.25}, RoundTrip{GgmlType::Q4_K, 0.12},
                                            RoundTrip{GgmlType::Q5_K, 0.06}, RoundTrip{GgmlType::Q6_K, 0.033},
                                            RoundTrip{GgmlType::IQ4_NL, 0.15}, RoundTrip{GgmlType::IQ4_XS, 0.15},
-                                           RoundTrip{GgmlType::MXFP4, 0.2}),
+                                           RoundTrip{GgmlType::MXFP4, 0.2}, RoundTrip{GgmlType::Q1_0, 0.7}),
                          [](const auto& p) { return std::string(temper::type_name(p.param.type)); });
 
 TEST(Quantize, Errors) {

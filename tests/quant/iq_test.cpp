@@ -184,6 +184,19 @@ TEST(DequantTier2, IQ1_SAndIQ1_M) {
   EXPECT_EQ(y[16], 5.0f * -1.125f);
 }
 
+TEST(DequantTier2, Q1_0Bits) {
+  auto b = zero_block<BlockQ1_0>();
+  b.d = h(0.25f);
+  b.qs[0] = 0x81;   // values 0 and 7 positive
+  b.qs[15] = 0x80;  // value 127 positive
+  const auto y = dequant(GgmlType::Q1_0, b);
+  EXPECT_EQ(y[0], 0.25f);
+  EXPECT_EQ(y[1], -0.25f);
+  EXPECT_EQ(y[7], 0.25f);
+  EXPECT_EQ(y[126], -0.25f);
+  EXPECT_EQ(y[127], 0.25f);
+}
+
 TEST(DequantTier2, NVFP4) {
   auto b = zero_block<BlockNVFP4>();
   b.d[0] = 0x38;  // 1.0, halved for the doubled E2M1 table

@@ -41,6 +41,8 @@ struct BlockIQ3_S { half_bits d; uint8_t qs[QK_K / 4]; uint8_t qh[QK_K / 32]; ui
 struct BlockIQ1_S { half_bits d; uint8_t qs[QK_K / 8]; uint16_t qh[QK_K / 32]; };
 struct BlockIQ1_M { uint8_t qs[QK_K / 8]; uint8_t qh[QK_K / 16]; uint8_t scales[QK_K / 32]; };  // d lives in scales
 struct BlockNVFP4 { uint8_t d[QK_NVFP4 / QK_NVFP4_SUB]; uint8_t qs[QK_NVFP4 / 2]; };  // d: UE4M3 per 16 values
+constexpr int QK1_0 = 128;
+struct BlockQ1_0 { half_bits d; uint8_t qs[QK1_0 / 8]; };  // value j: bit j%8 of qs[j/8] ? +d : -d
 
 static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_1) == 20 && sizeof(BlockQ5_0) == 22 && sizeof(BlockQ5_1) == 24);
 static_assert(sizeof(BlockQ8_0) == 34 && sizeof(BlockQ8_1) == 36);
@@ -49,7 +51,7 @@ static_assert(sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210 && sizeof(Blo
 static_assert(sizeof(BlockIQ4_NL) == 18 && sizeof(BlockIQ4_XS) == 136 && sizeof(BlockMXFP4) == 17);
 static_assert(sizeof(BlockIQ2_XXS) == 66 && sizeof(BlockIQ2_XS) == 74 && sizeof(BlockIQ2_S) == 82);
 static_assert(sizeof(BlockIQ3_XXS) == 98 && sizeof(BlockIQ3_S) == 110 && sizeof(BlockIQ1_S) == 50);
-static_assert(sizeof(BlockIQ1_M) == 56 && sizeof(BlockNVFP4) == 36);
+static_assert(sizeof(BlockIQ1_M) == 56 && sizeof(BlockNVFP4) == 36 && sizeof(BlockQ1_0) == 18);
 
 // Value tables, as initialiser lists so host (constexpr) and device (__constant__) copies come
 // from one definition: `constexpr int8_t t[16] = {TEMPER_KVALUES_IQ4NL};`.
