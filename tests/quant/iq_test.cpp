@@ -45,6 +45,9 @@ TEST(IqGrids, EntriesMatchGgml) {
   EXPECT_EQ(xs[8], 0x0808080808192b19ull);
   EXPECT_EQ(xs[15], 0x080808081908192bull);
   const auto s = iq2s_grid();
+  EXPECT_EQ(s[1008], 0x2b2b19082b2b1908ull);
+  EXPECT_EQ(s[1011], 0x2b2b192b19190819ull);
+  EXPECT_EQ(s[1015], 0x2b2b2b1919191908ull);
   EXPECT_EQ(s[1016], 0x2b2b2b192b08192bull);
   EXPECT_EQ(s[1019], 0x2b2b2b2b082b0808ull);
   EXPECT_EQ(s[1022], 0x2b2b2b2b2b082b08ull);
@@ -54,6 +57,7 @@ TEST(IqGrids, EntriesMatchGgml) {
   EXPECT_EQ(i1[1], 0xffffffffffffff01ull);
   EXPECT_EQ(i1[11], 0xffffffff00ff0000ull);
   EXPECT_EQ(i1[24], 0xffffffff01010101ull);
+  EXPECT_EQ(i1[25], 0xffffff00ffff00ffull);
   EXPECT_EQ(i1[2047], 0x0101010101010101ull);  // 43690: every field 2 -> +1
   EXPECT_EQ(iq3xxs_grid()[5], 0x04040c3eu);
   EXPECT_EQ(iq3xxs_grid()[255], 0x3e341c04u);
