@@ -204,3 +204,56 @@ const GpuSpec* match_device(const DeviceInfo& device) {
 }
 
 }  // namespace temper
+
+namespace temper {
+
+std::string family_of_arch(std::string_view arch_in) {
+  const std::string arch = base_arch(arch_in);
+  auto is = [&](std::string_view prefix) { return arch.rfind(prefix, 0) == 0; };
+  if (is("gfx906")) return "gcn5";
+  if (is("gfx908")) return "cdna1";
+  if (is("gfx90a")) return "cdna2";
+  if (is("gfx94")) return "cdna3";
+  if (is("gfx95")) return "cdna4";
+  if (is("gfx101")) return "rdna1";
+  if (is("gfx103")) return "rdna2";
+  if (is("gfx110")) return "rdna3";
+  if (is("gfx115")) return "rdna3.5";
+  if (is("gfx12")) return "rdna4";
+  if (arch == "sm_80" || arch == "sm_86" || arch == "sm_87") return "ampere";
+  if (arch == "sm_89") return "ada";
+  if (arch == "sm_90" || arch == "sm_90a") return "hopper";
+  if (is("sm_10") || is("sm_11") || is("sm_12")) return "blackwell";
+  return {};
+}
+
+GpuSpec spec_for_device(const DeviceInfo& d) {
+  if (const GpuSpec* g = match_device(d)) return *g;
+  GpuSpec g;
+  g.id = "not in database";
+  g.names = {d.name.empty() ? base_arch(d.arch) : d.name};
+  g.arch = base_arch(d.arch);
+  g.vendor = g.arch.rfind("sm_", 0) == 0 ? "nvidia" : "amd";
+  g.family = family_of_arch(g.arch);
+  g.compute_units = d.compute_units;
+  const bool rdna = g.family.rfind("rdna", 0) == 0;
+  g.simds_per_cu = rdna ? 2 : 4;
+  g.wave_sizes = rdna ? std::vector<int>{32, 64} : std::vector<int>{d.warp_size > 0 ? d.warp_size : 32};
+  // Per-CU limits as the runtime reports them; the usual value where it reports nothing.
+  g.registers_per_simd = d.regs_per_cu > 0 ? d.regs_per_cu / g.simds_per_cu : 16384;
+  g.lds_per_cu = d.shared_per_cu > 0 ? d.shared_per_cu : 65536;
+  g.lds_per_block = d.shared_per_block > 0 ? d.shared_per_block : g.lds_per_cu;
+  const int wave = g.wave_sizes.front();
+  g.max_waves_per_simd = d.max_threads_per_cu > 0 ? d.max_threads_per_cu / wave / g.simds_per_cu : 8;
+  g.max_blocks_per_cu = g.is_nvidia() ? (g.max_waves_per_simd * g.simds_per_cu >= 64 ? 32 : 16) : 16;
+  g.memory_gb = static_cast<double>(d.memory_bytes) / 1e9;
+  if (d.memory_clock_mhz > 0 && d.memory_bus_bits > 0)  // DDR: two transfers per clock
+    g.memory_bandwidth_gbs = 2.0 * d.memory_clock_mhz * 1e6 * (d.memory_bus_bits / 8.0) / 1e9;
+  g.llc_bytes = d.l2_bytes;
+  g.boost_clock_mhz = d.clock_mhz;
+  g.source = "runtime (" + (d.api.empty() ? std::string("device") : d.api) + " device properties)";
+  g.notes = "not in database: per-CU limits from the runtime, peak rates unknown";
+  return g;
+}
+
+}  // namespace temper

@@ -198,3 +198,42 @@ TEST(GpuDatabase, ParserErrorsNameEntryAndField) {
 
 }  // namespace
 }  // namespace temper
+
+namespace temper {
+namespace {
+
+TEST(GpuDatabase, SpecForUnknownDeviceComesFromTheRuntime) {
+  DeviceInfo d;
+  d.name = "NVIDIA GeForce RTX 2080";
+  d.arch = "sm_75";
+  d.api = "cuda";
+  d.compute_units = 46;
+  d.warp_size = 32;
+  d.regs_per_cu = 65536;
+  d.shared_per_cu = 65536;
+  d.shared_per_block = 49152;
+  d.max_threads_per_cu = 1024;
+  d.l2_bytes = 4u << 20;
+  d.memory_clock_mhz = 7000;
+  d.memory_bus_bits = 256;
+  const GpuSpec g = spec_for_device(d);
+  EXPECT_EQ(g.id, "not in database");
+  EXPECT_TRUE(g.is_nvidia());
+  EXPECT_EQ(g.registers_per_simd, 16384);
+  EXPECT_EQ(g.max_waves_per_simd, 8);
+  EXPECT_EQ(g.max_blocks_per_cu, 16);
+  EXPECT_DOUBLE_EQ(g.memory_bandwidth_gbs, 448);
+  EXPECT_EQ(g.llc_bytes, 4u << 20);
+  // A known device gets its entry.
+  d.name = "NVIDIA H100 80GB HBM3";
+  d.arch = "sm_90";
+  d.compute_units = 132;
+  EXPECT_EQ(spec_for_device(d).id, "h100-sxm");
+  EXPECT_EQ(family_of_arch("gfx90a:sramecc+:xnack-"), "cdna2");
+  EXPECT_EQ(family_of_arch("gfx1151"), "rdna3.5");
+  EXPECT_EQ(family_of_arch("sm_89"), "ada");
+  EXPECT_EQ(family_of_arch("gfx803"), "");
+}
+
+}  // namespace
+}  // namespace temper

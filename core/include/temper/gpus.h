@@ -47,5 +47,10 @@ std::vector<GpuSpec> parse_gpu_database(std::string_view json_text, const std::s
 // The entry for a runtime device (HIP gcnArchName / CUDA compute capability + name + SM count),
 // or nullptr: "not in database".
 const GpuSpec* match_device(const DeviceInfo& device);
+// The database entry for `device`, or — "not in database" — a spec built from what the runtime
+// reports (per-CU limits, L2, clock; peak rates 0 = unknown) with id "not in database" and a note.
+GpuSpec spec_for_device(const DeviceInfo& device);
+// The family an arch belongs to ("gfx90a" → "cdna2", "sm_89" → "ada"); empty when unknown.
+std::string family_of_arch(std::string_view arch);
 
 }  // namespace temper
