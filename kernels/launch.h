@@ -4,7 +4,19 @@
 // runtime's own error code (hipError_t / cudaError_t as int); the backend turns them into text.
 #include <cstdint>
 
+// A build may hold both kernel libraries (HIP and CUDA); the CUDA one lives in an inline namespace
+// so its symbols (these functions and its kernel stubs) never collide with the HIP one's. Sources
+// compiled for CUDA define TEMPER_GPU_CUDA; AMD symbols stay temper::kernels::mmvq<...>.
+#if defined(TEMPER_GPU_CUDA)
+#define TEMPER_KERNELS_ABI_BEGIN inline namespace cuda {
+#define TEMPER_KERNELS_ABI_END }
+#else
+#define TEMPER_KERNELS_ABI_BEGIN
+#define TEMPER_KERNELS_ABI_END
+#endif
+
 namespace temper::kernels {
+TEMPER_KERNELS_ABI_BEGIN
 
 constexpr int kNotInstantiated = -1;
 
@@ -44,4 +56,5 @@ const char* mmvq_symbol(uint32_t type, int ncols, int nwarps, int rows_per_block
 // Test-only: a kernel that writes far out of bounds, to exercise fault handling.
 int launch_faulting_kernel(void* stream);
 
+TEMPER_KERNELS_ABI_END
 }  // namespace temper::kernels

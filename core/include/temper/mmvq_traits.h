@@ -1,0 +1,88 @@
+#pragma once
+// Per-type constants of llama.cpp's mmvq work decomposition and the rule for which launch configs
+// can exist, as constexpr data shared by the device kernels (kernels/) and core (plan, defaults).
+// Plain C++ with no includes beyond <stdint.h>, so hipcc and nvcc compile it in device code too.
+// Values follow ggml-common.h (QK*, QI* = QK / (4·QR)) and vecdotq.cuh (VDR_*_Q8_1_MMVQ).
+#include <stdint.h>
+
+#if defined(__CUDACC__) || defined(__HIPCC__)
+#define TEMPER_HD __host__ __device__
+#else
+#define TEMPER_HD
+#endif
+
+namespace temper::mmvq {
+
+// qk: values per weight block; qi: 32-bit ints of quants per block; vdr: ints one thread consumes
+// per step. A thread starts at block tid / (qi/vdr) and strides by vdr·nwarps·warp_size/qi blocks.
+struct TypeTraits {
+  int qk = 0, qi = 0, vdr = 0;
+};
+
+// Zeroes for types mmvq has no kernel for. Ids are ggml's (temper::GgmlType).
+TEMPER_HD constexpr TypeTraits type_traits(uint32_t type) {
+  switch (type) {
+    case 2: return {32, 4, 2};     // Q4_0
+    case 3: return {32, 4, 2};     // Q4_1
+    case 6: return {32, 4, 2};     // Q5_0
+    case 7: return {32, 4, 2};     // Q5_1
+    case 8: return {32, 8, 2};     // Q8_0
+    case 10: return {256, 16, 1};  // Q2_K
+    case 11: return {256, 16, 1};  // Q3_K
+    case 12: return {256, 32, 2};  // Q4_K
+    case 13: return {256, 32, 2};  // Q5_K
+    case 14: return {256, 32, 1};  // Q6_K
+    case 16: return {256, 16, 2};   // IQ2_XXS
+    case 17: return {256, 16, 2};   // IQ2_XS
+    case 18: return {256, 16, 2};   // IQ3_XXS
+    case 19: return {256, 8, 1};   // IQ1_S
+    case 20: return {32, 4, 2};    // IQ4_NL
+    case 21: return {256, 16, 2};   // IQ3_S
+    case 22: return {256, 16, 2};   // IQ2_S
+    case 23: return {256, 32, 4};  // IQ4_XS
+    case 29: return {256, 8, 1};   // IQ1_M
+    case 39: return {32, 4, 2};    // MXFP4
+    case 40: return {64, 8, 4};    // NVFP4
+    default: return {};
+  }
+}
+
+TEMPER_HD constexpr bool type_supported(uint32_t type) { return type_traits(type).qk != 0; }
+
+constexpr int kMaxNcols = 8;              // MMVQ_MAX_BATCH_SIZE
+constexpr int kMaxThreadsPerBlock = 1024;
+constexpr int kMaxStaticSharedBytes = 48 * 1024;  // static __shared__ limit on NVIDIA (AMD LDS: 64 KiB)
+// The grid every kernel set is built over (TEMPER_KERNEL_SET picks types and ncols, never these).
+constexpr int kGridNwarps[] = {1, 2, 4, 8, 16};
+constexpr int kGridRowsPerBlock[] = {1, 2, 4, 8};
+
+// Shared memory of the partial-sum exchange, as upstream declares it: warps 1..nwarps-1 each hold
+// ncols × rows_per_block × warp_size floats (one warp's worth even when nwarps is 1).
+TEMPER_HD constexpr int partial_sums_bytes(int ncols, int nwarps, int rows_per_block, int warp_size) {
+  return (nwarps > 1 ? nwarps - 1 : 1) * ncols * rows_per_block * warp_size * 4;
+}
+
+// Why a (ncols, nwarps, rows_per_block) cannot be launched at this wave size; 0 when it can.
+enum class Invalid : int { None = 0, Ncols, Nwarps, RowsPerBlock, Threads, SharedMemory };
+
+TEMPER_HD constexpr Invalid launch_invalid(int ncols, int nwarps, int rows_per_block, int warp_size) {
+  if (ncols < 1 || ncols > kMaxNcols) return Invalid::Ncols;
+  if (nwarps < 1 || (nwarps & (nwarps - 1)) != 0) return Invalid::Nwarps;
+  // Lane i of warp 0 writes row i, so a block cannot own more rows than a warp has lanes.
+  if (rows_per_block < 1 || rows_per_block > warp_size) return Invalid::RowsPerBlock;
+  if (nwarps * warp_size > kMaxThreadsPerBlock) return Invalid::Threads;
+  if (partial_sums_bytes(ncols, nwarps, rows_per_block, warp_size) > kMaxStaticSharedBytes) return Invalid::SharedMemory;
+  return Invalid::None;
+}
+
+TEMPER_HD constexpr bool launchable(int ncols, int nwarps, int rows_per_block, int warp_size) {
+  return launch_invalid(ncols, nwarps, rows_per_block, warp_size) == Invalid::None;
+}
+
+// Blocks of one row a whole thread block consumes per K-loop iteration.
+TEMPER_HD constexpr int blocks_per_iter(uint32_t type, int nwarps, int warp_size) {
+  const TypeTraits t = type_traits(type);
+  return t.qi == 0 ? 0 : t.vdr * nwarps * warp_size / t.qi;
+}
+
+}  // namespace temper::mmvq

@@ -1,0 +1,189 @@
+#pragma once
+// Device-side basics in the HIP dialect: the target's wave size, 4×int8 dot products, byte-wise
+// SIMD helpers, half conversions and wave reductions. On NVIDIA everything comes through
+// hip_on_cuda.h; on AMD through HIP's own runtime header.
+#if defined(__CUDACC__) && !defined(__HIP__)
+#define TEMPER_CUDA_DEVICE 1
+#include "hip_on_cuda.h"
+#else
+#include <hip/hip_fp16.h>
+#include <hip/hip_runtime.h>
+#endif
+
+#include <stdint.h>
+
+#include "temper/mmvq_traits.h"
+#include "temper/quant/blocks.h"
+
+namespace temper::kernels {
+
+// The wave size this device pass compiles for. One fat binary holds wave64 (GCN/CDNA) and
+// wave32 (RDNA, NVIDIA) code; the host pass never runs kernel bodies, so its value is a placeholder.
+#if defined(TEMPER_CUDA_DEVICE)
+constexpr int kWarpSize = 32;
+#elif defined(__HIP_DEVICE_COMPILE__)
+#if !defined(__AMDGCN_WAVEFRONT_SIZE)
+#error "hipcc did not define __AMDGCN_WAVEFRONT_SIZE for this target"
+#endif
+constexpr int kWarpSize = __AMDGCN_WAVEFRONT_SIZE;
+#else
+constexpr int kWarpSize = 64;
+#endif
+
+// Which dot-product instruction the AMD target has (as ggml picks them).
+#if defined(__gfx906__) || defined(__gfx908__) || defined(__gfx90a__) || defined(__gfx940__) || \
+    defined(__gfx941__) || defined(__gfx942__) || defined(__gfx950__) || defined(__gfx1030__) ||   \
+    defined(__gfx1031__) || defined(__gfx1032__) || defined(__gfx1033__) || defined(__gfx1034__) || \
+    defined(__gfx1035__) || defined(__gfx1036__)
+#define TEMPER_AMD_SDOT4 1
+#elif defined(__gfx1100__) || defined(__gfx1101__) || defined(__gfx1102__) || defined(__gfx1103__) || \
+    defined(__gfx1150__) || defined(__gfx1151__) || defined(__gfx1200__) || defined(__gfx1201__)
+#define TEMPER_AMD_SUDOT4 1
+#endif
+
+// c + Σ a.byte[i]·b.byte[i] over signed bytes.
+__device__ __forceinline__ int dp4a(int a, int b, int c) {
+#if defined(TEMPER_CUDA_DEVICE)
+  return __dp4a(a, b, c);
+#elif defined(TEMPER_AMD_SDOT4)
+  return __builtin_amdgcn_sdot4(a, b, c, false);
+#elif defined(TEMPER_AMD_SUDOT4)
+  return __builtin_amdgcn_sudot4(true, a, true, b, c, false);
+#else
+  const int8_t* x = reinterpret_cast<const int8_t*>(&a);
+  const int8_t* y = reinterpret_cast<const int8_t*>(&b);
+  return c + x[0] * y[0] + x[1] * y[1] + x[2] * y[2] + x[3] * y[3];
+#endif
+}
+
+// Per-byte a - b, saturating to int8 (CUDA's __vsubss4).
+__device__ __forceinline__ int vsubss4(int a, int b) {
+#if defined(TEMPER_CUDA_DEVICE)
+  return __vsubss4(a, b);
+#else
+  int r;
+  const int8_t* x = reinterpret_cast<const int8_t*>(&a);
+  const int8_t* y = reinterpret_cast<const int8_t*>(&b);
+  int8_t* z = reinterpret_cast<int8_t*>(&r);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int d = int(x[i]) - int(y[i]);
+    z[i] = static_cast<int8_t>(d > 127 ? 127 : (d < -128 ? -128 : d));
+  }
+  return r;
+#endif
+}
+
+// Per-byte a - b, wrapping (CUDA's __vsub4).
+__device__ __forceinline__ int vsub4(int a, int b) {
+#if defined(TEMPER_CUDA_DEVICE)
+  return __vsub4(a, b);
+#else
+  const uint32_t x = static_cast<uint32_t>(a), y = static_cast<uint32_t>(b);
+  // Subtract in each byte lane without borrows crossing lanes.
+  const uint32_t r = ((x | 0x80808080u) - (y & 0x7f7f7f7fu)) ^ ((x ^ ~y) & 0x80808080u);
+  return static_cast<int>(r);
+#endif
+}
+
+// 0xFF in each byte where a.byte != b.byte, else 0 (CUDA's __vcmpne4).
+__device__ __forceinline__ int vcmpne4(int a, int b) {
+#if defined(TEMPER_CUDA_DEVICE)
+  return static_cast<int>(__vcmpne4(a, b));
+#else
+  uint32_t r = 0;
+  const uint32_t x = static_cast<uint32_t>(a), y = static_cast<uint32_t>(b);
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+    if (((x >> (8 * i)) & 0xff) != ((y >> (8 * i)) & 0xff)) r |= 0xffu << (8 * i);
+  return static_cast<int>(r);
+#endif
+}
+
+__device__ __forceinline__ uint32_t popc(uint32_t v) {
+#if defined(TEMPER_CUDA_DEVICE)
+  return __popc(v);
+#else
+  return __builtin_popcount(v);
+#endif
+}
+
+// Bytes of a little-endian int at 32-bit index i32 of a buffer with 2- or 4-byte alignment.
+__device__ __forceinline__ int get_int_b2(const void* x, int i32) {
+  const uint16_t* x16 = static_cast<const uint16_t*>(x);
+  return int(x16[2 * i32]) | (int(x16[2 * i32 + 1]) << 16);
+}
+__device__ __forceinline__ int get_int_b4(const void* x, int i32) { return static_cast<const int*>(x)[i32]; }
+__device__ __forceinline__ int get_int_b1(const void* x, int i32) {
+  const uint8_t* x8 = static_cast<const uint8_t*>(x);
+  return int(x8[4 * i32]) | (int(x8[4 * i32 + 1]) << 8) | (int(x8[4 * i32 + 2]) << 16) | (int(x8[4 * i32 + 3]) << 24);
+}
+
+__device__ __forceinline__ __half as_half(uint16_t bits) {
+  return __ushort_as_half(bits);
+}
+__device__ __forceinline__ float half_to_float(uint16_t bits) { return __half2float(as_half(bits)); }
+// The (d, s) / (d, m) pair of a block as the half2 upstream loads in one go.
+__device__ __forceinline__ __half2 half2_of(uint16_t lo, uint16_t hi) { return __halves2half2(as_half(lo), as_half(hi)); }
+
+// Select 4 bytes out of a 16-byte table with the 8 nibble indices of q4: .x gets the low
+// nibbles (even values), .y the high nibbles (odd values).
+__device__ __forceinline__ int2 lookup_table16(int q4, const int8_t* table) {
+#if defined(TEMPER_CUDA_DEVICE)
+  const uint32_t* t32 = reinterpret_cast<const uint32_t*>(table);
+  uint32_t tmp[2];
+  const uint32_t high_sel = 0x32103210u | ((static_cast<uint32_t>(q4) & 0x88888888u) >> 1);
+#pragma unroll
+  for (uint32_t i = 0; i < 2; ++i) {
+    const uint32_t shift = 16 * i;
+    const uint32_t lo = __byte_perm(t32[0], t32[1], static_cast<uint32_t>(q4) >> shift);
+    const uint32_t hi = __byte_perm(t32[2], t32[3], static_cast<uint32_t>(q4) >> shift);
+    tmp[i] = __byte_perm(lo, hi, high_sel >> shift);
+  }
+  return make_int2(static_cast<int>(__byte_perm(tmp[0], tmp[1], 0x6420)),
+                   static_cast<int>(__byte_perm(tmp[0], tmp[1], 0x7531)));
+#else
+  const uint32_t* v = reinterpret_cast<const uint32_t*>(table);
+  const uint32_t q_even = static_cast<uint32_t>(q4), q_odd = static_cast<uint32_t>(q4) >> 4;
+  const uint32_t even_lo = __builtin_amdgcn_perm(v[1], v[0], q_even & 0x07070707u);
+  const uint32_t odd_lo = __builtin_amdgcn_perm(v[1], v[0], q_odd & 0x07070707u);
+  const uint32_t even_hi = __builtin_amdgcn_perm(v[3], v[2], q_even & 0x07070707u);
+  const uint32_t odd_hi = __builtin_amdgcn_perm(v[3], v[2], q_odd & 0x07070707u);
+  const uint32_t sel_even = 0x03020100u | ((q_even & 0x08080808u) >> 1);
+  const uint32_t sel_odd = 0x03020100u | ((q_odd & 0x08080808u) >> 1);
+  return make_int2(static_cast<int>(__builtin_amdgcn_perm(even_hi, even_lo, sel_even)),
+                   static_cast<int>(__builtin_amdgcn_perm(odd_hi, odd_lo, sel_odd)));
+#endif
+}
+
+template <int Width>
+__device__ __forceinline__ float warp_reduce_sum(float x) {
+#pragma unroll
+  for (int offset = Width / 2; offset > 0; offset >>= 1) x += __shfl_xor(x, offset, Width);
+  return x;
+}
+
+template <int Width>
+__device__ __forceinline__ float warp_reduce_max(float x) {
+#pragma unroll
+  for (int offset = Width / 2; offset > 0; offset >>= 1) x = fmaxf(x, __shfl_xor(x, offset, Width));
+  return x;
+}
+
+// E8M0 exponent to float (0 maps to 2^-127 as a denormal, as ggml does).
+__device__ __forceinline__ float e8m0_to_float(uint8_t x) {
+  const uint32_t bits = x == 0 ? 0x00400000u : (static_cast<uint32_t>(x) << 23);
+  return __uint_as_float(bits);
+}
+
+// Unsigned E4M3 (NVFP4 sub-block scale) to float, halved: ggml pairs it with the doubled E2M1
+// values of TEMPER_KVALUES_MXFP4. Bit 7 is ignored; 0 and the NaN code 0x7F decode to 0.
+__device__ __forceinline__ float ue4m3_to_float_half(uint8_t x) {
+  x &= 0x7f;
+  if (x == 0 || x == 0x7f) return 0.0f;
+  const int exp = x >> 3, man = x & 0x7;
+  const float m = exp == 0 ? man / 8.0f : 1.0f + man / 8.0f;
+  return ldexpf(m, (exp == 0 ? 1 : exp) - 8);
+}
+
+}  // namespace temper::kernels

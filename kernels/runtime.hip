@@ -1,0 +1,144 @@
+// The host-callable side of kernels/launch.h: the q8_1 activation quantizer, the test-only
+// faulting kernel, and the dispatcher that finds an mmvq instantiation in this build's kernel set
+// (kernel_set.h, generated from TEMPER_KERNEL_SET).
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "kernels/mmvq.h"
+
+namespace temper::kernels {
+TEMPER_KERNELS_ABI_BEGIN
+
+#define TEMPER_MMVQ_TABLE(type, ncols) const MmvqTypeTable& mmvq_table_##type##_##ncols();
+#include "kernel_set.h"
+#undef TEMPER_MMVQ_TABLE
+
+namespace {
+
+constexpr int kQuantizeBlockSize = 256;  // CUDA_QUANTIZE_BLOCK_SIZE
+
+// ggml's quantize_q8_1: one thread per value, 32 lanes per q8_1 block; d = amax/127 and s = the
+// sum of the original floats, stored as one half2.
+__launch_bounds__(kQuantizeBlockSize, 1) __global__
+    void quantize_q8_1(const float* __restrict__ x, void* __restrict__ vy, int k) {
+  const int i0 = blockDim.x * blockIdx.x + threadIdx.x;
+  if (i0 >= k) return;
+  const int64_t i_cont = int64_t(blockIdx.y) * k + i0;
+  const int64_t ib = i_cont / quant::QK8_1, iqs = i_cont % quant::QK8_1;
+  const float xi = x[i_cont];
+  const float amax = warp_reduce_max<quant::QK8_1>(fabsf(xi));
+  const float sum = warp_reduce_sum<quant::QK8_1>(xi);
+  const float d = amax / 127.0f;
+  const int8_t q = amax == 0.0f ? 0 : static_cast<int8_t>(roundf(xi / d));
+  quant::BlockQ8_1* y = static_cast<quant::BlockQ8_1*>(vy);
+  y[ib].qs[iqs] = q;
+  if (iqs > 0) return;
+  *reinterpret_cast<__half2*>(&y[ib].d) = __floats2half2_rn(d, sum);
+}
+
+__global__ void write_out_of_bounds(int* p) {
+  p[threadIdx.x] = 1;
+}
+
+// Warp sizes this library's device code can run at.
+bool warp_size_built(int warp_size) {
+#if defined(TEMPER_GPU_CUDA)
+  return warp_size == 32;
+#else
+  return warp_size == 32 || warp_size == 64;
+#endif
+}
+
+int grid_index(const int* values, int count, int v) {
+  for (int i = 0; i < count; ++i)
+    if (values[i] == v) return i;
+  return -1;
+}
+
+const std::vector<const MmvqTypeTable*>& tables() {
+  static const std::vector<const MmvqTypeTable*> all = [] {
+    std::vector<const MmvqTypeTable*> t;
+#define TEMPER_MMVQ_TABLE(type, ncols) t.push_back(&mmvq_table_##type##_##ncols());
+#include "kernel_set.h"
+#undef TEMPER_MMVQ_TABLE
+    return t;
+  }();
+  return all;
+}
+
+const MmvqEntry* find_entry(uint32_t type, int ncols, int nwarps, int rows_per_block, int warp_size) {
+  if (!warp_size_built(warp_size) || !mmvq::launchable(ncols, nwarps, rows_per_block, warp_size)) return nullptr;
+  const int w = grid_index(mmvq::kGridNwarps, kGridNwarpsCount, nwarps);
+  const int r = grid_index(mmvq::kGridRowsPerBlock, kGridRowsCount, rows_per_block);
+  if (w < 0 || r < 0) return nullptr;
+  for (const MmvqTypeTable* t : tables())
+    if (t->type == type && t->ncols == ncols) return &t->entries[w][r];
+  return nullptr;
+}
+
+}  // namespace
+
+int launch_mmvq(const MmvqLaunch& l) {
+  const MmvqEntry* e = find_entry(l.type, l.ncols, l.nwarps, l.rows_per_block, l.warp_size);
+  if (!e) return kNotInstantiated;
+  const mmvq::TypeTraits t = mmvq::type_traits(l.type);
+  if (l.nrows <= 0 || l.k <= 0 || l.k % t.qk != 0 || !l.weights || !l.act_q8_1 || !l.dst)
+    return static_cast<int>(hipErrorInvalidValue);
+  return e->launch(l);
+}
+
+int launch_quantize_q8_1(const float* x, void* y_q8_1, int k, int ncols, void* stream) {
+  if (!x || !y_q8_1 || k <= 0 || k % quant::QK8_1 != 0 || ncols < 1 || ncols > mmvq::kMaxNcols)
+    return static_cast<int>(hipErrorInvalidValue);
+  const dim3 grid((k + kQuantizeBlockSize - 1) / kQuantizeBlockSize, ncols, 1);
+  const dim3 block(kQuantizeBlockSize, 1, 1);
+  hipLaunchKernelGGL(quantize_q8_1, grid, block, 0, static_cast<hipStream_t>(stream), x, y_q8_1, k);
+  return static_cast<int>(hipGetLastError());
+}
+
+bool mmvq_instantiated(uint32_t type, int ncols, int nwarps, int rows_per_block, int warp_size) {
+  return find_entry(type, ncols, nwarps, rows_per_block, warp_size) != nullptr;
+}
+
+const void* mmvq_function(uint32_t type, int ncols, int nwarps, int rows_per_block, int warp_size) {
+  const MmvqEntry* e = find_entry(type, ncols, nwarps, rows_per_block, warp_size);
+  return e ? e->function : nullptr;
+}
+
+const char* mmvq_symbol(uint32_t type, int ncols, int nwarps, int rows_per_block, int warp_size) {
+  const MmvqEntry* e = find_entry(type, ncols, nwarps, rows_per_block, warp_size);
+  if (!e) return "";
+  // Itanium mangling of temper::kernels[::cuda]::mmvq<type, ncols, nwarps, rows>(const void*,
+  // const void*, float*, int, int); built once (thread-safe static init) and kept for the process.
+  static const std::vector<std::pair<const MmvqEntry*, std::string>> names = [] {
+    std::vector<std::pair<const MmvqEntry*, std::string>> v;
+    for (const MmvqTypeTable* t : tables())
+      for (int w = 0; w < kGridNwarpsCount; ++w)
+        for (int r = 0; r < kGridRowsCount; ++r) {
+          char buf[128];
+#if defined(TEMPER_GPU_CUDA)
+          std::snprintf(buf, sizeof buf, "_ZN6temper7kernels4cuda4mmvqILj%uELi%dELi%dELi%dEEEvPKvS4_Pfii", t->type,
+                        t->ncols, mmvq::kGridNwarps[w], mmvq::kGridRowsPerBlock[r]);
+#else
+          std::snprintf(buf, sizeof buf, "_ZN6temper7kernels4mmvqILj%uELi%dELi%dELi%dEEEvPKvS3_Pfii", t->type,
+                        t->ncols, mmvq::kGridNwarps[w], mmvq::kGridRowsPerBlock[r]);
+#endif
+          v.emplace_back(&t->entries[w][r], buf);
+        }
+    return v;
+  }();
+  for (const auto& [entry, name] : names)
+    if (entry == e) return name.c_str();
+  return "";
+}
+
+int launch_faulting_kernel(void* stream) {
+  // Far past any allocation: the runtime reports an illegal address / memory access fault.
+  int* p = reinterpret_cast<int*>(uintptr_t(1) << 46);
+  hipLaunchKernelGGL(write_out_of_bounds, dim3(1), dim3(64), 0, static_cast<hipStream_t>(stream), p);
+  return static_cast<int>(hipGetLastError());
+}
+
+TEMPER_KERNELS_ABI_END
+}  // namespace temper::kernels

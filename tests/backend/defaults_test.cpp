@@ -1,0 +1,173 @@
+// Known answers for llama.cpp's mmvq default tables (temper/defaults.h), read off mmvq.cu at the two
+// engine commits, plus the grid's validity rule.
+#include "temper/defaults.h"
+
+#include <gtest/gtest.h>
+
+#include "temper/error.h"
+#include "temper/mmvq_traits.h"
+
+namespace temper::defaults {
+namespace {
+
+constexpr std::string_view kOld = "ggml-7180759";
+constexpr std::string_view kNew = "ggml-d99724f";
+using T = GgmlType;
+
+TEST(Defaults, EnginesAreVersionedAndOldestFirst) {
+  ASSERT_EQ(known_engines().size(), 2u);
+  EXPECT_EQ(known_engines()[0], kOld);
+  EXPECT_EQ(known_engines()[1], kNew);
+  EXPECT_TRUE(is_known_engine(kNew));
+  EXPECT_FALSE(is_known_engine("ggml-head"));
+  try {
+    table_for("ggml-head", "sm_90");
+    FAIL() << "unknown engine accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::BadInput);
+    EXPECT_NE(std::string(e.what()).find("ggml-7180759"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Defaults, TableChosenPerArchitecture) {
+  EXPECT_EQ(table_for(kOld, "sm_90"), Table::Generic);
+  EXPECT_EQ(table_for(kNew, "sm_90"), Table::Generic);  // H100 keeps GENERIC in both
+  EXPECT_EQ(table_for(kOld, "sm_75"), Table::Generic);
+  EXPECT_EQ(table_for(kNew, "sm_75"), Table::Turing);
+  EXPECT_EQ(table_for(kNew, "sm_86"), Table::Generic);
+  EXPECT_EQ(table_for(kNew, "sm_121"), Table::Gb10);
+  EXPECT_EQ(table_for(kOld, "sm_121"), Table::Generic);
+  EXPECT_EQ(table_for(kOld, "gfx906"), Table::Gcn);
+  EXPECT_EQ(table_for(kOld, "gfx90a:sramecc+:xnack-"), Table::Gcn);  // CDNA uses the GCN table
+  EXPECT_EQ(table_for(kOld, "gfx942"), Table::Gcn);
+  EXPECT_EQ(table_for(kOld, "gfx1010"), Table::Generic);  // RDNA1 falls through to GENERIC
+  EXPECT_EQ(table_for(kOld, "gfx1030"), Table::Rdna2);
+  EXPECT_EQ(table_for(kOld, "gfx1100"), Table::Rdna3_0);
+  EXPECT_EQ(table_for(kOld, "gfx1151"), Table::Rdna2);  // RDNA3.5 uses RDNA2's
+  EXPECT_EQ(table_for(kOld, "gfx1201"), Table::Rdna4);
+  EXPECT_EQ(table_for(kOld, "fake"), Table::Generic);
+  EXPECT_EQ(table_name(Table::Rdna3_0), "RDNA3_0");
+  DeviceInfo mi300;
+  mi300.arch = "gfx942";
+  mi300.warp_size = 64;
+  EXPECT_EQ(table_name(kNew, mi300), "GCN");
+  EXPECT_EQ(engine_warp_size("gfx906"), 64);
+  EXPECT_EQ(engine_warp_size("gfx1100"), 32);
+  EXPECT_EQ(engine_warp_size("sm_90"), 32);
+}
+
+TEST(Defaults, GenericTable) {
+  for (auto e : known_engines()) {
+    EXPECT_EQ(default_config(e, "sm_90", T::Q4_0, 1, 14336), (Config{4, 1}));
+    for (int n = 2; n <= 4; ++n) EXPECT_EQ(default_config(e, "sm_90", T::Q4_0, n, 14336), (Config{4, 2}));
+    for (int n = 5; n <= 8; ++n) EXPECT_EQ(default_config(e, "sm_90", T::Q6_K, n, 14336), (Config{2, 2}));
+  }
+}
+
+TEST(Defaults, SmallKRule) {
+  // q4_0 at wave 32, 4 warps: one pass covers 4·(2·32/4) = 64 blocks = 2048 values.
+  EXPECT_EQ(default_config(kOld, "sm_90", T::Q4_0, 1, 2048), (Config{4, 1}));
+  EXPECT_EQ(default_config(kOld, "sm_90", T::Q4_0, 1, 2016), (Config{4, 4}));
+  EXPECT_TRUE(small_k_applies(kOld, "sm_90", T::Q4_0, 1, 1024, 32));
+  EXPECT_EQ(small_k_variant(kOld, "sm_90", T::Q4_0, 1), (Config{4, 4}));
+  EXPECT_EQ(small_k_variant(kOld, "sm_90", T::Q4_0, 2), std::nullopt);  // ncols 1 only
+  EXPECT_EQ(default_config(kOld, "sm_90", T::Q4_0, 2, 1024), (Config{4, 2}));
+  // q4_K: one pass of 4 warps is 4·(2·32/32) = 8 super-blocks.
+  EXPECT_EQ(default_config(kOld, "sm_90", T::Q4_K, 1, 2048), (Config{4, 1}));
+  EXPECT_EQ(default_config(kOld, "sm_90", T::Q4_K, 1, 1792), (Config{4, 4}));
+  // GCN: 2 warps of 64 lanes cover 2·(2·64/4) = 64 q4_0 blocks.
+  EXPECT_EQ(default_config(kOld, "gfx906", T::Q4_0, 1, 4096), (Config{2, 1}));
+  EXPECT_EQ(default_config(kOld, "gfx906", T::Q4_0, 1, 1024), (Config{2, 2}));
+  // Off for slow IQ types (except on Turing+ where only iq3_xxs / iq3_s are excluded) ...
+  EXPECT_EQ(small_k_variant(kOld, "gfx90a", T::IQ4_XS, 1), std::nullopt);
+  EXPECT_EQ(default_config(kOld, "gfx90a", T::IQ4_XS, 1, 256), (Config{2, 1}));
+  EXPECT_EQ(small_k_variant(kOld, "sm_90", T::IQ4_XS, 1), (Config{4, 4}));
+  EXPECT_EQ(small_k_variant(kOld, "sm_90", T::IQ3_S, 1), std::nullopt);
+  EXPECT_EQ(small_k_variant(kOld, "sm_70", T::IQ2_XXS, 1), std::nullopt);  // Volta is not Turing+
+  // ... for iq3_s, q2_K, q3_K before Volta, and on every RDNA.
+  EXPECT_EQ(small_k_variant(kOld, "sm_61", T::Q2_K, 1), std::nullopt);
+  EXPECT_EQ(small_k_variant(kOld, "sm_61", T::Q4_K, 1), (Config{4, 4}));
+  EXPECT_EQ(small_k_variant(kOld, "gfx1201", T::Q4_0, 1), std::nullopt);
+  EXPECT_EQ(default_config(kOld, "gfx1201", T::Q4_0, 1, 256), (Config{8, 1}));
+  EXPECT_EQ(small_k_variant(kOld, "gfx1010", T::Q4_0, 1), std::nullopt);  // RDNA1: GENERIC table, no small-K
+  // No variant when the table entry has one warp.
+  EXPECT_EQ(small_k_variant(kOld, "gfx1030", T::Q4_0, 1), std::nullopt);
+}
+
+TEST(Defaults, RdnaTables) {
+  EXPECT_EQ(default_config(kOld, "gfx1030", T::Q4_0, 1, 4096), (Config{1, 1}));
+  EXPECT_EQ(default_config(kOld, "gfx1100", T::Q4_K, 1, 4096), (Config{8, 1}));
+  EXPECT_EQ(default_config(kNew, "gfx1100", T::Q4_K, 1, 4096), (Config{1, 1}));  // fell back in d99724f
+  EXPECT_EQ(default_config(kOld, "gfx1100", T::Q6_K, 1, 4096), (Config{8, 1}));
+  EXPECT_EQ(default_config(kNew, "gfx1100", T::Q6_K, 1, 4096), (Config{2, 1}));
+  EXPECT_EQ(default_config(kNew, "gfx1100", T::Q8_0, 1, 4096), (Config{8, 1}));
+  EXPECT_EQ(default_config(kOld, "gfx1100", T::Q2_K, 1, 4096), (Config{1, 1}));
+  EXPECT_EQ(default_config(kOld, "gfx1201", T::Q2_K, 1, 4096), (Config{8, 1}));
+  EXPECT_EQ(default_config(kOld, "gfx1201", T::IQ4_XS, 1, 4096), (Config{8, 1}));
+  EXPECT_EQ(default_config(kOld, "gfx1201", T::Q3_K, 1, 4096), (Config{1, 1}));
+  EXPECT_EQ(default_config(kOld, "gfx1201", T::Q4_0, 2, 4096), (Config{1, 1}));
+  EXPECT_EQ(default_config(kOld, "gfx906", T::Q4_0, 3, 4096), (Config{2, 2}));
+  EXPECT_EQ(default_config(kOld, "gfx906", T::Q4_0, 5, 4096), (Config{1, 2}));
+}
+
+TEST(Defaults, TuringAndGb10Tables) {
+  EXPECT_EQ(default_config(kNew, "sm_75", T::Q4_K, 1, 14336), (Config{2, 1}));
+  EXPECT_EQ(default_config(kNew, "sm_75", T::Q4_0, 1, 14336), (Config{4, 1}));
+  EXPECT_EQ(default_config(kNew, "sm_75", T::Q4_K, 3, 14336), (Config{4, 2}));
+  EXPECT_EQ(default_config(kNew, "sm_75", T::Q4_K, 6, 14336), (Config{2, 2}));
+  EXPECT_EQ(small_k_variant(kNew, "sm_75", T::Q4_K, 1), (Config{2, 2}));
+  // GB10 doubles nwarps when the wider block's idle tail is at most 1/8: q4_0 at K=14336 has 448
+  // blocks, 7 trips of 64 or 4 of 128 (one idle half-trip in 8) → 8 warps.
+  EXPECT_EQ(default_config(kNew, "sm_121", T::Q4_0, 1, 14336), (Config{8, 1}));
+  EXPECT_EQ(default_config(kNew, "sm_121", T::Q4_0, 1, 4096), (Config{8, 1}));
+  EXPECT_EQ(default_config(kNew, "sm_121", T::Q4_0, 1, 6144), (Config{4, 1}));  // 3 trips vs 2: too idle
+  EXPECT_EQ(default_config(kNew, "sm_121", T::Q2_K, 1, 14336), (Config{4, 1}));  // not promoted
+  EXPECT_EQ(default_config(kNew, "sm_121", T::Q4_0, 1, 1024), (Config{4, 4}));   // small-K first
+  EXPECT_EQ(default_config(kNew, "sm_121", T::Q4_0, 2, 14336), (Config{4, 2}));
+}
+
+TEST(Defaults, EveryDefaultIsInTheKernelGrid) {
+  const char* archs[] = {"sm_61", "sm_70", "sm_75", "sm_90", "sm_121", "gfx906", "gfx90a", "gfx1010", "gfx1030",
+                         "gfx1100", "gfx1151", "gfx1201"};
+  const int ks[] = {256, 1024, 2048, 4096, 6144, 14336};
+  int checked = 0;
+  for (auto e : known_engines())
+    for (const char* a : archs)
+      for (const TypeInfo& ti : all_types()) {
+        if (!mmvq::type_supported(static_cast<uint32_t>(ti.type))) continue;
+        for (int n = 1; n <= 8; ++n)
+          for (int k : ks) {
+            if (k % static_cast<int>(ti.block_size) != 0) continue;
+            const int ws = engine_warp_size(a);
+            const Config c = default_config(e, a, ti.type, n, k);
+            EXPECT_EQ(config_invalid_reason(ti.type, n, c, ws), "") << e << " " << a << " " << ti.name << " " << n;
+            if (auto v = small_k_variant(e, a, ti.type, n)) {
+              EXPECT_EQ(config_invalid_reason(ti.type, n, *v, ws), "");
+            }
+            ++checked;
+          }
+      }
+  EXPECT_GT(checked, 2000);
+}
+
+TEST(Defaults, DefaultConfigRejectsTypesWithoutKernel) {
+  EXPECT_THROW(default_config(kOld, "sm_90", T::F16, 1, 4096), Error);
+  EXPECT_THROW(default_config(kOld, "sm_90", T::Q4_0, 9, 4096), Error);
+}
+
+TEST(Defaults, ConfigInvalidReasons) {
+  const auto reason = [](T t, int n, Config c, int ws) { return config_invalid_reason(t, n, c, ws); };
+  EXPECT_EQ(reason(T::Q4_0, 1, {16, 1}, 64), "");  // 1024 threads, 15·64·4 = 3840 B of partial sums
+  EXPECT_EQ(reason(T::Q4_0, 8, {4, 8}, 32), "");   // 3·8·8·32·4 = 24576 B
+  EXPECT_EQ(reason(T::Q4_0, 8, {4, 8}, 64), "");   // exactly 48 KiB
+  EXPECT_NE(reason(T::Q4_0, 8, {8, 8}, 32).find("57344 bytes of shared memory"), std::string::npos);
+  EXPECT_NE(reason(T::Q6_K, 8, {8, 4}, 64).find("shared memory"), std::string::npos);
+  EXPECT_NE(reason(T::Q4_0, 1, {32, 1}, 32).find("nwarps 32 is outside"), std::string::npos);
+  EXPECT_NE(reason(T::Q4_0, 1, {4, 16}, 32).find("rows_per_block 16 is outside"), std::string::npos);
+  EXPECT_NE(reason(T::F16, 1, {4, 1}, 32).find("f16 has no mmvq kernel"), std::string::npos);
+  EXPECT_NE(reason(T::Q4_0, 0, {4, 1}, 32).find("ncols 0"), std::string::npos);
+  EXPECT_NE(reason(T::Q4_0, 1, {4, 1}, 48).find("wave size 48"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace temper::defaults
