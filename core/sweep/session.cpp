@@ -87,6 +87,8 @@ json plan_json(const Plan& p) {
     put_shape_key(j, e.type, e.n, e.k, e.ncols);
     j["config"] = config_json(e.config);
     j["reason"] = e.reason;
+    j["is_default"] = e.is_default;
+    j["is_small_k"] = e.is_small_k;
     excluded.push_back(std::move(j));
   }
   json skipped = json::array();
@@ -262,7 +264,8 @@ Plan plan_from(const Node& n) {
   for (size_t i = 0; i < excluded.size(); ++i) {
     const Node e = excluded.at(i);
     p.excluded.push_back({type_from(e["type"]), e["n"].integer(), e["k"].integer(), e["ncols"].integer(),
-                          config_from(e["config"]), e["reason"].str()});
+                          config_from(e["config"]), e["reason"].str(), e["is_default"].boolean(),
+                          e["is_small_k"].boolean()});
   }
   const Node skipped = n["skipped_shapes"];
   for (size_t i = 0; i < skipped.size(); ++i) {

@@ -68,6 +68,24 @@ std::vector<Winner> select_winners(const Session& session) {
 }
 
 void finish_session(Session& session) {
+  // Configs the plan excluded become "invalid" results with the reason, so every reader sees the
+  // whole grid (they are never journaled: the plan in the journal's header carries them).
+  for (const auto& d : session.devices)
+    for (const auto& e : d.plan.excluded) {
+      if (find_result(session, d.info.index, e.type, e.n, e.k, e.ncols, e.config)) continue;
+      Result r;
+      r.device = d.info.index;
+      r.type = e.type;
+      r.n = e.n;
+      r.k = e.k;
+      r.ncols = e.ncols;
+      r.config = e.config;
+      r.status = ResultStatus::Invalid;
+      r.failure = e.reason;
+      r.is_default = e.is_default;
+      r.is_small_k = e.is_small_k;
+      session.results.push_back(std::move(r));
+    }
   session.winners = select_winners(session);
   session.estimates = estimate_decode(session);
 }

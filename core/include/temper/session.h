@@ -49,6 +49,7 @@ struct ExcludedConfig {
   int ncols = 1;
   Config config;
   std::string reason;
+  bool is_default = false, is_small_k = false;
 };
 
 // A shape with no mmvq sweep at all (e.g. an f16 tensor, or K not a whole number of blocks).

@@ -1,0 +1,466 @@
+// Measuring a plan on devices: inputs, verification, timing, journal, progress and cancellation.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <exception>
+#include <limits>
+#include <map>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "internal.h"
+#include "temper/error.h"
+#include "temper/gpus.h"
+#include "temper/quant/reference.h"
+#include "temper/sweep.h"
+#include "temper/verify.h"
+
+namespace temper {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr uint64_t kDefaultLlcBytes = 256ull << 20;  // when neither the spec database nor the runtime knows
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+void check_cancel(const CancelFlag& cancel) {
+  if (cancel.load(std::memory_order_relaxed)) fail(ErrorKind::Cancelled, "sweep cancelled");
+}
+
+// splitmix64: independent, reproducible seeds per shape from the session's seed.
+uint64_t mix(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+uint64_t shape_seed(uint64_t seed, GgmlType type, int n, int k) {
+  return mix(mix(mix(seed ^ static_cast<uint64_t>(type)) ^ static_cast<uint64_t>(n)) ^ static_cast<uint64_t>(k));
+}
+
+std::string shape_text(GgmlType type, int n, int k) {
+  return std::string(type_name(type)) + " " + std::to_string(n) + "x" + std::to_string(k);
+}
+
+std::string item_text(const PlanItem& it) {
+  std::string s = shape_text(it.type, it.n, it.k) + " ncols " + std::to_string(it.ncols) + " · nwarps " +
+                  std::to_string(it.config.nwarps) + " rows " + std::to_string(it.config.rows_per_block);
+  if (it.is_default) s += " (default)";
+  if (it.is_small_k) s += " (small-K)";
+  return s;
+}
+
+using ItemKey = std::tuple<int, GgmlType, int, int, int, int, int>;  // device, type, n, k, ncols, nwarps, rows
+ItemKey key_of(int device, GgmlType type, int n, int k, int ncols, Config c) {
+  return {device, type, n, k, ncols, c.nwarps, c.rows_per_block};
+}
+ItemKey key_of(int device, const PlanItem& it) { return key_of(device, it.type, it.n, it.k, it.ncols, it.config); }
+ItemKey key_of(const Result& r) { return key_of(r.device, r.type, r.n, r.k, r.ncols, r.config); }
+
+bool is_fake(const DeviceInfo& info) { return info.api == "fake"; }
+
+uint64_t last_level_cache(const DeviceInfo& info) {
+  if (!is_fake(info))
+    if (const GpuSpec* spec = match_device(info); spec && spec->llc_bytes > 0) return spec->llc_bytes;
+  return info.l2_bytes > 0 ? info.l2_bytes : kDefaultLlcBytes;
+}
+
+// Runs f(begin, end) over [0, count) on up to hardware_concurrency threads (the CPU reference of
+// a 128k-row output head is seconds on one core).
+template <class F>
+void parallel_rows(size_t count, const F& f) {
+  const size_t threads = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 16);
+  const size_t per = std::max<size_t>(256, (count + threads - 1) / threads);
+  if (count <= per) return f(size_t(0), count);
+  std::vector<std::thread> pool;
+  std::vector<std::exception_ptr> errors((count + per - 1) / per);
+  for (size_t b = 0, i = 0; b < count; b += per, ++i)
+    pool.emplace_back([&, b, i] {
+      try {
+        f(b, std::min(count, b + per));
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    });
+  for (auto& t : pool) t.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
+// Everything a shape needs on one device: weight copies, activations quantized on the device and
+// the expected value of every output.
+struct ShapeData {
+  std::vector<DeviceBuffer> copies;
+  std::vector<const DeviceBuffer*> copy_ptrs;
+  bool copies_capped = false;
+  DeviceBuffer y_q8_1, dst;
+  int ncols = 0;                   // columns prepared (the largest ncols still to measure)
+  std::vector<Expected> expected;  // [col * n + row]
+};
+
+ShapeData prepare_shape(Device& device, const PlanItem& shape, int ncols, const SweepOptions& options, uint64_t seed,
+                        const CancelFlag& cancel) {
+  const DeviceInfo& info = device.info();
+  const size_t row = static_cast<size_t>(*row_bytes(shape.type, uint64_t(shape.k)));
+  const size_t weight_bytes = row * static_cast<size_t>(shape.n);
+  ShapeData d;
+  d.ncols = ncols;
+
+  // Enough copies that rotating through them exceeds twice the last-level cache, within the memory cap.
+  const uint64_t llc = last_level_cache(info);
+  size_t copies = static_cast<size_t>(2 * llc / weight_bytes) + 1;
+  if (info.memory_bytes > 0) {
+    const auto budget = static_cast<size_t>(options.memory_fraction * double(info.memory_bytes));
+    const size_t fit = std::max<size_t>(1, budget / weight_bytes);
+    if (fit < copies) {
+      copies = fit;
+      d.copies_capped = true;
+    }
+  }
+
+  // Random valid blocks (never zeros), generated in chunks of rows so cancellation stays prompt.
+  std::vector<uint8_t> weights(weight_bytes);
+  const size_t rows_per_chunk = std::max<size_t>(1, (size_t(8) << 20) / row);
+  for (size_t r0 = 0, chunk = 0; r0 < size_t(shape.n); r0 += rows_per_chunk, ++chunk) {
+    check_cancel(cancel);
+    const size_t rows = std::min(rows_per_chunk, size_t(shape.n) - r0);
+    quant::fill_random(shape.type, weights.data() + r0 * row, int64_t(rows), shape.k, mix(seed + chunk));
+  }
+  for (size_t c = 0; c < copies; ++c) {
+    check_cancel(cancel);
+    d.copies.push_back(device.alloc(weight_bytes));
+    device.upload(d.copies.back(), weights.data(), weight_bytes);
+  }
+  for (const auto& b : d.copies) d.copy_ptrs.push_back(&b);
+
+  // Fresh activations, quantized to q8_1 on the device as llama.cpp does; the exact reference uses
+  // the device's own q8_1 blocks, so verification judges the GEMV alone.
+  const size_t k = static_cast<size_t>(shape.k);
+  std::vector<float> x(k * size_t(ncols));
+  quant::fill_random_activations(x.data(), int64_t(x.size()), mix(seed ^ 0xAC71u));
+  DeviceBuffer x_dev = device.alloc(x.size() * sizeof(float));
+  device.upload(x_dev, x.data(), x.size() * sizeof(float));
+  const size_t q8_bytes = k / 32 * sizeof(quant::BlockQ8_1) * size_t(ncols);
+  d.y_q8_1 = device.alloc(q8_bytes);
+  device.quantize_q8_1(x_dev, d.y_q8_1, shape.k, ncols);
+  std::vector<quant::BlockQ8_1> y(k / 32 * size_t(ncols));
+  device.download(y.data(), d.y_q8_1, q8_bytes);
+  d.dst = device.alloc(size_t(shape.n) * size_t(ncols) * sizeof(float));
+
+  d.expected.resize(size_t(shape.n) * size_t(ncols));
+  parallel_rows(size_t(shape.n), [&](size_t r0, size_t r1) {
+    for (size_t r = r0; r < r1; ++r) {
+      if ((r & 255) == 0) check_cancel(cancel);
+      const uint8_t* wrow = weights.data() + r * row;
+      for (int col = 0; col < ncols; ++col) {
+        const quant::DotQ8_1 ref = quant::dot_q8_1_detail(shape.type, wrow, y.data() + size_t(col) * (k / 32), shape.k);
+        Expected& e = d.expected[size_t(col) * size_t(shape.n) + r];
+        e.exact = ref.value;
+        e.tolerance = quant::tolerance_q8_1(ref);
+        // The loose float64 check belongs to `temper verify`; here the exact one decides.
+        e.f64 = ref.value;
+        e.f64_tolerance = std::numeric_limits<double>::infinity();
+      }
+    }
+  });
+  return d;
+}
+
+// A device that still answers after an error: the error was this result's, not the device's.
+bool device_healthy(Device& device) {
+  try {
+    DeviceBuffer probe = device.alloc(256);
+    device.fill(probe, 0);
+    uint8_t back[256];
+    device.download(back, probe, sizeof back);
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+Result blank_result(const Device& device, const PlanItem& it) {
+  Result r;
+  r.device = device.info().index;
+  r.type = it.type;
+  r.n = it.n;
+  r.k = it.k;
+  r.ncols = it.ncols;
+  r.config = it.config;
+  r.is_default = it.is_default;
+  r.is_small_k = it.is_small_k;
+  return r;
+}
+
+void record_error(Result& r, const Error& e) {
+  r.status = ResultStatus::Error;
+  r.failure = std::string(error_kind_name(e.kind())) + ": " + e.what();
+  r.time_us = {};
+}
+
+Result measure(Device& device, const PlanItem& it, ShapeData& d, const SweepOptions& options, const CancelFlag& cancel) {
+  Result r = blank_result(device, it);
+  r.weight_copies = int(d.copies.size());
+  r.copies_capped = d.copies_capped;
+  try {
+    r.kernel = device.kernel_attributes(it.type, it.ncols, it.config);
+    // 1. Verification: poisoned outputs, one launch, every value compared with the reference.
+    const GemvProblem p{it.type, it.n, it.k, it.ncols};
+    device.fill(d.dst, 0xFF);  // NaN everywhere: an unwritten output cannot pass
+    device.gemv(p, it.config, *d.copy_ptrs[0], d.y_q8_1, d.dst);
+    std::vector<float> out(size_t(it.n) * size_t(it.ncols));
+    device.download(out.data(), d.dst, out.size() * sizeof(float));
+    const OutputCheck check =
+        compare_outputs(out, std::span<const Expected>(d.expected.data(), out.size()), it.n);
+    // JSON has no infinity: an unwritten output records the largest finite error.
+    const double huge = std::numeric_limits<double>::max();
+    const bool nonfinite = check.unwritten > 0 || check.nonfinite > 0;
+    r.max_abs_error = nonfinite || !std::isfinite(check.max_abs_error) ? huge : check.max_abs_error;
+    r.worst_error_ratio = nonfinite || !std::isfinite(check.worst_ratio) ? huge : check.worst_ratio;
+    if (!check.passed()) {
+      r.status = ResultStatus::Failed;
+      r.failure = check.first_failure.empty() ? "outputs disagree with the CPU reference" : check.first_failure;
+      return r;  // a wrong kernel is never timed, so it can never win
+    }
+    // 2. Timing: warm-up, then batches until the median's CI is tight enough or the cap is reached.
+    const auto start = Clock::now();
+    if (options.warmup > 0) (void)device.time_gemv(p, it.config, d.copy_ptrs, d.y_q8_1, d.dst, options.warmup);
+    std::vector<double> samples;
+    for (;;) {
+      check_cancel(cancel);
+      const auto batch = device.time_gemv(p, it.config, d.copy_ptrs, d.y_q8_1, d.dst, options.batch);
+      samples.insert(samples.end(), batch.begin(), batch.end());
+      if (int(samples.size()) < options.min_samples) continue;
+      r.time_us = summarize(samples);
+      r.converged = (r.time_us.ci_high - r.time_us.ci_low) / 2 < options.ci_target * r.time_us.median;
+      if (r.converged || seconds_since(start) >= options.time_cap_s || int(samples.size()) >= options.max_samples)
+        break;
+    }
+    const double seconds = r.time_us.median * 1e-6;
+    r.gbs = gemv_bytes(it.type, it.n, it.k, it.ncols) / seconds / 1e9;
+    r.ops_per_s = 2.0 * double(it.n) * double(it.k) * double(it.ncols) / seconds;
+    r.telemetry = device.telemetry();
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::Cancelled) throw;
+    // A config this build cannot launch, or a fault the device survives, is this result's problem;
+    // a device that no longer answers stops this device's sweep (the caller records why).
+    if (e.kind() != ErrorKind::BadInput && !device_healthy(device)) throw;
+    record_error(r, e);
+  }
+  return r;
+}
+
+// Shared between the device workers: results, journal, progress.
+struct Shared {
+  Session& session;
+  Journal* journal;
+  const ProgressFn& progress;
+  std::mutex mutex;
+  size_t done = 0, total = 0;
+  std::map<int, double> eta_by_device;
+};
+
+void report(Shared& sh, int device, const std::string& current, double eta_s, bool finished_one) {
+  std::lock_guard lock(sh.mutex);
+  if (finished_one) ++sh.done;
+  sh.eta_by_device[device] = eta_s;
+  if (!sh.progress) return;
+  double eta = 0;
+  for (const auto& [dev, e] : sh.eta_by_device) eta = std::max(eta, e);
+  sh.progress({sh.done, sh.total, current, eta, device});
+}
+
+void record(Shared& sh, Result r) {
+  std::lock_guard lock(sh.mutex);
+  if (sh.journal) sh.journal->append(r);  // on disk before the sweep goes on
+  sh.session.results.push_back(std::move(r));
+}
+
+void run_device(Device& device, SessionDevice& sd, Shared& sh, const std::set<ItemKey>& done, const CancelFlag& cancel) {
+  const SweepOptions& options = sh.session.options;
+  const uint64_t seed = options.seed;
+  const int dev = sd.info.index;
+  std::vector<const PlanItem*> todo;
+  for (const auto& it : sd.plan.items)
+    if (!done.count(key_of(dev, it))) todo.push_back(&it);
+  // ETA: the a-priori estimate of what remains, scaled by how fast estimates have come true so far.
+  std::vector<double> est(todo.size());
+  double remaining = 0;
+  for (size_t i = 0; i < todo.size(); ++i)
+    remaining += est[i] = detail::item_seconds(*todo[i], options, sd.copy_bandwidth_gbs);
+  double est_done = 0;
+  const auto start = Clock::now();
+  auto eta = [&] { return remaining * (est_done > 0 ? seconds_since(start) / est_done : 1.0); };
+
+  sd.telemetry_start = device.telemetry();
+  size_t i = 0;
+  while (i < todo.size()) {
+    // One shape at a time: its data serves every ncols and config still to measure.
+    const PlanItem& first = *todo[i];
+    size_t end = i;
+    int max_ncols = 0;
+    while (end < todo.size() && todo[end]->type == first.type && todo[end]->n == first.n && todo[end]->k == first.k)
+      max_ncols = std::max(max_ncols, todo[end++]->ncols);
+    check_cancel(cancel);
+    report(sh, dev, "preparing " + shape_text(first.type, first.n, first.k), eta(), false);
+    std::optional<ShapeData> data;
+    try {
+      data = prepare_shape(device, first, max_ncols, options, shape_seed(seed, first.type, first.n, first.k), cancel);
+    } catch (const Error& e) {
+      // Out of memory on a huge shape: every item of the shape records why; a lost device stops.
+      if (e.kind() == ErrorKind::Cancelled || !device_healthy(device)) throw;
+      for (; i < end; ++i) {
+        Result r = blank_result(device, *todo[i]);
+        record_error(r, e);
+        record(sh, std::move(r));
+        remaining -= est[i];
+        report(sh, dev, item_text(*todo[i]), eta(), true);
+      }
+      continue;
+    }
+    for (; i < end; ++i) {
+      const PlanItem& it = *todo[i];
+      report(sh, dev, item_text(it), eta(), false);
+      Result r = measure(device, it, *data, options, cancel);
+      remaining -= est[i];
+      est_done += est[i];
+      record(sh, std::move(r));
+      report(sh, dev, item_text(it), eta(), true);
+    }
+  }
+  sd.telemetry_end = device.telemetry();
+}
+
+}  // namespace
+
+Session new_session(const SweepSetup& setup, std::span<Device* const> devices) {
+  validate_grid(setup.grid);
+  if (devices.empty()) fail(ErrorKind::NoDevice, "no HIP or CUDA device found");
+  const SweepOptions& o = setup.options;
+  if (o.batch < 1 || o.min_samples < 1 || o.max_samples < o.min_samples || !(o.ci_target > 0) ||
+      !(o.time_cap_s > 0) || !(o.memory_fraction > 0) || o.memory_fraction > 1 || o.warmup < 0)
+    fail(ErrorKind::BadInput, "invalid sweep options (batch, samples, CI target, time cap or memory fraction)");
+  Session s;
+  s.id = new_session_id();
+  s.created = utc_now_iso8601();
+  s.tool_version = TEMPER_VERSION;
+  s.build = this_build();
+  s.model = setup.model;
+  s.shapes = setup.shapes;
+  s.grid = setup.grid;
+  s.options = setup.options;
+  while (s.options.seed == 0) s.options.seed = (uint64_t(std::random_device{}()) << 32) | std::random_device{}();
+  std::set<int> indices;
+  for (Device* d : devices) {
+    SessionDevice sd;
+    sd.info = d->info();
+    if (!indices.insert(sd.info.index).second)
+      fail(ErrorKind::BadInput, "device index " + std::to_string(sd.info.index) + " given twice");
+    if (!is_fake(sd.info))
+      if (const GpuSpec* spec = match_device(sd.info)) sd.spec_id = spec->id;
+    // Copy bandwidth with a buffer well past the last-level cache.
+    const uint64_t llc = last_level_cache(sd.info);
+    uint64_t bytes = std::max<uint64_t>(4 * llc, 64ull << 20);
+    if (sd.info.memory_bytes > 0) bytes = std::min<uint64_t>(bytes, sd.info.memory_bytes / 8);
+    sd.copy_bandwidth_gbs = d->copy_bandwidth_gbs(static_cast<size_t>(bytes));
+    sd.plan = make_plan(s.shapes, s.grid, *d);
+    s.devices.push_back(std::move(sd));
+  }
+  return s;
+}
+
+double estimated_seconds(const Session& session) {
+  std::set<ItemKey> done;
+  for (const auto& r : session.results) done.insert(key_of(r));
+  double slowest = 0;
+  for (const auto& sd : session.devices) {
+    Plan left = sd.plan;
+    std::erase_if(left.items, [&](const PlanItem& it) { return done.count(key_of(sd.info.index, it)) > 0; });
+    slowest = std::max(slowest, estimated_seconds(left, session.options, sd.copy_bandwidth_gbs));
+  }
+  return slowest;
+}
+
+Session resume_session(const JournalContents& contents) {
+  Session s = contents.header;
+  s.winners.clear();
+  s.estimates.clear();
+  s.status = "running";
+  s.finished.clear();
+  for (auto& d : s.devices) d.error.clear();
+  // A result journaled twice keeps its first copy: a key is measured once per session.
+  std::set<ItemKey> seen;
+  s.results.clear();
+  for (const auto& r : contents.results)
+    if (seen.insert(key_of(r)).second) s.results.push_back(r);
+  return s;
+}
+
+void run_session(Session& session, std::span<Device* const> devices, Journal* journal, const ProgressFn& progress,
+                 const CancelFlag& cancel) {
+  if (devices.size() != session.devices.size())
+    fail(ErrorKind::Internal, "run_session: " + std::to_string(devices.size()) + " devices for a session of " +
+                                  std::to_string(session.devices.size()));
+  for (size_t i = 0; i < devices.size(); ++i) {
+    const DeviceInfo& now = devices[i]->info();
+    const DeviceInfo& then = session.devices[i].info;
+    if (now.name != then.name || now.arch != then.arch || now.index != then.index || now.api != then.api)
+      fail(ErrorKind::BadInput, "the session was planned on device " + std::to_string(then.index) + " (" + then.name +
+                                    ", " + then.arch + ") but device " + std::to_string(now.index) + " is " +
+                                    now.name + " (" + now.arch + ")");
+  }
+  session.status = "running";
+  session.finished.clear();
+  std::erase_if(session.results, [](const Result& r) { return r.status == ResultStatus::Invalid; });
+  std::set<ItemKey> done;
+  for (const auto& r : session.results) done.insert(key_of(r));
+
+  Shared sh{session, journal, progress, {}, 0, 0, {}};
+  for (const auto& sd : session.devices) {
+    sh.total += sd.plan.items.size();
+    for (const auto& it : sd.plan.items) sh.done += done.count(key_of(sd.info.index, it));
+  }
+
+  std::vector<std::exception_ptr> errors(devices.size());
+  auto work = [&](size_t i) {
+    try {
+      run_device(*devices[i], session.devices[i], sh, done, cancel);
+    } catch (...) {
+      errors[i] = std::current_exception();
+    }
+  };
+  if (devices.size() == 1) {
+    work(0);
+  } else {
+    std::vector<std::thread> workers;
+    for (size_t i = 0; i < devices.size(); ++i) workers.emplace_back(work, i);
+    for (auto& t : workers) t.join();
+  }
+
+  bool failed = false;
+  for (size_t i = 0; i < errors.size(); ++i) {
+    if (!errors[i]) continue;
+    try {
+      std::rethrow_exception(errors[i]);
+    } catch (const Error& e) {
+      if (e.kind() == ErrorKind::Cancelled) continue;
+      // Journal failures (disk full) end the run like a device fault: everything so far is kept.
+      session.devices[i].error = std::string(error_kind_name(e.kind())) + ": " + e.what();
+    } catch (const std::exception& e) {
+      session.devices[i].error = std::string("internal error: ") + e.what();
+    }
+    failed = true;
+  }
+  finish_session(session);
+  session.finished = utc_now_iso8601();
+  session.status = failed ? "failed" : cancel.load() ? "cancelled" : "complete";
+}
+
+std::vector<std::unique_ptr<Device>> open_all(Backend& backend) {
+  std::vector<std::unique_ptr<Device>> out;
+  for (const auto& info : backend.devices()) out.push_back(backend.open(info.index));
+  return out;
+}
+
+}  // namespace temper
