@@ -2,7 +2,9 @@
 // Device-side basics in the HIP dialect: the target's wave size, 4×int8 dot products, byte-wise
 // SIMD helpers, half conversions and wave reductions. On NVIDIA everything comes through
 // hip_on_cuda.h; on AMD through HIP's own runtime header.
-#if defined(__CUDACC__) && !defined(__HIP__)
+#if defined(TEMPER_KERNELS_HOST)
+#include "host_emulation.h"  // plain C++ stand-ins, so unit tests can run vec_dot on the CPU
+#elif defined(__CUDACC__) && !defined(__HIP__)
 #define TEMPER_CUDA_DEVICE 1
 #include "hip_on_cuda.h"
 #else
@@ -20,6 +22,8 @@ namespace temper::kernels {
 // The wave size this device pass compiles for. One fat binary holds wave64 (GCN/CDNA) and
 // wave32 (RDNA, NVIDIA) code; the host pass never runs kernel bodies, so its value is a placeholder.
 #if defined(TEMPER_CUDA_DEVICE)
+constexpr int kWarpSize = 32;
+#elif defined(TEMPER_KERNELS_HOST)
 constexpr int kWarpSize = 32;
 #elif defined(__HIP_DEVICE_COMPILE__)
 #if !defined(__AMDGCN_WAVEFRONT_SIZE)
@@ -142,6 +146,15 @@ __device__ __forceinline__ int2 lookup_table16(int q4, const int8_t* table) {
   }
   return make_int2(static_cast<int>(__byte_perm(tmp[0], tmp[1], 0x6420)),
                    static_cast<int>(__byte_perm(tmp[0], tmp[1], 0x7531)));
+#elif defined(TEMPER_KERNELS_HOST)
+  int2 r;
+  int8_t* x = reinterpret_cast<int8_t*>(&r.x);
+  int8_t* y = reinterpret_cast<int8_t*>(&r.y);
+  for (int i = 0; i < 4; ++i) {
+    x[i] = table[(q4 >> (8 * i)) & 0xF];
+    y[i] = table[(q4 >> (8 * i + 4)) & 0xF];
+  }
+  return r;
 #else
   const uint32_t* v = reinterpret_cast<const uint32_t*>(table);
   const uint32_t q_even = static_cast<uint32_t>(q4), q_odd = static_cast<uint32_t>(q4) >> 4;

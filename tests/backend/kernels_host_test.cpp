@@ -1,0 +1,116 @@
+// The device vec_dot of every tier-1 type, compiled for the CPU (TEMPER_KERNELS_HOST) and driven by
+// the mmvq kernel's own work decomposition, against core/quant's integer q8_1 reference: each
+// (weight block, int offset) visited exactly once for every grid config, and the sum within the
+// reference's reordering tolerance. Catches data-flow slips in kernels/vecdot.h without a GPU.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "kernels/vecdot.h"
+#include "temper/mmvq_traits.h"
+#include "temper/quant/reference.h"
+#include "temper/types.h"
+
+namespace temper {
+namespace {
+
+using VecDot = float (*)(const void*, const quant::BlockQ8_1*, int, int);
+
+template <unsigned Type>
+float call(const void* vbq, const quant::BlockQ8_1* y, int kbx, int iqs) {
+  return kernels::vec_dot<Type>(vbq, y, kbx, iqs);
+}
+
+VecDot vec_dot_of(GgmlType t) {
+  switch (t) {
+    case GgmlType::Q4_0: return call<kernels::kQ4_0>;
+    case GgmlType::Q4_1: return call<kernels::kQ4_1>;
+    case GgmlType::Q5_0: return call<kernels::kQ5_0>;
+    case GgmlType::Q5_1: return call<kernels::kQ5_1>;
+    case GgmlType::Q8_0: return call<kernels::kQ8_0>;
+    case GgmlType::Q2_K: return call<kernels::kQ2_K>;
+    case GgmlType::Q3_K: return call<kernels::kQ3_K>;
+    case GgmlType::Q4_K: return call<kernels::kQ4_K>;
+    case GgmlType::Q5_K: return call<kernels::kQ5_K>;
+    case GgmlType::Q6_K: return call<kernels::kQ6_K>;
+    case GgmlType::IQ4_NL: return call<kernels::kIQ4_NL>;
+    case GgmlType::IQ4_XS: return call<kernels::kIQ4_XS>;
+    case GgmlType::MXFP4: return call<kernels::kMXFP4>;
+    default: return nullptr;
+  }
+}
+
+constexpr GgmlType kTier1[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0,
+                               GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
+                               GgmlType::IQ4_NL, GgmlType::IQ4_XS, GgmlType::MXFP4};
+
+// One row as the kernel computes it with (nwarps, warp_size): every thread's strided K loop.
+double emulate_row(GgmlType type, VecDot dot, const void* row, const quant::BlockQ8_1* y, int k, int nwarps,
+                   int warp_size, std::vector<int>& visits) {
+  const mmvq::TypeTraits t = mmvq::type_traits(static_cast<uint32_t>(type));
+  const int blocks = k / t.qk, per_block = t.qi / t.vdr;
+  const int per_iter = mmvq::blocks_per_iter(static_cast<uint32_t>(type), nwarps, warp_size);
+  visits.assign(size_t(blocks) * per_block, 0);
+  double sum = 0;
+  for (int tid = 0; tid < nwarps * warp_size; ++tid) {
+    float partial = 0;  // the thread's register, as in the kernel
+    for (int kbx = tid / per_block; kbx < blocks; kbx += per_iter) {
+      const int kqs = t.vdr * (tid % per_block);
+      partial += dot(row, &y[kbx * (t.qk / quant::QK8_1)], kbx, kqs);
+      ++visits[size_t(kbx) * per_block + kqs / t.vdr];
+    }
+    sum += partial;
+  }
+  return sum;
+}
+
+TEST(KernelsHost, VecDotMatchesIntegerReferenceForEveryTier1Type) {
+  const int k = 4096, rows = 6;
+  std::vector<float> x(k);
+  quant::fill_random_activations(x.data(), k, 7);
+  std::vector<quant::BlockQ8_1> y(k / quant::QK8_1);
+  quant::quantize_q8_1(x.data(), y.data(), k, quant::Q8_1Style::Gpu);
+  for (GgmlType type : kTier1) {
+    SCOPED_TRACE(std::string(type_name(type)));
+    ASSERT_TRUE(quant::quant_supported(type));
+    const VecDot dot = vec_dot_of(type);
+    ASSERT_NE(dot, nullptr);
+    const size_t row_bytes = *temper::row_bytes(type, k);
+    std::vector<uint8_t> w(row_bytes * rows);
+    quant::fill_random(type, w.data(), rows, k, 1000 + static_cast<uint64_t>(type));
+    std::vector<int> visits;
+    for (int r = 0; r < rows; ++r) {
+      const void* row = w.data() + r * row_bytes;
+      const quant::DotQ8_1 ref = quant::dot_q8_1_detail(type, row, y.data(), k);
+      const double tol = quant::tolerance_q8_1(ref);
+      for (int ws : {32, 64})
+        for (int nwarps : {1, 4, 16}) {
+          const double got = emulate_row(type, dot, row, y.data(), k, nwarps, ws, visits);
+          EXPECT_NEAR(got, ref.value, tol) << "row " << r << " nwarps " << nwarps << " wave " << ws;
+          for (size_t i = 0; i < visits.size(); ++i) ASSERT_EQ(visits[i], 1) << "slot " << i;
+        }
+    }
+  }
+}
+
+// Short rows (fewer blocks than one pass of the block) leave threads idle but still visit every slot once.
+TEST(KernelsHost, ShortRowsAreCoveredOnce) {
+  for (GgmlType type : kTier1) {
+    const mmvq::TypeTraits t = mmvq::type_traits(static_cast<uint32_t>(type));
+    const int k = t.qk * 3;
+    std::vector<float> x(k);
+    quant::fill_random_activations(x.data(), k, 3);
+    std::vector<quant::BlockQ8_1> y(k / quant::QK8_1);
+    quant::quantize_q8_1(x.data(), y.data(), k);
+    std::vector<uint8_t> w(*temper::row_bytes(type, k));
+    quant::fill_random(type, w.data(), 1, k, 5);
+    std::vector<int> visits;
+    const double got = emulate_row(type, vec_dot_of(type), w.data(), y.data(), k, 8, 64, visits);
+    const quant::DotQ8_1 ref = quant::dot_q8_1_detail(type, w.data(), y.data(), k);
+    EXPECT_NEAR(got, ref.value, quant::tolerance_q8_1(ref)) << type_name(type);
+    for (int v : visits) EXPECT_EQ(v, 1) << type_name(type);
+  }
+}
+
+}  // namespace
+}  // namespace temper
