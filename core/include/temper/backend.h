@@ -114,6 +114,9 @@ class Device {
   virtual double copy_bandwidth_gbs(size_t bytes) = 0;
   virtual std::optional<KernelAttributes> kernel_attributes(GgmlType type, int ncols, Config config) = 0;
   virtual Telemetry telemetry() { return {}; }
+  // Test-only: launches a kernel that writes far out of bounds and waits for it. A device that has
+  // one throws Error(GpuFault) and refuses all later work with that cause; false: no such kernel.
+  virtual bool run_faulting_kernel() { return false; }
 
  protected:
   friend class DeviceBuffer;

@@ -1,0 +1,74 @@
+// `temper bandwidth`: the measured device-to-device copy bandwidth (the roofline's sloped ceiling).
+#include <charconv>
+#include <cstdio>
+#include <iostream>
+
+#include "cli.h"
+#include "temper/device_bench.h"
+#include "temper/error.h"
+#include "temper/gpu_backend.h"
+#include "temper/gpus.h"
+
+namespace temper::cli {
+namespace {
+
+uint64_t parse_bytes(const std::string& text) {
+  // A number with an optional K/M/G (binary) suffix: 256M, 1G, 4096.
+  uint64_t v = 0;
+  const char* end = text.data() + text.size();
+  auto [p, ec] = std::from_chars(text.data(), end, v);
+  uint64_t scale = 1;
+  if (p != end && p + 1 == end) {
+    switch (*p) {
+      case 'K': case 'k': scale = 1ULL << 10; break;
+      case 'M': case 'm': scale = 1ULL << 20; break;
+      case 'G': case 'g': scale = 1ULL << 30; break;
+      default: scale = 0;
+    }
+    ++p;
+  }
+  if (ec != std::errc() || p != end || scale == 0 || v == 0 || v > (1ULL << 40) / scale)
+    fail(ErrorKind::BadInput, "--bytes expects a size such as 4096, 256M or 1G, got '" + text + "'");
+  return v * scale;
+}
+
+int run_bandwidth(const Args& args) {
+  reject_unknown(args, {"--json", "--device", "--bytes"});
+  if (const auto extra = positionals(args, {"--device", "--bytes"}); !extra.empty())
+    fail(ErrorKind::BadInput, "bandwidth takes no arguments, got '" + extra.front() + "'");
+  const int number = gpu::parse_device_number(option(args, "--device").value_or("0"));
+  gpu::DeviceList list = gpu::list_devices(gpu_backends());
+  auto device = gpu::open_device(list, number);
+  const DeviceInfo& d = device->info();
+  // Large enough that caches do not help: 8 × LLC, at least 256 MiB, at most a quarter of memory.
+  uint64_t bytes = std::max<uint64_t>(256ULL << 20, 8 * device_llc_bytes(d));
+  if (d.memory_bytes) bytes = std::min(bytes, d.memory_bytes / 4);
+  if (const auto b = option(args, "--bytes")) bytes = parse_bytes(*b);
+  const double gbs = device->copy_bandwidth_gbs(bytes);
+  const GpuSpec* spec = match_device(d);
+  if (has_flag(args, "--json")) {
+    nlohmann::json j = {{"device", gpu::device_json(d)}, {"bytes", bytes}, {"copy_gbs", gbs}};
+    if (spec && spec->memory_bandwidth_gbs > 0) {
+      j["spec_gbs"] = spec->memory_bandwidth_gbs;
+      j["fraction_of_spec"] = gbs / spec->memory_bandwidth_gbs;
+    }
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::printf("%s (%s, %s): device-to-device copy of %.0f MiB: %.1f GB/s (median, read + write counted)\n",
+              d.name.c_str(), d.api.c_str(), d.arch.c_str(), double(bytes) / (1 << 20), gbs);
+  if (spec && spec->memory_bandwidth_gbs > 0)
+    std::printf("  %.0f%% of the %.0f GB/s peak in the spec database (%s)\n", 100.0 * gbs / spec->memory_bandwidth_gbs,
+                spec->memory_bandwidth_gbs, spec->id.c_str());
+  return 0;
+}
+
+const Registrar reg{{"bandwidth", "measure device-to-device copy bandwidth",
+                     "usage: temper bandwidth [--device N] [--bytes SIZE] [--json]\n\n"
+                     "Copies a buffer on the device 20 times (after 2 warm-up copies), each timed with device\n"
+                     "events, and prints the median in GB/s (10^9 bytes/s) counting the bytes read and written.\n"
+                     "SIZE defaults to 8x the last-level cache, at least 256M (suffixes K, M, G are binary).",
+                     run_bandwidth}};
+
+}  // namespace
+}  // namespace temper::cli

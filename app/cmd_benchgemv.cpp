@@ -1,0 +1,212 @@
+// `temper bench-gemv`: one GEMV shape timed per type, the engine's default config against the best
+// config of the grid, next to the measured copy bandwidth (the device evidence of issue 5).
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <iostream>
+
+#include "cli.h"
+#include "temper/defaults.h"
+#include "temper/device_bench.h"
+#include "temper/error.h"
+#include "temper/gpu_backend.h"
+#include "temper/verify.h"
+
+namespace temper::cli {
+namespace {
+
+std::string config_text(Config c) { return std::to_string(c.nwarps) + "," + std::to_string(c.rows_per_block); }
+
+nlohmann::json timing_json(const ConfigTiming& t, const GemvProblem& p, double copy_gbs) {
+  nlohmann::json j = {{"config", {{"nwarps", t.config.nwarps}, {"rows_per_block", t.config.rows_per_block}}},
+                      {"ok", t.ok()}};
+  if (!t.ok()) {
+    j["error"] = t.error;
+    return j;
+  }
+  j["us"] = stats_json(t.us);
+  j["gbs"] = t.gbs;
+  j["fraction_of_copy"] = copy_gbs > 0 ? t.gbs / copy_gbs : 0.0;
+  j["bytes"] = gemv_bytes(p);
+  return j;
+}
+
+int run_benchgemv(const Args& args) {
+  const std::vector<std::string_view> valued = {"--device", "--types", "--n", "--k", "--ncols", "--count",
+                                                "--warmup", "--engine", "--seed"};
+  std::vector<std::string_view> known = valued;
+  known.insert(known.end(), {"--json", "--default-only"});
+  reject_unknown(args, known);
+  if (const auto extra = positionals(args, valued); !extra.empty())
+    fail(ErrorKind::BadInput, "bench-gemv takes no arguments, got '" + extra.front() + "'");
+  auto number = [&](const char* name, int fallback, int lo, int hi) {
+    const auto text = option(args, name);
+    if (!text) return fallback;
+    int v = 0;
+    const auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), v);
+    if (ec != std::errc() || end != text->data() + text->size() || v < lo || v > hi)
+      fail(ErrorKind::BadInput, std::string(name) + " expects a number " + std::to_string(lo) + ".." +
+                                    std::to_string(hi) + ", got '" + *text + "'");
+    return v;
+  };
+  const bool json = has_flag(args, "--json");
+  const bool default_only = has_flag(args, "--default-only");
+  const int n = number("--n", 4096, 1, 1 << 24);
+  const int k = number("--k", 14336, 32, 1 << 24);
+  const int ncols = number("--ncols", 1, 1, 8);
+  GemvBenchOptions options;
+  options.count = number("--count", 200, 1, 1'000'000);
+  options.warmup = number("--warmup", 20, 0, 1'000'000);
+  options.seed = uint64_t(number("--seed", 1, 1, 1 << 30));
+  const std::string engine = option(args, "--engine").value_or(std::string(defaults::known_engines().front()));
+  if (!defaults::is_known_engine(engine)) {
+    std::string engines;
+    for (auto e : defaults::known_engines()) engines += (engines.empty() ? "" : ", ") + std::string(e);
+    fail(ErrorKind::BadInput, "--engine '" + engine + "' is not a known engine version (" + engines + ")");
+  }
+  const int device_number = gpu::parse_device_number(option(args, "--device").value_or("0"));
+
+  gpu::DeviceList list = gpu::list_devices(gpu_backends());
+  auto device = gpu::open_device(list, device_number);
+  const DeviceInfo& d = device->info();
+
+  std::vector<GgmlType> types;
+  if (const auto t = option(args, "--types")) {
+    types = parse_type_list(*t);
+  } else {
+    for (GgmlType type : tier1_types())
+      if (!instantiated_configs(*device, type, ncols).empty()) types.push_back(type);
+  }
+  if (types.empty()) fail(ErrorKind::BadInput, "no type to time: this build has no kernel at ncols " + std::to_string(ncols));
+
+  // The copy bandwidth of this run: the denominator of every percentage below.
+  uint64_t copy_bytes = std::max<uint64_t>(256ULL << 20, 8 * device_llc_bytes(d));
+  if (d.memory_bytes) copy_bytes = std::min(copy_bytes, d.memory_bytes / 4);
+  const double copy_gbs = device->copy_bandwidth_gbs(copy_bytes);
+  std::fprintf(stderr, "%s (%s %s): copy bandwidth %.1f GB/s\n", d.name.c_str(), d.api.c_str(), d.arch.c_str(), copy_gbs);
+
+  struct Row {
+    GgmlType type;
+    GemvProblem problem;
+    int copies = 0;
+    ConfigTiming stock;
+    std::optional<ConfigTiming> best;
+    std::vector<ConfigTiming> all;
+    std::string error;
+  };
+  std::vector<Row> rows;
+  bool any_failed = false;
+  for (GgmlType type : types) {
+    Row row;
+    row.type = type;
+    row.problem = {type, n, k, ncols};
+    std::fprintf(stderr, "%s: ", std::string(type_name(type)).c_str());
+    try {
+      GemvBench bench(*device, row.problem, options);
+      row.copies = bench.copies();
+      const Config stock = defaults::default_config(engine, d, type, ncols, k);
+      row.stock = bench.run(stock);
+      row.all.push_back(row.stock);
+      if (!row.stock.ok()) any_failed = true;
+      if (!default_only) {
+        for (Config c : instantiated_configs(*device, type, ncols)) {
+          if (c == stock) continue;
+          row.all.push_back(bench.run(c));
+          if (!row.all.back().ok() && row.all.back().error.rfind("verification failed", 0) == 0) any_failed = true;
+        }
+      }
+      for (const auto& t : row.all)
+        if (t.ok() && (!row.best || t.us.median < row.best->us.median)) row.best = t;
+      std::fprintf(stderr, "%zu configs timed\n", row.all.size());
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::GpuFault) throw;
+      row.error = e.what();
+      any_failed = true;
+      std::fprintf(stderr, "%s\n", e.what());
+      rows.push_back(std::move(row));
+      break;  // the device may be unusable now
+    }
+    rows.push_back(std::move(row));
+  }
+
+  if (json) {
+    nlohmann::json out = {{"device", gpu::device_json(d)},
+                          {"copy_gbs", copy_gbs},
+                          {"copy_bytes", copy_bytes},
+                          {"engine", engine},
+                          {"defaults_table", std::string(defaults::table_name(engine, d))},
+                          {"n", n},
+                          {"k", k},
+                          {"ncols", ncols},
+                          {"count", options.count},
+                          {"warmup", options.warmup}};
+    nlohmann::json results = nlohmann::json::array();
+    for (const auto& r : rows) {
+      nlohmann::json j = {{"type", std::string(type_name(r.type))}, {"weight_copies", r.copies}};
+      if (!r.error.empty()) j["error"] = r.error;
+      if (r.error.empty()) j["default"] = timing_json(r.stock, r.problem, copy_gbs);
+      if (r.best) j["best"] = timing_json(*r.best, r.problem, copy_gbs);
+      nlohmann::json all = nlohmann::json::array();
+      for (const auto& t : r.all) all.push_back(timing_json(t, r.problem, copy_gbs));
+      j["configs"] = std::move(all);
+      results.push_back(std::move(j));
+    }
+    out["results"] = std::move(results);
+    std::cout << out.dump(2) << "\n";
+    return any_failed ? int(ErrorKind::Verification) : 0;
+  }
+
+  std::printf("device: %s (%s, %s, %d %s), driver %s, runtime %s\n", d.name.c_str(), d.api.c_str(), d.arch.c_str(),
+              d.compute_units, d.api == "cuda" ? "SMs" : "CUs", d.driver_version.c_str(), d.runtime_version.c_str());
+  std::printf("measured copy bandwidth: %.1f GB/s (device-to-device, %.0f MiB, read + write, median of 20)\n", copy_gbs,
+              double(copy_bytes) / (1 << 20));
+  std::printf("shape: N=%d K=%d ncols=%d; weights rotated past 2x LLC (%.0f MiB); median of %d event-timed launches "
+              "after %d warm-up; default config: %s table of %s\n\n",
+              n, k, ncols, double(device_llc_bytes(d)) / (1 << 20), options.count, options.warmup,
+              std::string(defaults::table_name(engine, d)).c_str(), engine.c_str());
+  std::printf("%-8s %20s %20s %9s %8s %9s %8s\n", "type", "default us (config)", "best us (config)", "GB/s", "% copy",
+              "dflt GB/s", "% copy");
+  for (const auto& r : rows) {
+    if (!r.error.empty()) {
+      std::printf("%-8s %s\n", std::string(type_name(r.type)).c_str(), r.error.c_str());
+      continue;
+    }
+    char stock[48], best[48];
+    if (r.stock.ok())
+      std::snprintf(stock, sizeof stock, "%.2f (%s)", r.stock.us.median, config_text(r.stock.config).c_str());
+    else
+      std::snprintf(stock, sizeof stock, "FAILED (%s)", config_text(r.stock.config).c_str());
+    if (r.best)
+      std::snprintf(best, sizeof best, "%.2f (%s)", r.best->us.median, config_text(r.best->config).c_str());
+    else
+      std::snprintf(best, sizeof best, "-");
+    const double bgbs = r.best ? r.best->gbs : 0, sgbs = r.stock.ok() ? r.stock.gbs : 0;
+    std::printf("%-8s %20s %20s %9.1f %7.1f%% %9.1f %7.1f%%\n", std::string(type_name(r.type)).c_str(), stock, best,
+                bgbs, 100.0 * bgbs / copy_gbs, sgbs, 100.0 * sgbs / copy_gbs);
+  }
+  for (const auto& r : rows)
+    for (const auto& t : r.all)
+      if (!t.ok())
+        std::printf("note: %s (%s): %s\n", std::string(type_name(r.type)).c_str(), config_text(t.config).c_str(),
+                    t.error.c_str());
+  return any_failed ? int(ErrorKind::Verification) : 0;
+}
+
+const Registrar reg{
+    {"bench-gemv", "time one GEMV shape per type: default config vs the best of the grid",
+     "usage: temper bench-gemv [--device N] [--types q4_0,...] [--n 4096] [--k 14336] [--ncols 1]\n"
+     "                         [--count 200] [--warmup 20] [--engine VERSION] [--default-only] [--seed S] [--json]\n\n"
+     "Measures the device-to-device copy bandwidth, then for each type (default: every tier-1 type\n"
+     "this build has) uploads random valid weights in enough copies to exceed twice the last-level\n"
+     "cache, quantizes random activations on the device, verifies each config once against the exact\n"
+     "integer q8_1 dot, and times COUNT launches one by one with device events (weights rotating).\n"
+     "Prints per type: the default config's median (llama.cpp's table, --engine picks the ggml version),\n"
+     "the best config of the grid, its GB/s (weights + activations + outputs per launch) and its\n"
+     "share of the measured copy bandwidth. Configs are written nwarps,rows_per_block.\n"
+     "Exit code 5 when a config fails verification (it is then never the best).",
+     run_benchgemv}};
+
+}  // namespace
+}  // namespace temper::cli

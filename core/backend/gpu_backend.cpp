@@ -1,0 +1,478 @@
+// The GPU backend: one host source in the HIP dialect, compiled twice — against HIP's runtime for
+// AMD and, through kernels/hip_on_cuda.h, against CUDA's for NVIDIA (TEMPER_GPU_CUDA). The few
+// facts the two runtimes report differently (arch string, telemetry) are the only #if branches.
+#if defined(TEMPER_GPU_CUDA)
+#include "hip_on_cuda.h"
+#else
+#include <hip/hip_runtime_api.h>
+#endif
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "kernels/launch.h"
+#include "temper/error.h"
+#include "temper/gpu_backend.h"
+#if defined(TEMPER_WITH_RSMI) && !defined(TEMPER_GPU_CUDA)
+#include "telemetry_rsmi.h"
+#endif
+
+namespace temper {
+namespace {
+
+#if defined(TEMPER_GPU_CUDA)
+constexpr const char* kApi = "cuda";
+#else
+constexpr const char* kApi = "hip";
+#endif
+
+constexpr int kMaxNcols = 8;
+constexpr int kMaxThreadsPerBlock = 1024;
+constexpr int kTimingWindow = 256;  // launches in flight before the host waits for the oldest
+constexpr int kBandwidthCopies = 20;
+
+// Our call names are HIP's; on CUDA say what was really called.
+std::string call_name(const char* hip_name) {
+  std::string s(hip_name);
+  if (std::string_view(kApi) == "cuda" && s.rfind("hip", 0) == 0) s = "cuda" + s.substr(3);
+  return s;
+}
+
+std::string error_text(hipError_t e) {
+  return std::string(hipGetErrorName(e)) + ": " + hipGetErrorString(e);
+}
+
+std::string describe(const GemvProblem& p, Config c) {
+  return std::string(type_name(p.type)) + " n=" + std::to_string(p.n) + " k=" + std::to_string(p.k) +
+         " ncols=" + std::to_string(p.ncols) + " config (nwarps " + std::to_string(c.nwarps) + ", rows_per_block " +
+         std::to_string(c.rows_per_block) + ")";
+}
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  return s;
+}
+
+struct PciAddress {
+  int domain = 0, bus = 0, device = 0;
+};
+
+// Identity of device `index`; throws GpuFault naming the call that failed.
+DeviceInfo query_info(int index, PciAddress& pci) {
+  auto check = [index](hipError_t e, const char* call) {
+    if (e != hipSuccess)
+      fail(ErrorKind::GpuFault, call_name(call) + " failed for device " + std::to_string(index) + ": " + error_text(e));
+  };
+  auto attribute = [&](hipDeviceAttribute_t a, const char* what) {
+    int v = 0;
+    check(hipDeviceGetAttribute(&v, a, index), what);
+    return v;
+  };
+  hipDeviceProp_t p{};
+  check(hipGetDeviceProperties(&p, index), "hipGetDeviceProperties");
+  DeviceInfo d;
+  d.index = index;
+  d.api = kApi;
+  d.name = p.name;
+#if defined(TEMPER_GPU_CUDA)
+  d.arch = gpu::cuda_arch(p.major, p.minor);
+#else
+  d.arch = gpu::clean_gcn_arch(p.gcnArchName);
+#endif
+  d.compute_units = p.multiProcessorCount;
+  d.warp_size = p.warpSize;
+  d.memory_bytes = p.totalGlobalMem;
+  d.l2_bytes = static_cast<uint64_t>(std::max(p.l2CacheSize, 0));
+  d.clock_mhz = attribute(hipDeviceAttributeClockRate, "hipDeviceGetAttribute(ClockRate)") / 1000;
+  d.memory_clock_mhz = attribute(hipDeviceAttributeMemoryClockRate, "hipDeviceGetAttribute(MemoryClockRate)") / 1000;
+  d.memory_bus_bits = p.memoryBusWidth;
+  d.shared_per_block = static_cast<int>(p.sharedMemPerBlock);
+  d.shared_per_cu = attribute(hipDeviceAttributeMaxSharedMemoryPerMultiprocessor,
+                              "hipDeviceGetAttribute(MaxSharedMemoryPerMultiprocessor)");
+  d.regs_per_block = p.regsPerBlock;
+  d.regs_per_cu = attribute(hipDeviceAttributeMaxRegistersPerMultiprocessor,
+                            "hipDeviceGetAttribute(MaxRegistersPerMultiprocessor)");
+  d.max_threads_per_cu = p.maxThreadsPerMultiProcessor;
+  int driver = 0, runtime = 0;
+  check(hipDriverGetVersion(&driver), "hipDriverGetVersion");
+  check(hipRuntimeGetVersion(&runtime), "hipRuntimeGetVersion");
+  d.driver_version = gpu::format_version(kApi, driver);
+  d.runtime_version = gpu::format_version(kApi, runtime);
+  char bus_id[64] = {};
+  check(hipDeviceGetPCIBusId(bus_id, sizeof bus_id, index), "hipDeviceGetPCIBusId");
+  d.pci_bus_id = lower(bus_id);
+  pci = {p.pciDomainID, p.pciBusID, p.pciDeviceID};
+  return d;
+}
+
+class GpuDevice final : public Device {
+ public:
+  GpuDevice(DeviceInfo info, PciAddress pci) : info_(std::move(info)), pci_(pci) {
+    activate();
+    check(hipStreamCreateWithFlags(&stream_, hipStreamNonBlocking), "hipStreamCreateWithFlags");
+    check(hipEventCreateWithFlags(&done_, hipEventDisableTiming), "hipEventCreateWithFlags");
+  }
+
+  ~GpuDevice() override {
+    if (hung_) return;  // a kernel still runs: any call could block, so leak instead
+    (void)hipSetDevice(info_.index);
+    for (hipEvent_t e : timing_events_) (void)hipEventDestroy(e);
+    if (done_) (void)hipEventDestroy(done_);
+    if (stream_) (void)hipStreamDestroy(stream_);
+  }
+
+  const DeviceInfo& info() const override { return info_; }
+
+  DeviceBuffer alloc(size_t bytes) override {
+    usable();
+    if (bytes == 0) return {};
+    void* ptr = nullptr;
+    const hipError_t e = hipMalloc(&ptr, bytes);
+    if (e == hipErrorOutOfMemory) {
+      (void)hipGetLastError();  // not sticky: clear it so the next call starts clean
+      size_t free_bytes = 0, total_bytes = 0;
+      (void)hipMemGetInfo(&free_bytes, &total_bytes);
+      fail(ErrorKind::GpuFault, "out of device memory: asked " + std::to_string(bytes) + " bytes, " +
+                                    std::to_string(free_bytes) + " free of " + std::to_string(total_bytes) + " on " +
+                                    where());
+    }
+    check(e, "hipMalloc", std::to_string(bytes) + " bytes");
+    return DeviceBuffer(this, ptr, bytes);
+  }
+
+  void upload(DeviceBuffer& dst, const void* src, size_t bytes, size_t offset) override {
+    in_range(dst, bytes, offset, "upload");
+    usable();
+    if (bytes == 0) return;
+    check(hipMemcpyAsync(static_cast<char*>(dst.get()) + offset, src, bytes, hipMemcpyHostToDevice, stream_),
+          "hipMemcpyAsync", "upload of " + std::to_string(bytes) + " bytes");
+    sync("upload");
+  }
+
+  void download(void* dst, const DeviceBuffer& src, size_t bytes, size_t offset) override {
+    in_range(src, bytes, offset, "download");
+    usable();
+    if (bytes == 0) return;
+    check(hipMemcpyAsync(dst, static_cast<const char*>(src.get()) + offset, bytes, hipMemcpyDeviceToHost, stream_),
+          "hipMemcpyAsync", "download of " + std::to_string(bytes) + " bytes");
+    sync("download");
+  }
+
+  void fill(DeviceBuffer& dst, uint8_t byte) override {
+    usable();
+    if (dst.size() == 0) return;
+    check(hipMemsetAsync(dst.get(), byte, dst.size(), stream_), "hipMemsetAsync");
+    sync("fill");
+  }
+
+  void quantize_q8_1(const DeviceBuffer& x, DeviceBuffer& y, int k, int ncols) override {
+    const std::string what = "q8_1 quantization of " + std::to_string(ncols) + " × " + std::to_string(k) + " floats";
+    if (k <= 0 || k % 32 != 0 || ncols < 1 || ncols > kMaxNcols)
+      fail(ErrorKind::BadInput, what + ": k must be a positive multiple of 32 and ncols 1.." + std::to_string(kMaxNcols));
+    const size_t values = size_t(k) * size_t(ncols);
+    big_enough(x, values * sizeof(float), what + " (input)");
+    big_enough(y, values / 32 * 36, what + " (output)");
+    usable();
+    const int rc = kernels::launch_quantize_q8_1(static_cast<const float*>(x.get()), y.get(), k, ncols, stream_);
+    check(static_cast<hipError_t>(rc), "launch_quantize_q8_1", what);
+    sync(what);
+  }
+
+  bool has_kernel(GgmlType type, int ncols, Config c) const override {
+    if (ncols < 1 || ncols > kMaxNcols || c.nwarps < 1 || c.rows_per_block < 1) return false;
+    if (c.nwarps * info_.warp_size > kMaxThreadsPerBlock) return false;
+    return kernels::mmvq_instantiated(static_cast<uint32_t>(type), ncols, c.nwarps, c.rows_per_block, info_.warp_size);
+  }
+
+  void gemv(const GemvProblem& p, Config c, const DeviceBuffer& weights, const DeviceBuffer& y_q8_1,
+            DeviceBuffer& dst) override {
+    const std::string what = describe(p, c);
+    kernels::MmvqLaunch launch = prepare(p, c, y_q8_1, dst, what);
+    big_enough(weights, weight_bytes(p), what + " (weights)");
+    usable();
+    launch.weights = weights.get();
+    launched(kernels::launch_mmvq(launch), what);
+    sync(what);
+  }
+
+  std::vector<double> time_gemv(const GemvProblem& p, Config c, std::span<const DeviceBuffer* const> weight_copies,
+                                const DeviceBuffer& y_q8_1, DeviceBuffer& dst, int count) override {
+    const std::string what = describe(p, c);
+    kernels::MmvqLaunch launch = prepare(p, c, y_q8_1, dst, what);
+    if (count < 1 || weight_copies.empty())
+      fail(ErrorKind::Internal, what + ": time_gemv needs at least one launch and one weight copy");
+    for (const DeviceBuffer* w : weight_copies) {
+      if (!w) fail(ErrorKind::Internal, what + ": a weight copy is missing");
+      big_enough(*w, weight_bytes(p), what + " (weight copy)");
+    }
+    usable();
+    // A ring of event pairs: launch i uses slot i % ring; the host waits for launch i - window
+    // before queueing launch i, so a hung kernel is caught within the watchdog (and a full launch
+    // queue can never block the host indefinitely).
+    const int ring = 2 * kTimingWindow;
+    while (timing_events_.size() < size_t(2 * ring)) {
+      hipEvent_t e = nullptr;
+      check(hipEventCreate(&e), "hipEventCreate");
+      timing_events_.push_back(e);
+    }
+    std::vector<double> us(size_t(count), 0.0);
+    auto collect = [&](int i) {
+      hipEvent_t start = timing_events_[size_t(2 * (i % ring))], stop = timing_events_[size_t(2 * (i % ring) + 1)];
+      wait(stop, what + ", timed launch " + std::to_string(i));
+      float ms = 0;
+      check(hipEventElapsedTime(&ms, start, stop), "hipEventElapsedTime", what);
+      us[size_t(i)] = double(ms) * 1000.0;
+    };
+    for (int i = 0; i < count; ++i) {
+      if (i >= kTimingWindow) collect(i - kTimingWindow);
+      launch.weights = weight_copies[size_t(i) % weight_copies.size()]->get();
+      check(hipEventRecord(timing_events_[size_t(2 * (i % ring))], stream_), "hipEventRecord", what);
+      launched(kernels::launch_mmvq(launch), what);
+      check(hipEventRecord(timing_events_[size_t(2 * (i % ring) + 1)], stream_), "hipEventRecord", what);
+    }
+    for (int i = std::max(0, count - kTimingWindow); i < count; ++i) collect(i);
+    return us;
+  }
+
+  double copy_bandwidth_gbs(size_t bytes) override {
+    if (bytes < 4096) fail(ErrorKind::BadInput, "copy bandwidth needs at least 4096 bytes, got " + std::to_string(bytes));
+    DeviceBuffer src = alloc(bytes), dst = alloc(bytes);
+    fill(src, 0x5A);
+    hipEvent_t start = nullptr, stop = nullptr;
+    check(hipEventCreate(&start), "hipEventCreate");
+    struct Events {  // destroyed on every path out
+      hipEvent_t& a;
+      hipEvent_t& b;
+      ~Events() {
+        if (a) (void)hipEventDestroy(a);
+        if (b) (void)hipEventDestroy(b);
+      }
+    } guard{start, stop};
+    check(hipEventCreate(&stop), "hipEventCreate");
+    const std::string what = "device-to-device copy of " + std::to_string(bytes) + " bytes";
+    std::vector<double> gbs;
+    for (int i = 0; i < kBandwidthCopies + 2; ++i) {  // the first two warm up
+      check(hipEventRecord(start, stream_), "hipEventRecord", what);
+      check(hipMemcpyAsync(dst.get(), src.get(), bytes, hipMemcpyDeviceToDevice, stream_), "hipMemcpyAsync", what);
+      check(hipEventRecord(stop, stream_), "hipEventRecord", what);
+      wait(stop, what);
+      float ms = 0;
+      check(hipEventElapsedTime(&ms, start, stop), "hipEventElapsedTime", what);
+      if (i >= 2 && ms > 0) gbs.push_back(2.0 * double(bytes) / (double(ms) * 1e-3) / 1e9);
+    }
+    if (gbs.empty()) fail(ErrorKind::GpuFault, what + ": the device reported zero elapsed time on " + where());
+    std::sort(gbs.begin(), gbs.end());
+    const size_t m = gbs.size() / 2;
+    return gbs.size() % 2 ? gbs[m] : 0.5 * (gbs[m - 1] + gbs[m]);
+  }
+
+  std::optional<KernelAttributes> kernel_attributes(GgmlType type, int ncols, Config c) override {
+    if (!has_kernel(type, ncols, c)) return std::nullopt;
+    const void* f =
+        kernels::mmvq_function(static_cast<uint32_t>(type), ncols, c.nwarps, c.rows_per_block, info_.warp_size);
+    if (!f) return std::nullopt;
+    usable();
+    const std::string what = std::string(type_name(type)) + " ncols=" + std::to_string(ncols) + " config (nwarps " +
+                             std::to_string(c.nwarps) + ", rows_per_block " + std::to_string(c.rows_per_block) + ")";
+    hipFuncAttributes a{};
+    check(hipFuncGetAttributes(&a, f), "hipFuncGetAttributes", what);
+    int blocks = 0;
+    check(hipOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, f, c.nwarps * info_.warp_size, 0),
+          "hipOccupancyMaxActiveBlocksPerMultiprocessor", what);
+    KernelAttributes k;
+    k.registers = a.numRegs;
+    k.shared_bytes = static_cast<int>(a.sharedSizeBytes);
+    k.local_bytes = static_cast<int>(a.localSizeBytes);
+    k.max_threads_per_block = a.maxThreadsPerBlock;
+    k.blocks_per_cu = blocks;
+    return k;
+  }
+
+  bool run_faulting_kernel() override {
+    usable();
+    const std::string what = "the test-only faulting kernel";
+    check(static_cast<hipError_t>(kernels::launch_faulting_kernel(stream_)), "launch_faulting_kernel", what);
+    sync(what);  // throws: the fault surfaces here, or the watchdog fires
+    return true;
+  }
+
+  Telemetry telemetry() override {
+    if (!telemetry_tried_) {
+      telemetry_tried_ = true;
+#if defined(TEMPER_GPU_CUDA)
+      sensors_ = gpu::open_nvml_telemetry(info_.pci_bus_id);
+#elif defined(TEMPER_WITH_RSMI)
+      sensors_ = gpu::open_rsmi_telemetry(pci_.domain, pci_.bus, pci_.device, 0);
+#endif
+    }
+    return sensors_ ? sensors_->read() : Telemetry{};
+  }
+
+ protected:
+  void release(void* ptr) noexcept override {
+    if (hung_) return;  // hipFree would wait for the hung kernel
+    (void)hipSetDevice(info_.index);
+    (void)hipFree(ptr);
+  }
+
+ private:
+  std::string where() const { return "device " + std::to_string(info_.index) + " (" + info_.name + ", " + info_.arch + ")"; }
+
+  void activate() { check(hipSetDevice(info_.index), "hipSetDevice"); }
+
+  // After a kernel fault or a hang the device's context is gone: refuse work with the first cause.
+  void usable() {
+    if (!broken_.empty())
+      fail(ErrorKind::GpuFault, where() + " is unusable after an earlier fault: " + broken_);
+    activate();
+  }
+
+  void check(hipError_t e, const char* call, const std::string& what = {}) {
+    if (e == hipSuccess) return;
+    (void)hipGetLastError();
+    fail(ErrorKind::GpuFault, call_name(call) + " failed on " + where() + (what.empty() ? "" : " for " + what) + ": " +
+                                  error_text(e));
+  }
+
+  // An error found while waiting comes from a kernel: sticky, so the device is done.
+  [[noreturn]] void broke(const std::string& text) {
+    if (broken_.empty()) broken_ = text;
+    fail(ErrorKind::GpuFault, text);
+  }
+
+  void wait(hipEvent_t event, const std::string& what) {
+    hipError_t failure = hipSuccess;
+    const bool finished = gpu::wait_until(
+        [&] {
+          const hipError_t e = hipEventQuery(event);
+          if (e == hipErrorNotReady) return false;
+          failure = e;
+          return true;
+        },
+        gpu::kWatchdog);
+    if (!finished) {
+      hung_ = true;
+      broke("watchdog: " + what + " did not finish within " + std::to_string(gpu::kWatchdog.count() / 1000) +
+            " s on " + where() + "; the kernel is presumed hung");
+    }
+    if (failure != hipSuccess) broke(what + " failed on " + where() + ": " + error_text(failure));
+  }
+
+  void sync(const std::string& what) {
+    check(hipEventRecord(done_, stream_), "hipEventRecord", what);
+    wait(done_, what);
+  }
+
+  static void in_range(const DeviceBuffer& b, size_t bytes, size_t offset, const char* op) {
+    if (offset > b.size() || bytes > b.size() - offset)
+      fail(ErrorKind::Internal, std::string(op) + " of " + std::to_string(bytes) + " bytes at offset " +
+                                    std::to_string(offset) + " overruns a buffer of " + std::to_string(b.size()) +
+                                    " bytes");
+  }
+  static void big_enough(const DeviceBuffer& b, size_t bytes, const std::string& what) {
+    if (b.size() < bytes)
+      fail(ErrorKind::Internal, what + ": buffer of " + std::to_string(b.size()) + " bytes, needs " +
+                                    std::to_string(bytes));
+  }
+
+  static size_t weight_bytes(const GemvProblem& p) {
+    const auto row = row_bytes(p.type, uint64_t(p.k));
+    return row ? size_t(*row) * size_t(p.n) : 0;
+  }
+
+  // Checks a problem against this build and the buffers; the launch without its weights.
+  kernels::MmvqLaunch prepare(const GemvProblem& p, Config c, const DeviceBuffer& y_q8_1, DeviceBuffer& dst,
+                              const std::string& what) {
+    if (p.n < 1 || p.k < 1 || p.k % 32 != 0 || !row_bytes(p.type, uint64_t(p.k)))
+      fail(ErrorKind::BadInput, what + ": k must be a positive multiple of the type's block size and n positive");
+    if (!has_kernel(p.type, p.ncols, c))
+      fail(ErrorKind::BadInput, "this build has no mmvq kernel for " + what + " at warp size " +
+                                    std::to_string(info_.warp_size));
+    big_enough(y_q8_1, size_t(p.ncols) * size_t(p.k / 32) * 36, what + " (q8_1 activations)");
+    big_enough(dst, size_t(p.ncols) * size_t(p.n) * sizeof(float), what + " (output)");
+    kernels::MmvqLaunch l;
+    l.type = static_cast<uint32_t>(p.type);
+    l.ncols = p.ncols;
+    l.nwarps = c.nwarps;
+    l.rows_per_block = c.rows_per_block;
+    l.warp_size = info_.warp_size;
+    l.act_q8_1 = y_q8_1.get();
+    l.dst = static_cast<float*>(dst.get());
+    l.nrows = p.n;
+    l.k = p.k;
+    l.stream = stream_;
+    return l;
+  }
+
+  void launched(int rc, const std::string& what) {
+    if (rc == kernels::kNotInstantiated)
+      fail(ErrorKind::BadInput, "this build has no mmvq kernel for " + what);
+    check(static_cast<hipError_t>(rc), "launch_mmvq", what);
+  }
+
+  DeviceInfo info_;
+  PciAddress pci_;
+  hipStream_t stream_ = nullptr;
+  hipEvent_t done_ = nullptr;
+  std::vector<hipEvent_t> timing_events_;  // start, stop pairs
+  std::string broken_;                     // the first fault; empty while usable
+  bool hung_ = false;
+  bool telemetry_tried_ = false;
+  std::unique_ptr<gpu::TelemetryReader> sensors_;
+};
+
+class GpuBackend final : public Backend {
+ public:
+  std::string name() const override { return kApi; }
+
+  std::vector<DeviceInfo> devices() override {
+    reason_.clear();
+    int count = 0;
+    const hipError_t e = hipGetDeviceCount(&count);
+    if (e != hipSuccess) {
+      (void)hipGetLastError();
+      reason_ = call_name("hipGetDeviceCount") + ": " + error_text(e);
+      return {};
+    }
+    std::vector<DeviceInfo> out;
+    for (int i = 0; i < count; ++i) {
+      try {
+        PciAddress pci;
+        out.push_back(query_info(i, pci));
+      } catch (const Error& err) {
+        reason_ += (reason_.empty() ? "" : "; ") + std::string(err.what());
+      }
+    }
+    if (count == 0) reason_ = call_name("hipGetDeviceCount") + ": no device";
+    return out;
+  }
+
+  std::unique_ptr<Device> open(int index) override {
+    int count = 0;
+    const hipError_t e = hipGetDeviceCount(&count);
+    if (e != hipSuccess || index < 0 || index >= count)
+      fail(ErrorKind::NoDevice, std::string(kApi) + " device " + std::to_string(index) + " does not exist (" +
+                                    std::to_string(e == hipSuccess ? count : 0) + " found)");
+    PciAddress pci;
+    DeviceInfo info = query_info(index, pci);
+    return std::make_unique<GpuDevice>(std::move(info), pci);
+  }
+
+  std::string unavailable_reason() const override { return reason_; }
+
+ private:
+  std::string reason_;
+};
+
+}  // namespace
+
+#if defined(TEMPER_GPU_CUDA)
+std::unique_ptr<Backend> make_cuda_backend() { return std::make_unique<GpuBackend>(); }
+#else
+std::unique_ptr<Backend> make_hip_backend() { return std::make_unique<GpuBackend>(); }
+#endif
+
+}  // namespace temper

@@ -1,0 +1,495 @@
+// Device verification: every mmvq instantiation on random valid data against the CPU reference.
+#include "temper/verify.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <random>
+#include <sstream>
+
+#include "temper/error.h"
+#include "temper/gpu_backend.h"
+#include "temper/quant/fp.h"
+#include "temper/quant/reference.h"
+
+namespace temper {
+
+namespace {
+
+constexpr int kMaxNcols = 8;
+constexpr int kMaxGrid = 16;  // nwarps and rows_per_block are looked for in 1..16
+
+// Distinct seeds per purpose from one run seed (splitmix64 finaliser).
+uint64_t derive(uint64_t seed, uint64_t a, uint64_t b = 0, uint64_t c = 0) {
+  uint64_t z = seed ^ (a * 0x9E3779B97F4A7C15ULL) ^ (b * 0xC2B2AE3D27D4EB4FULL) ^ (c * 0x165667B19E3779F9ULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+std::string fmt(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+std::string config_text(Config c) {
+  return "(nwarps " + std::to_string(c.nwarps) + ", rows_per_block " + std::to_string(c.rows_per_block) + ")";
+}
+
+// The `k` a shape asks for, made valid for `type`: 0 means the smallest K of the type.
+int shape_k(const VerifyShape& s, GgmlType type) {
+  const int block = int(type_info(type).block_size);
+  if (s.k == 0) return std::max(256, block);
+  return s.k;
+}
+
+}  // namespace
+
+int half_ulp_distance(quant::half_bits a, quant::half_bits b) {
+  // Map sign-magnitude bits onto a monotonic integer line where +0 and -0 meet.
+  auto line = [](quant::half_bits h) { return (h & 0x8000) ? -int(h & 0x7FFF) : int(h & 0x7FFF); };
+  return std::abs(line(a) - line(b));
+}
+
+Q8_1Check compare_q8_1(std::span<const quant::BlockQ8_1> device, std::span<const quant::BlockQ8_1> reference) {
+  Q8_1Check c;
+  if (device.size() != reference.size())
+    fail(ErrorKind::Internal, "compare_q8_1: " + std::to_string(device.size()) + " device blocks vs " +
+                                  std::to_string(reference.size()) + " reference blocks");
+  c.blocks = int(device.size());
+  auto note = [&](const std::string& text) {
+    if (c.first_failure.empty()) c.first_failure = text;
+  };
+  for (size_t b = 0; b < device.size(); ++b) {
+    const auto& g = device[b];
+    const auto& r = reference[b];
+    for (int i = 0; i < quant::QK8_1; ++i) {
+      if (g.qs[i] == r.qs[i]) continue;
+      ++c.quant_mismatches;
+      note("block " + std::to_string(b) + ": q[" + std::to_string(i) + "] = " + std::to_string(g.qs[i]) +
+           ", expected " + std::to_string(r.qs[i]));
+    }
+    const int dd = half_ulp_distance(g.d, r.d), ds = half_ulp_distance(g.s, r.s);
+    c.worst_ulps = std::max({c.worst_ulps, dd, ds});
+    if (dd > 1) {
+      ++c.scale_mismatches;
+      note("block " + std::to_string(b) + ": d = " + fmt(quant::fp16_to_fp32(g.d)) + ", expected " +
+           fmt(quant::fp16_to_fp32(r.d)) + " (" + std::to_string(dd) + " ulps)");
+    }
+    if (ds > 1) {
+      ++c.sum_mismatches;
+      note("block " + std::to_string(b) + ": s = " + fmt(quant::fp16_to_fp32(g.s)) + ", expected " +
+           fmt(quant::fp16_to_fp32(r.s)) + " (" + std::to_string(ds) + " ulps)");
+    }
+  }
+  return c;
+}
+
+OutputCheck compare_outputs(std::span<const float> device, std::span<const Expected> expected, int n) {
+  OutputCheck c;
+  if (device.size() != expected.size())
+    fail(ErrorKind::Internal, "compare_outputs: " + std::to_string(device.size()) + " values vs " +
+                                  std::to_string(expected.size()) + " expected");
+  c.values = int(device.size());
+  const int rows = std::max(n, 1);
+  for (size_t i = 0; i < device.size(); ++i) {
+    const float v = device[i];
+    const Expected& e = expected[i];
+    const std::string where = "row " + std::to_string(int(i) % rows) + " column " + std::to_string(int(i) / rows);
+    auto note = [&](const std::string& text) {
+      if (c.first_failure.empty()) c.first_failure = where + ": " + text;
+    };
+    if (std::isnan(v)) {
+      ++c.unwritten;
+      note("not written (still NaN), expected " + fmt(e.exact));
+      continue;
+    }
+    if (std::isinf(v)) {
+      ++c.nonfinite;
+      note(fmt(v) + ", expected " + fmt(e.exact));
+      continue;
+    }
+    const double err = std::abs(double(v) - e.exact);
+    c.max_abs_error = std::max(c.max_abs_error, err);
+    if (e.tolerance > 0) c.worst_ratio = std::max(c.worst_ratio, err / e.tolerance);
+    if (!(err <= e.tolerance)) {
+      ++c.wrong;
+      note(fmt(v) + ", expected " + fmt(e.exact) + " ± " + fmt(e.tolerance) + " (integer q8_1 dot)");
+    }
+    const double err64 = std::abs(double(v) - e.f64);
+    if (e.f64_tolerance > 0) c.worst_f64_ratio = std::max(c.worst_f64_ratio, err64 / e.f64_tolerance);
+    if (!(err64 <= e.f64_tolerance)) {
+      ++c.wrong_f64;
+      note(fmt(v) + ", expected " + fmt(e.f64) + " ± " + fmt(e.f64_tolerance) + " (float64 dequantized dot)");
+    }
+  }
+  return c;
+}
+
+bool VerifyReport::passed() const {
+  if (cancelled || !fault.empty()) return false;
+  if (cases.empty()) return false;
+  return std::all_of(quantizer.begin(), quantizer.end(), [](const QuantizerCase& q) { return q.passed(); }) &&
+         std::all_of(cases.begin(), cases.end(), [](const VerifyCase& c) { return c.passed(); });
+}
+
+std::vector<Config> instantiated_configs(const Device& device, GgmlType type, int ncols) {
+  std::vector<Config> out;
+  for (int w = 1; w <= kMaxGrid; ++w)
+    for (int r = 1; r <= kMaxGrid; ++r)
+      if (device.has_kernel(type, ncols, {w, r})) out.push_back({w, r});
+  return out;
+}
+
+std::vector<GgmlType> verifiable_types(const Device& device) {
+  std::vector<GgmlType> out;
+  for (GgmlType t : quant::supported_types())
+    if (!instantiated_configs(device, t, 1).empty()) out.push_back(t);
+  return out;
+}
+
+namespace {
+
+// One (shape, ncols) activation set: the floats and the q8_1 blocks the device made of them.
+struct Activations {
+  int ncols = 0;
+  std::vector<float> x;                    // ncols × k
+  std::vector<quant::BlockQ8_1> q;         // ncols × k/32, downloaded from the device
+  DeviceBuffer q_device;
+};
+
+// The device is still usable after a failed case? A tiny fill answers; its error is the fault.
+std::string probe(Device& device, DeviceBuffer& scratch) {
+  try {
+    device.fill(scratch, 0xFF);
+    return {};
+  } catch (const Error& e) {
+    return e.what();
+  }
+}
+
+}  // namespace
+
+VerifyReport run_verification(Device& device, const VerifyOptions& options, const VerifyProgress& progress,
+                              const std::atomic<bool>* cancel) {
+  VerifyReport report;
+  report.device = device.info();
+  report.seed = options.seed ? options.seed : std::random_device{}() | (uint64_t(std::random_device{}()) << 32);
+  if (report.seed == 0) report.seed = 1;
+
+  std::vector<GgmlType> types = options.types.empty() ? verifiable_types(device) : options.types;
+  std::vector<int> ncols_list = options.ncols;
+  if (ncols_list.empty())
+    for (int c = 1; c <= kMaxNcols; ++c) ncols_list.push_back(c);
+  for (int c : ncols_list)
+    if (c < 1 || c > kMaxNcols) fail(ErrorKind::BadInput, "ncols " + std::to_string(c) + " is outside 1..8");
+  for (GgmlType t : types)
+    if (!quant::has_reference(t))
+      fail(ErrorKind::BadInput, "no CPU reference for " + std::string(type_name(t)) + ": it cannot be verified");
+
+  // The plan first, so progress knows its total.
+  struct Planned {
+    GgmlType type;
+    int ncols;
+    std::vector<Config> configs;
+  };
+  std::vector<Planned> plan;
+  for (GgmlType t : types)
+    for (int c : ncols_list)
+      if (auto configs = instantiated_configs(device, t, c); !configs.empty()) plan.push_back({t, c, std::move(configs)});
+  size_t total = 0;
+  for (const auto& p : plan) total += p.configs.size();
+  total *= options.shapes.size();
+  size_t done = 0;
+  if (progress) progress(0, total);
+  if (total == 0) return report;
+
+  auto cancelled = [&] { return cancel && cancel->load(); };
+
+  try {
+    DeviceBuffer scratch = device.alloc(256);
+    for (size_t s = 0; s < options.shapes.size(); ++s) {
+      const VerifyShape& shape = options.shapes[s];
+      if (shape.n < 1 || shape.k < 0)
+        fail(ErrorKind::BadInput, "verify shape n=" + std::to_string(shape.n) + " k=" + std::to_string(shape.k) +
+                                      ": n must be positive and k a multiple of the type's block size");
+      // Activations per distinct K (K = 0 resolves per type) and ncols, shared by all types.
+      std::map<std::pair<int, int>, Activations> acts;
+      auto activations = [&](int k, int ncols) -> Activations& {
+        auto [it, fresh] = acts.try_emplace({k, ncols});
+        Activations& a = it->second;
+        if (!fresh) return a;
+        a.ncols = ncols;
+        a.x.resize(size_t(k) * size_t(ncols));
+        quant::fill_random_activations(a.x.data(), int64_t(a.x.size()), derive(report.seed, 1, uint64_t(k), uint64_t(ncols)));
+        const size_t nblocks = a.x.size() / quant::QK8_1;
+        DeviceBuffer x_device = device.alloc(a.x.size() * sizeof(float));
+        device.upload(x_device, a.x.data(), a.x.size() * sizeof(float));
+        a.q_device = device.alloc(nblocks * sizeof(quant::BlockQ8_1));
+        device.fill(a.q_device, 0xFF);
+        QuantizerCase qc;
+        qc.k = k;
+        qc.ncols = ncols;
+        a.q.resize(nblocks);
+        try {
+          device.quantize_q8_1(x_device, a.q_device, k, ncols);
+          device.download(a.q.data(), a.q_device, nblocks * sizeof(quant::BlockQ8_1));
+          std::vector<quant::BlockQ8_1> ref(nblocks);
+          quant::quantize_q8_1(a.x.data(), ref.data(), int64_t(a.x.size()), quant::Q8_1Style::Gpu);
+          qc.check = compare_q8_1(a.q, ref);
+        } catch (const Error& e) {
+          if (e.kind() != ErrorKind::GpuFault && e.kind() != ErrorKind::BadInput) throw;
+          qc.error = e.what();
+          report.quantizer.push_back(qc);
+          throw;  // without activations nothing can be checked
+        }
+        report.quantizer.push_back(qc);
+        return a;
+      };
+
+      for (GgmlType type : types) {
+        const int k = shape_k(shape, type);
+        const auto rb = row_bytes(type, uint64_t(k));
+        if (!rb || k % quant::QK8_1 != 0)
+          fail(ErrorKind::BadInput, "verify shape k=" + std::to_string(k) + " is not a multiple of " +
+                                        std::string(type_name(type)) + "'s block size " +
+                                        std::to_string(type_info(type).block_size));
+        bool any = false;
+        for (const auto& p : plan) any = any || p.type == type;
+        if (!any) continue;
+
+        std::vector<uint8_t> weights(size_t(*rb) * size_t(shape.n));
+        quant::fill_random(type, weights.data(), shape.n, k, derive(report.seed, 2, uint64_t(type), uint64_t(k)));
+        DeviceBuffer w_device = device.alloc(weights.size());
+        device.upload(w_device, weights.data(), weights.size());
+
+        for (const auto& p : plan) {
+          if (p.type != type) continue;
+          Activations& a = activations(k, p.ncols);
+          // What every output must be, column-major like the device's dst.
+          std::vector<Expected> expected(size_t(shape.n) * size_t(p.ncols));
+          for (int c = 0; c < p.ncols; ++c) {
+            const quant::BlockQ8_1* y = a.q.data() + size_t(c) * size_t(k / quant::QK8_1);
+            const float* x = a.x.data() + size_t(c) * size_t(k);
+            for (int r = 0; r < shape.n; ++r) {
+              const uint8_t* row = weights.data() + size_t(r) * size_t(*rb);
+              Expected& e = expected[size_t(c) * size_t(shape.n) + size_t(r)];
+              const quant::DotQ8_1 d = quant::dot_q8_1_detail(type, row, y, k);
+              e.exact = d.value;
+              e.tolerance = quant::tolerance_q8_1(d);
+              e.f64 = quant::dot_f64(type, row, x, k);
+              e.f64_tolerance = quant::tolerance_f64(type, row, x, k);
+            }
+          }
+          DeviceBuffer dst = device.alloc(expected.size() * sizeof(float));
+          std::vector<float> out(expected.size());
+          const GemvProblem problem{type, shape.n, k, p.ncols};
+          for (Config config : p.configs) {
+            if (cancelled()) {
+              report.cancelled = true;
+              return report;
+            }
+            VerifyCase vc;
+            vc.type = type;
+            vc.n = shape.n;
+            vc.k = k;
+            vc.ncols = p.ncols;
+            vc.config = config;
+            try {
+              device.fill(dst, 0xFF);  // NaN everywhere: an unwritten output stays NaN
+              device.gemv(problem, config, w_device, a.q_device, dst);
+              device.download(out.data(), dst, out.size() * sizeof(float));
+              vc.check = compare_outputs(out, expected, shape.n);
+            } catch (const Error& e) {
+              if (e.kind() != ErrorKind::GpuFault && e.kind() != ErrorKind::BadInput) throw;
+              vc.error = e.what();
+              report.cases.push_back(vc);
+              if (const std::string why = probe(device, scratch); !why.empty()) {
+                report.fault = why;
+                return report;
+              }
+              if (progress) progress(++done, total);
+              continue;
+            }
+            report.cases.push_back(vc);
+            if (progress) progress(++done, total);
+          }
+        }
+      }
+    }
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::GpuFault) throw;
+    report.fault = e.what();  // out of memory or a dead device: keep what was checked
+  }
+  return report;
+}
+
+std::vector<GgmlType> parse_type_list(const std::string& text) {
+  std::vector<GgmlType> out;
+  std::string_view rest = text;
+  while (true) {
+    const auto comma = rest.find(',');
+    const std::string_view item = rest.substr(0, comma);
+    if (item.empty()) fail(ErrorKind::BadInput, "empty type name in '" + text + "' (expected e.g. q4_0,q4_K)");
+    const auto t = parse_type(item);
+    if (!t) fail(ErrorKind::BadInput, "unknown type '" + std::string(item) + "' (expected a ggml type such as q4_K)");
+    if (!type_info(*t).quantized)
+      fail(ErrorKind::BadInput, "type '" + std::string(item) + "' is not a quantized type; mmvq needs one");
+    if (std::find(out.begin(), out.end(), *t) == out.end()) out.push_back(*t);
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  return out;
+}
+
+std::vector<int> parse_ncols_list(const std::string& text) {
+  auto number = [&](std::string_view s) {
+    int v = 0;
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (s.empty() || ec != std::errc() || end != s.data() + s.size() || v < 1 || v > kMaxNcols)
+      fail(ErrorKind::BadInput, "ncols '" + std::string(s) + "' in '" + text + "': expected a number 1..8");
+    return v;
+  };
+  std::vector<int> out;
+  std::string_view rest = text;
+  while (true) {
+    const auto comma = rest.find(',');
+    const std::string_view item = rest.substr(0, comma);
+    if (const auto dash = item.find('-'); dash != std::string_view::npos) {
+      const int lo = number(item.substr(0, dash)), hi = number(item.substr(dash + 1));
+      if (lo > hi) fail(ErrorKind::BadInput, "ncols range '" + std::string(item) + "' runs backwards");
+      for (int v = lo; v <= hi; ++v) out.push_back(v);
+    } else {
+      out.push_back(number(item));
+    }
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::string format_report(const VerifyReport& report, int max_failures) {
+  std::ostringstream o;
+  const DeviceInfo& d = report.device;
+  o << "device: " << d.name << " (" << d.api << ", " << d.arch << ")  seed: " << report.seed << "\n";
+
+  int q_pass = 0, q_worst = 0;
+  for (const auto& q : report.quantizer) {
+    q_pass += q.passed();
+    q_worst = std::max(q_worst, q.check.worst_ulps);
+  }
+  o << "q8_1 quantizer: " << q_pass << "/" << report.quantizer.size() << " passed (worst d/s distance " << q_worst
+    << " ulp)\n\n";
+
+  // Pass table: rows types, columns ncols.
+  std::vector<GgmlType> types;
+  std::vector<int> ncols;
+  for (const auto& c : report.cases) {
+    if (std::find(types.begin(), types.end(), c.type) == types.end()) types.push_back(c.type);
+    if (std::find(ncols.begin(), ncols.end(), c.ncols) == ncols.end()) ncols.push_back(c.ncols);
+  }
+  std::sort(ncols.begin(), ncols.end());
+  char cell[64];
+  std::snprintf(cell, sizeof cell, "%-8s", "type");
+  o << cell;
+  for (int c : ncols) {
+    std::snprintf(cell, sizeof cell, " %8s", ("ncols " + std::to_string(c)).c_str());
+    o << cell;
+  }
+  o << "  worst/tol\n";
+  for (GgmlType t : types) {
+    std::snprintf(cell, sizeof cell, "%-8s", std::string(type_name(t)).c_str());
+    o << cell;
+    double worst = 0;
+    for (int n : ncols) {
+      int pass = 0, all = 0;
+      for (const auto& c : report.cases)
+        if (c.type == t && c.ncols == n) {
+          ++all;
+          pass += c.passed();
+          worst = std::max(worst, c.check.worst_ratio);
+        }
+      const std::string text = all == 0 ? "-" : std::to_string(pass) + "/" + std::to_string(all) + (pass == all ? "" : "!");
+      std::snprintf(cell, sizeof cell, " %8s", text.c_str());
+      o << cell;
+    }
+    std::snprintf(cell, sizeof cell, "  %.3f", worst);
+    o << cell << "\n";
+  }
+
+  size_t passed = 0;
+  for (const auto& c : report.cases) passed += c.passed();
+  o << "\n" << passed << "/" << report.cases.size() << " instantiations passed";
+  if (report.cancelled) o << " (cancelled)";
+  o << "\n";
+  int listed = 0;
+  for (const auto& q : report.quantizer) {
+    if (q.passed()) continue;
+    if (listed++ < max_failures)
+      o << "FAIL q8_1 quantizer k=" << q.k << " ncols=" << q.ncols << ": "
+        << (q.error.empty() ? q.check.first_failure : q.error) << "\n";
+  }
+  for (const auto& c : report.cases) {
+    if (c.passed()) continue;
+    if (listed++ < max_failures)
+      o << "FAIL " << type_name(c.type) << " n=" << c.n << " k=" << c.k << " ncols=" << c.ncols << " "
+        << config_text(c.config) << ": " << (c.error.empty() ? c.check.first_failure : c.error) << "\n";
+  }
+  if (listed > max_failures) o << "... and " << (listed - max_failures) << " more failures\n";
+  if (!report.fault.empty()) o << "STOPPED: " << report.fault << "\n";
+  return o.str();
+}
+
+nlohmann::json to_json(const VerifyReport& report) {
+  nlohmann::json j;
+  j["device"] = gpu::device_json(report.device);
+  j["seed"] = report.seed;
+  j["passed"] = report.passed();
+  j["cancelled"] = report.cancelled;
+  if (!report.fault.empty()) j["fault"] = report.fault;
+  nlohmann::json quantizer = nlohmann::json::array();
+  for (const auto& q : report.quantizer) {
+    nlohmann::json e = {{"k", q.k},
+                        {"ncols", q.ncols},
+                        {"passed", q.passed()},
+                        {"blocks", q.check.blocks},
+                        {"quant_mismatches", q.check.quant_mismatches},
+                        {"scale_mismatches", q.check.scale_mismatches},
+                        {"sum_mismatches", q.check.sum_mismatches},
+                        {"worst_ulps", q.check.worst_ulps}};
+    if (!q.check.first_failure.empty()) e["first_failure"] = q.check.first_failure;
+    if (!q.error.empty()) e["error"] = q.error;
+    quantizer.push_back(std::move(e));
+  }
+  j["quantizer"] = std::move(quantizer);
+  nlohmann::json cases = nlohmann::json::array();
+  for (const auto& c : report.cases) {
+    nlohmann::json e = {{"type", std::string(type_name(c.type))},
+                        {"n", c.n},
+                        {"k", c.k},
+                        {"ncols", c.ncols},
+                        {"config", {{"nwarps", c.config.nwarps}, {"rows_per_block", c.config.rows_per_block}}},
+                        {"passed", c.passed()},
+                        {"values", c.check.values},
+                        {"unwritten", c.check.unwritten},
+                        {"nonfinite", c.check.nonfinite},
+                        {"wrong", c.check.wrong},
+                        {"wrong_f64", c.check.wrong_f64},
+                        {"max_abs_error", c.check.max_abs_error},
+                        {"worst_ratio", c.check.worst_ratio},
+                        {"worst_f64_ratio", c.check.worst_f64_ratio}};
+    if (!c.check.first_failure.empty()) e["first_failure"] = c.check.first_failure;
+    if (!c.error.empty()) e["error"] = c.error;
+    cases.push_back(std::move(e));
+  }
+  j["cases"] = std::move(cases);
+  return j;
+}
+
+}  // namespace temper

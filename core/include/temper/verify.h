@@ -1,0 +1,127 @@
+#pragma once
+// Device verification (`temper verify`): every mmvq instantiation this build has and this device
+// can run, on random valid data, checked against the CPU reference:
+//   1. the device's q8_1 quantizer against quant::quantize_q8_1 (GPU style): quants exact, the
+//      half scale d and sum s within 1 ulp;
+//   2. every gemv output against the exact integer reference quant::dot_q8_1 on the activations
+//      the device quantized (downloaded), within quant::tolerance_q8_1, and loosely against
+//      quant::dot_f64 on the original floats, within quant::tolerance_f64;
+//   3. outputs poisoned with 0xFF (NaN) before every launch: each value written and finite.
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "temper/backend.h"
+#include "temper/quant/blocks.h"
+
+namespace temper {
+
+// ---- Comparisons (pure; the unit tests feed them hand-made outputs) ----
+
+// Distance of two halves in units in the last place, across zero (+0 and -0 are 0 apart).
+int half_ulp_distance(quant::half_bits a, quant::half_bits b);
+
+struct Q8_1Check {
+  int blocks = 0;
+  int quant_mismatches = 0;  // int8 values that differ
+  int scale_mismatches = 0;  // blocks whose d is more than 1 ulp off
+  int sum_mismatches = 0;    // blocks whose s is more than 1 ulp off
+  int worst_ulps = 0;        // of d and s
+  std::string first_failure; // "block 3: q[7] = 12, expected 13"
+  bool passed() const { return quant_mismatches == 0 && scale_mismatches == 0 && sum_mismatches == 0; }
+};
+Q8_1Check compare_q8_1(std::span<const quant::BlockQ8_1> device, std::span<const quant::BlockQ8_1> reference);
+
+// What one output value must be.
+struct Expected {
+  double exact = 0;          // quant::dot_q8_1 on the device-quantized activations
+  double tolerance = 0;      // quant::tolerance_q8_1
+  double f64 = 0;            // quant::dot_f64 on the original floats
+  double f64_tolerance = 0;  // quant::tolerance_f64
+};
+
+struct OutputCheck {
+  int values = 0;
+  int unwritten = 0;             // still NaN: the kernel never wrote them
+  int nonfinite = 0;             // ±Inf
+  int wrong = 0;                 // outside the tight tolerance
+  int wrong_f64 = 0;             // outside the loose float64 tolerance
+  double max_abs_error = 0;      // worst |device − exact| over finite values
+  double worst_ratio = 0;        // worst |device − exact| / tolerance
+  double worst_f64_ratio = 0;    // worst |device − f64| / f64_tolerance
+  std::string first_failure;     // "row 5 column 1: 3.25, expected 3.5 ± 1e-06"
+  bool passed() const { return unwritten == 0 && nonfinite == 0 && wrong == 0 && wrong_f64 == 0; }
+};
+// `device` and `expected` in the same order (column-major: column c row r at c·n + r); `n` rows
+// per column only serves the messages.
+OutputCheck compare_outputs(std::span<const float> device, std::span<const Expected> expected, int n);
+
+// ---- The run ----
+
+struct VerifyShape {
+  int n = 0, k = 0;
+};
+
+struct VerifyOptions {
+  std::vector<GgmlType> types;  // empty: every type with a CPU reference and a kernel on the device
+  std::vector<int> ncols;       // empty: 1..8
+  // Rows not a multiple of any rows_per_block > 1; a long K and a K shorter than one pass of a block.
+  // k = 0 in a shape means "the smallest K of the type": max(256, its block size).
+  std::vector<VerifyShape> shapes{{67, 4096}, {67, 0}};
+  uint64_t seed = 0;            // 0: a fresh random seed (reported)
+};
+
+struct VerifyCase {
+  GgmlType type = GgmlType::Q4_0;
+  int n = 0, k = 0;
+  int ncols = 1;
+  Config config;
+  OutputCheck check;
+  std::string error;  // a GPU fault or launch failure instead of a check
+  bool passed() const { return error.empty() && check.passed(); }
+};
+
+struct QuantizerCase {
+  int k = 0, ncols = 0;
+  Q8_1Check check;
+  std::string error;
+  bool passed() const { return error.empty() && check.passed(); }
+};
+
+struct VerifyReport {
+  DeviceInfo device;
+  uint64_t seed = 0;
+  std::vector<QuantizerCase> quantizer;
+  std::vector<VerifyCase> cases;
+  bool cancelled = false;
+  std::string fault;  // the device became unusable; the run stopped here
+  bool passed() const;
+};
+
+// Which configs of (type, ncols) the device has kernels for: nwarps and rows_per_block each 1..16.
+std::vector<Config> instantiated_configs(const Device& device, GgmlType type, int ncols);
+// The types verify covers by default: CPU reference present and at least one kernel at ncols 1.
+std::vector<GgmlType> verifiable_types(const Device& device);
+
+using VerifyProgress = std::function<void(size_t done, size_t total)>;
+VerifyReport run_verification(Device& device, const VerifyOptions& options, const VerifyProgress& progress = {},
+                              const std::atomic<bool>* cancel = nullptr);
+
+// ---- Presentation ----
+
+// "q4_0,q4_K" → types; Error(BadInput) naming an unknown or unquantized type.
+std::vector<GgmlType> parse_type_list(const std::string& text);
+// "1,2,8" or "1-8" → ncols, each 1..8; Error(BadInput) otherwise.
+std::vector<int> parse_ncols_list(const std::string& text);
+
+// The pass table (rows: types; columns: ncols; cells: passed/total), the quantizer line, the
+// worst error and the failures (at most `max_failures` listed).
+std::string format_report(const VerifyReport& report, int max_failures = 20);
+nlohmann::json to_json(const VerifyReport& report);
+
+}  // namespace temper

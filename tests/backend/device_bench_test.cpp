@@ -1,0 +1,89 @@
+#include <gtest/gtest.h>
+
+#include "host_device.h"
+#include "temper/device_bench.h"
+#include "temper/error.h"
+
+namespace temper {
+namespace {
+
+using testing::HostDevice;
+
+TEST(GemvBytes, CountsWeightsActivationsAndOutputs) {
+  // q4_0 4096 x 14336: 448 blocks of 18 B per row; q8_1: 448 blocks of 36 B; 4096 floats out.
+  EXPECT_EQ(gemv_bytes({GgmlType::Q4_0, 4096, 14336, 1}), 4096ull * 448 * 18 + 448 * 36 + 4096 * 4);
+  EXPECT_EQ(gemv_bytes({GgmlType::Q8_0, 10, 64, 3}), 10ull * 2 * 34 + 3 * 2 * 36 + 3 * 10 * 4);
+}
+
+TEST(RotationCopies, ExceedTwiceTheCache) {
+  EXPECT_EQ(rotation_copies(33'030'144, 52'428'800), 4);  // 4 × 33 MB > 100 MB
+  EXPECT_EQ(rotation_copies(100, 50), 2);                 // never fewer than 2
+  EXPECT_EQ(rotation_copies(100, 100), 3);                // strictly more than 2 × LLC
+  EXPECT_EQ(rotation_copies(0, 100), 2);
+  EXPECT_EQ(rotation_copies(1000, 1ull << 30), 4096);    // tiny shapes: capped allocation count
+  for (uint64_t w : {1000ull, 12345ull, 1ull << 20})
+    for (uint64_t llc : {0ull, 4096ull, 1ull << 20}) {
+      const int c = rotation_copies(w, llc);
+      EXPECT_GT(uint64_t(c) * w, 2 * llc);
+      EXPECT_GE(c, 2);
+    }
+}
+
+TEST(Tier1, ThirteenTypesInTheIssuesOrder) {
+  const auto t = tier1_types();
+  ASSERT_EQ(t.size(), 13u);
+  EXPECT_EQ(t.front(), GgmlType::Q4_0);
+  EXPECT_EQ(t.back(), GgmlType::MXFP4);
+}
+
+TEST(GemvBench, VerifiesThenTimesRotatingCopies) {
+  HostDevice dev;
+  dev.bugs[{2, 1}] = HostDevice::Bug::Wrong;
+  GemvBenchOptions o;
+  o.count = 101;
+  o.warmup = 3;
+  o.llc_bytes = 10'000;
+  GemvBench bench(dev, {GgmlType::Q4_0, 64, 512, 1}, o);
+  // 64 rows × 16 blocks × 18 B = 18432 B per copy; 2 copies exceed 20000 B.
+  EXPECT_EQ(bench.weight_bytes(), 18432u);
+  EXPECT_EQ(bench.copies(), 2);
+
+  const ConfigTiming good = bench.run({4, 1});
+  ASSERT_TRUE(good.ok()) << good.error;
+  EXPECT_EQ(good.us.n, 101);
+  EXPECT_DOUBLE_EQ(good.us.median, 41.0);
+  EXPECT_NEAR(good.gbs, double(gemv_bytes(bench.problem())) / 41e-6 / 1e9, 1e-9);
+  EXPECT_EQ(dev.timed_weights.size(), 2u);  // both copies were used
+
+  const ConfigTiming bad = bench.run({2, 1});
+  EXPECT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error.rfind("verification failed", 0), 0u) << bad.error;
+  EXPECT_EQ(bad.us.n, 0);
+
+  const ConfigTiming missing = bench.run({8, 8});
+  EXPECT_FALSE(missing.ok());
+}
+
+TEST(GemvBench, RejectsBadProblems) {
+  HostDevice dev;
+  EXPECT_THROW(GemvBench(dev, {GgmlType::Q4_0, 0, 512, 1}), Error);
+  EXPECT_THROW(GemvBench(dev, {GgmlType::Q4_0, 4, 100, 1}), Error);
+  EXPECT_THROW(GemvBench(dev, {GgmlType::Q4_0, 4, 512, 9}), Error);
+  GemvBenchOptions o;
+  o.count = 0;
+  EXPECT_THROW(GemvBench(dev, {GgmlType::Q4_0, 4, 512, 1}, o), Error);
+}
+
+TEST(GemvBench, OutOfMemoryIsAGpuFault) {
+  HostDevice dev;  // refuses allocations above 16 GiB, like a device that is full
+  try {
+    GemvBench bench(dev, {GgmlType::Q8_0, 1 << 20, 1 << 15, 1});  // 34 GiB of weights
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::GpuFault);
+    EXPECT_NE(std::string(e.what()).find("out of device memory"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace temper

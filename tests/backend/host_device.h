@@ -1,0 +1,110 @@
+#pragma once
+// A Device in host memory for the backend tests: the CPU reference plays the kernel, and chosen
+// configs misbehave on purpose (leave a row unwritten, return a wrong value, fault the device).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <set>
+
+#include "temper/backend.h"
+#include "temper/error.h"
+#include "temper/quant/reference.h"
+
+namespace temper::testing {
+
+class HostDevice final : public Device {
+ public:
+  enum class Bug { None, SkipLastRow, Wrong, Infinite, Fault };
+
+  HostDevice() {
+    info_.api = "host";
+    info_.name = "host test device";
+    info_.arch = "host";
+    info_.warp_size = 32;
+    info_.l2_bytes = 1 << 20;
+  }
+
+  std::vector<GgmlType> types{GgmlType::Q4_0, GgmlType::Q8_0};
+  std::vector<Config> configs{{1, 1}, {2, 1}, {4, 1}, {4, 4}};
+  std::map<Config, Bug> bugs;
+  bool dead = false;
+  std::set<const void*> timed_weights;  // every weight copy time_gemv launched on
+  int gemv_calls = 0;
+
+  const DeviceInfo& info() const override { return info_; }
+
+  DeviceBuffer alloc(size_t bytes) override {
+    alive();
+    if (bytes > (size_t(1) << 34)) fail(ErrorKind::GpuFault, "out of device memory: asked " + std::to_string(bytes));
+    return DeviceBuffer(this, new char[bytes], bytes);
+  }
+  void upload(DeviceBuffer& dst, const void* src, size_t bytes, size_t offset) override {
+    alive();
+    std::memcpy(static_cast<char*>(dst.get()) + offset, src, bytes);
+  }
+  void download(void* dst, const DeviceBuffer& src, size_t bytes, size_t offset) override {
+    alive();
+    std::memcpy(dst, static_cast<const char*>(src.get()) + offset, bytes);
+  }
+  void fill(DeviceBuffer& dst, uint8_t byte) override {
+    alive();
+    std::memset(dst.get(), byte, dst.size());
+  }
+  void quantize_q8_1(const DeviceBuffer& x, DeviceBuffer& y, int k, int ncols) override {
+    alive();
+    quant::quantize_q8_1(static_cast<const float*>(x.get()), static_cast<quant::BlockQ8_1*>(y.get()),
+                         int64_t(k) * ncols, quant::Q8_1Style::Gpu);
+  }
+  bool has_kernel(GgmlType type, int ncols, Config c) const override {
+    return ncols >= 1 && ncols <= 8 && std::find(types.begin(), types.end(), type) != types.end() &&
+           std::find(configs.begin(), configs.end(), c) != configs.end();
+  }
+  void gemv(const GemvProblem& p, Config c, const DeviceBuffer& weights, const DeviceBuffer& y_q8_1,
+            DeviceBuffer& dst) override {
+    alive();
+    ++gemv_calls;
+    if (!has_kernel(p.type, p.ncols, c)) fail(ErrorKind::BadInput, "no kernel");
+    const Bug bug = bugs.count(c) ? bugs.at(c) : Bug::None;
+    if (bug == Bug::Fault) {
+      dead = true;
+      fail(ErrorKind::GpuFault, "illegal memory access in the test kernel");
+    }
+    const size_t row = *row_bytes(p.type, uint64_t(p.k));
+    auto* out = static_cast<float*>(dst.get());
+    const auto* y = static_cast<const quant::BlockQ8_1*>(y_q8_1.get());
+    for (int col = 0; col < p.ncols; ++col)
+      for (int r = 0; r < p.n; ++r) {
+        if (bug == Bug::SkipLastRow && r == p.n - 1) continue;
+        float v = quant::dot_q8_1(p.type, static_cast<const char*>(weights.get()) + size_t(r) * row,
+                                  y + size_t(col) * size_t(p.k / 32), p.k);
+        if (bug == Bug::Wrong && r == 1) v += 0.5f + std::abs(v) * 0.01f;
+        if (bug == Bug::Infinite && r == 0) v = INFINITY;
+        out[size_t(col) * size_t(p.n) + size_t(r)] = v;
+      }
+  }
+  std::vector<double> time_gemv(const GemvProblem& p, Config c, std::span<const DeviceBuffer* const> weight_copies,
+                                const DeviceBuffer&, DeviceBuffer&, int count) override {
+    alive();
+    if (!has_kernel(p.type, p.ncols, c)) fail(ErrorKind::BadInput, "no kernel");
+    std::vector<double> us;
+    for (int i = 0; i < count; ++i) {
+      timed_weights.insert(weight_copies[size_t(i) % weight_copies.size()]->get());
+      us.push_back(10.0 * c.nwarps / c.rows_per_block + (i % 3));  // median 11·nwarps/rpb-ish
+    }
+    return us;
+  }
+  double copy_bandwidth_gbs(size_t) override { return 1000.0; }
+  std::optional<KernelAttributes> kernel_attributes(GgmlType, int, Config) override { return std::nullopt; }
+
+ protected:
+  void release(void* ptr) noexcept override { delete[] static_cast<char*>(ptr); }
+
+ private:
+  void alive() const {
+    if (dead) fail(ErrorKind::GpuFault, "the device is unusable after an earlier fault");
+  }
+  DeviceInfo info_;
+};
+
+}  // namespace temper::testing
