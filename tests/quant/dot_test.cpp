@@ -105,6 +105,27 @@ TEST(DotQ8_1, Q6_KKnownAnswer) {
   EXPECT_EQ(r.value, 4.0 * double(call));
 }
 
+TEST(DotQ8_1, IQ2_XXSTruncatesLikeTheKernel) {
+  // One weight 43·(0.5 + 0)·0.25 = 5.375 against activation 1: the kernel computes sumi·ls/8 in
+  // integers, 43·127·1/8 = 682.625 -> 682.
+  BlockIQ2_XXS w;
+  std::memset(&w, 0, sizeof w);
+  w.d = h(1.0f);
+  reinterpret_cast<uint8_t*>(w.qs)[0] = 1;  // grid entry 1: first byte 43, the rest 8
+  std::vector<float> x(256, 0.0f);
+  x[0] = 1.0f;
+  std::vector<BlockQ8_1> y(8);
+  quantize_q8_1(x.data(), y.data(), 256);
+  ASSERT_EQ(y[0].qs[0], 127);
+  EXPECT_EQ(dot_f64(GgmlType::IQ2_XXS, &w, x.data(), 256), 5.375);
+  const DotQ8_1 r = dot_q8_1_detail(GgmlType::IQ2_XXS, &w, y.data(), 256);
+  const float d8 = fp16_to_fp32(y[0].d);
+  EXPECT_EQ(r.value, double(1.0f * d8 * 682.0f));
+  EXPECT_EQ(r.calls, 8);
+  EXPECT_GT(r.truncation, 0.0);
+  EXPECT_LE(std::fabs(r.value - 5.375), tolerance_f64(GgmlType::IQ2_XXS, &w, x.data(), 256));
+}
+
 namespace {
 
 // Σ over 32-value groups of Σ (w - offset)·d8·q + offset·s, in float64: the quantities the kernel
