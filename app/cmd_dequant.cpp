@@ -1,0 +1,81 @@
+// `temper dequant MODEL.gguf TENSOR [--rows A:B] -o OUT.f32`: a tensor (or some of its rows) as
+// little-endian float32, through the same CPU reference that verifies the kernels.
+#include <cstdio>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "cli.h"
+#include "temper/error.h"
+#include "temper/fileio.h"
+#include "temper/gguf.h"
+#include "temper/quant/reference.h"
+#include "temper/quant/tensor.h"
+
+namespace temper::cli {
+namespace {
+
+std::string supported_list() {
+  std::string list = "f32, f16, bf16";
+  for (GgmlType t : quant::supported_types()) list += ", " + std::string(type_name(t));
+  return list;
+}
+
+int run_dequant(const Args& args) {
+  reject_unknown(args, {"--rows", "-o", "--output", "--json"});
+  const auto pos = positionals(args, {"--rows", "-o", "--output"});
+  if (pos.size() != 2) fail(ErrorKind::BadInput, "expected MODEL.gguf and TENSOR (see `temper help dequant`)");
+  auto out_path = option(args, "-o");
+  if (!out_path) out_path = option(args, "--output");
+  if (!out_path) fail(ErrorKind::BadInput, "missing -o OUT.f32");
+
+  const GgufFile model = GgufFile::open(pos[0]);
+  const TensorInfo* tensor = model.find_tensor(pos[1]);
+  if (!tensor) fail(ErrorKind::BadInput, pos[0] + ": no tensor named '" + pos[1] + "'");
+  if (!quant::tensor_type_supported(tensor->type))
+    fail(ErrorKind::BadInput, "tensor " + pos[1] + " has type " + std::string(type_name(tensor->type)) +
+                                  ", which dequant does not read (it reads " + supported_list() + ")");
+  const uint64_t rows = quant::tensor_rows(*tensor);
+  const auto rows_text = option(args, "--rows");
+  const quant::RowRange range = rows_text ? quant::parse_row_range(*rows_text, rows) : quant::RowRange{0, rows};
+
+  write_file_atomic(*out_path, [&](std::ostream& out) { quant::dequantize_tensor(*tensor, range, out); });
+
+  const uint64_t values = (range.end - range.begin) * tensor->dims[0];
+  if (has_flag(args, "--json")) {
+    nlohmann::json j{{"tensor", pos[1]},
+                     {"type", type_name(tensor->type)},
+                     {"row_length", tensor->dims[0]},
+                     {"rows", {{"begin", range.begin}, {"end", range.end}, {"total", rows}}},
+                     {"values", values},
+                     {"output", *out_path},
+                     {"bytes", values * 4}};
+    std::printf("%s\n", j.dump(2).c_str());
+  } else {
+    std::printf("%s (%s, %llu x %llu): rows %llu:%llu -> %s (%llu float32 values)\n", pos[1].c_str(),
+                std::string(type_name(tensor->type)).c_str(), static_cast<unsigned long long>(rows),
+                static_cast<unsigned long long>(tensor->dims[0]), static_cast<unsigned long long>(range.begin),
+                static_cast<unsigned long long>(range.end), out_path->c_str(), static_cast<unsigned long long>(values));
+  }
+  return 0;
+}
+
+const Registrar registrar{Command{
+    "dequant",
+    "write a tensor (or rows of it) dequantized as little-endian float32",
+    "usage: temper dequant MODEL.gguf TENSOR [--rows A:B] -o OUT.f32 [--json]\n"
+    "\n"
+    "Dequantizes TENSOR of MODEL.gguf with Temper's CPU reference (bit-identical to ggml's\n"
+    "dequantize_row_*) and writes it row after row as little-endian float32: rows x row_length values,\n"
+    "row_length being the tensor's ne[0] and rows the product of its other dimensions.\n"
+    "\n"
+    "  --rows A:B    rows A to B-1 only; also A: (to the end), :B (from 0) and A (one row)\n"
+    "  -o, --output  the output file (written whole or not at all)\n"
+    "  --json        print a JSON summary (tensor, type, row_length, rows, values, output, bytes)\n"
+    "\n"
+    "Types: f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q2_K..q6_K, iq4_nl, iq4_xs, mxfp4 and the\n"
+    "other types Temper has a reference for; any other type is an error naming it (exit 2).",
+    run_dequant}};
+
+}  // namespace
+}  // namespace temper::cli
