@@ -1,0 +1,231 @@
+#pragma once
+// Profiles (issue 9): the approved configs per (arch, type, N, K, ncols) with provenance — the
+// user's deliverable. Made from a session's winners, approved by policy or one by one, saved as
+// versioned JSON (resources/profile.schema.json, docs/profile-format.md) and exported to what
+// engines read: kernel-anvil's JSON (bucketed, lossy: every dropped or merged entry is reported),
+// a standalone C++17 header, or CSV of a session's results.
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "temper/backend.h"
+#include "temper/session.h"
+#include "temper/types.h"
+
+namespace temper {
+
+// The profile format this build writes; it reads this version and every older one it knows.
+inline constexpr int kProfileSchemaVersion = 1;
+inline constexpr std::string_view kSourceTemper = "temper";
+inline constexpr std::string_view kSourceKernelAnvil = "kernel-anvil";  // imported: no provenance
+inline constexpr double kDefaultMinSpeedup = 0.03;  // "approve significant": at least 3% faster
+
+enum class Approval { Pending, Approved, Rejected };
+std::string_view approval_name(Approval a);  // "pending", "approved", "rejected"
+std::optional<Approval> parse_approval(std::string_view name);
+
+// What an entry is keyed by. Ordered: arch, type id, n, k, ncols.
+struct ProfileKey {
+  std::string arch;  // "sm_90", "gfx942"; empty only for a kernel-anvil import without --arch
+  GgmlType type = GgmlType::Q4_0;
+  int n = 0, k = 0;  // rows, row length
+  int ncols = 1;
+  auto operator<=>(const ProfileKey&) const = default;
+};
+// "sm_90 q4_K 14336x4096 ncols 1"
+std::string key_text(const ProfileKey& key);
+
+// Where an entry's numbers come from: one session's measurement on one device.
+struct Provenance {
+  std::string session_id;
+  std::string device_name;
+  std::string device_arch;
+  std::string engine;  // default tables version the default was taken from ("ggml-7180759")
+  double default_us = 0, default_ci_low = 0, default_ci_high = 0;  // median µs per launch, 95% CI
+  double tuned_us = 0, tuned_ci_low = 0, tuned_ci_high = 0;
+  double speedup = 1, speedup_low = 1, speedup_high = 1;  // default / tuned, with CI
+  int64_t calls_per_token = 0;
+  uint64_t bytes_per_token = 0;  // weight bytes of this shape per decoded token (merge priority)
+};
+
+struct ProfileEntry {
+  ProfileKey key;
+  Config config;           // the tuned launch
+  Config default_config;   // what the engine's table picks ({0,0} when unknown: imports)
+  bool is_small_k = false; // config is the default's small-K variant (rows_per_block = nwarps, ncols 1)
+  // kernel-anvil imports hold buckets, not shapes: n and k are then the bucket's upper edge
+  // (its lower edge 16385 for the open top bucket) and stand for every shape in it.
+  bool bucketed = false;
+  std::optional<Provenance> provenance;  // absent for imports
+  Approval approval = Approval::Pending;
+  std::string decided_at;  // UTC ISO-8601 of the last approve/reject; empty while pending
+  std::string note;
+};
+
+struct Profile {
+  int schema_version = kProfileSchemaVersion;
+  std::string created;  // UTC ISO-8601
+  std::string tool_version;
+  std::string source{kSourceTemper};  // kSourceTemper or kSourceKernelAnvil
+  std::string model;                  // model file name of the session(s), informative
+  std::vector<std::string> sessions;  // ids of the sessions entries came from
+  std::vector<ProfileEntry> entries;  // sorted by key
+};
+
+// Arches present in a profile, sorted, unique.
+std::vector<std::string> profile_arches(const Profile& p);
+ProfileEntry* find_entry(Profile& p, const ProfileKey& key);
+const ProfileEntry* find_entry(const Profile& p, const ProfileKey& key);
+
+// Every winner (verdict "winner") of the session as a pending entry with provenance. `device`
+// picks one device of the session; nullopt takes all of them.
+Profile profile_from_session(const Session& s, std::optional<int> device = std::nullopt);
+
+// ---- Approval policy ----
+// An entry is significant when its measured CI is separated (tuned CI high < default CI low) and
+// its median speedup is at least 1 + min_speedup. Approves those, leaves the rest as they are;
+// returns how many changed. Entries without provenance are never significant.
+bool is_significant(const ProfileEntry& e, double min_speedup = kDefaultMinSpeedup);
+int approve_significant(Profile& p, double min_speedup = kDefaultMinSpeedup, const std::string& when = {});
+int approve_all(Profile& p, const std::string& when = {});
+// Error(BadInput) naming the key when absent. `when` empty: now.
+void set_approval(Profile& p, const ProfileKey& key, Approval a, const std::string& note = {},
+                  const std::string& when = {});
+
+// Estimated model tokens/s (GEMV share of decode, ncols 1) on one device of the session, default
+// configs vs the profile's approved entries for that device's arch.
+Estimate estimate_with_profile(const Session& s, int device, const Profile& p);
+
+// ---- Temper JSON (lossless) ----
+nlohmann::json to_json(const Profile& p);
+// Reads Temper profiles (refusing newer versions) and kernel-anvil files (no provenance; entries
+// get `arch_for_anvil`). `where` names the file in messages. Error(BadInput) on malformed input.
+Profile profile_from_json(const nlohmann::json& j, const std::string& where, const std::string& arch_for_anvil = {});
+bool is_kernel_anvil_json(const nlohmann::json& j);
+void save_profile(const Profile& p, const std::filesystem::path& path);  // atomic
+Profile load_profile(const std::filesystem::path& path, const std::string& arch_for_anvil = {});
+
+// Range and consistency problems (values, known types, K a whole number of blocks, arch, ncols,
+// threads per block, provenance). Empty when the profile is valid.
+std::vector<std::string> validate_profile(const Profile& p);
+
+// ---- Exports ----
+// What an export did with each entry, for the user (CLI) and the GUI. Emitted entries are listed
+// too, so the report accounts for every approved entry.
+enum class ExportFate { Emitted, Merged, Dropped };
+std::string_view export_fate_name(ExportFate f);  // "emitted", "merged", "dropped"
+struct ExportNote {
+  ProfileKey key;
+  Config config;
+  ExportFate fate = ExportFate::Emitted;
+  std::string reason;               // why merged or dropped; the cell for emitted kernel-anvil entries
+  std::optional<ProfileKey> kept;   // Merged: the entry whose value the shared cell carries
+};
+struct ExportReport {
+  std::string format;  // "temper", "kernel-anvil", "header", "csv"
+  std::vector<ExportNote> notes;
+  int emitted() const;
+  int merged() const;
+  int dropped() const;
+  std::string text() const;  // one line per merged/dropped entry plus a summary line
+};
+
+// kernel-anvil's buckets of N and K: 0: ≤128, 1: ≤1024, 2: ≤4096, 3: ≤16384, 4: >16384.
+int anvil_bucket(int64_t x);
+inline constexpr int kAnvilMaxValue = 32;
+inline constexpr size_t kAnvilMaxFileBytes = 1 << 20;  // its loader ignores bigger files
+// Why kernel-anvil's patch cannot apply an approved entry, or nullopt when it can: it reads
+// entries at ncols 1 only and only switches the small-K variant on (rows_per_block > 1 at the
+// default nwarps); values must lie in 1..32.
+std::optional<std::string> anvil_inapplicable(const ProfileEntry& e);
+
+struct Export {
+  std::string content;  // the file's bytes
+  ExportReport report;
+};
+// Options shared by the exporters: `arch` picks one arch of a multi-arch profile (required
+// then for kernel-anvil and header, which carry no arch per entry).
+struct ExportOptions {
+  std::string arch;
+};
+Export export_temper(const Profile& p);
+Export export_kernel_anvil(const Profile& p, const ExportOptions& o = {});
+Export export_header(const Profile& p, const ExportOptions& o = {});
+// One row per (device, shape, ncols, config) result of the session.
+Export export_csv(const Session& s);
+
+// ---- Merge and diff ----
+struct MergeConflict {
+  ProfileKey key;
+  Config kept, dropped;
+  std::string kept_from, dropped_from;  // session ids ("import" without provenance)
+  std::string reason;
+};
+struct MergeResult {
+  Profile profile;
+  std::vector<MergeConflict> conflicts;
+  std::vector<std::string> arches;  // more than one: said out loud, never silently mixed
+  std::string text() const;
+};
+// Same key (arch included): the measured faster one stays (lower tuned median); a measured entry
+// beats an unmeasured import; equal configs merge without a conflict. Entries of different arches
+// never meet (the arch is part of the key). Error(BadInput) when an entry has no arch.
+MergeResult merge_profiles(const std::vector<Profile>& profiles);
+
+enum class DiffKind { Added, Removed, Changed, Same };
+std::string_view diff_kind_name(DiffKind k);  // "added", "removed", "changed", "same"
+struct DiffLine {
+  DiffKind kind = DiffKind::Same;
+  ProfileKey key;  // arch from the side that has it (from `a` when both)
+  std::optional<ProfileEntry> a, b;
+  std::optional<double> speedup_change;  // b.speedup − a.speedup when both are measured
+};
+struct ProfileDiff {
+  bool by_arch = true;           // false: both hold one arch each and they differ (two GPUs)
+  std::string arch_a, arch_b;    // when !by_arch
+  std::vector<DiffLine> lines;   // every key of either side, sorted
+  int count(DiffKind k) const;
+  std::string text(bool include_same = false) const;
+};
+// Changed = different config or approval state. Profiles of one arch each are compared by
+// (type, n, k, ncols) even when the arches differ, so one model on two GPUs lines up.
+ProfileDiff diff_profiles(const Profile& a, const Profile& b);
+
+// ---- Re-verification on the current device ----
+struct VerifyLine {
+  ProfileKey key;
+  Config config, default_config;   // default_config: this device's table now
+  std::string verdict;             // "still wins", "no longer wins", "now the default", "failed"
+  double default_us = 0, default_ci_low = 0, default_ci_high = 0;  // medians with their 95% CI
+  double tuned_us = 0, tuned_ci_low = 0, tuned_ci_high = 0;
+  double speedup = 1, speedup_low = 1, speedup_high = 1;
+  std::optional<double> recorded_speedup;  // from the profile's provenance
+  std::string detail;              // failure text for "failed"
+};
+struct VerifyReport {
+  std::string device_name, device_arch;
+  std::string session_id;          // of the verification sweep
+  std::vector<VerifyLine> lines;
+  std::vector<ProfileKey> skipped; // approved entries of other arches, or bucketed imports
+  int still_winning() const;
+  std::string text() const;
+};
+struct VerifyOptions {
+  SweepOptions sweep;
+  std::string engine;  // default tables version; empty: the entries' recorded engine or the first known
+};
+// Re-measures every approved entry of the device's arch against this device's default config,
+// through the sweep runner. Changes nothing. Error(BadInput) when no approved entry applies.
+VerifyReport verify_profile(const Profile& p, Device& device, const VerifyOptions& options,
+                            const std::function<void(const std::string&)>& progress = {});
+// A copy of `p` with the verified entries' provenance replaced by the new measurements; entries
+// that no longer win (or failed) go back to pending with a note.
+Profile apply_verification(const Profile& p, const VerifyReport& r);
+
+}  // namespace temper

@@ -1,0 +1,166 @@
+// Merging profiles from several sessions or GPUs, and diffing two profiles.
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "temper/error.h"
+#include "temper/profile.h"
+
+namespace temper {
+
+namespace {
+std::string origin(const ProfileEntry& e) { return e.provenance ? e.provenance->session_id : std::string("import"); }
+std::string cfg(Config c) { return std::to_string(c.nwarps) + "x" + std::to_string(c.rows_per_block); }
+std::string fmt(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.3f", v);
+  return b;
+}
+}  // namespace
+
+std::string MergeResult::text() const {
+  std::ostringstream o;
+  for (const auto& c : conflicts)
+    o << "conflict: " << key_text(c.key) << ": kept " << cfg(c.kept) << " from " << c.kept_from << ", dropped "
+      << cfg(c.dropped) << " from " << c.dropped_from << " (" << c.reason << ")\n";
+  if (arches.size() > 1) {
+    o << "note: the merged profile holds " << arches.size() << " arches (";
+    for (size_t i = 0; i < arches.size(); ++i) o << (i ? ", " : "") << arches[i];
+    o << "); entries of different arches are kept apart, and single-arch exports need --arch\n";
+  }
+  o << "merged: " << profile.entries.size() << " entries, " << conflicts.size() << " conflicts\n";
+  return o.str();
+}
+
+MergeResult merge_profiles(const std::vector<Profile>& profiles) {
+  if (profiles.empty()) fail(ErrorKind::BadInput, "nothing to merge");
+  MergeResult m;
+  m.profile.created = utc_now_iso8601();
+  m.profile.tool_version = TEMPER_VERSION;
+  std::map<ProfileKey, ProfileEntry> merged;
+  for (size_t i = 0; i < profiles.size(); ++i) {
+    const Profile& p = profiles[i];
+    for (const auto& s : p.sessions)
+      if (std::find(m.profile.sessions.begin(), m.profile.sessions.end(), s) == m.profile.sessions.end())
+        m.profile.sessions.push_back(s);
+    if (m.profile.model.empty()) m.profile.model = p.model;
+    for (const auto& e : p.entries) {
+      if (e.key.arch.empty())
+        fail(ErrorKind::BadInput, "profile " + std::to_string(i + 1) + ": entry " + key_text(e.key) +
+                                      " has no arch (a kernel-anvil import): import it with --arch so arches never mix");
+      auto [it, inserted] = merged.try_emplace(e.key, e);
+      if (inserted) continue;
+      ProfileEntry& cur = it->second;
+      if (cur.config == e.config) {
+        // Same value: keep the better documented one (measured, then faster), no conflict.
+        if ((!cur.provenance && e.provenance) ||
+            (cur.provenance && e.provenance && e.provenance->tuned_us < cur.provenance->tuned_us))
+          cur = e;
+        continue;
+      }
+      bool take_new;
+      std::string reason;
+      if (cur.provenance && e.provenance) {
+        take_new = e.provenance->tuned_us < cur.provenance->tuned_us;
+        const ProfileEntry& faster = take_new ? e : cur;
+        const ProfileEntry& slower = take_new ? cur : e;
+        reason = "measured faster: " + fmt(faster.provenance->tuned_us) + " us vs " + fmt(slower.provenance->tuned_us) + " us";
+      } else if (cur.provenance || e.provenance) {
+        take_new = bool(e.provenance);
+        reason = "measured beats imported without provenance";
+      } else {
+        take_new = false;
+        reason = "neither is measured; the first profile's entry stays";
+      }
+      const ProfileEntry& kept = take_new ? e : cur;
+      const ProfileEntry& dropped = take_new ? cur : e;
+      m.conflicts.push_back({e.key, kept.config, dropped.config, origin(kept), origin(dropped), reason});
+      if (take_new) cur = e;
+    }
+  }
+  bool all_anvil = true;
+  for (const auto& p : profiles) all_anvil = all_anvil && p.source == kSourceKernelAnvil;
+  m.profile.source = all_anvil ? std::string(kSourceKernelAnvil) : std::string(kSourceTemper);
+  for (auto& [key, e] : merged) m.profile.entries.push_back(std::move(e));
+  m.arches = profile_arches(m.profile);
+  return m;
+}
+
+std::string_view diff_kind_name(DiffKind k) {
+  switch (k) {
+    case DiffKind::Added: return "added";
+    case DiffKind::Removed: return "removed";
+    case DiffKind::Changed: return "changed";
+    case DiffKind::Same: return "same";
+  }
+  return "same";
+}
+
+int ProfileDiff::count(DiffKind k) const {
+  return int(std::count_if(lines.begin(), lines.end(), [k](const DiffLine& l) { return l.kind == k; }));
+}
+
+std::string ProfileDiff::text(bool include_same) const {
+  std::ostringstream o;
+  if (!by_arch) o << "comparing arch " << arch_a << " (a) with " << arch_b << " (b) by shape\n";
+  auto side = [](const ProfileEntry& e) {
+    std::string s = cfg(e.config) + " " + std::string(approval_name(e.approval));
+    if (e.provenance) s += " speedup " + fmt(e.provenance->speedup);
+    return s;
+  };
+  for (const auto& l : lines) {
+    if (l.kind == DiffKind::Same && !include_same) continue;
+    ProfileKey k = l.key;
+    if (!by_arch) k.arch = arch_a + "/" + arch_b;
+    o << diff_kind_name(l.kind) << ": " << key_text(k);
+    if (l.a) o << "  a: " << side(*l.a);
+    if (l.b) o << "  b: " << side(*l.b);
+    if (l.speedup_change) o << "  speedup change " << (*l.speedup_change >= 0 ? "+" : "") << fmt(*l.speedup_change);
+    o << "\n";
+  }
+  o << "diff: " << count(DiffKind::Added) << " added, " << count(DiffKind::Removed) << " removed, "
+    << count(DiffKind::Changed) << " changed, " << count(DiffKind::Same) << " same\n";
+  return o.str();
+}
+
+ProfileDiff diff_profiles(const Profile& a, const Profile& b) {
+  ProfileDiff d;
+  const auto arches_a = profile_arches(a), arches_b = profile_arches(b);
+  if (arches_a.size() == 1 && arches_b.size() == 1 && arches_a[0] != arches_b[0]) {
+    d.by_arch = false;
+    d.arch_a = arches_a[0];
+    d.arch_b = arches_b[0];
+  }
+  auto key_of = [&](const ProfileEntry& e) {
+    ProfileKey k = e.key;
+    if (!d.by_arch) k.arch.clear();
+    return k;
+  };
+  std::map<ProfileKey, DiffLine> lines;
+  for (const auto& e : a.entries) {
+    DiffLine& l = lines[key_of(e)];
+    l.key = e.key;
+    l.a = e;
+  }
+  for (const auto& e : b.entries) {
+    DiffLine& l = lines[key_of(e)];
+    if (!l.a) l.key = e.key;
+    l.b = e;
+  }
+  for (auto& [k, l] : lines) {
+    if (!l.b)
+      l.kind = DiffKind::Removed;
+    else if (!l.a)
+      l.kind = DiffKind::Added;
+    else
+      l.kind = (l.a->config != l.b->config || l.a->approval != l.b->approval) ? DiffKind::Changed : DiffKind::Same;
+    if (l.a && l.b && l.a->provenance && l.b->provenance)
+      l.speedup_change = l.b->provenance->speedup - l.a->provenance->speedup;
+    d.lines.push_back(std::move(l));
+  }
+  return d;
+}
+
+}  // namespace temper

@@ -1,0 +1,433 @@
+// The profile model: from a session's winners, approval policy, Temper JSON (lossless) and the
+// kernel-anvil import, validation.
+#include "temper/profile.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "temper/error.h"
+#include "temper/estimate.h"
+#include "temper/fileio.h"
+
+namespace temper {
+
+using nlohmann::json;
+
+std::string_view approval_name(Approval a) {
+  switch (a) {
+    case Approval::Pending: return "pending";
+    case Approval::Approved: return "approved";
+    case Approval::Rejected: return "rejected";
+  }
+  return "pending";
+}
+
+std::optional<Approval> parse_approval(std::string_view name) {
+  for (Approval a : {Approval::Pending, Approval::Approved, Approval::Rejected})
+    if (approval_name(a) == name) return a;
+  return std::nullopt;
+}
+
+std::string key_text(const ProfileKey& key) {
+  std::ostringstream o;
+  o << (key.arch.empty() ? "(no arch)" : key.arch) << " " << type_name(key.type) << " " << key.n << "x" << key.k
+    << " ncols " << key.ncols;
+  return o.str();
+}
+
+std::vector<std::string> profile_arches(const Profile& p) {
+  std::set<std::string> arches;
+  for (const auto& e : p.entries) arches.insert(e.key.arch);
+  return {arches.begin(), arches.end()};
+}
+
+ProfileEntry* find_entry(Profile& p, const ProfileKey& key) {
+  for (auto& e : p.entries)
+    if (e.key == key) return &e;
+  return nullptr;
+}
+const ProfileEntry* find_entry(const Profile& p, const ProfileKey& key) {
+  return find_entry(const_cast<Profile&>(p), key);
+}
+
+namespace {
+
+void sort_entries(Profile& p) {
+  std::sort(p.entries.begin(), p.entries.end(), [](const ProfileEntry& a, const ProfileEntry& b) { return a.key < b.key; });
+}
+
+std::string or_now(const std::string& when) { return when.empty() ? utc_now_iso8601() : when; }
+
+}  // namespace
+
+Profile profile_from_session(const Session& s, std::optional<int> device) {
+  Profile p;
+  p.created = utc_now_iso8601();
+  p.tool_version = TEMPER_VERSION;
+  p.model = s.model.file_name;
+  p.sessions = {s.id};
+  for (const Winner& w : s.winners) {
+    if (!w.is_winner() || (device && w.device != *device)) continue;
+    const SessionDevice* d = find_device(s, w.device);
+    if (!d) fail(ErrorKind::BadInput, "session " + s.id + ": winner on device " + std::to_string(w.device) +
+                                          " which the session does not list");
+    ProfileEntry e;
+    e.key = {d->info.arch, w.type, w.n, w.k, w.ncols};
+    e.config = w.config;
+    e.default_config = w.default_config;
+    e.is_small_k = w.ncols == 1 && w.default_config.nwarps > 1 && w.config.nwarps == w.default_config.nwarps &&
+                   w.config.rows_per_block == w.config.nwarps;
+    if (const Result* r = find_result(s, w.device, w.type, w.n, w.k, w.ncols, w.config)) e.is_small_k = r->is_small_k;
+    Provenance pv;
+    pv.session_id = s.id;
+    pv.device_name = d->info.name;
+    pv.device_arch = d->info.arch;
+    pv.engine = d->plan.grid.engine.empty() ? s.grid.engine : d->plan.grid.engine;
+    pv.default_us = w.default_us;
+    pv.default_ci_low = w.default_ci_low;
+    pv.default_ci_high = w.default_ci_high;
+    pv.tuned_us = w.best_us;
+    pv.tuned_ci_low = w.best_ci_low;
+    pv.tuned_ci_high = w.best_ci_high;
+    pv.speedup = w.speedup;
+    pv.speedup_low = w.speedup_low;
+    pv.speedup_high = w.speedup_high;
+    for (const Shape& sh : s.shapes)
+      if (sh.type == w.type && sh.n == w.n && sh.k == w.k) {
+        pv.calls_per_token = sh.calls_per_token;
+        pv.bytes_per_token = sh.bytes_per_token;
+      }
+    e.provenance = pv;
+    if (find_entry(p, e.key))
+      fail(ErrorKind::BadInput, "session " + s.id + ": two devices of arch " + e.key.arch + " both have a winner for " +
+                                    key_text(e.key) + "; export one device with --device");
+    p.entries.push_back(std::move(e));
+  }
+  sort_entries(p);
+  return p;
+}
+
+// ---- Approval policy ----
+
+bool is_significant(const ProfileEntry& e, double min_speedup) {
+  if (!e.provenance) return false;
+  const Provenance& pv = *e.provenance;
+  return pv.tuned_ci_high < pv.default_ci_low && pv.speedup >= 1.0 + min_speedup;
+}
+
+int approve_significant(Profile& p, double min_speedup, const std::string& when) {
+  if (!(min_speedup >= 0) || !std::isfinite(min_speedup))
+    fail(ErrorKind::BadInput, "minimum speedup must be a number ≥ 0 (0.03 = 3%), got " + std::to_string(min_speedup));
+  int changed = 0;
+  const std::string t = or_now(when);
+  for (auto& e : p.entries)
+    if (e.approval != Approval::Approved && is_significant(e, min_speedup)) {
+      e.approval = Approval::Approved;
+      e.decided_at = t;
+      ++changed;
+    }
+  return changed;
+}
+
+int approve_all(Profile& p, const std::string& when) {
+  int changed = 0;
+  const std::string t = or_now(when);
+  for (auto& e : p.entries)
+    if (e.approval != Approval::Approved) {
+      e.approval = Approval::Approved;
+      e.decided_at = t;
+      ++changed;
+    }
+  return changed;
+}
+
+void set_approval(Profile& p, const ProfileKey& key, Approval a, const std::string& note, const std::string& when) {
+  ProfileEntry* e = find_entry(p, key);
+  if (!e) fail(ErrorKind::BadInput, "profile has no entry " + key_text(key));
+  e->approval = a;
+  e->decided_at = a == Approval::Pending ? std::string() : or_now(when);
+  if (!note.empty()) e->note = note;
+}
+
+Estimate estimate_with_profile(const Session& s, int device, const Profile& p) {
+  const SessionDevice* d = find_device(s, device);
+  if (!d) fail(ErrorKind::BadInput, "session " + s.id + " has no device " + std::to_string(device));
+  const std::string arch = d->info.arch;
+  return estimate_decode(s, device, [&](GgmlType type, int n, int k) -> std::optional<Config> {
+    const ProfileEntry* e = find_entry(p, {arch, type, n, k, 1});
+    if (e && e->approval == Approval::Approved) return e->config;
+    return std::nullopt;
+  });
+}
+
+// ---- JSON ----
+
+namespace {
+
+json config_json(Config c) { return {{"nwarps", c.nwarps}, {"rows_per_block", c.rows_per_block}}; }
+
+// Field access with errors that name the file, the JSON path and what was expected.
+struct Reader {
+  const json& j;
+  std::string where, path;
+
+  [[noreturn]] void bad(const std::string& what) const { fail(ErrorKind::BadInput, where + ": " + path + ": " + what); }
+  Reader at(const std::string& key) const {
+    if (!j.is_object()) bad("expected an object");
+    auto it = j.find(key);
+    if (it == j.end()) fail(ErrorKind::BadInput, where + ": " + path + ": missing field \"" + key + "\"");
+    return {*it, where, path + "." + key};
+  }
+  bool has(const std::string& key) const { return j.is_object() && j.contains(key); }
+  Reader at(size_t i) const { return {j[i], where, path + "[" + std::to_string(i) + "]"}; }
+  std::string str() const {
+    if (!j.is_string()) bad("expected a string");
+    return j.get<std::string>();
+  }
+  double num() const {
+    if (!j.is_number()) bad("expected a number");
+    return j.get<double>();
+  }
+  int64_t integer(int64_t lo, int64_t hi) const {
+    if (!j.is_number_integer() && !j.is_number_unsigned()) bad("expected an integer");
+    if (j.is_number_unsigned() && j.get<uint64_t>() > uint64_t(INT64_MAX)) bad("integer out of range");
+    const int64_t v = j.get<int64_t>();
+    if (v < lo || v > hi) bad(std::to_string(v) + " is outside " + std::to_string(lo) + ".." + std::to_string(hi));
+    return v;
+  }
+  bool boolean() const {
+    if (!j.is_boolean()) bad("expected true or false");
+    return j.get<bool>();
+  }
+  const json& array() const {
+    if (!j.is_array()) bad("expected an array");
+    return j;
+  }
+};
+
+Config read_config(const Reader& r) {
+  return {int(r.at("nwarps").integer(0, 1024)), int(r.at("rows_per_block").integer(0, 1024))};
+}
+
+GgmlType read_type(const Reader& r) {
+  const std::string name = r.str();
+  auto t = parse_type(name);
+  if (!t) r.bad("unknown ggml type \"" + name + "\"");
+  return *t;
+}
+
+ProfileEntry read_entry(const Reader& r) {
+  ProfileEntry e;
+  e.key.arch = r.at("arch").str();
+  e.key.type = read_type(r.at("type"));
+  e.key.n = int(r.at("n").integer(1, INT32_MAX));
+  e.key.k = int(r.at("k").integer(1, INT32_MAX));
+  e.key.ncols = int(r.at("ncols").integer(1, 1024));
+  e.config = read_config(r.at("config"));
+  e.default_config = read_config(r.at("default_config"));
+  e.is_small_k = r.at("is_small_k").boolean();
+  e.bucketed = r.at("bucketed").boolean();
+  const std::string a = r.at("approval").str();
+  auto ap = parse_approval(a);
+  if (!ap) r.at("approval").bad("expected \"pending\", \"approved\" or \"rejected\", got \"" + a + "\"");
+  e.approval = *ap;
+  e.decided_at = r.at("decided_at").str();
+  e.note = r.at("note").str();
+  const Reader pr = r.at("provenance");
+  if (!pr.j.is_null()) {
+    Provenance pv;
+    pv.session_id = pr.at("session_id").str();
+    pv.device_name = pr.at("device_name").str();
+    pv.device_arch = pr.at("device_arch").str();
+    pv.engine = pr.at("engine").str();
+    pv.default_us = pr.at("default_us").num();
+    pv.default_ci_low = pr.at("default_ci_low").num();
+    pv.default_ci_high = pr.at("default_ci_high").num();
+    pv.tuned_us = pr.at("tuned_us").num();
+    pv.tuned_ci_low = pr.at("tuned_ci_low").num();
+    pv.tuned_ci_high = pr.at("tuned_ci_high").num();
+    pv.speedup = pr.at("speedup").num();
+    pv.speedup_low = pr.at("speedup_low").num();
+    pv.speedup_high = pr.at("speedup_high").num();
+    pv.calls_per_token = pr.at("calls_per_token").integer(0, INT64_MAX);
+    const Reader b = pr.at("bytes_per_token");
+    if (!b.j.is_number_unsigned() && !(b.j.is_number_integer() && b.j.get<int64_t>() >= 0))
+      b.bad("expected an integer ≥ 0");
+    pv.bytes_per_token = b.j.get<uint64_t>();
+    e.provenance = pv;
+  }
+  return e;
+}
+
+// kernel-anvil: {"configs": {"<type id>": {"<n_bucket>,<k_bucket>": {"nwarps": W, "rows_per_block": R}}}}
+Profile read_kernel_anvil(const json& j, const std::string& where, const std::string& arch) {
+  static const int kBucketEdge[5] = {128, 1024, 4096, 16384, 16385};
+  Profile p;
+  p.source = kSourceKernelAnvil;
+  p.created = utc_now_iso8601();
+  p.tool_version = TEMPER_VERSION;
+  const Reader configs{j.at("configs"), where, "$.configs"};
+  if (!configs.j.is_object()) configs.bad("expected an object keyed by ggml type id");
+  for (const auto& [type_key, cells] : configs.j.items()) {
+    const Reader tr{cells, where, configs.path + "[\"" + type_key + "\"]"};
+    char* end = nullptr;
+    const long id = std::strtol(type_key.c_str(), &end, 10);
+    if (type_key.empty() || *end != '\0' || id < 0) tr.bad("type key must be a ggml type id (a number)");
+    const TypeInfo* ti = find_type(uint32_t(id));
+    if (!ti) tr.bad("unknown ggml type id " + type_key);
+    if (!cells.is_object()) tr.bad("expected an object keyed by \"<n_bucket>,<k_bucket>\"");
+    for (const auto& [cell, value] : cells.items()) {
+      const Reader cr{value, where, tr.path + "[\"" + cell + "\"]"};
+      static const std::regex kCell(R"(^([0-4]),([0-4])$)");
+      std::smatch m;
+      if (!std::regex_match(cell, m, kCell)) cr.bad("cell key must be \"<n_bucket>,<k_bucket>\" with buckets 0..4");
+      ProfileEntry e;
+      e.key = {arch, ti->type, kBucketEdge[std::stoi(m[1])], kBucketEdge[std::stoi(m[2])], 1};
+      e.config = {int(cr.at("nwarps").integer(1, kAnvilMaxValue)), int(cr.at("rows_per_block").integer(1, kAnvilMaxValue))};
+      e.bucketed = true;
+      e.is_small_k = e.config.rows_per_block > 1;  // the only thing its patch applies
+      e.approval = Approval::Approved;             // an engine file: everything in it is in use
+      e.note = "imported from kernel-anvil (" + where + "), no provenance";
+      p.entries.push_back(std::move(e));
+    }
+  }
+  sort_entries(p);
+  return p;
+}
+
+}  // namespace
+
+json to_json(const Profile& p) {
+  json entries = json::array();
+  for (const auto& e : p.entries) {
+    json pv = nullptr;
+    if (e.provenance) {
+      const Provenance& v = *e.provenance;
+      pv = {{"session_id", v.session_id},       {"device_name", v.device_name},
+            {"device_arch", v.device_arch},     {"engine", v.engine},
+            {"default_us", v.default_us},       {"default_ci_low", v.default_ci_low},
+            {"default_ci_high", v.default_ci_high}, {"tuned_us", v.tuned_us},
+            {"tuned_ci_low", v.tuned_ci_low},   {"tuned_ci_high", v.tuned_ci_high},
+            {"speedup", v.speedup},             {"speedup_low", v.speedup_low},
+            {"speedup_high", v.speedup_high},   {"calls_per_token", v.calls_per_token},
+            {"bytes_per_token", v.bytes_per_token}};
+    }
+    entries.push_back({{"arch", e.key.arch},
+                       {"type", std::string(type_name(e.key.type))},
+                       {"n", e.key.n},
+                       {"k", e.key.k},
+                       {"ncols", e.key.ncols},
+                       {"config", config_json(e.config)},
+                       {"default_config", config_json(e.default_config)},
+                       {"is_small_k", e.is_small_k},
+                       {"bucketed", e.bucketed},
+                       {"approval", std::string(approval_name(e.approval))},
+                       {"decided_at", e.decided_at},
+                       {"note", e.note},
+                       {"provenance", pv}});
+  }
+  return {{"format", "temper-profile"}, {"schema_version", p.schema_version}, {"created", p.created},
+          {"tool_version", p.tool_version}, {"source", p.source}, {"model", p.model},
+          {"sessions", p.sessions}, {"entries", entries}};
+}
+
+bool is_kernel_anvil_json(const json& j) { return j.is_object() && j.contains("configs") && !j.contains("schema_version"); }
+
+Profile profile_from_json(const json& j, const std::string& where, const std::string& arch_for_anvil) {
+  if (is_kernel_anvil_json(j)) return read_kernel_anvil(j, where, arch_for_anvil);
+  const Reader root{j, where, "$"};
+  if (!j.is_object()) root.bad("expected a Temper profile object or a kernel-anvil {\"configs\": ...} object");
+  if (!root.has("format") || !j["format"].is_string() || j["format"] != "temper-profile")
+    root.bad("not a Temper profile (expected \"format\": \"temper-profile\") nor a kernel-anvil file");
+  const int64_t version = root.at("schema_version").integer(INT32_MIN, INT32_MAX);
+  if (version > kProfileSchemaVersion)
+    fail(ErrorKind::BadInput, where + ": profile written by a newer Temper (schema version " + std::to_string(version) +
+                                  "; this build reads up to " + std::to_string(kProfileSchemaVersion) + "); upgrade Temper");
+  if (version < 1) root.at("schema_version").bad("unknown schema version " + std::to_string(version));
+  Profile p;
+  p.schema_version = int(version);
+  p.created = root.at("created").str();
+  p.tool_version = root.at("tool_version").str();
+  p.source = root.at("source").str();
+  if (p.source != kSourceTemper && p.source != kSourceKernelAnvil)
+    root.at("source").bad("expected \"temper\" or \"kernel-anvil\", got \"" + p.source + "\"");
+  p.model = root.at("model").str();
+  const Reader sessions = root.at("sessions");
+  for (size_t i = 0; i < sessions.array().size(); ++i) p.sessions.push_back(sessions.at(i).str());
+  const Reader entries = root.at("entries");
+  std::set<ProfileKey> seen;
+  for (size_t i = 0; i < entries.array().size(); ++i) {
+    ProfileEntry e = read_entry(entries.at(i));
+    if (!seen.insert(e.key).second) entries.at(i).bad("duplicate entry " + key_text(e.key));
+    p.entries.push_back(std::move(e));
+  }
+  sort_entries(p);
+  return p;
+}
+
+void save_profile(const Profile& p, const std::filesystem::path& path) {
+  write_file_atomic(path, to_json(p).dump(2) + "\n");
+}
+
+Profile load_profile(const std::filesystem::path& path, const std::string& arch_for_anvil) {
+  const std::string text = read_file(path);
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    fail(ErrorKind::BadInput, path.string() + ": not JSON at byte " + std::to_string(e.byte) + ": " + e.what());
+  }
+  return profile_from_json(j, path.string(), arch_for_anvil);
+}
+
+// ---- Validation ----
+
+std::vector<std::string> validate_profile(const Profile& p) {
+  std::vector<std::string> problems;
+  static const std::regex kArch(R"(^(sm_[0-9]{2,3}[a-z]?|gfx[0-9a-f]{3,4})$)");
+  auto in_range = [](int v) { return v >= 1 && v <= kAnvilMaxValue; };
+  for (const auto& e : p.entries) {
+    const std::string at = key_text(e.key) + ": ";
+    if (e.key.arch.empty())
+      problems.push_back(at + "no arch (a kernel-anvil import: give one with --arch)");
+    else if (!std::regex_match(e.key.arch, kArch))
+      problems.push_back(at + "unknown arch \"" + e.key.arch + "\" (expected sm_NN or gfxNNN)");
+    const TypeInfo& ti = type_info(e.key.type);
+    if (!ti.quantized || e.key.type == GgmlType::Q8_1 || e.key.type == GgmlType::Q8_K)
+      problems.push_back(at + "type " + std::string(ti.name) + " has no mmvq kernel");
+    if (e.key.n < 1 || e.key.k < 1) problems.push_back(at + "n and k must be ≥ 1");
+    if (!e.bucketed && e.key.k % int(ti.block_size) != 0)
+      problems.push_back(at + "k " + std::to_string(e.key.k) + " is not a whole number of " + std::string(ti.name) +
+                         " blocks (" + std::to_string(ti.block_size) + " values)");
+    if (e.key.ncols < 1 || e.key.ncols > 8) problems.push_back(at + "ncols must be 1..8");
+    if (!in_range(e.config.nwarps) || !in_range(e.config.rows_per_block))
+      problems.push_back(at + "config values must be 1..32, got nwarps " + std::to_string(e.config.nwarps) +
+                         " rows_per_block " + std::to_string(e.config.rows_per_block));
+    if (e.config.nwarps * 32 > 1024 && e.key.arch.rfind("sm_", 0) == 0)
+      problems.push_back(at + "nwarps " + std::to_string(e.config.nwarps) + " exceeds 1024 threads per block");
+    if (e.config.nwarps * 64 > 1024 && e.key.arch.rfind("gfx9", 0) == 0)
+      problems.push_back(at + "nwarps " + std::to_string(e.config.nwarps) + " × wave64 exceeds 1024 threads per block");
+    if (e.provenance) {
+      const Provenance& v = *e.provenance;
+      if (!(v.default_us > 0) || !(v.tuned_us > 0)) problems.push_back(at + "provenance times must be > 0");
+      if (!(v.default_ci_low <= v.default_us && v.default_us <= v.default_ci_high) ||
+          !(v.tuned_ci_low <= v.tuned_us && v.tuned_us <= v.tuned_ci_high))
+        problems.push_back(at + "a median lies outside its confidence interval");
+      if (!(v.speedup_low <= v.speedup && v.speedup <= v.speedup_high))
+        problems.push_back(at + "speedup lies outside its confidence interval");
+      if (!v.device_arch.empty() && v.device_arch != e.key.arch)
+        problems.push_back(at + "measured on " + v.device_arch + " but keyed by arch " + e.key.arch);
+    } else if (p.source == kSourceTemper && !e.bucketed) {
+      problems.push_back(at + "no provenance (every entry of a Temper profile records where it was measured)");
+    }
+    if (e.approval != Approval::Pending && e.decided_at.empty() && !e.bucketed)
+      problems.push_back(at + std::string(approval_name(e.approval)) + " without a decision time");
+  }
+  return problems;
+}
+
+}  // namespace temper

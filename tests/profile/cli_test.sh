@@ -1,0 +1,55 @@
+#!/bin/sh
+# `temper profile ...` end to end on the fixture profile: outputs, --json, exit codes.
+# usage: cli_test.sh TEMPER FIXTURES OUTDIR
+set -u
+temper=$1 fixtures=$2 out=$3
+rm -rf "$out" && mkdir -p "$out"
+fails=0
+check() {  # check EXPECTED_CODE DESCRIPTION COMMAND...
+  want=$1 what=$2; shift 2
+  "$@" >"$out/stdout" 2>"$out/stderr"; got=$?
+  if [ "$got" -ne "$want" ]; then
+    echo "FAIL: $what: exit $got, expected $want"; cat "$out/stdout" "$out/stderr"; fails=$((fails + 1))
+  fi
+}
+has() {  # has FILE TEXT DESCRIPTION
+  grep -qF -- "$2" "$1" || { echo "FAIL: $3: '$2' not in $1"; cat "$1"; fails=$((fails + 1)); }
+}
+p=$fixtures/profile.json
+
+check 0 "show" "$temper" profile show "$p"
+has "$out/stdout" "q4_K" "show lists entries"
+check 0 "show --json" "$temper" profile show "$p" --json
+has "$out/stdout" '"format": "temper-profile"' "show --json prints the profile"
+check 0 "validate" "$temper" profile validate "$p"
+has "$out/stdout" "valid" "validate says valid"
+
+check 0 "export kernel-anvil" "$temper" profile export "$p" --format kernel-anvil -o "$out/anvil.json"
+has "$out/anvil.json" '"3,2"' "q4_K 14336x4096 lands in cell N bucket 3, K bucket 2"
+has "$out/stdout" "dropped: sm_90 q6_K 4096x14336 ncols 2" "pending entry reported as dropped"
+check 0 "export kernel-anvil --json" "$temper" profile export "$p" --format kernel-anvil -o "$out/anvil2.json" --json
+has "$out/stdout" '"dropped": 1' "json report counts"
+check 0 "show kernel-anvil import" "$temper" profile show "$out/anvil.json" --arch sm_90
+has "$out/stdout" "(bucket)" "import is bucketed"
+check 0 "export header" "$temper" profile export "$p" --format header -o "$out/tuning.h"
+has "$out/tuning.h" "constexpr LaunchConfig lookup" "header has the lookup"
+check 0 "export all approved" "$temper" profile export "$p" --approve all --format temper -o "$out/all.json"
+check 0 "diff" "$temper" profile diff "$p" "$out/all.json"
+has "$out/stdout" "diff: 0 added, 0 removed, 1 changed, 1 same" "approval change shows in diff"
+check 0 "merge" "$temper" profile merge "$p" "$out/all.json" -o "$out/merged.json"
+check 0 "reject one" "$temper" profile reject "$out/merged.json" --type q4_K --n 14336 --k 4096 --note "drift"
+check 0 "validate merged" "$temper" profile validate "$out/merged.json" --json
+has "$out/stdout" '"valid": true' "merged profile valid"
+
+check 2 "unknown format" "$temper" profile export "$p" --format yaml -o "$out/x"
+check 2 "csv needs a session" "$temper" profile export "$p" --format csv -o "$out/x"
+check 2 "unknown option" "$temper" profile show "$p" --frobnicate
+check 2 "newer version" sh -c "sed 's/\"schema_version\": 1/\"schema_version\": 99/' '$p' > '$out/new.json' && '$temper' profile show '$out/new.json'"
+has "$out/stderr" "newer Temper" "newer version message"
+check 6 "missing file" "$temper" profile show "$out/nope.json"
+check 3 "verify without that device" "$temper" profile verify "$p" --device 99
+has "$out/stderr" "device" "verify names the device problem"
+[ ! -e "$out/x" ] || { echo "FAIL: a failed export left a file"; fails=$((fails + 1)); }
+
+[ "$fails" -eq 0 ] && echo "all profile CLI checks passed"
+exit "$fails"

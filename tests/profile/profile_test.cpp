@@ -1,0 +1,362 @@
+// Profiles: from a session, approval policy, JSON round trips against the schema, the kernel-anvil
+// import, validation, merge and diff on hand-made profiles.
+#include "temper/profile.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <regex>
+
+#include "profile_helpers.h"
+#include "sweep/sample_session.h"
+#include "temper/error.h"
+#include "temper/fileio.h"
+#include "temper/sweep.h"
+
+namespace temper {
+namespace {
+
+using nlohmann::json;
+using test::approved;
+using test::measured;
+using test::profile_of;
+
+std::filesystem::path temp_dir() {
+  auto d = std::filesystem::temp_directory_path() /
+           ("temper-profile-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  std::filesystem::remove_all(d);
+  std::filesystem::create_directories(d);
+  return d;
+}
+
+// The JSON-schema keywords resources/profile.schema.json uses; collects every violation.
+struct Schema {
+  json root;
+  std::vector<std::string> errors;
+
+  static bool has_type(const json& v, const std::string& t) {
+    if (t == "object") return v.is_object();
+    if (t == "array") return v.is_array();
+    if (t == "string") return v.is_string();
+    if (t == "integer") return v.is_number_integer();
+    if (t == "number") return v.is_number();
+    if (t == "boolean") return v.is_boolean();
+    if (t == "null") return v.is_null();
+    return false;
+  }
+  const json& resolve(const json& s) const {
+    if (!s.contains("$ref")) return s;
+    const std::string ref = s["$ref"];
+    return root["$defs"][ref.substr(std::string("#/$defs/").size())];
+  }
+  bool ok(const json& schema, const json& v) {
+    Schema sub{root, {}};
+    sub.check(schema, v, "");
+    return sub.errors.empty();
+  }
+  void check(const json& schema_in, const json& v, const std::string& path) {
+    const json& s = resolve(schema_in);
+    if (s.contains("anyOf")) {
+      bool any = false;
+      for (const auto& alt : s["anyOf"]) any = any || ok(alt, v);
+      if (!any) errors.push_back(path + ": matches no alternative");
+      return;
+    }
+    if (s.contains("type") && !has_type(v, s["type"])) return errors.push_back(path + ": expected " + s["type"].get<std::string>());
+    if (s.contains("const") && v != s["const"]) errors.push_back(path + ": expected " + s["const"].dump());
+    if (s.contains("enum") && std::find(s["enum"].begin(), s["enum"].end(), v) == s["enum"].end())
+      errors.push_back(path + ": " + v.dump() + " not in enum");
+    if (v.is_number()) {
+      if (s.contains("minimum") && v.get<double>() < s["minimum"].get<double>()) errors.push_back(path + ": below minimum");
+      if (s.contains("maximum") && v.get<double>() > s["maximum"].get<double>()) errors.push_back(path + ": above maximum");
+    }
+    if (v.is_string()) {
+      const std::string str = v;
+      if (s.contains("minLength") && str.size() < s["minLength"].get<size_t>()) errors.push_back(path + ": too short");
+      if (s.contains("pattern") && !std::regex_search(str, std::regex(s["pattern"].get<std::string>())))
+        errors.push_back(path + ": pattern");
+    }
+    if (v.is_array() && s.contains("items"))
+      for (size_t i = 0; i < v.size(); ++i) check(s["items"], v[i], path + "[" + std::to_string(i) + "]");
+    if (v.is_object()) {
+      for (const auto& r : s.value("required", json::array()))
+        if (!v.contains(r.get<std::string>())) errors.push_back(path + ": missing " + r.get<std::string>());
+      const json props = s.value("properties", json::object());
+      for (const auto& [key, val] : v.items()) {
+        if (props.contains(key))
+          check(props[key], val, path + "." + key);
+        else if (s.contains("additionalProperties") && s["additionalProperties"] == false)
+          errors.push_back(path + ": unexpected field " + key);
+      }
+    }
+  }
+};
+
+std::vector<std::string> schema_errors(const json& doc) {
+  Schema s{json::parse(read_file(TEMPER_SOURCE_DIR "/resources/profile.schema.json")), {}};
+  s.check(s.root, doc, "$");
+  return s.errors;
+}
+
+Session session_with_winners() {
+  Session s = test::sample_session();
+  s.winners = select_winners(s);
+  return s;
+}
+
+Profile mixed_profile() {
+  Profile p = profile_of({approved(measured("sm_90", GgmlType::Q4_K, 14336, 4096, 1, {4, 4}, {4, 1}, 1.2, 5000)),
+                          measured("sm_90", GgmlType::Q6_K, 4096, 14336, 2, {2, 2}, {4, 2}, 1.01),
+                          approved(measured("gfx942", GgmlType::Q4_0, 4096, 4096, 1, {2, 2}, {2, 1}, 1.1))});
+  p.entries[1].approval = Approval::Rejected;
+  p.entries[1].decided_at = "2026-11-23T12:01:00Z";
+  p.entries[1].note = "noisy; \"quoted\" note";
+  return p;
+}
+
+TEST(Profile, FromSessionTakesWinnersWithProvenance) {
+  const Session s = session_with_winners();
+  const Profile p = profile_from_session(s);
+  ASSERT_EQ(p.entries.size(), 1u);  // q4_K wins, q6_K's default stays
+  const ProfileEntry& e = p.entries[0];
+  EXPECT_EQ(e.key, (ProfileKey{"sm_90", GgmlType::Q4_K, 14336, 4096, 1}));
+  EXPECT_EQ(e.config, (Config{2, 1}));
+  EXPECT_EQ(e.default_config, (Config{4, 1}));
+  EXPECT_EQ(e.approval, Approval::Pending);
+  ASSERT_TRUE(e.provenance);
+  EXPECT_EQ(e.provenance->session_id, s.id);
+  EXPECT_EQ(e.provenance->device_name, "Fake GPU");
+  EXPECT_DOUBLE_EQ(e.provenance->default_us, 100.0);
+  EXPECT_DOUBLE_EQ(e.provenance->tuned_us, 90.0);
+  EXPECT_NEAR(e.provenance->speedup, 100.0 / 90.0, 1e-12);
+  EXPECT_EQ(e.provenance->bytes_per_token, s.shapes[0].bytes_per_token);
+  EXPECT_EQ(e.provenance->engine, "ggml-7180759");
+  EXPECT_TRUE(validate_profile(p).empty());
+  EXPECT_TRUE(profile_from_session(s, 1).entries.empty());  // no device 1
+}
+
+TEST(Profile, ApproveSignificantHonoursCiAndMinimumSpeedup) {
+  ProfileEntry overlapping = measured("sm_90", GgmlType::Q4_0, 4096, 4096, 1, {2, 1}, {4, 1}, 1.2);
+  overlapping.provenance->tuned_ci_high = 99.5;  // CI reaches into the default's
+  Profile p = profile_of({measured("sm_90", GgmlType::Q4_K, 4096, 4096, 1, {2, 1}, {4, 1}, 1.05),
+                          measured("sm_90", GgmlType::Q6_K, 4096, 4096, 1, {2, 1}, {4, 1}, 1.02), overlapping});
+  Profile q = p;
+  EXPECT_EQ(approve_significant(q, 0.03, "2026-11-23T13:00:00Z"), 1);
+  EXPECT_EQ(find_entry(q, {"sm_90", GgmlType::Q4_K, 4096, 4096, 1})->approval, Approval::Approved);
+  EXPECT_EQ(find_entry(q, {"sm_90", GgmlType::Q4_K, 4096, 4096, 1})->decided_at, "2026-11-23T13:00:00Z");
+  EXPECT_EQ(find_entry(q, {"sm_90", GgmlType::Q6_K, 4096, 4096, 1})->approval, Approval::Pending);  // 2% < 3%
+  EXPECT_EQ(find_entry(q, {"sm_90", GgmlType::Q4_0, 4096, 4096, 1})->approval, Approval::Pending);  // CI overlap
+  q = p;
+  EXPECT_EQ(approve_significant(q, 0.01), 2);
+  q = p;
+  EXPECT_EQ(approve_significant(q, 0.10), 0);
+  EXPECT_THROW(approve_significant(q, -0.1), Error);
+  EXPECT_EQ(approve_all(q), 3);
+  set_approval(q, {"sm_90", GgmlType::Q6_K, 4096, 4096, 1}, Approval::Rejected, "too small");
+  EXPECT_EQ(find_entry(q, {"sm_90", GgmlType::Q6_K, 4096, 4096, 1})->approval, Approval::Rejected);
+  EXPECT_EQ(find_entry(q, {"sm_90", GgmlType::Q6_K, 4096, 4096, 1})->note, "too small");
+  try {
+    set_approval(q, {"sm_90", GgmlType::Q6_K, 4096, 8192, 1}, Approval::Approved);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::BadInput);
+    EXPECT_NE(std::string(e.what()).find("4096x8192"), std::string::npos);
+  }
+}
+
+TEST(Profile, EstimateCountsOnlyApprovedEntries) {
+  const Session s = session_with_winners();
+  Profile p = profile_from_session(s);
+  const Estimate pending = estimate_with_profile(s, 0, p);
+  EXPECT_DOUBLE_EQ(pending.default_tokens_per_s, pending.tuned_tokens_per_s);
+  approve_all(p);
+  const Estimate on = estimate_with_profile(s, 0, p);
+  // q4_K: 64 calls × 100 → 90 µs; q6_K: 32 calls × 150 µs stays.
+  EXPECT_NEAR(on.default_us_per_token, 64 * 100.0 + 32 * 150.0, 1e-6);
+  EXPECT_NEAR(on.tuned_us_per_token, 64 * 90.0 + 32 * 150.0, 1e-6);
+  EXPECT_GT(on.tuned_tokens_per_s, on.default_tokens_per_s);
+  EXPECT_THROW(estimate_with_profile(s, 3, p), Error);
+}
+
+TEST(ProfileJson, RoundTripsIdenticallyAndMatchesSchema) {
+  const Profile p = mixed_profile();
+  const json j = to_json(p);
+  EXPECT_EQ(schema_errors(j), std::vector<std::string>{});
+  const auto dir = temp_dir();
+  save_profile(p, dir / "p.json");
+  const Profile back = load_profile(dir / "p.json");
+  EXPECT_EQ(to_json(back), j);
+  EXPECT_EQ(back.entries.size(), 3u);
+  EXPECT_EQ(back.entries[1].note, "noisy; \"quoted\" note");
+  // A session-made profile and the shipped example validate too.
+  EXPECT_EQ(schema_errors(to_json(profile_from_session(session_with_winners()))), std::vector<std::string>{});
+  const json example = json::parse(read_file(TEMPER_SOURCE_DIR "/tests/profile/fixtures/profile.json"));
+  EXPECT_EQ(schema_errors(example), std::vector<std::string>{});
+  EXPECT_TRUE(validate_profile(profile_from_json(example, "example")).empty());
+  // The schema can fail: a bad approval and an extra field.
+  json bad = j;
+  bad["entries"][0]["approval"] = "maybe";
+  bad["entries"][0]["extra"] = 1;
+  EXPECT_EQ(schema_errors(bad).size(), 2u);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ProfileJson, RefusesNewerVersionsAndMalformedFields) {
+  json j = to_json(mixed_profile());
+  j["schema_version"] = kProfileSchemaVersion + 1;
+  try {
+    profile_from_json(j, "p.json");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::BadInput);
+    EXPECT_NE(std::string(e.what()).find("newer Temper"), std::string::npos);
+  }
+  auto expect_bad = [](const json& doc, const std::string& needle) {
+    try {
+      profile_from_json(doc, "p.json");
+      ADD_FAILURE() << "accepted " << doc.dump();
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::BadInput);
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  json t = to_json(mixed_profile());
+  t["entries"][1]["type"] = "q9_X";
+  expect_bad(t, "$.entries[1].type: unknown ggml type");
+  t = to_json(mixed_profile());
+  t["entries"][0].erase("config");
+  expect_bad(t, "missing field \"config\"");
+  t = to_json(mixed_profile());
+  t["entries"][0]["n"] = -5;
+  expect_bad(t, "$.entries[0].n");
+  t = to_json(mixed_profile());
+  t["entries"][1] = t["entries"][0];
+  expect_bad(t, "duplicate entry");
+  expect_bad(json{{"hello", 1}}, "not a Temper profile");
+  const auto dir = temp_dir();
+  write_file_atomic(dir / "broken.json", "{\"format\": ");
+  EXPECT_THROW(load_profile(dir / "broken.json"), Error);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ProfileJson, ReadsKernelAnvilFilesWithoutProvenance) {
+  const json anvil = json::parse(R"({"configs": {"12": {"3,2": {"nwarps": 4, "rows_per_block": 4}},
+                                                  "2": {"0,4": {"nwarps": 2, "rows_per_block": 2}}}})");
+  ASSERT_TRUE(is_kernel_anvil_json(anvil));
+  const Profile p = profile_from_json(anvil, "anvil.json", "gfx1100");
+  EXPECT_EQ(p.source, kSourceKernelAnvil);
+  ASSERT_EQ(p.entries.size(), 2u);
+  // Sorted by type id: q4_0 (2) then q4_K (12); n, k are the bucket's upper edge (16385 for the top).
+  EXPECT_EQ(p.entries[0].key, (ProfileKey{"gfx1100", GgmlType::Q4_0, 128, 16385, 1}));
+  EXPECT_EQ(p.entries[1].key, (ProfileKey{"gfx1100", GgmlType::Q4_K, 16384, 4096, 1}));
+  EXPECT_EQ(p.entries[1].config, (Config{4, 4}));
+  EXPECT_TRUE(p.entries[1].bucketed);
+  EXPECT_FALSE(p.entries[1].provenance);
+  EXPECT_EQ(p.entries[1].approval, Approval::Approved);
+  EXPECT_TRUE(validate_profile(p).empty());
+  // Without an arch the import is flagged, and merging refuses it.
+  const Profile no_arch = profile_from_json(anvil, "anvil.json");
+  EXPECT_FALSE(validate_profile(no_arch).empty());
+  EXPECT_THROW(merge_profiles({no_arch, p}), Error);
+  for (const char* bad : {R"({"configs": {"q4": {}}})", R"({"configs": {"99": {}}})",
+                          R"({"configs": {"2": {"5,0": {"nwarps": 1, "rows_per_block": 1}}}})",
+                          R"({"configs": {"2": {"0,0": {"nwarps": 33, "rows_per_block": 1}}}})",
+                          R"({"configs": {"2": {"0,0": {"nwarps": 2}}}})"})
+    EXPECT_THROW(profile_from_json(json::parse(bad), "anvil.json", "gfx1100"), Error) << bad;
+}
+
+TEST(ProfileValidate, FindsRangeTypeArchAndProvenanceProblems) {
+  EXPECT_TRUE(validate_profile(mixed_profile()).empty());
+  Profile p = mixed_profile();
+  p.entries[0].config = {64, 1};                          // > 32
+  p.entries[1].key.arch = "rtx4090";                      // not an arch
+  p.entries[2].key.k = 4100;                              // not whole q6_K blocks
+  const auto problems = validate_profile(p);
+  auto has = [&](const std::string& needle) {
+    return std::any_of(problems.begin(), problems.end(), [&](const std::string& s) { return s.find(needle) != s.npos; });
+  };
+  EXPECT_TRUE(has("1..32")) << testing::PrintToString(problems);
+  EXPECT_TRUE(has("unknown arch \"rtx4090\""));
+  EXPECT_TRUE(has("whole number of q6_K blocks"));
+  Profile q = mixed_profile();
+  q.entries[0].key.type = GgmlType::F16;
+  q.entries[1].provenance->speedup = 5;  // outside its CI
+  q.entries[2].provenance.reset();
+  const auto more = validate_profile(q);
+  EXPECT_EQ(more.size(), 3u) << testing::PrintToString(more);
+}
+
+TEST(ProfileMerge, KeepsTheMeasuredFasterAndReportsConflicts) {
+  const Profile a = profile_of({approved(measured("sm_90", GgmlType::Q4_K, 4096, 4096, 1, {2, 1}, {4, 1}, 1.10, 1, "A")),
+                                approved(measured("sm_90", GgmlType::Q6_K, 4096, 4096, 1, {2, 2}, {4, 1}, 1.05, 1, "A"))});
+  const Profile b = profile_of({approved(measured("sm_90", GgmlType::Q4_K, 4096, 4096, 1, {1, 1}, {4, 1}, 1.20, 1, "B")),
+                                approved(measured("sm_90", GgmlType::Q6_K, 4096, 4096, 1, {2, 2}, {4, 1}, 1.06, 1, "B")),
+                                approved(measured("gfx942", GgmlType::Q4_K, 4096, 4096, 1, {8, 1}, {2, 1}, 1.3, 1, "B"))});
+  const MergeResult m = merge_profiles({a, b});
+  ASSERT_EQ(m.profile.entries.size(), 3u);
+  ASSERT_EQ(m.conflicts.size(), 1u);  // same config for q6_K: no conflict
+  EXPECT_EQ(m.conflicts[0].key, (ProfileKey{"sm_90", GgmlType::Q4_K, 4096, 4096, 1}));
+  EXPECT_EQ(m.conflicts[0].kept, (Config{1, 1}));
+  EXPECT_EQ(m.conflicts[0].kept_from, "B");
+  EXPECT_EQ(m.conflicts[0].dropped_from, "A");
+  EXPECT_EQ(find_entry(m.profile, {"sm_90", GgmlType::Q4_K, 4096, 4096, 1})->config, (Config{1, 1}));
+  EXPECT_EQ(find_entry(m.profile, {"gfx942", GgmlType::Q4_K, 4096, 4096, 1})->config, (Config{8, 1}));
+  EXPECT_EQ(m.arches, (std::vector<std::string>{"gfx942", "sm_90"}));
+  EXPECT_NE(m.text().find("2 arches"), std::string::npos);
+  EXPECT_EQ(m.profile.sessions, (std::vector<std::string>{"S1"}));
+  // Order does not change the winner.
+  EXPECT_EQ(find_entry(merge_profiles({b, a}).profile, {"sm_90", GgmlType::Q4_K, 4096, 4096, 1})->config, (Config{1, 1}));
+  // A measured entry beats an import without provenance, whatever the order.
+  Profile imp = a;
+  for (auto& e : imp.entries) e.provenance.reset(), e.config = {16, 16};
+  const MergeResult mi = merge_profiles({imp, a});
+  EXPECT_EQ(mi.conflicts.size(), 2u);
+  EXPECT_EQ(find_entry(mi.profile, {"sm_90", GgmlType::Q4_K, 4096, 4096, 1})->config, (Config{2, 1}));
+  EXPECT_EQ(mi.conflicts[0].kept_from, "A");
+  EXPECT_EQ(mi.conflicts[0].dropped_from, "import");
+}
+
+TEST(ProfileDiff, AddedRemovedChangedAndSpeedupChanges) {
+  const Profile a = profile_of({approved(measured("sm_90", GgmlType::Q4_K, 4096, 4096, 1, {2, 1}, {4, 1}, 1.10)),
+                                approved(measured("sm_90", GgmlType::Q6_K, 4096, 4096, 1, {2, 2}, {4, 1}, 1.05)),
+                                approved(measured("sm_90", GgmlType::Q8_0, 4096, 4096, 1, {2, 2}, {4, 1}, 1.05))});
+  Profile b = profile_of({approved(measured("sm_90", GgmlType::Q4_K, 4096, 4096, 1, {1, 1}, {4, 1}, 1.20)),
+                          approved(measured("sm_90", GgmlType::Q6_K, 4096, 4096, 1, {2, 2}, {4, 1}, 1.07)),
+                          approved(measured("sm_90", GgmlType::Q4_0, 4096, 4096, 1, {2, 2}, {4, 1}, 1.05))});
+  const ProfileDiff d = diff_profiles(a, b);
+  EXPECT_TRUE(d.by_arch);
+  EXPECT_EQ(d.count(DiffKind::Added), 1);
+  EXPECT_EQ(d.count(DiffKind::Removed), 1);
+  EXPECT_EQ(d.count(DiffKind::Changed), 1);
+  EXPECT_EQ(d.count(DiffKind::Same), 1);
+  for (const auto& l : d.lines) {
+    if (l.key.type == GgmlType::Q4_0) {
+      EXPECT_EQ(l.kind, DiffKind::Added);
+    } else if (l.key.type == GgmlType::Q8_0) {
+      EXPECT_EQ(l.kind, DiffKind::Removed);
+    } else if (l.key.type == GgmlType::Q4_K) {
+      EXPECT_EQ(l.kind, DiffKind::Changed);
+    }
+    if (l.key.type == GgmlType::Q6_K) {
+      EXPECT_EQ(l.kind, DiffKind::Same);
+      ASSERT_TRUE(l.speedup_change);
+      EXPECT_NEAR(*l.speedup_change, 0.02, 1e-12);
+    }
+  }
+  EXPECT_NE(d.text().find("diff: 1 added, 1 removed, 1 changed, 1 same"), std::string::npos);
+  // One model on two GPUs: each profile has one arch, shapes line up across arches.
+  for (auto& e : b.entries) e.key.arch = "gfx942";
+  const ProfileDiff two = diff_profiles(a, b);
+  EXPECT_FALSE(two.by_arch);
+  EXPECT_EQ(two.arch_b, "gfx942");
+  EXPECT_EQ(two.count(DiffKind::Same), 1);
+  EXPECT_EQ(two.count(DiffKind::Changed), 1);
+  // An approval change alone is a change.
+  Profile c = a;
+  c.entries[0].approval = Approval::Rejected;
+  EXPECT_EQ(diff_profiles(a, c).count(DiffKind::Changed), 1);
+}
+
+}  // namespace
+}  // namespace temper
