@@ -289,9 +289,8 @@ void run_device(Device& device, SessionDevice& sd, Shared& sh, const std::set<It
   double remaining = 0;
   for (size_t i = 0; i < todo.size(); ++i)
     remaining += est[i] = detail::item_seconds(*todo[i], options, sd.copy_bandwidth_gbs);
-  double est_done = 0;
-  const auto start = Clock::now();
-  auto eta = [&] { return remaining * (est_done > 0 ? seconds_since(start) / est_done : 1.0); };
+  double est_done = 0, measured_s = 0;  // a-priori seconds of the results done, and what they took
+  auto eta = [&] { return remaining * (est_done > 0 ? measured_s / est_done : 1.0); };
 
   sd.telemetry_start = device.telemetry();
   size_t i = 0;
@@ -322,7 +321,9 @@ void run_device(Device& device, SessionDevice& sd, Shared& sh, const std::set<It
     for (; i < end; ++i) {
       const PlanItem& it = *todo[i];
       report(sh, dev, item_text(it), eta(), false);
+      const auto t0 = Clock::now();
       Result r = measure(device, it, *data, options, cancel);
+      measured_s += seconds_since(t0);
       remaining -= est[i];
       est_done += est[i];
       record(sh, std::move(r));

@@ -1,4 +1,5 @@
 // Winners against the default config, and the session's closing bookkeeping.
+#include <algorithm>
 #include <map>
 #include <tuple>
 
@@ -20,6 +21,9 @@ std::vector<Winner> select_winners(const Session& session) {
   }
   std::vector<Winner> out;
   for (const auto& group : groups) {
+    // Nothing launched in this group (only configs the plan excluded): no verdict to give.
+    if (std::all_of(group.begin(), group.end(), [](const Result* r) { return r->status == ResultStatus::Invalid; }))
+      continue;
     const Result& first = *group.front();
     Winner w;
     w.device = first.device;
@@ -64,6 +68,8 @@ std::vector<Winner> select_winners(const Session& session) {
     w.speedup_high = d.ci_high / b.ci_low;
     out.push_back(w);
   }
+  // Devices finish in any order; readers expect device 0's verdicts first.
+  std::stable_sort(out.begin(), out.end(), [](const Winner& a, const Winner& b) { return a.device < b.device; });
   return out;
 }
 

@@ -174,3 +174,11 @@ TEST(Estimate, UnmeasuredShapesAreCountedAsMissing) {
   EXPECT_DOUBLE_EQ(e.default_us_per_token, 6400.0);
   EXPECT_FALSE(e.shapes[1].measured);
 }
+
+TEST(Winners, GroupsWithOnlyExcludedConfigsGetNoVerdict) {
+  Session s = test::sample_session();
+  Result invalid = s.results[3];
+  invalid.ncols = 8;
+  s.results.push_back(invalid);
+  EXPECT_EQ(select_winners(s).size(), 2u);
+}

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <span>
 #include <string>
@@ -108,6 +109,13 @@ void finish_session(Session& session);
 
 // Per (device, shape, ncols): a config wins only when its CI lies wholly below the default's.
 std::vector<Winner> select_winners(const Session& session);
+
+// Presentation: counts of results by status name ("ok", "failed", "invalid", "error"); the text
+// summary (devices, failures, the per-shape winner table, the estimate) that `temper sweep` ends
+// with and `temper session` prints; and its JSON form (session minus plans and results).
+std::map<std::string, int> status_counts(const Session& s);
+std::string format_summary(const Session& s);
+nlohmann::json summary_json(const Session& s);
 
 // Opens every device of a backend (for `--device all`).
 std::vector<std::unique_ptr<Device>> open_all(Backend& backend);

@@ -1,0 +1,365 @@
+// `temper sweep`: measure every config of a model's shapes (or of given shapes) on one or more
+// devices, journaled as it goes, and end with winners and the model-level estimate.
+#include <unistd.h>
+
+#include <atomic>
+#include <charconv>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+
+#include "cli.h"
+#include "temper/error.h"
+#include "temper/fake_backend.h"
+#include "temper/gpu_backend.h"
+#include "temper/model.h"
+#include "temper/sweep.h"
+#include "temper/verify.h"
+
+namespace temper::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::atomic<bool> g_cancel{false};
+static_assert(std::atomic<bool>::is_always_lock_free, "the SIGINT handler stores to it");
+extern "C" void temper_sweep_on_sigint(int) {
+  g_cancel.store(true);
+  std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends the process at once (the journal is safe)
+}
+
+int parse_int(std::string_view s, std::string_view what, int lo, int hi) {
+  int v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || end != s.data() + s.size() || v < lo || v > hi)
+    fail(ErrorKind::BadInput, std::string(what) + " '" + std::string(s) + "': expected a number " +
+                                  std::to_string(lo) + ".." + std::to_string(hi));
+  return v;
+}
+
+double parse_seconds(const std::string& s, std::string_view what) {
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (s.empty() || *end != '\0' || !std::isfinite(v) || v <= 0 || v > 3600)
+    fail(ErrorKind::BadInput, std::string(what) + " '" + s + "': expected seconds in (0, 3600]");
+  return v;
+}
+
+std::vector<int> parse_int_list(const std::string& text, std::string_view what, int hi) {
+  std::vector<int> out;
+  size_t pos = 0;
+  while (true) {
+    const size_t comma = text.find(',', pos);
+    out.push_back(parse_int(std::string_view(text).substr(pos, comma - pos), what, 1, hi));
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return out;
+}
+
+// TYPE:N:K, e.g. q4_K:4096:14336 (N rows, K values per row).
+Shape parse_shape(const std::string& text) {
+  const size_t a = text.find(':'), b = a == std::string::npos ? a : text.find(':', a + 1);
+  if (a == std::string::npos || b == std::string::npos)
+    fail(ErrorKind::BadInput, "--shape '" + text + "': expected TYPE:N:K, e.g. q4_K:4096:14336");
+  const auto type = parse_type(std::string_view(text).substr(0, a));
+  if (!type) fail(ErrorKind::BadInput, "--shape '" + text + "': unknown type '" + text.substr(0, a) + "'");
+  Shape s;
+  s.type = *type;
+  s.n = parse_int(std::string_view(text).substr(a + 1, b - a - 1), "--shape rows N", 1, 1 << 24);
+  s.k = parse_int(std::string_view(text).substr(b + 1), "--shape row length K", 1, 1 << 24);
+  const auto row = row_bytes(s.type, uint64_t(s.k));
+  if (!row)
+    fail(ErrorKind::BadInput, "--shape '" + text + "': K = " + std::to_string(s.k) + " is not a multiple of " +
+                                  std::string(type_name(s.type)) + "'s block of " +
+                                  std::to_string(type_info(s.type).block_size));
+  s.calls_per_token = 1;
+  s.bytes_per_token = *row * uint64_t(s.n);
+  s.tensors = {"--shape " + text};
+  return s;
+}
+
+// Every shape value of `--shape` (repeatable, or comma-separated).
+std::vector<std::string> shape_options(const Args& args) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string v;
+    if (args[i] == "--shape") {
+      if (i + 1 >= args.size()) fail(ErrorKind::BadInput, "--shape needs a value");
+      v = args[++i];
+    } else if (args[i].rfind("--shape=", 0) == 0) {
+      v = args[i].substr(8);
+    } else {
+      continue;
+    }
+    size_t pos = 0;
+    while (true) {
+      const size_t comma = v.find(',', pos);
+      out.push_back(v.substr(pos, comma - pos));
+      if (comma == std::string::npos) break;
+      pos = comma + 1;
+    }
+  }
+  return out;
+}
+
+struct OpenDevices {
+  gpu::DeviceList list;
+  std::vector<std::unique_ptr<Device>> owned;
+  std::vector<Device*> ptrs;
+};
+
+OpenDevices open_devices(const std::string& backend, const std::string& which) {
+  OpenDevices d;
+  std::vector<std::unique_ptr<Backend>> backends;
+  if (backend == "fake") {
+    int count = 1;
+    if (const char* n = std::getenv("TEMPER_FAKE_DEVICES")) count = parse_int(n, "TEMPER_FAKE_DEVICES", 1, 64);
+    backends.push_back(std::make_unique<FakeBackend>(fake_options_from_env(), count));
+  } else if (backend == "gpu") {
+    backends = gpu_backends();
+  } else {
+    fail(ErrorKind::BadInput, "--backend '" + backend + "': expected gpu (default) or fake (tests and demos)");
+  }
+  d.list = gpu::list_devices(std::move(backends));
+  if (which == "all") {
+    if (d.list.devices.empty()) fail(ErrorKind::NoDevice, d.list.why_none);
+    for (size_t i = 0; i < d.list.devices.size(); ++i) d.owned.push_back(gpu::open_device(d.list, int(i)));
+  } else {
+    d.owned.push_back(gpu::open_device(d.list, gpu::parse_device_number(which)));
+  }
+  for (auto& o : d.owned) d.ptrs.push_back(o.get());
+  return d;
+}
+
+// The devices a journal was planned on, reopened in its order.
+OpenDevices reopen_devices(const Session& header) {
+  const std::string api = header.devices.empty() ? "" : header.devices.front().info.api;
+  OpenDevices d = open_devices(api == "fake" ? "fake" : "gpu", "all");
+  std::vector<Device*> ordered;
+  for (const auto& sd : header.devices) {
+    Device* match = nullptr;
+    for (Device* dev : d.ptrs)
+      if (dev->info().api == sd.info.api && dev->info().index == sd.info.index) match = dev;
+    if (!match)
+      fail(ErrorKind::NoDevice, "the journal's device " + std::to_string(sd.info.index) + " (" + sd.info.name + ", " +
+                                    sd.info.api + ") is not present on this machine");
+    ordered.push_back(match);
+  }
+  d.ptrs = ordered;
+  return d;
+}
+
+std::string duration_text(double s) {
+  char buf[32];
+  if (s < 100) std::snprintf(buf, sizeof buf, "%.0f s", std::ceil(s));
+  else if (s < 6000) std::snprintf(buf, sizeof buf, "%.0f min %02.0f s", std::floor(s / 60), std::fmod(s, 60));
+  else std::snprintf(buf, sizeof buf, "%.1f h", s / 3600);
+  return buf;
+}
+
+// Progress on stderr: a bar redrawn in place on a terminal, one plain line per result otherwise.
+class ProgressPrinter {
+ public:
+  explicit ProgressPrinter(bool bar) : bar_(bar) {}
+  void operator()(const Progress& p) {
+    if (bar_) {
+      constexpr int kWidth = 24;
+      const int filled = p.total ? int(kWidth * p.done / p.total) : 0;
+      std::string current = p.current.substr(0, 60);
+      std::fprintf(stderr, "\r\033[K[%s%s] %zu/%zu  ETA %s  %s", std::string(size_t(filled), '#').c_str(),
+                   std::string(size_t(kWidth - filled), '.').c_str(), p.done, p.total, duration_text(p.eta_s).c_str(),
+                   current.c_str());
+      std::fflush(stderr);
+      dirty_ = true;
+    } else if (p.done != last_done_) {
+      std::fprintf(stderr, "[%zu/%zu] device %d: %s (ETA %s)\n", p.done, p.total, p.device, p.current.c_str(),
+                   duration_text(p.eta_s).c_str());
+    }
+    last_done_ = p.done;
+  }
+  void finish() {
+    if (dirty_) std::fprintf(stderr, "\n");
+    dirty_ = false;
+  }
+
+ private:
+  bool bar_;
+  bool dirty_ = false;
+  size_t last_done_ = size_t(-1);
+};
+
+fs::path default_output(const Session& s) {
+  std::string stem = s.model.synthetic() ? "sweep" : fs::path(s.model.file_name).stem().string();
+  return fs::path(stem + "." + s.id + ".session.json");
+}
+
+int run_sweep(const Args& args) {
+  const std::vector<std::string_view> valued = {"-o",      "--output", "--device", "--ncols",   "--nwarps",
+                                                "--rows-per-block",   "--types",  "--resume", "--shape",
+                                                "--engine", "--backend", "--journal", "--time-cap", "--seed"};
+  std::vector<std::string_view> known = valued;
+  known.insert(known.end(), {"--quick", "--json"});
+  reject_unknown(args, known);
+  const bool json = has_flag(args, "--json");
+  const auto pos = positionals(args, valued);
+  if (pos.size() > 1) fail(ErrorKind::BadInput, "sweep takes one model file, got '" + pos[1] + "' too");
+  const auto resume = option(args, "--resume");
+  const auto shapes_given = shape_options(args);
+
+  Session session;
+  OpenDevices devices;
+  fs::path journal_path;
+  std::optional<Journal> journal;
+
+  if (resume) {
+    // Everything comes from the journal: only output options may be given with it.
+    for (auto opt : {"--device", "--ncols", "--nwarps", "--rows-per-block", "--types", "--shape", "--engine",
+                     "--backend", "--time-cap", "--seed", "--quick", "--journal"})
+      if (has_flag(args, opt) || option(args, opt))
+        fail(ErrorKind::BadInput, std::string(opt) + " cannot be combined with --resume (the journal holds the plan)");
+    if (!pos.empty()) fail(ErrorKind::BadInput, "--resume takes no model file (the journal names it)");
+    journal_path = *resume;
+    const JournalContents contents = read_journal(journal_path);
+    session = resume_session(contents);
+    devices = reopen_devices(session);
+    if (contents.dropped_last_line)
+      std::fprintf(stderr, "temper sweep: the journal's last line was torn (a crash); that result is measured again\n");
+    std::fprintf(stderr, "resuming %s: %zu results already measured\n", session.id.c_str(), session.results.size());
+    journal.emplace(Journal::reopen(journal_path, contents));
+  } else {
+    SweepSetup setup;
+    if (!pos.empty() && !shapes_given.empty())
+      fail(ErrorKind::BadInput, "give either a model file or --shape, not both");
+    if (!pos.empty()) {
+      const Model model = open_model(pos[0]);
+      setup.shapes = model.shapes;
+      setup.model = {fs::path(pos[0]).filename().string(), model.file_size, "fnv1a64:" + hex64(model.header_hash),
+                     model.architecture};
+    } else if (!shapes_given.empty()) {
+      for (const auto& s : shapes_given) setup.shapes.push_back(parse_shape(s));
+      setup.model = {std::string(kSyntheticShape), 0, "", ""};
+    } else {
+      fail(ErrorKind::BadInput, "nothing to sweep: give MODEL.gguf or --shape TYPE:N:K (see temper help sweep)");
+    }
+    if (const auto t = option(args, "--types")) {
+      const auto types = parse_type_list(*t);
+      std::erase_if(setup.shapes, [&](const Shape& s) {
+        return std::find(types.begin(), types.end(), s.type) == types.end();
+      });
+      if (setup.shapes.empty()) fail(ErrorKind::BadInput, "--types " + *t + " leaves no shape to sweep");
+    }
+    const std::string engine = option(args, "--engine").value_or(std::string(known_engines()[0]));
+    setup.grid = has_flag(args, "--quick") ? quick_grid(engine) : full_grid(engine);
+    if (const auto v = option(args, "--ncols")) setup.grid.ncols = parse_ncols_list(*v);
+    if (const auto v = option(args, "--nwarps")) setup.grid.nwarps = parse_int_list(*v, "--nwarps", 64);
+    if (const auto v = option(args, "--rows-per-block"))
+      setup.grid.rows_per_block = parse_int_list(*v, "--rows-per-block", 64);
+    validate_grid(setup.grid);
+    if (const auto v = option(args, "--time-cap")) setup.options.time_cap_s = parse_seconds(*v, "--time-cap");
+    if (const auto v = option(args, "--seed")) {
+      uint64_t seed = 0;
+      const auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), seed);
+      if (ec != std::errc() || end != v->data() + v->size() || seed == 0)
+        fail(ErrorKind::BadInput, "--seed '" + *v + "': expected a positive integer");
+      setup.options.seed = seed;
+    }
+    devices = open_devices(option(args, "--backend").value_or("gpu"), option(args, "--device").value_or("0"));
+    session = new_session(setup, devices.ptrs);
+  }
+
+  const fs::path output = option(args, "-o")        ? fs::path(*option(args, "-o"))
+                          : option(args, "--output") ? fs::path(*option(args, "--output"))
+                          : resume && journal_path.extension() == ".journal" ? journal_path.parent_path() / journal_path.stem()
+                                                                              : default_output(session);
+  if (!journal) {
+    journal_path = option(args, "--journal").value_or(output.string() + ".journal");
+    journal.emplace(Journal::create(journal_path, session));
+  }
+
+  size_t planned = 0, excluded = 0;
+  for (const auto& d : session.devices) planned += d.plan.items.size(), excluded += d.plan.excluded.size();
+  std::fprintf(stderr, "sweeping %zu shapes on %zu device(s): %zu results to measure (%zu configs excluded), about %s\n",
+               session.shapes.size(), session.devices.size(), planned - std::min(planned, session.results.size()),
+               excluded, duration_text(estimated_seconds(session)).c_str());
+  std::fprintf(stderr, "journal: %s (Ctrl-C stops; `temper sweep --resume %s` continues)\n", journal_path.c_str(),
+               journal_path.c_str());
+
+  ProgressPrinter printer(!json && ::isatty(1) && ::isatty(2));
+  g_cancel = false;
+  const auto previous = std::signal(SIGINT, temper_sweep_on_sigint);
+  run_session(session, devices.ptrs, &*journal, [&](const Progress& p) { printer(p); }, g_cancel);
+  std::signal(SIGINT, previous);
+  printer.finish();
+
+  save_session(session, output);
+  if (session.status == "complete") {
+    journal.reset();
+    std::error_code ec;
+    fs::remove(journal_path, ec);  // everything is in the session now
+  }
+  if (json) {
+    nlohmann::json j = summary_json(session);
+    j["session_file"] = output.string();
+    if (session.status != "complete") j["journal"] = journal_path.string();
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::cout << format_summary(session) << "\nsession saved to " << output.string() << "\n";
+  }
+  if (session.status == "cancelled") {
+    std::fprintf(stderr, "temper sweep: cancelled; results so far are in %s; continue with `temper sweep --resume %s`\n",
+                 output.c_str(), journal_path.c_str());
+    return int(ErrorKind::Cancelled);
+  }
+  if (session.status == "failed") {
+    std::string why;
+    for (const auto& d : session.devices)
+      if (!d.error.empty()) why = d.error;
+    std::fprintf(stderr, "temper sweep: stopped early: %s (results so far kept in %s)\n", why.c_str(), output.c_str());
+    return int(ErrorKind::GpuFault);
+  }
+  return 0;
+}
+
+const Registrar reg{
+    {"sweep", "measure every launch config of a model's GEMV shapes; pick winners; estimate tokens/s",
+     "usage: temper sweep MODEL.gguf [options]\n"
+     "       temper sweep --shape TYPE:N:K[,TYPE:N:K...] [options]\n"
+     "       temper sweep --resume JOURNAL [-o SESSION.json] [--json]\n\n"
+     "For every distinct GEMV shape of the model (or each --shape: N rows of K values, e.g.\n"
+     "q4_K:4096:14336), every ncols and every config (nwarps x rows_per_block) of the grid: verify the\n"
+     "kernel against the CPU reference (a failing config is recorded, never timed), then time it with\n"
+     "device events until the median's 95% CI is within 1% (or --time-cap). Weights rotate through\n"
+     "copies larger than twice the last-level cache, as in real decode. A config wins only when its CI\n"
+     "lies wholly below the default config's. Ends with a table per shape and the model-level\n"
+     "estimate (GEMV share of decode tokens/s, default -> tuned, and the bandwidth ceiling).\n\n"
+     "options:\n"
+     "  -o, --output FILE     session file (default MODEL.ID.session.json in the current directory)\n"
+     "  --device N|all        device number as `temper devices` lists them (default 0); `all` runs one\n"
+     "                        worker per GPU in parallel, results tagged with their device\n"
+     "  --ncols LIST          batch widths, e.g. 1,2,4,8 or 1-8 (default 1,2,4,8; --quick: 1)\n"
+     "  --nwarps LIST         powers of two up to 16 (default 1,2,4,8,16; --quick: 1,2,4,8)\n"
+     "  --rows-per-block LIST powers of two up to 16 (default 1,2,4,8; --quick: 1,2)\n"
+     "  --types LIST          only shapes of these types, e.g. q4_K,q6_K\n"
+     "  --quick               ncols 1 and a coarse grid\n"
+     "  --engine VERSION      whose default tables are the baseline: ggml-7180759 (default), ggml-d99724f\n"
+     "  --time-cap SECONDS    longest timing per result (default 0.3)\n"
+     "  --seed N              inputs' seed (default: random, recorded in the session)\n"
+     "  --journal FILE        where results are appended as they land (default OUTPUT.journal);\n"
+     "                        kept when the sweep stops early, removed once the session is saved\n"
+     "  --resume JOURNAL      continue an interrupted sweep (same devices); nothing is measured twice\n"
+     "  --json                print a JSON summary on stdout (winners, estimates, counts, file names)\n"
+     "  --backend fake        for tests and demos only: a simulated device (host memory, CPU reference\n"
+     "                        results, synthetic timings; sessions say api \"fake\"). Knobs in the\n"
+     "                        environment: TEMPER_FAKE_DEVICES, TEMPER_FAKE_SLEEP_US, TEMPER_FAKE_WRONG,\n"
+     "                        TEMPER_FAKE_LOSE_AFTER, TEMPER_FAKE_ARCH, TEMPER_FAKE_SEED\n\n"
+     "Progress goes to stderr (a bar on a terminal, plain lines otherwise). Ctrl-C stops within a second,\n"
+     "saves what was measured and keeps the journal. Exit codes: 0 complete, 2 bad input, 3 no device,\n"
+     "4 a device stopped early (its reason is in the session), 6 I/O, 7 interrupted.",
+     run_sweep}};
+
+}  // namespace
+}  // namespace temper::cli

@@ -1,0 +1,131 @@
+// What a session says, for people (`temper sweep`'s end, `temper session`) and for scripts (--json).
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <sstream>
+
+#include "temper/sweep.h"
+
+namespace temper {
+namespace {
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+std::string config_text(Config c) { return std::to_string(c.nwarps) + "x" + std::to_string(c.rows_per_block); }
+
+std::string pad(std::string s, size_t width) {
+  // Width in characters, not bytes: the table holds "±" and "×".
+  size_t chars = 0;
+  for (unsigned char ch : s) chars += (ch & 0xC0) != 0x80;
+  if (chars < width) s.append(width - chars, ' ');
+  return s;
+}
+
+const Result* best_result(const Session& s, const Winner& w) {
+  return find_result(s, w.device, w.type, w.n, w.k, w.ncols, w.config);
+}
+
+}  // namespace
+
+std::map<std::string, int> status_counts(const Session& s) {
+  std::map<std::string, int> out;
+  for (auto st : {ResultStatus::Ok, ResultStatus::Failed, ResultStatus::Invalid, ResultStatus::Error})
+    out[std::string(result_status_name(st))] = 0;
+  for (const auto& r : s.results) ++out[std::string(result_status_name(r.status))];
+  return out;
+}
+
+std::string format_summary(const Session& s) {
+  std::ostringstream o;
+  o << "session " << s.id << " (" << s.status << "), " << s.created;
+  if (!s.finished.empty()) o << " to " << s.finished;
+  o << "\nmodel: " << s.model.file_name;
+  if (!s.model.architecture.empty()) o << " (" << s.model.architecture << ")";
+  o << ", " << s.shapes.size() << " shapes; engine " << s.grid.engine << (s.grid.quick ? ", quick grid" : "") << "\n";
+  for (const auto& d : s.devices) {
+    o << "device " << d.info.index << ": " << d.info.name << " (" << d.info.arch << ", " << d.info.api
+      << "), spec " << d.spec_id << ", copy bandwidth " << fmt("%.0f", d.copy_bandwidth_gbs) << " GB/s, defaults table "
+      << d.plan.defaults_table << "\n";
+    if (!d.error.empty()) o << "  stopped early: " << d.error << "\n";
+    for (const auto& sk : d.plan.skipped_shapes)
+      o << "  skipped " << type_name(sk.type) << " " << sk.n << "x" << sk.k << ": " << sk.reason << "\n";
+  }
+  const auto counts = status_counts(s);
+  o << "results: " << counts.at("ok") << " ok, " << counts.at("failed") << " failed verification, "
+    << counts.at("invalid") << " invalid, " << counts.at("error") << " errors\n";
+  for (const auto& r : s.results)
+    if (r.status == ResultStatus::Failed)
+      o << "  FAILED " << (s.devices.size() > 1 ? "device " + std::to_string(r.device) + " " : "") << type_name(r.type) << " " << r.n << "x" << r.k << " ncols " << r.ncols << " config "
+        << config_text(r.config) << ": " << r.failure << "\n";
+
+  if (!s.winners.empty()) {
+    o << "\n";
+    const bool multi = s.devices.size() > 1;
+    o << (multi ? pad("dev", 4) : "") << pad("shape (type NxK)", 22) << pad("ncols", 6) << pad("default µs (cfg)", 20)
+      << pad("best µs ± CI (cfg)", 26) << pad("speedup [CI]", 22) << pad("% copy BW", 10) << "verdict\n";
+    for (const auto& w : s.winners) {
+      const SessionDevice* d = find_device(s, w.device);
+      const Result* best = best_result(s, w);
+      std::string bw = "-";
+      if (d && best && best->status == ResultStatus::Ok && d->copy_bandwidth_gbs > 0)
+        bw = fmt("%.0f%%", 100.0 * best->gbs / d->copy_bandwidth_gbs);
+      const bool have_default = w.verdict != kVerdictNoDefault;
+      const double half = std::max(w.best_us - w.best_ci_low, w.best_ci_high - w.best_us);
+      o << (multi ? pad(std::to_string(w.device), 4) : "")
+        << pad(std::string(type_name(w.type)) + " " + std::to_string(w.n) + "x" + std::to_string(w.k), 22)
+        << pad(std::to_string(w.ncols), 6)
+        << pad(have_default ? fmt("%.2f", w.default_us) + " (" + config_text(w.default_config) + ")" : "-", 20)
+        << pad(have_default ? fmt("%.2f", w.best_us) + " ± " + fmt("%.2f", half) + " (" + config_text(w.config) + ")"
+                            : "-",
+               26)
+        << pad(w.is_winner() ? fmt("%.3f", w.speedup) + " [" + fmt("%.3f", w.speedup_low) + ", " +
+                                   fmt("%.3f", w.speedup_high) + "]"
+                             : "1",
+               22)
+        << pad(bw, 10) << w.verdict << "\n";
+    }
+  }
+  for (const auto& e : s.estimates) {
+    o << "\n" << e.label << (s.devices.size() > 1 ? " (device " + std::to_string(e.device) + ")" : "") << ":\n";
+    if (e.shapes_measured == 0) {
+      o << "  no shape has a verified default at ncols 1 yet\n";
+      continue;
+    }
+    o << "  GEMV time per token " << fmt("%.1f", e.default_us_per_token) << " µs (default) -> "
+      << fmt("%.1f", e.tuned_us_per_token) << " µs (tuned)\n";
+    o << "  tokens/s " << fmt("%.1f", e.default_tokens_per_s) << " -> " << fmt("%.1f", e.tuned_tokens_per_s) << " ("
+      << fmt("%+.1f%%", 100.0 * (e.tuned_tokens_per_s / e.default_tokens_per_s - 1.0)) << ")";
+    if (e.ceiling_tokens_per_s > 0)
+      o << "; bandwidth ceiling " << fmt("%.1f", e.ceiling_tokens_per_s) << " tokens/s (" << fmt("%.0f", e.bandwidth_gbs)
+        << " GB/s over " << fmt("%.1f", e.bytes_per_token / 1e6) << " MB per token)";
+    o << "\n";
+    if (e.shapes_measured < e.shapes_total)
+      o << "  only " << e.shapes_measured << " of " << e.shapes_total << " shapes measured: the sums under-count\n";
+  }
+  return o.str();
+}
+
+nlohmann::json summary_json(const Session& s) {
+  const nlohmann::json full = to_json(s);
+  nlohmann::json devices = nlohmann::json::array();
+  for (const auto& d : full["devices"]) {
+    nlohmann::json dev = d;
+    dev.erase("plan");  // the plan is in the session file
+    devices.push_back(dev);
+  }
+  return {{"id", s.id},
+          {"status", s.status},
+          {"created", s.created},
+          {"finished", s.finished},
+          {"model", full["model"]},
+          {"devices", devices},
+          {"result_counts", status_counts(s)},
+          {"winners", full["winners"]},
+          {"estimates", full["estimates"]}};
+}
+
+}  // namespace temper
