@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "temper/backend.h"
 #include "temper/codeobject.h"
+#include "temper/defaults.h"
 #include "temper/error.h"
 #include "temper/gpus.h"
 #include "temper/occupancy.h"
@@ -62,6 +63,17 @@ void print_header(const GpuSpec& g) {
                 g.names.at(0).c_str(), g.family.c_str(), g.simds_per_cu, g.max_waves_per_simd, g.lds_per_cu / 1024);
 }
 
+// "default" for the engine table's entry on this arch, "small-K" for its small-K variant (oldest known engine).
+std::string stock_label(const GpuSpec& g, const MmvqInstance& m) {
+  try {
+    const std::string_view engine = defaults::known_engines().front();
+    if (defaults::table_entry(engine, defaults::table_for(engine, g.arch), m.type, m.ncols) == m.config) return "default";
+    if (defaults::small_k_variant(engine, g.arch, m.type, m.ncols) == m.config) return "small-K";
+  } catch (const Error&) {  // a type the tables do not cover
+  }
+  return "";
+}
+
 void print_table(const GpuSpec& g, const std::vector<ConfigOccupancy>& rows, bool with_runtime,
                  const std::vector<int>& runtime_blocks) {
   const bool amd = g.is_amd();
@@ -78,6 +90,7 @@ void print_table(const GpuSpec& g, const std::vector<ConfigOccupancy>& rows, boo
                 r.scratch_bytes, r.vgpr_spills + r.sgpr_spills, o.waves_per_simd, percent(o.occupancy).c_str(),
                 std::string(limiter_name(o.limiter)).c_str());
     if (!o.why.empty()) std::printf(" (%s)", o.why.c_str());
+    if (const std::string stock = stock_label(g, c.instance); !stock.empty()) std::printf("  [%s]", stock.c_str());
     if (with_runtime) std::printf("   %d%s", runtime_blocks[i], runtime_blocks[i] == o.blocks_per_cu ? "" : " (differs)");
     std::printf("\n");
   }
@@ -203,6 +216,7 @@ int run_occupancy(const Args& args) {
     for (size_t i = 0; i < rows.size(); ++i) {
       auto row = to_json(rows[i]);
       if (!runtime_blocks.empty()) row["runtime_blocks_per_cu"] = runtime_blocks[i];
+      row["stock"] = stock_label(gpu, rows[i].instance);
       j["configs"].push_back(std::move(row));
     }
     std::printf("%s\n", j.dump(2).c_str());

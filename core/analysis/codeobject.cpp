@@ -6,9 +6,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <tuple>
 
 #include "temper/error.h"
 #include "temper/fileio.h"
+#include "temper/mmvq_traits.h"
 
 namespace temper {
 namespace {
@@ -477,7 +479,8 @@ std::vector<ConfigOccupancy> static_mmvq_occupancy(const GpuSpec& gpu, std::span
     if (co.arch != gpu.arch) continue;
     for (const CodeObjectKernel& k : co.kernels) {
       const auto m = parse_mmvq_symbol(k.name);
-      if (!m) continue;
+      // Configs the kernel set cannot launch at this wave size compile to trap stubs: not configs.
+      if (!m || !mmvq::launchable(m->ncols, m->config.nwarps, m->config.rows_per_block, k.resources.wave_size)) continue;
       const bool seen = std::any_of(out.begin(), out.end(), [&](const ConfigOccupancy& c) {
         return c.instance.type == m->type && c.instance.ncols == m->ncols && c.instance.config == m->config;
       });
