@@ -533,4 +533,20 @@ std::vector<CodeObject> load_code_objects_for(const std::filesystem::path& dir, 
   return all;
 }
 
+std::vector<std::string> code_object_archs(const std::filesystem::path& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  std::vector<std::string> archs;
+  if (!fs::is_directory(dir, ec)) return archs;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (e.is_directory(ec) && name.rfind("gfx", 0) == 0 && !load_code_objects(e.path()).empty()) archs.push_back(name);
+  }
+  if (archs.empty())
+    for (const auto& co : load_code_objects(dir))
+      if (std::find(archs.begin(), archs.end(), co.arch) == archs.end()) archs.push_back(co.arch);
+  std::sort(archs.begin(), archs.end());
+  return archs;
+}
+
 }  // namespace temper

@@ -187,6 +187,24 @@ TEST(CodeObject, FindsTheFixtureKernelsAndTheirFeatures) {
   EXPECT_EQ(mmvq, 4);
   // A directory: every device code object under it (host objects are read only when named).
   EXPECT_EQ(load_code_objects(kFixtures).size(), std::size(kVariants) - 1);
+  EXPECT_EQ(code_object_archs(kFixtures), (std::vector<std::string>{"gfx1030", "gfx906", "gfx908", "gfx90a"}));
+  // The per-arch layout kernels/ writes: <dir>/<arch>/*.co.
+  const fs::path tree = fs::path(::testing::TempDir()) / "temper_codeobj_tree";
+  fs::remove_all(tree);
+  fs::create_directories(tree / "gfx90a");
+  fs::copy_file(kFixtures / "gfx90a.co", tree / "gfx90a" / "mmvq_q4_0_nc1.co");
+  EXPECT_EQ(code_object_archs(tree), std::vector<std::string>{"gfx90a"});
+  const auto objs = load_code_objects_for(tree, "gfx90a");
+  ASSERT_EQ(objs.size(), 1u);
+  const auto rows = static_mmvq_occupancy(*find_gpu("gfx90a"), objs);
+  ASSERT_EQ(rows.size(), 4u);  // sorted by type id: q4_0 (1×1, 4×1), q4_K, q6_K
+  EXPECT_EQ(rows[0].instance.type, GgmlType::Q4_0);
+  EXPECT_EQ(rows[1].instance.config, (Config{4, 1}));
+  EXPECT_EQ(rows[3].instance.type, GgmlType::Q6_K);
+  EXPECT_EQ(rows[1].occupancy.threads_per_block, 256);
+  EXPECT_TRUE(load_code_objects_for(tree, "gfx906").empty());
+  EXPECT_TRUE(code_object_archs(tree / "missing").empty());
+  fs::remove_all(tree);
 }
 
 TEST(CodeObject, RejectsDamagedFiles) {

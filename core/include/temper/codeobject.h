@@ -70,5 +70,8 @@ std::filesystem::path default_codeobj_dir();
 // Code objects for `arch` from `dir`: <dir>/<arch>/ when it exists, else every code object under
 // `dir` whose target is `arch`. Empty when there are none.
 std::vector<CodeObject> load_code_objects_for(const std::filesystem::path& dir, std::string_view arch);
+// The AMD arches `dir` holds code objects for (its gfx* subdirectories, else the targets of the
+// code objects under it), sorted; empty when there are none. For an arch picker.
+std::vector<std::string> code_object_archs(const std::filesystem::path& dir);
 
 }  // namespace temper
