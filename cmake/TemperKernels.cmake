@@ -36,10 +36,26 @@ if(CMAKE_SCRIPT_MODE_FILE)
   return()
 endif()
 
-# Types with a device vec_dot, as "name:ggml id" (tier 1; tier 2 joins when its reference exists).
+# Types with a device vec_dot, as "name:ggml id".
 set(TEMPER_KERNEL_TYPES_TIER1 q4_0:2 q4_1:3 q5_0:6 q5_1:7 q8_0:8 q2_K:10 q3_K:11 q4_K:12 q5_K:13 q6_K:14
     iq4_nl:20 iq4_xs:23 mxfp4:39)
-set(TEMPER_KERNEL_TYPES_TIER2)
+set(TEMPER_KERNEL_TYPES_TIER2 iq2_xxs:16 iq2_xs:17 iq2_s:22 iq3_xxs:18 iq3_s:21 iq1_s:19 iq1_m:29 nvfp4:40 q1_0:41)
+
+# The IQ lookup tables as device-memory initialisers, generated from core/quant's grids (the CPU
+# reference's own) into ${CMAKE_BINARY_DIR}/kernels/iq_tables.h. The generator compiles the few core
+# sources it needs itself, so kernel builds need not wait for all of temper_core.
+function(temper_add_iq_tables)
+  add_executable(temper_gen_iq_tables ${PROJECT_SOURCE_DIR}/kernels/gen_iq_tables.cpp
+                 ${PROJECT_SOURCE_DIR}/core/quant/iq_tier2.cpp ${PROJECT_SOURCE_DIR}/core/quant/fp.cpp
+                 ${PROJECT_SOURCE_DIR}/core/common/error.cpp ${PROJECT_SOURCE_DIR}/core/common/types.cpp)
+  target_include_directories(temper_gen_iq_tables PRIVATE ${PROJECT_SOURCE_DIR}/core/include)
+  set(_out ${CMAKE_BINARY_DIR}/kernels/iq_tables.h)
+  add_custom_command(OUTPUT ${_out} COMMAND temper_gen_iq_tables ${_out} DEPENDS temper_gen_iq_tables
+                     COMMENT "IQ lookup tables for the kernels" VERBATIM)
+  add_custom_target(temper_iq_tables DEPENDS ${_out})
+  set(TEMPER_IQ_TABLES_H ${_out} CACHE INTERNAL "Generated IQ tables header")
+  set(TEMPER_IQ_TABLES_DIR ${CMAKE_BINARY_DIR}/kernels CACHE INTERNAL "Directory of iq_tables.h")
+endfunction()
 
 # The (type id, ncols) pairs of a kernel set: full = every type × ncols 1..8; ci = every type at
 # ncols 1 plus all ncols for q4_0.
@@ -114,10 +130,11 @@ function(temper_add_hip_kernels)
       OUTPUT ${_obj} ${_cos}
       COMMAND ${TEMPER_HIPCC} -c -x hip -std=c++20 -O3 -fPIC -DNDEBUG ${_arch_flags}
               -I${PROJECT_SOURCE_DIR} -I${PROJECT_SOURCE_DIR}/kernels -I${PROJECT_SOURCE_DIR}/core/include -I${_gen}
-              ${_src} -o ${_obj}
+              -I${TEMPER_IQ_TABLES_DIR} ${_src} -o ${_obj}
       COMMAND ${CMAKE_COMMAND} -DOBJ=${_obj} -DOUT_DIR=${_codeobj} -DNAME=${_stem} -DBUNDLER=${TEMPER_OFFLOAD_BUNDLER}
               -DOBJCOPY=${TEMPER_OBJCOPY} -P ${PROJECT_SOURCE_DIR}/cmake/TemperKernels.cmake
-      DEPENDS ${_src} ${TEMPER_KERNEL_HEADERS} ${_gen}/kernel_set.h ${PROJECT_SOURCE_DIR}/cmake/TemperKernels.cmake
+      DEPENDS ${_src} ${TEMPER_KERNEL_HEADERS} ${_gen}/kernel_set.h ${TEMPER_IQ_TABLES_H}
+              ${PROJECT_SOURCE_DIR}/cmake/TemperKernels.cmake
       COMMENT "hipcc ${_stem} (${TEMPER_HIP_ARCHS})"
       VERBATIM)
     list(APPEND _objects ${_obj})
@@ -148,6 +165,7 @@ function(temper_add_cuda_kernels)
                                                        CUDA_STANDARD_REQUIRED ON POSITION_INDEPENDENT_CODE ON)
   target_compile_definitions(temper_kernels_cuda PRIVATE TEMPER_GPU_CUDA)
   target_include_directories(temper_kernels_cuda PRIVATE ${PROJECT_SOURCE_DIR}/kernels ${PROJECT_SOURCE_DIR}/core/include
-                                                         ${_gen} PUBLIC ${PROJECT_SOURCE_DIR})
+                                                         ${_gen} ${TEMPER_IQ_TABLES_DIR} PUBLIC ${PROJECT_SOURCE_DIR})
+  add_dependencies(temper_kernels_cuda temper_iq_tables)
   target_link_libraries(temper_kernels_cuda PUBLIC CUDA::cudart_static)
 endfunction()

@@ -17,6 +17,9 @@ struct int2 {
   int x, y;
 };
 inline int2 make_int2(int x, int y) { return {x, y}; }
+struct uint2 {
+  uint32_t x, y;
+};
 struct float2 {
   float x, y;
 };

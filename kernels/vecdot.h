@@ -14,7 +14,7 @@ using quant::BlockQ8_1;
 enum : unsigned {
   kQ4_0 = 2, kQ4_1 = 3, kQ5_0 = 6, kQ5_1 = 7, kQ8_0 = 8, kQ2_K = 10, kQ3_K = 11, kQ4_K = 12, kQ5_K = 13,
   kQ6_K = 14, kIQ2_XXS = 16, kIQ2_XS = 17, kIQ3_XXS = 18, kIQ1_S = 19, kIQ4_NL = 20, kIQ3_S = 21,
-  kIQ2_S = 22, kIQ4_XS = 23, kIQ1_M = 29, kMXFP4 = 39, kNVFP4 = 40,
+  kIQ2_S = 22, kIQ4_XS = 23, kIQ1_M = 29, kMXFP4 = 39, kNVFP4 = 40, kQ1_0 = 41,
 };
 
 __device__ __forceinline__ float q8_1_d(const BlockQ8_1& b) { return half_to_float(b.d); }

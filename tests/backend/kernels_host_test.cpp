@@ -1,4 +1,4 @@
-// The device vec_dot of every tier-1 type, compiled for the CPU (TEMPER_KERNELS_HOST) and driven by
+// The device vec_dot of every type (tiers 1 and 2), compiled for the CPU (TEMPER_KERNELS_HOST) and driven by
 // the mmvq kernel's own work decomposition, against core/quant's integer q8_1 reference: each
 // (weight block, int offset) visited exactly once for every grid config, and the sum within the
 // reference's reordering tolerance. Catches data-flow slips in kernels/vecdot.h without a GPU.
@@ -36,13 +36,26 @@ VecDot vec_dot_of(GgmlType t) {
     case GgmlType::IQ4_NL: return call<kernels::kIQ4_NL>;
     case GgmlType::IQ4_XS: return call<kernels::kIQ4_XS>;
     case GgmlType::MXFP4: return call<kernels::kMXFP4>;
+    case GgmlType::IQ2_XXS: return call<kernels::kIQ2_XXS>;
+    case GgmlType::IQ2_XS: return call<kernels::kIQ2_XS>;
+    case GgmlType::IQ2_S: return call<kernels::kIQ2_S>;
+    case GgmlType::IQ3_XXS: return call<kernels::kIQ3_XXS>;
+    case GgmlType::IQ3_S: return call<kernels::kIQ3_S>;
+    case GgmlType::IQ1_S: return call<kernels::kIQ1_S>;
+    case GgmlType::IQ1_M: return call<kernels::kIQ1_M>;
+    case GgmlType::NVFP4: return call<kernels::kNVFP4>;
+    case GgmlType::Q1_0: return call<kernels::kQ1_0>;
     default: return nullptr;
   }
 }
 
-constexpr GgmlType kTier1[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0,
-                               GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
-                               GgmlType::IQ4_NL, GgmlType::IQ4_XS, GgmlType::MXFP4};
+// Every type with a device kernel: tier 1, then tier 2.
+constexpr GgmlType kTypes[] = {GgmlType::Q4_0,    GgmlType::Q4_1,   GgmlType::Q5_0,    GgmlType::Q5_1,
+                               GgmlType::Q8_0,    GgmlType::Q2_K,   GgmlType::Q3_K,    GgmlType::Q4_K,
+                               GgmlType::Q5_K,    GgmlType::Q6_K,   GgmlType::IQ4_NL,  GgmlType::IQ4_XS,
+                               GgmlType::MXFP4,   GgmlType::IQ2_XXS, GgmlType::IQ2_XS, GgmlType::IQ2_S,
+                               GgmlType::IQ3_XXS, GgmlType::IQ3_S,  GgmlType::IQ1_S,   GgmlType::IQ1_M,
+                               GgmlType::NVFP4,   GgmlType::Q1_0};
 
 // One row as the kernel computes it with (nwarps, warp_size): every thread's strided K loop.
 double emulate_row(GgmlType type, VecDot dot, const void* row, const quant::BlockQ8_1* y, int k, int nwarps,
@@ -64,13 +77,13 @@ double emulate_row(GgmlType type, VecDot dot, const void* row, const quant::Bloc
   return sum;
 }
 
-TEST(KernelsHost, VecDotMatchesIntegerReferenceForEveryTier1Type) {
+TEST(KernelsHost, VecDotMatchesIntegerReferenceForEveryType) {
   const int k = 4096, rows = 6;
   std::vector<float> x(k);
   quant::fill_random_activations(x.data(), k, 7);
   std::vector<quant::BlockQ8_1> y(k / quant::QK8_1);
   quant::quantize_q8_1(x.data(), y.data(), k, quant::Q8_1Style::Gpu);
-  for (GgmlType type : kTier1) {
+  for (GgmlType type : kTypes) {
     SCOPED_TRACE(std::string(type_name(type)));
     ASSERT_TRUE(quant::quant_supported(type));
     const VecDot dot = vec_dot_of(type);
@@ -95,7 +108,7 @@ TEST(KernelsHost, VecDotMatchesIntegerReferenceForEveryTier1Type) {
 
 // Short rows (fewer blocks than one pass of the block) leave threads idle but still visit every slot once.
 TEST(KernelsHost, ShortRowsAreCoveredOnce) {
-  for (GgmlType type : kTier1) {
+  for (GgmlType type : kTypes) {
     const mmvq::TypeTraits t = mmvq::type_traits(static_cast<uint32_t>(type));
     const int k = t.qk * 3;
     std::vector<float> x(k);
