@@ -161,4 +161,13 @@ Occupancy compute_occupancy(const GpuSpec& gpu, const KernelResources& k, int th
   return o;
 }
 
+Occupancy occupancy_from_attributes(const GpuSpec& gpu, const KernelAttributes& attributes, Config config, int wave_size) {
+  KernelResources k;
+  k.vgprs = attributes.registers;
+  k.lds_bytes = attributes.shared_bytes;
+  k.scratch_bytes = attributes.local_bytes;
+  k.wave_size = wave_size;
+  return compute_occupancy(gpu, k, config.nwarps * wave_size);
+}
+
 }  // namespace temper

@@ -158,6 +158,15 @@ TEST(OccupancyNvidia, Unlaunchable) {
   EXPECT_EQ(compute_occupancy(gpu("h100-sxm"), res(32, 240000), 128).limiter, OccupancyLimiter::Unlaunchable);
 }
 
+TEST(Occupancy, FromRuntimeAttributes) {
+  KernelAttributes a;
+  a.registers = 40;
+  a.shared_bytes = 0;
+  const Occupancy o = occupancy_from_attributes(gpu("h100-sxm"), a, Config{8, 1}, 32);
+  expect(o, 6, 12.0, OccupancyLimiter::Registers);
+  EXPECT_EQ(o.threads_per_block, 256);
+}
+
 TEST(Occupancy, RejectsBadInput) {
   EXPECT_THROW(compute_occupancy(gpu("mi50"), res(16, 0, 0, 32), 64), Error);  // GCN has no wave32
   EXPECT_THROW(compute_occupancy(gpu("h100-sxm"), res(16), 0), Error);

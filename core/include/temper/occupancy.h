@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "temper/backend.h"
 #include "temper/gpus.h"
 
 namespace temper {
@@ -53,5 +54,9 @@ Occupancy compute_occupancy(const GpuSpec& gpu, const KernelResources& k, int th
 // compiler's resource-usage remarks print them): gfx90a/gfx942 share one file (arch VGPRs rounded
 // to 4, then AGPRs), gfx908 has two equal files (the larger count decides); others have no AGPRs.
 int allocated_vgprs(const GpuSpec& gpu, int arch_vgprs, int agprs);
+
+// Occupancy of a config from what the runtime reported for its kernel (a session Result's
+// `kernel`): registers per thread, static shared memory, at config.nwarps × wave_size threads.
+Occupancy occupancy_from_attributes(const GpuSpec& gpu, const KernelAttributes& attributes, Config config, int wave_size);
 
 }  // namespace temper
