@@ -76,10 +76,12 @@ Roofline build_roofline(const Session& session, int device, const GpuSpec* spec)
   r.device = device;
   r.device_name = dev->info.name;
   r.spec_id = dev->spec_id;
+  // The session's spec entry by exact id; else what the runtime reported (which may match an
+  // entry added to the database since the session was recorded).
   GpuSpec from_runtime;
-  if (!spec) spec = find_gpu(dev->spec_id);
-  if (!spec || spec->id != dev->spec_id) {
-    if (!spec || dev->spec_id != std::string(kNotInDatabase)) spec = nullptr;
+  if (!spec) {
+    const GpuSpec* g = find_gpu(dev->spec_id);
+    if (g && g->id == dev->spec_id) spec = g;
   }
   if (!spec) {
     from_runtime = spec_for_device(dev->info);
