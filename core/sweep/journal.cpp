@@ -4,6 +4,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <set>
+#include <tuple>
 
 #include "temper/error.h"
 #include "temper/fileio.h"
@@ -84,8 +86,9 @@ void Journal::append(const Result& r) {
   sync(fd_, path_);
 }
 
-JournalContents read_journal(const std::filesystem::path& path) {
-  const std::string text = read_file(path);
+JournalContents read_journal(const std::filesystem::path& path) { return parse_journal(read_file(path), path.string()); }
+
+JournalContents parse_journal(std::string_view text, const std::string& name) {
   JournalContents out;
   size_t pos = 0;
   int line_no = 0;
@@ -95,7 +98,7 @@ JournalContents read_journal(const std::filesystem::path& path) {
     const bool last = nl == std::string::npos || nl + 1 == text.size();
     const size_t end = nl == std::string::npos ? text.size() : nl;
     const std::string_view line(text.data() + pos, end - pos);
-    const std::string where = path.string() + ":" + std::to_string(line_no);
+    const std::string where = name + ":" + std::to_string(line_no);
     json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
     if (j.is_discarded() || !j.is_object()) {
       if (line_no == 1) fail(ErrorKind::BadInput, where + ": not a Temper sweep journal (the first line is not a JSON header)");
@@ -108,7 +111,8 @@ JournalContents read_journal(const std::filesystem::path& path) {
         fail(ErrorKind::BadInput, where + ": not a Temper sweep journal (no \"journal\": \"" + std::string(kJournalMagic) + "\")");
       const json& v = j.value("journal_version", json());
       if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > kJournalVersion)
-        fail(ErrorKind::BadInput, where + ": journal_version " + v.dump() + " unsupported (this build reads 1.." +
+        fail(ErrorKind::BadInput, where + ": journal_version " + (v.is_primitive() ? v.dump() : v.type_name()) +
+                                      " unsupported (this build reads 1.." +
                                       std::to_string(kJournalVersion) + ")");
       if (!j.contains("session")) fail(ErrorKind::BadInput, where + ": journal header has no \"session\"");
       json s = j["session"];
@@ -124,8 +128,25 @@ JournalContents read_journal(const std::filesystem::path& path) {
     out.missing_newline = nl == std::string::npos;
     pos = end + 1;
   }
-  if (line_no == 0) fail(ErrorKind::BadInput, path.string() + ": empty journal (no header line)");
+  if (line_no == 0) fail(ErrorKind::BadInput, name + ": empty journal (no header line)");
   return out;
+}
+
+Session resume_session(const JournalContents& contents) {
+  Session s = contents.header;
+  s.winners.clear();
+  s.estimates.clear();
+  s.status = "running";
+  s.finished.clear();
+  for (auto& d : s.devices) d.error.clear();
+  // A result journaled twice keeps its first copy: a key is measured once per session.
+  using Key = std::tuple<int, GgmlType, int, int, int, int, int>;
+  std::set<Key> seen;
+  s.results.clear();
+  for (const auto& r : contents.results)
+    if (seen.insert({r.device, r.type, r.n, r.k, r.ncols, r.config.nwarps, r.config.rows_per_block}).second)
+      s.results.push_back(r);
+  return s;
 }
 
 }  // namespace temper

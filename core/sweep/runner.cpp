@@ -383,21 +383,6 @@ double estimated_seconds(const Session& session) {
   return slowest;
 }
 
-Session resume_session(const JournalContents& contents) {
-  Session s = contents.header;
-  s.winners.clear();
-  s.estimates.clear();
-  s.status = "running";
-  s.finished.clear();
-  for (auto& d : s.devices) d.error.clear();
-  // A result journaled twice keeps its first copy: a key is measured once per session.
-  std::set<ItemKey> seen;
-  s.results.clear();
-  for (const auto& r : contents.results)
-    if (seen.insert(key_of(r)).second) s.results.push_back(r);
-  return s;
-}
-
 void run_session(Session& session, std::span<Device* const> devices, Journal* journal, const ProgressFn& progress,
                  const CancelFlag& cancel) {
   if (devices.size() != session.devices.size())

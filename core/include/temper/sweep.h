@@ -75,6 +75,8 @@ struct JournalContents {
 };
 // Tolerates a torn or garbled last line; anything wrong elsewhere is Error(BadInput) with file:line.
 JournalContents read_journal(const std::filesystem::path& path);
+// The same, over a journal's text; `name` stands for the file in messages.
+JournalContents parse_journal(std::string_view text, const std::string& name);
 
 class Journal {
  public:
