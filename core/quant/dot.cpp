@@ -31,6 +31,7 @@ struct Call {
     acc.magnitude += magnitude;
     acc.half_rounding += half_error;
     ++acc.calls;
+    if (acc.keep_calls) acc.call_values.push_back(value);
   }
 };
 
@@ -327,6 +328,7 @@ double abs_dot_f64(GgmlType type, const void* row, const float* x, int64_t k) {
 DotQ8_1 dot_q8_1_detail(GgmlType type, const void* row, const BlockQ8_1* y, int64_t k, DotOptions options) {
   const int64_t nb = detail::row_blocks(type, k, "dot_q8_1");
   DotQ8_1 acc;
+  acc.keep_calls = options.keep_calls;
   Call call{acc};
   switch (type) {
     case GgmlType::Q4_0: dot_q4_0(static_cast<const BlockQ4_0*>(row), y, nb, call); break;

@@ -80,6 +80,7 @@ void add_call(DotQ8_1& acc, float value, double magnitude, double truncation = 0
   acc.magnitude += magnitude;
   acc.truncation += truncation;
   ++acc.calls;
+  if (acc.keep_calls) acc.call_values.push_back(value);
 }
 
 // ---- iq2_xxs: per 32 values 4 grid indices (bytes), then 4×7 sign bits and a 4-bit scale ----

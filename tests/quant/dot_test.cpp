@@ -208,6 +208,45 @@ TEST_P(EveryType, TightToleranceCatchesSwappedBlocks) {
   EXPECT_GT(std::fabs(bad - good.value), tolerance_q8_1(good));
 }
 
+TEST_P(EveryType, KernelStyleReductionStaysWithinTightTolerance) {
+  // Emulate mmvq's order of additions: 128 threads (4 warps) each own one call position and stride
+  // over the blocks, summing in float; then a butterfly within each warp and the warps added in
+  // float. The result must stay within tolerance_q8_1 of the float64 sum of the same calls.
+  const GgmlType type = GetParam();
+  const int64_t k = 8192;
+  for (uint64_t seed = 1; seed <= 5; ++seed) {
+    const auto row = random_row(type, k, seed);
+    std::vector<float> x(static_cast<size_t>(k));
+    fill_random_activations(x.data(), k, seed + 300);
+    std::vector<BlockQ8_1> y(size_t(k / 32));
+    quantize_q8_1(x.data(), y.data(), k);
+    const DotQ8_1 r = dot_q8_1_detail(type, row.data(), y.data(), k, {.keep_calls = true});
+    ASSERT_EQ(int64_t(r.call_values.size()), r.calls);
+    const int64_t blocks = k / int64_t(temper::type_info(type).block_size);
+    const int64_t per_block = r.calls / blocks;
+    ASSERT_EQ(per_block * blocks, r.calls);
+    constexpr int kThreads = 128;
+    const int64_t blocks_per_pass = std::max<int64_t>(1, kThreads / per_block);
+    std::vector<float> partial(kThreads, 0.0f);
+    for (int64_t b = 0; b < blocks; ++b)
+      for (int64_t c = 0; c < per_block; ++c) {
+        const int64_t thread = ((b % blocks_per_pass) * per_block + c) % kThreads;
+        partial[size_t(thread)] += r.call_values[size_t(b * per_block + c)];
+      }
+    float total = 0.0f;
+    for (int w = 0; w < kThreads / 32; ++w) {
+      std::vector<float> lanes(partial.begin() + 32 * w, partial.begin() + 32 * w + 32);
+      for (int offset = 16; offset > 0; offset >>= 1) {
+        std::vector<float> next(32);
+        for (int l = 0; l < 32; ++l) next[size_t(l)] = lanes[size_t(l)] + lanes[size_t(l ^ offset)];
+        lanes = next;
+      }
+      total += lanes[0];
+    }
+    EXPECT_LE(std::fabs(double(total) - r.value), tolerance_q8_1(r)) << "seed " << seed;
+  }
+}
+
 TEST_P(EveryType, SupportsAndRejects) {
   const GgmlType type = GetParam();
   EXPECT_TRUE(quant_supported(type));

@@ -5,6 +5,7 @@
 // the tolerances.
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "temper/quant/blocks.h"
 #include "temper/types.h"
@@ -40,6 +41,8 @@ struct DotOptions {
   // FAST_FP16_AVAILABLE is defined (every HIP build, NVIDIA from Pascal on except sm_61). Set false
   // for a kernel that multiplies them in float.
   bool half_products = true;
+  // Also return every call's float value (DotQ8_1::call_values), e.g. to emulate a kernel's reduction.
+  bool keep_calls = false;
 };
 
 struct DotQ8_1 {
@@ -48,6 +51,10 @@ struct DotQ8_1 {
   int64_t calls = 0;         // number of vec_dot calls (terms a kernel sums in some order)
   double half_rounding = 0;  // Σ |error| of the half-precision products (half_products only)
   double truncation = 0;     // Σ bound of the integer divisions' truncation (iq2_*, iq3_xxs), in value units
+  // With DotOptions::keep_calls: each call's value, block by block and, within a block, in the order
+  // of the kernel's iqs (so call c of block b sits at b·calls_per_block + c).
+  std::vector<float> call_values;
+  bool keep_calls = false;  // set from DotOptions
 };
 
 // What one vec_dot call computes, per type (qi = ints of quants per block, vdr = ints per call; a
