@@ -136,6 +136,23 @@ int run_export(const Args& args) {
         out(std::to_string(approved) + " of " + std::to_string(p.entries.size()) + " winners approved (" + policy +
             (policy == "significant" ? ", min speedup " + std::to_string(min_speedup) : "") + ")\n");
       ex = format == "temper" ? export_temper(p) : format == "kernel-anvil" ? export_kernel_anvil(p, eo) : export_header(p, eo);
+      if (format == "kernel-anvil") {
+        // What the engine will actually run with this file: less than the profile when entries drop.
+        const Profile applied = as_applied(p, ex.report);
+        json carried = json::array();
+        for (const auto& d : s.devices) {
+          if ((device && d.info.index != *device) || (!eo.arch.empty() && d.info.arch != eo.arch)) continue;
+          const Estimate e = estimate_with_profile(s, d.info.index, applied);
+          carried.push_back(estimate_json(e));
+          if (!json_out && e.shapes_measured > 0) {
+            char buf[256];
+            std::snprintf(buf, sizeof buf, "device %d: %.1f tok/s with what kernel-anvil's format carries (%s)\n",
+                          d.info.index, e.tuned_tokens_per_s, e.label.c_str());
+            out(buf);
+          }
+        }
+        summary["estimates_as_applied"] = carried;
+      }
     }
   } else {
     if (format == "csv") fail(ErrorKind::BadInput, "--format csv exports a session's results; " + pos[0] + " is a profile");

@@ -186,6 +186,19 @@ Export export_kernel_anvil(const Profile& p, const ExportOptions& o) {
   return out;
 }
 
+Profile as_applied(const Profile& p, const ExportReport& r) {
+  Profile out = p;
+  for (auto& e : out.entries) e.approval = Approval::Pending;
+  for (const auto& n : r.notes) {
+    ProfileEntry* e = find_entry(out, n.key);
+    if (!e || n.fate == ExportFate::Dropped) continue;
+    e->approval = Approval::Approved;
+    if (n.fate == ExportFate::Merged && n.kept)
+      if (const ProfileEntry* kept = find_entry(p, *n.kept)) e->config = kept->config;
+  }
+  return out;
+}
+
 Export export_header(const Profile& p, const ExportOptions& o) {
   Export out;
   out.report.format = "header";

@@ -109,7 +109,15 @@ TEST(KernelAnvil, LargerShareDecidesACellWhateverTheOrder) {
     ASSERT_TRUE(n);
     EXPECT_EQ(n->fate, ExportFate::Merged);
     EXPECT_NE(n->reason.find("not this entry's 4x4"), std::string::npos);
+    // What the engine runs: the merged shape gets the cell's value, not its own winner.
+    const Profile applied = as_applied(p, ex.report);
+    EXPECT_EQ(find_entry(applied, small.key)->config, (Config{2, 2}));
+    EXPECT_EQ(find_entry(applied, small.key)->approval, Approval::Approved);
   }
+  // Dropped entries are not applied.
+  Profile q = profile_of({big, approved(measured("sm_90", GgmlType::Q4_0, 4096, 4096, 2, {4, 4}, {4, 2}, 1.2))});
+  const Profile applied = as_applied(q, export_kernel_anvil(q).report);
+  EXPECT_EQ(find_entry(applied, q.entries[0].key)->approval, Approval::Pending);
 }
 
 // Compiles `files` with the system compiler; returns the exit status.

@@ -157,6 +157,10 @@ struct ExportOptions {
 Export export_temper(const Profile& p);
 Export export_kernel_anvil(const Profile& p, const ExportOptions& o = {});
 Export export_header(const Profile& p, const ExportOptions& o = {});
+// What an engine loading a kernel-anvil export actually runs: the emitted entries approved, merged
+// ones approved with their cell's value, everything else pending. Feed it to estimate_with_profile
+// for the speedup that format can carry (configs never measured for a shape count as the default).
+Profile as_applied(const Profile& p, const ExportReport& kernel_anvil_report);
 // One row per (device, shape, ncols, config) result of the session.
 Export export_csv(const Session& s);
 
