@@ -11,6 +11,7 @@
 #include "temper/defaults.h"
 #include "temper/device_bench.h"
 #include "temper/error.h"
+#include "temper/fileio.h"
 #include "temper/gpu_backend.h"
 #include "temper/verify.h"
 
@@ -35,7 +36,7 @@ nlohmann::json timing_json(const ConfigTiming& t, const GemvProblem& p, double c
 
 int run_benchgemv(const Args& args) {
   const std::vector<std::string_view> valued = {"--device", "--types", "--n", "--k", "--ncols", "--count",
-                                                "--warmup", "--engine", "--seed"};
+                                                "--warmup", "--engine", "--seed", "--save"};
   std::vector<std::string_view> known = valued;
   known.insert(known.end(), {"--json", "--default-only"});
   reject_unknown(args, known);
@@ -131,7 +132,7 @@ int run_benchgemv(const Args& args) {
     rows.push_back(std::move(row));
   }
 
-  if (json) {
+  if (json || option(args, "--save")) {
     nlohmann::json out = {{"device", gpu::device_json(d)},
                           {"copy_gbs", copy_gbs},
                           {"copy_bytes", copy_bytes},
@@ -154,8 +155,11 @@ int run_benchgemv(const Args& args) {
       results.push_back(std::move(j));
     }
     out["results"] = std::move(results);
-    std::cout << out.dump(2) << "\n";
-    return any_failed ? int(ErrorKind::Verification) : 0;
+    if (const auto save = option(args, "--save")) write_file_atomic(*save, out.dump(2) + "\n");
+    if (json) {
+      std::cout << out.dump(2) << "\n";
+      return any_failed ? int(ErrorKind::Verification) : 0;
+    }
   }
 
   std::printf("device: %s (%s, %s, %d %s), driver %s, runtime %s\n", d.name.c_str(), d.api.c_str(), d.arch.c_str(),
@@ -197,7 +201,8 @@ int run_benchgemv(const Args& args) {
 const Registrar reg{
     {"bench-gemv", "time one GEMV shape per type: default config vs the best of the grid",
      "usage: temper bench-gemv [--device N] [--types q4_0,...] [--n 4096] [--k 14336] [--ncols 1]\n"
-     "                         [--count 200] [--warmup 20] [--engine VERSION] [--default-only] [--seed S] [--json]\n\n"
+     "                         [--count 200] [--warmup 20] [--engine VERSION] [--default-only] [--seed S]\n"
+     "                         [--save FILE.json] [--json]\n\n"
      "Measures the device-to-device copy bandwidth, then for each type (default: every tier-1 type\n"
      "this build has) uploads random valid weights in enough copies to exceed twice the last-level\n"
      "cache, quantizes random activations on the device, verifies each config once against the exact\n"
@@ -205,7 +210,8 @@ const Registrar reg{
      "Prints per type: the default config's median (llama.cpp's table, --engine picks the ggml version),\n"
      "the best config of the grid, its GB/s (weights + activations + outputs per launch) and its\n"
      "share of the measured copy bandwidth. Configs are written nwarps,rows_per_block.\n"
-     "Exit code 5 when a config fails verification (it is then never the best).",
+     "--save also writes the JSON form to FILE. Exit code 5 when a config fails verification (it is\n"
+     "then never the best).",
      run_benchgemv}};
 
 }  // namespace

@@ -10,6 +10,7 @@
 
 #include "cli.h"
 #include "temper/error.h"
+#include "temper/fileio.h"
 #include "temper/gpu_backend.h"
 #include "temper/verify.h"
 
@@ -20,8 +21,8 @@ std::atomic<bool> g_cancel{false};
 extern "C" void on_sigint(int) { g_cancel.store(true); }
 
 int run_verify(const Args& args) {
-  const std::vector<std::string_view> valued = {"--device", "--types", "--ncols", "--seed", "--n", "--k"};
-  reject_unknown(args, {"--json", "--device", "--types", "--ncols", "--seed", "--n", "--k"});
+  const std::vector<std::string_view> valued = {"--device", "--types", "--ncols", "--seed", "--n", "--k", "--save"};
+  reject_unknown(args, {"--json", "--device", "--types", "--ncols", "--seed", "--n", "--k", "--save"});
   if (const auto extra = positionals(args, valued); !extra.empty())
     fail(ErrorKind::BadInput, "verify takes no arguments, got '" + extra.front() + "'");
   const bool json = has_flag(args, "--json");
@@ -69,6 +70,7 @@ int run_verify(const Args& args) {
       &g_cancel);
   std::signal(SIGINT, previous);
 
+  if (const auto save = option(args, "--save")) write_file_atomic(*save, to_json(report).dump(2) + "\n");
   if (json)
     std::cout << to_json(report).dump(2) << "\n";
   else
@@ -86,14 +88,15 @@ int run_verify(const Args& args) {
 
 const Registrar reg{{"verify", "check every kernel instantiation on the device against the CPU reference",
                      "usage: temper verify [--device N] [--types q4_0,q4_K,...] [--ncols 1-8] [--seed S]\n"
-                     "                     [--n ROWS --k COLS] [--json]\n\n"
+                     "                     [--n ROWS --k COLS] [--save FILE.json] [--json]\n\n"
                      "Runs every mmvq instantiation (type x ncols x config) this build has for the device on\n"
                      "random valid blocks and random activations, with outputs poisoned (NaN) first, and checks\n"
                      "  - the device's q8_1 quantizer: quants exact, scale and sum within 1 ulp;\n"
                      "  - each output against the exact integer q8_1 dot (tight tolerance) and the float64\n"
                      "    dequantized dot (loose tolerance); every output written, none infinite.\n"
                      "Default shapes: 67 rows x K 4096 and 67 rows x the type's smallest K (one short pass).\n"
-                     "Prints a pass table (rows: types, columns: ncols, cells: passed/instantiations).\n"
+                     "Prints a pass table (rows: types, columns: ncols, cells: passed/instantiations); --save also\n"
+                     "writes the JSON report to FILE.\n"
                      "Exit codes: 0 all passed, 5 a check failed, 4 the device faulted, 3 no device, 7 interrupted.",
                      run_verify}};
 
