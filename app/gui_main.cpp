@@ -1,0 +1,101 @@
+// temper-gui: the desktop face of Temper. Options:
+//   temper-gui [FILE]              open a GGUF model or a session
+//   temper-gui --demo              open the embedded demo session (recorded on an H100)
+//   --fake-device                  add the fake device (simulated timings) to the device picker
+//   --screenshot DIR               save PNGs of the main views into DIR and quit (scripts/screenshots)
+//   --first-paint                  print the ms from start to the first painted frame and quit (bench)
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QElapsedTimer>
+#include <QIcon>
+#include <QTimer>
+#include <cstdio>
+
+#include "heatmap_widget.h"
+#include "main_window.h"
+#include "temper/error.h"
+#include "temper/fake_backend.h"
+
+namespace {
+
+// Reports the first paint of the window's heatmap (the last view to appear) and quits.
+class FirstPaint : public QObject {
+ public:
+  explicit FirstPaint(QElapsedTimer t) : timer_(t) {}
+  bool eventFilter(QObject* o, QEvent* e) override {
+    if (e->type() == QEvent::Paint && !done_) {
+      done_ = true;
+      // The paint event is delivered before pixels reach the screen: finish this frame first.
+      QTimer::singleShot(0, [this] {
+        std::printf("first paint: %lld ms\n", static_cast<long long>(timer_.elapsed()));
+        std::fflush(stdout);
+        QCoreApplication::quit();
+      });
+    }
+    return QObject::eventFilter(o, e);
+  }
+
+ private:
+  QElapsedTimer timer_;
+  bool done_ = false;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  QElapsedTimer started;
+  started.start();
+  QApplication app(argc, argv);
+  QApplication::setApplicationName(QStringLiteral("temper-gui"));
+  QApplication::setOrganizationName(QStringLiteral("Temper"));
+  QApplication::setApplicationVersion(QStringLiteral(TEMPER_VERSION));
+  QApplication::setWindowIcon(QIcon(QStringLiteral(":/icons/temper.svg")));
+
+  QCommandLineParser cli;
+  cli.setApplicationDescription(QStringLiteral("Temper: profile and tune quantized GEMV (mmvq) kernels for LLM decode"));
+  cli.addHelpOption();
+  cli.addVersionOption();
+  cli.addPositionalArgument(QStringLiteral("file"), QStringLiteral("A GGUF model or a Temper session (.json) to open"));
+  const QCommandLineOption demo(QStringLiteral("demo"), QStringLiteral("Open the embedded demo session (read-only)"));
+  const QCommandLineOption fake(QStringLiteral("fake-device"), QStringLiteral("Offer the fake device (simulated timings, for trying the sweep UI)"));
+  const QCommandLineOption shots(QStringLiteral("screenshot"), QStringLiteral("Save PNGs of the main views into DIR and quit"), QStringLiteral("DIR"));
+  const QCommandLineOption paint(QStringLiteral("first-paint"), QStringLiteral("Print the time to the first painted frame and quit"));
+  cli.addOptions({demo, fake, shots, paint});
+  cli.process(app);
+  if (cli.positionalArguments().size() > 1) {
+    std::fprintf(stderr, "temper-gui: one file at a time\n");
+    return int(temper::ErrorKind::BadInput);
+  }
+
+  std::vector<std::unique_ptr<temper::Backend>> backends = temper::gpu_backends();
+  if (cli.isSet(fake)) backends.push_back(std::make_unique<temper::FakeBackend>(temper::fake_options_from_env()));
+  temper::ui::MainWindow window(std::move(backends));
+  const bool batch = cli.isSet(shots) || cli.isSet(paint);
+  window.setInteractive(!batch);
+
+  bool ok = true;
+  QString error;
+  if (cli.isSet(demo)) ok = window.openDemo(&error);
+  else if (!cli.positionalArguments().isEmpty()) ok = window.openPath(cli.positionalArguments().front(), &error);
+  if (!ok && batch) {
+    std::fprintf(stderr, "temper-gui: %s\n", error.toLocal8Bit().constData());
+    return int(temper::ErrorKind::BadInput);
+  }
+
+  FirstPaint first_paint(started);
+  if (cli.isSet(paint)) window.heatmap()->installEventFilter(&first_paint);
+  window.show();
+  if (cli.isSet(shots)) {
+    const QString dir = cli.value(shots);
+    QTimer::singleShot(300, &window, [&window, dir] {
+      const QStringList files = window.saveScreenshots(dir);
+      for (const auto& f : files) std::printf("wrote %s\n", f.toLocal8Bit().constData());
+      QCoreApplication::exit(files.isEmpty() ? int(temper::ErrorKind::Io) : 0);
+    });
+  } else if (!batch && !ok) {
+    // The window is up; the error was shown as a dialog.
+  } else if (!batch && cli.positionalArguments().isEmpty() && !cli.isSet(demo)) {
+    QTimer::singleShot(0, &window, [&window] { window.offerDemoIfFirstLaunch(); });
+  }
+  return app.exec();
+}

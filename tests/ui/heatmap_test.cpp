@@ -1,0 +1,116 @@
+// The heatmap: cells per (nwarps, rows_per_block), metric values, default / winner / failed /
+// invalid marks, the colour scale, and the widget's geometry (cell under the mouse, click selects).
+#include <QPainter>
+#include <QTest>
+
+#include "heatmap_widget.h"
+#include "ui_test_util.h"
+
+using namespace temper;
+using namespace temper::ui;
+
+class TestHeatmap : public QObject {
+  Q_OBJECT
+  static Selection q4(int ncols = 1) {
+    Selection s;
+    s.type = GgmlType::Q4_K, s.n = 14336, s.k = 4096, s.ncols = ncols;
+    return s;
+  }
+
+ private Q_SLOTS:
+  void cellsAndMarks() {
+    const Session s = uitest::sampleSession();
+    const HeatGrid g = buildHeatGrid(s, q4(), HeatMetric::Microseconds);
+    // The plan's grid (nwarps 1,2,4 × rows 1,2) plus the excluded 16×8.
+    QCOMPARE(g.nwarps, (std::vector<int>{1, 2, 4, 16}));
+    QCOMPARE(g.rows, (std::vector<int>{1, 2, 8}));
+    QCOMPARE(g.cells.size(), size_t(12));
+    const HeatCell* def = g.find({4, 1});
+    const HeatCell* win = g.find({2, 1});
+    QVERIFY(def && win);
+    QVERIFY(def->is_default && !def->is_winner);
+    QVERIFY(win->is_winner && !win->is_default);
+    QCOMPARE(*def->value, 100.0);
+    QCOMPARE(*win->value, 90.0);
+    QCOMPARE(g.find({1, 1})->state, CellState::Failed);
+    QVERIFY(!g.find({1, 1})->value);  // failed configs are never timed
+    QCOMPARE(g.find({16, 8})->state, CellState::Invalid);
+    QCOMPARE(g.find({1, 2})->state, CellState::Empty);
+    QCOMPARE(g.at(1, 0)->config, (Config{2, 1}));  // row = nwarps index, column = rows_per_block index
+    QCOMPARE(g.min, 90.0);
+    QCOMPARE(g.max, 100.0);
+  }
+
+  void metrics() {
+    const Session s = uitest::sampleSession();
+    const HeatGrid us = buildHeatGrid(s, q4(), HeatMetric::Microseconds);
+    const HeatGrid sp = buildHeatGrid(s, q4(), HeatMetric::Speedup);
+    const HeatGrid tok = buildHeatGrid(s, q4(), HeatMetric::TokensPerS);
+    const HeatGrid bw = buildHeatGrid(s, q4(), HeatMetric::PercentOfCopyBw);
+    QCOMPARE(*sp.find({4, 1})->value, 1.0);
+    QVERIFY(qAbs(*sp.find({2, 1})->value - 100.0 / 90.0) < 1e-12);
+    // 64 calls per token at 90 µs each: 1e6 / 5760 tokens/s from this shape alone.
+    QVERIFY(qAbs(*tok.find({2, 1})->value - 1e6 / (64 * 90.0)) < 1e-9);
+    const Result* r = find_result(s, 0, GgmlType::Q4_K, 14336, 4096, 1, {2, 1});
+    QVERIFY(qAbs(*bw.find({2, 1})->value - 100 * r->gbs / 3000) < 1e-9);
+    // Lower µs is better, higher speedup is better: the winner is the best cell either way.
+    QCOMPARE(goodness(us, 90, HeatMetric::Microseconds), 1.0);
+    QCOMPARE(goodness(us, 100, HeatMetric::Microseconds), 0.0);
+    QCOMPARE(goodness(sp, *sp.find({2, 1})->value, HeatMetric::Speedup), 1.0);
+    // Nothing at ncols 2: the grid is there, every cell empty.
+    const HeatGrid none = buildHeatGrid(s, q4(2), HeatMetric::Microseconds);
+    for (const auto& c : none.cells) QVERIFY(c.state == CellState::Empty || c.state == CellState::Invalid);
+  }
+
+  void colourScale() {
+    // Ordered in brightness, so the scale reads without colour vision; ends distinct.
+    double last = -1;
+    for (int i = 0; i <= 10; ++i) {
+      const double l = luma(heatColor(i / 10.0));
+      QVERIFY2(l > last, qPrintable(QStringLiteral("lightness not increasing at %1").arg(i)));
+      last = l;
+    }
+    QCOMPARE(heatColor(-5), heatColor(0));
+    QCOMPARE(heatColor(7), heatColor(1));
+  }
+
+  void tooltip() {
+    const Session s = uitest::sampleSession();
+    const HeatGrid g = buildHeatGrid(s, q4(), HeatMetric::Microseconds);
+    const QString win = cellTooltip(s, *g.find({2, 1}));
+    QVERIFY(win.contains(QStringLiteral("winner")));
+    QVERIFY(win.contains(QStringLiteral("median 90.00 µs")));
+    QVERIFY(win.contains(QStringLiteral("p10 89.20")));
+    QVERIFY(win.contains(QStringLiteral("95% CI 89.60 – 90.40")));
+    QVERIFY(win.contains(QStringLiteral("verification")));
+    QVERIFY(cellTooltip(s, *g.find({1, 1})).contains(QStringLiteral("got 1.5, expected 2.5")));
+  }
+
+  void widgetGeometryAndClick() {
+    SessionDocument doc;
+    doc.openSessionFromJson(QByteArray::fromStdString(to_json(uitest::sampleSession()).dump()), QStringLiteral("sample"), true);
+    Selection sel = q4();
+    doc.select(sel);
+    HeatmapWidget w(&doc);
+    w.setMetric(HeatMetric::Microseconds);
+    w.resize(900, 600);
+    const HeatGrid& g = w.grid();
+    QCOMPARE(g.cells.size(), size_t(12));
+    for (int i = 0; i < int(g.nwarps.size()); ++i)
+      for (int j = 0; j < int(g.rows.size()); ++j) {
+        const QRect r = w.cellRect(i, j);
+        QVERIFY(r.width() > 20 && r.height() > 20);
+        QCOMPARE(w.configAt(r.center()), std::optional<Config>(g.at(i, j)->config));
+      }
+    QVERIFY(!w.configAt(QPoint(1, 1)));  // the axis labels are no cell
+    QTest::mouseClick(&w, Qt::LeftButton, {}, w.cellRect(1, 0).center());
+    QVERIFY(doc.selection().config);
+    QCOMPARE(*doc.selection().config, (Config{2, 1}));
+    // Painting works (and fast enough to matter in a bench, not here).
+    QImage img(w.size(), QImage::Format_ARGB32);
+    QPainter p(&img);
+    w.paintHeatmap(p, w.size());
+  }
+};
+TEMPER_UI_TEST(TestHeatmap);
+#include "heatmap_test.moc"

@@ -1,0 +1,78 @@
+#include "exports.h"
+
+#include <QAbstractItemModel>
+#include <QBuffer>
+#include <QImage>
+#include <QPainter>
+#include <QSvgGenerator>
+#include <QWidget>
+
+#include "temper/error.h"
+#include "temper/fileio.h"
+
+namespace temper::ui {
+
+namespace {
+void write(const QString& path, std::string_view bytes) { write_file_atomic(path.toStdString(), bytes); }
+}  // namespace
+
+ExportReport exportProfile(const SessionDocument& doc, ProfileFormat format, const QString& path) {
+  const Profile& p = doc.profile();
+  if (p.entries.empty()) fail(ErrorKind::BadInput, "the session has no proposed winners to export");
+  ExportOptions o;
+  if (const SessionDevice* d = doc.currentDevice()) o.arch = d->info.arch;
+  const Export e = format == ProfileFormat::Temper        ? export_temper(p)
+                   : format == ProfileFormat::KernelAnvil ? export_kernel_anvil(p, o)
+                                                          : export_header(p, o);
+  write(path, e.content);
+  return e.report;
+}
+
+void exportResultsCsv(const Session& s, const QString& path) { write(path, export_csv(s).content); }
+
+QString tableCsv(const QAbstractItemModel& model) {
+  auto cell = [](QString t) {
+    if (t.contains(QLatin1Char(',')) || t.contains(QLatin1Char('"')) || t.contains(QLatin1Char('\n')))
+      t = QLatin1Char('"') + t.replace(QStringLiteral("\""), QStringLiteral("\"\"")) + QLatin1Char('"');
+    return t;
+  };
+  QString out;
+  QStringList row;
+  for (int c = 0; c < model.columnCount(); ++c) row << cell(model.headerData(c, Qt::Horizontal).toString());
+  out += row.join(QLatin1Char(',')) + QLatin1Char('\n');
+  for (int r = 0; r < model.rowCount(); ++r) {
+    row.clear();
+    for (int c = 0; c < model.columnCount(); ++c) row << cell(model.index(r, c).data().toString());
+    out += row.join(QLatin1Char(',')) + QLatin1Char('\n');
+  }
+  return out;
+}
+
+void exportTableCsv(const QAbstractItemModel& model, const QString& path) {
+  const QByteArray bytes = tableCsv(model).toUtf8();
+  write(path, std::string_view(bytes.constData(), size_t(bytes.size())));
+}
+
+void exportImage(QWidget& widget, const QString& path) {
+  QByteArray bytes;
+  QBuffer buffer(&bytes);
+  buffer.open(QIODevice::WriteOnly);
+  if (path.endsWith(QStringLiteral(".svg"), Qt::CaseInsensitive)) {
+    QSvgGenerator svg;
+    svg.setOutputDevice(&buffer);
+    svg.setSize(widget.size());
+    svg.setViewBox(QRect(QPoint(0, 0), widget.size()));
+    svg.setTitle(widget.windowTitle());
+    svg.setDescription(QStringLiteral("Temper"));
+    QPainter p(&svg);
+    widget.render(&p);
+    p.end();
+  } else {
+    const QImage image = widget.grab().toImage();
+    if (image.isNull() || !image.save(&buffer, "PNG"))
+      fail(ErrorKind::Io, path.toStdString() + ": could not encode the image as PNG");
+  }
+  write(path, std::string_view(bytes.constData(), size_t(bytes.size())));
+}
+
+}  // namespace temper::ui

@@ -1,0 +1,24 @@
+#pragma once
+// What the export dialog writes. Every file goes through temper::write_file_atomic (temporary sibling,
+// fsync, rename): a failed export leaves the previous file as it was. Errors are temper::Error.
+#include <QString>
+
+#include "session_doc.h"
+
+class QAbstractItemModel;
+class QWidget;
+
+namespace temper::ui {
+
+enum class ProfileFormat { Temper, KernelAnvil, Header };
+// The profile's approved entries for the current device's arch; returns what happened to each entry.
+ExportReport exportProfile(const SessionDocument& doc, ProfileFormat format, const QString& path);
+// Every result of the session, one row each (core's CSV).
+void exportResultsCsv(const Session& s, const QString& path);
+// Any table model as CSV, display text, header first (RFC 4180 quoting).
+QString tableCsv(const QAbstractItemModel& model);
+void exportTableCsv(const QAbstractItemModel& model, const QString& path);
+// A view as an image: `.svg` as vector graphics (QSvgGenerator), anything else as PNG.
+void exportImage(QWidget& widget, const QString& path);
+
+}  // namespace temper::ui

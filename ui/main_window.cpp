@@ -1,0 +1,435 @@
+#include "main_window.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QComboBox>
+#include <QDialog>
+#include <QDialogButtonBox>
+#include <QDir>
+#include <QDockWidget>
+#include <QFile>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QListWidget>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QMimeData>
+#include <QProgressBar>
+#include <QSettings>
+#include <QSplitter>
+#include <QStandardPaths>
+#include <QStatusBar>
+#include <QTabWidget>
+#include <QTextBrowser>
+#include <QVBoxLayout>
+
+#include "approval_panel.h"
+#include "export_dialog.h"
+#include "heatmap_widget.h"
+#include "model_panel.h"
+#include "occupancy_view.h"
+#include "roofline_view.h"
+#include "sweep_panel.h"
+#include "temper/error.h"
+
+namespace temper::ui {
+
+namespace {
+const char* kDemoResource = ":/demo-session.json";
+
+bool looksLikeGguf(const QString& path) {
+  QFile f(path);
+  return f.open(QIODevice::ReadOnly) && f.read(4) == QByteArrayLiteral("GGUF");
+}
+}  // namespace
+
+MainWindow::MainWindow(std::vector<std::unique_ptr<Backend>> backends, QWidget* parent)
+    : QMainWindow(parent), doc_(new SessionDocument(this)) {
+  setObjectName(QStringLiteral("MainWindow"));
+  setAcceptDrops(true);
+  model_panel_ = new ModelPanel(doc_);
+  sweep_panel_ = new SweepPanel(doc_, std::move(backends));
+  sweep_panel_->setJournalDir(QStandardPaths::writableLocation(QStandardPaths::AppLocalDataLocation) + QStringLiteral("/journals"));
+  heatmap_ = new HeatmapWidget(doc_);
+  roofline_ = new RooflineView(doc_);
+  occupancy_ = new OccupancyView(doc_);
+  approval_ = new ApprovalPanel(doc_);
+
+  // Central: which session this is, then the views.
+  header_ = new QLabel;
+  header_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  metric_ = new QComboBox;
+  for (HeatMetric m : kHeatMetrics) metric_->addItem(metricName(m), int(m));
+  connect(metric_, &QComboBox::currentIndexChanged, this,
+          [this] { heatmap_->setMetric(HeatMetric(metric_->currentData().toInt())); });
+  auto* heatPage = new QWidget;
+  {
+    auto* l = new QVBoxLayout(heatPage);
+    auto* row = new QHBoxLayout;
+    row->addWidget(new QLabel(QStringLiteral("Colour by:")));
+    row->addWidget(metric_);
+    row->addStretch();
+    l->addLayout(row);
+    l->addWidget(heatmap_, 1);
+  }
+  tabs_ = new QTabWidget;
+  tabs_->addTab(heatPage, QStringLiteral("Heatmap"));
+  tabs_->addTab(roofline_, QStringLiteral("Roofline"));
+  tabs_->addTab(occupancy_, QStringLiteral("Occupancy"));
+  tabs_->addTab(approval_, QStringLiteral("Approval"));
+  auto* central = new QWidget;
+  auto* cl = new QVBoxLayout(central);
+  cl->addWidget(header_);
+  cl->addWidget(tabs_, 1);
+  setCentralWidget(central);
+
+  auto* modelDock = new QDockWidget(QStringLiteral("Model"), this);
+  modelDock->setObjectName(QStringLiteral("ModelDock"));
+  modelDock->setWidget(model_panel_);
+  addDockWidget(Qt::LeftDockWidgetArea, modelDock);
+  auto* sweepDock = new QDockWidget(QStringLiteral("Sweep"), this);
+  sweepDock->setObjectName(QStringLiteral("SweepDock"));
+  sweepDock->setWidget(sweep_panel_);
+  addDockWidget(Qt::RightDockWidgetArea, sweepDock);
+
+  status_ = new QLabel;
+  progress_ = new QProgressBar;
+  progress_->setMaximumWidth(220);
+  progress_->hide();
+  statusBar()->addWidget(status_, 1);
+  statusBar()->addPermanentWidget(progress_);
+
+  buildMenus();
+  auto* viewMenu = menuBar()->findChild<QMenu*>(QStringLiteral("ViewMenu"));
+  if (viewMenu) {
+    viewMenu->addAction(modelDock->toggleViewAction());
+    viewMenu->addAction(sweepDock->toggleViewAction());
+  }
+
+  connect(doc_, &SessionDocument::sessionChanged, this, &MainWindow::updateTitle);
+  connect(doc_, &SessionDocument::dirtyChanged, this, &MainWindow::updateTitle);
+  connect(doc_, &SessionDocument::resultsChanged, this, &MainWindow::updateTitle);
+  connect(sweep_panel_, &SweepPanel::openSessionRequested, this, &MainWindow::openDialog);
+  connect(sweep_panel_, &SweepPanel::openDemoRequested, this, [this] { openDemo(); });
+  connect(sweep_panel_, &SweepPanel::progressText, this, [this](const QString& text, int done, int total) {
+    status_->setText(text);
+    progress_->setVisible(true);
+    progress_->setRange(0, std::max(total, 0));
+    progress_->setValue(done);
+  });
+  connect(sweep_panel_, &SweepPanel::sweepFinished, this, [this](const QString& text) {
+    status_->setText(text);
+    progress_->hide();
+  });
+  connect(approval_, &ApprovalPanel::exportRequested, this, &MainWindow::exportDialog);
+
+  QSettings st;
+  resize(1400, 860);
+  restoreGeometry(st.value(QStringLiteral("window/geometry")).toByteArray());
+  restoreState(st.value(QStringLiteral("window/state")).toByteArray());
+  tabs_->setCurrentIndex(st.value(QStringLiteral("window/tab"), 0).toInt());
+  metric_->setCurrentIndex(st.value(QStringLiteral("view/metric"), 0).toInt());
+  updateTitle();
+  status_->setText(sweep_panel_->hasDevices() ? QStringLiteral("Ready") : QStringLiteral("No GPU found: sessions open read-only"));
+}
+
+MainWindow::~MainWindow() = default;
+
+void MainWindow::buildMenus() {
+  QMenu* file = menuBar()->addMenu(QStringLiteral("&File"));
+  QAction* open = file->addAction(QStringLiteral("&Open…"), this, &MainWindow::openDialog);
+  open->setShortcut(QKeySequence::Open);
+  QAction* demo = file->addAction(QStringLiteral("Open &demo session"), this, [this] { openDemo(); });
+  demo->setEnabled(hasDemo());
+  recent_menu_ = file->addMenu(QStringLiteral("Open &recent"));
+  rebuildRecentMenu();
+  file->addSeparator();
+  QAction* save = file->addAction(QStringLiteral("&Save session"), this, [this] { this->save(false); });
+  save->setShortcut(QKeySequence::Save);
+  QAction* saveAs = file->addAction(QStringLiteral("Save session &as…"), this, [this] { this->save(true); });
+  saveAs->setShortcut(QKeySequence::SaveAs);
+  QAction* exp = file->addAction(QStringLiteral("&Export…"), this, &MainWindow::exportDialog);
+  exp->setShortcut(QKeySequence(QStringLiteral("Ctrl+E")));
+  file->addSeparator();
+  QAction* quit = file->addAction(QStringLiteral("&Quit"), this, &QWidget::close);
+  quit->setShortcut(QKeySequence::Quit);
+
+  QMenu* view = menuBar()->addMenu(QStringLiteral("&View"));
+  view->setObjectName(QStringLiteral("ViewMenu"));
+  const char* tabs[] = {"&Heatmap", "&Roofline", "&Occupancy", "&Approval"};
+  for (int i = 0; i < 4; ++i) {
+    QAction* a = view->addAction(QString::fromUtf8(tabs[i]), this, [this, i] { tabs_->setCurrentIndex(i); });
+    a->setShortcut(QKeySequence(QStringLiteral("Ctrl+%1").arg(i + 1)));
+  }
+  view->addSeparator();
+
+  QMenu* help = menuBar()->addMenu(QStringLiteral("&Help"));
+  QAction* docs = help->addAction(QStringLiteral("&Documentation"), this, [this] { showHelp(QStringLiteral("gui.md")); });
+  docs->setShortcut(QKeySequence::HelpContents);
+  help->addAction(QStringLiteral("&About Temper"), this, &MainWindow::showAbout);
+  help->addAction(QStringLiteral("About &Qt"), qApp, &QApplication::aboutQt);
+}
+
+QString MainWindow::headerText() const {
+  if (doc_->hasSession()) {
+    const Session& s = doc_->session();
+    QString t = QStringLiteral("<b>%1</b> · %2").arg(qstr(s.model.file_name).toHtmlEscaped(), doc_->provenanceText().toHtmlEscaped());
+    if (doc_->isReadOnly()) t += QStringLiteral(" · read-only");
+    if (s.status != "complete") t += QStringLiteral(" · %1").arg(qstr(s.status));
+    return t;
+  }
+  if (doc_->model()) return QStringLiteral("<b>%1</b> · not swept yet").arg(QString::fromStdString(doc_->model()->path.filename().string()).toHtmlEscaped());
+  return QStringLiteral("No model or session open");
+}
+
+void MainWindow::updateTitle() {
+  header_->setText(headerText());
+  QString t = QStringLiteral("Temper");
+  if (doc_->hasSession()) {
+    const QString name = doc_->path().isEmpty() ? qstr(doc_->session().model.file_name) : QFileInfo(doc_->path()).fileName();
+    t = QStringLiteral("%1%2 — %3 — Temper").arg(name, doc_->isDirty() ? QStringLiteral(" *") : QString(), doc_->provenanceText());
+  } else if (doc_->model()) {
+    t = QStringLiteral("%1 — Temper").arg(QString::fromStdString(doc_->model()->path.filename().string()));
+  }
+  setWindowTitle(t);
+}
+
+void MainWindow::showError(const QString& title, const QString& text) {
+  status_->setText(title + QStringLiteral(": ") + text);
+  if (interactive_) QMessageBox::critical(this, title, text);
+}
+
+bool MainWindow::confirmDiscard() {
+  if (!doc_->isDirty() || !doc_->hasSession()) return true;
+  if (!interactive_) return false;
+  const auto answer = QMessageBox::question(this, QStringLiteral("Unsaved results"),
+                                            QStringLiteral("The sweep results are not saved. Save them first?"),
+                                            QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel);
+  if (answer == QMessageBox::Save) return save(false);
+  return answer == QMessageBox::Discard;
+}
+
+bool MainWindow::openPath(const QString& path, QString* error) {
+  if (sweep_panel_->runner()->isRunning()) {
+    const QString msg = QStringLiteral("A sweep is running: cancel it before opening another file.");
+    if (error) *error = msg;
+    showError(QStringLiteral("Cannot open"), msg);
+    return false;
+  }
+  if (!confirmDiscard()) return false;
+  try {
+    if (path.endsWith(QStringLiteral(".gguf"), Qt::CaseInsensitive) || looksLikeGguf(path)) {
+      doc_->setModel(open_model(path.toStdString()));
+    } else {
+      // Without the GPU that recorded it, nothing could add to a session: it opens read-only.
+      doc_->openSession(path, !sweep_panel_->hasDevices());
+    }
+    addRecent(path);
+    status_->setText(QStringLiteral("Opened %1").arg(path));
+    return true;
+  } catch (const std::exception& e) {
+    const QString msg = QString::fromStdString(e.what());
+    if (error) *error = msg;
+    showError(QStringLiteral("Cannot open %1").arg(QFileInfo(path).fileName()), msg);
+    return false;
+  }
+}
+
+bool MainWindow::hasDemo() { return QFile::exists(QString::fromLatin1(kDemoResource)); }
+
+bool MainWindow::openDemo(QString* error) {
+  QFile f(QString::fromLatin1(kDemoResource));
+  if (!f.open(QIODevice::ReadOnly)) {
+    const QString msg = QStringLiteral("This build has no demo session (resources/demo-session.json was absent when it was built).");
+    if (error) *error = msg;
+    showError(QStringLiteral("No demo session"), msg);
+    return false;
+  }
+  if (!confirmDiscard()) return false;
+  try {
+    doc_->openSessionFromJson(f.readAll(), QStringLiteral("demo session"), true);
+    status_->setText(QStringLiteral("Demo session: %1").arg(doc_->provenanceText()));
+    return true;
+  } catch (const std::exception& e) {
+    const QString msg = QString::fromStdString(e.what());
+    if (error) *error = msg;
+    showError(QStringLiteral("Cannot open the demo session"), msg);
+    return false;
+  }
+}
+
+void MainWindow::offerDemoIfFirstLaunch() {
+  QSettings st;
+  if (st.value(QStringLiteral("firstLaunchDone"), false).toBool()) return;
+  st.setValue(QStringLiteral("firstLaunchDone"), true);
+  if (sweep_panel_->hasDevices() || !hasDemo() || !interactive_ || doc_->hasSession()) return;
+  if (QMessageBox::question(this, QStringLiteral("No GPU found"),
+                            QStringLiteral("This machine has no HIP or CUDA device. Open the demo session, recorded on an "
+                                           "NVIDIA H100, to explore Temper?")) == QMessageBox::Yes)
+    openDemo();
+}
+
+void MainWindow::openDialog() {
+  const QString dir = QSettings().value(QStringLiteral("open/dir")).toString();
+  const QString path = QFileDialog::getOpenFileName(this, QStringLiteral("Open model or session"), dir,
+                                                    QStringLiteral("Models and sessions (*.gguf *.json);;GGUF models (*.gguf);;"
+                                                                   "Sessions (*.json);;All files (*)"));
+  if (path.isEmpty()) return;
+  QSettings().setValue(QStringLiteral("open/dir"), QFileInfo(path).absolutePath());
+  openPath(path);
+}
+
+bool MainWindow::save(bool as) {
+  if (!doc_->hasSession()) {
+    showError(QStringLiteral("Nothing to save"), QStringLiteral("Run a sweep or open a session first."));
+    return false;
+  }
+  QString path = doc_->path();
+  if (as || path.isEmpty() || doc_->isReadOnly()) {
+    const QString suggested = QFileInfo(qstr(doc_->session().model.file_name)).completeBaseName() + QStringLiteral(".temper-session.json");
+    path = QFileDialog::getSaveFileName(this, QStringLiteral("Save session"),
+                                        QDir(QSettings().value(QStringLiteral("open/dir"), QDir::homePath()).toString()).filePath(suggested),
+                                        QStringLiteral("Sessions (*.json)"));
+    if (path.isEmpty()) return false;
+  }
+  try {
+    doc_->saveSession(path);
+    addRecent(path);
+    status_->setText(QStringLiteral("Saved %1").arg(path));
+    updateTitle();
+    return true;
+  } catch (const std::exception& e) {
+    showError(QStringLiteral("Cannot save"), QString::fromStdString(e.what()));
+    return false;
+  }
+}
+
+void MainWindow::exportDialog() {
+  if (!doc_->hasSession()) {
+    showError(QStringLiteral("Nothing to export"), QStringLiteral("Run a sweep or open a session first."));
+    return;
+  }
+  ExportDialog d(doc_, {heatmap_, roofline_, model_panel_->proxy()}, this);
+  d.exec();
+}
+
+void MainWindow::showAbout() {
+  const BuildIdentity& b = this_build();
+  QStringList backends;
+#if defined(TEMPER_WITH_HIP)
+  backends << QStringLiteral("HIP (%1)").arg(qstr(b.hip_archs));
+#endif
+#if defined(TEMPER_WITH_CUDA)
+  backends << QStringLiteral("CUDA (sm %1)").arg(qstr(b.cuda_archs));
+#endif
+  if (backends.isEmpty()) backends << QStringLiteral("none (sessions open read-only)");
+  QMessageBox::about(this, QStringLiteral("About Temper"),
+                     QStringLiteral("<h3>Temper %1</h3><p>Profile and tune llama.cpp's quantized GEMV kernel (mmvq).</p>"
+                                    "<table><tr><td>commit</td><td>%2</td></tr><tr><td>compiler</td><td>%3 (%4)</td></tr>"
+                                    "<tr><td>GPU backends</td><td>%5</td></tr><tr><td>compiled gfx targets</td><td>%6</td></tr>"
+                                    "<tr><td>kernel set</td><td>%7</td></tr><tr><td>Qt</td><td>%8 (built with %9)</td></tr></table>")
+                         .arg(QStringLiteral(TEMPER_VERSION), qstr(b.git_commit), qstr(b.compiler), qstr(b.build_type),
+                              backends.join(QStringLiteral(", ")),
+                              b.hip_archs.empty() ? QStringLiteral("none") : qstr(b.hip_archs), qstr(b.kernel_set),
+                              QString::fromLatin1(qVersion()), QStringLiteral(QT_VERSION_STR)));
+}
+
+void MainWindow::showHelp(const QString& doc) {
+  QDialog d(this);
+  d.setWindowTitle(QStringLiteral("Temper documentation"));
+  auto* list = new QListWidget;
+  auto* browser = new QTextBrowser;
+  browser->setOpenExternalLinks(true);
+  const QStringList docs = QDir(QStringLiteral(":/docs")).entryList({QStringLiteral("*.md")});
+  list->addItems(docs);
+  connect(list, &QListWidget::currentTextChanged, browser, [browser](const QString& name) {
+    QFile f(QStringLiteral(":/docs/") + name);
+    if (f.open(QIODevice::ReadOnly)) browser->setMarkdown(QString::fromUtf8(f.readAll()));
+  });
+  auto* split = new QSplitter;
+  split->addWidget(list);
+  split->addWidget(browser);
+  split->setStretchFactor(1, 1);
+  auto* box = new QDialogButtonBox(QDialogButtonBox::Close);
+  connect(box, &QDialogButtonBox::rejected, &d, &QDialog::reject);
+  auto* l = new QVBoxLayout(&d);
+  l->addWidget(split, 1);
+  l->addWidget(box);
+  const auto hits = list->findItems(doc, Qt::MatchExactly);
+  list->setCurrentRow(hits.isEmpty() ? 0 : list->row(hits.front()));
+  d.resize(980, 720);
+  d.exec();
+}
+
+void MainWindow::addRecent(const QString& path) {
+  QSettings st;
+  QStringList r = st.value(QStringLiteral("recentFiles")).toStringList();
+  const QString abs = QFileInfo(path).absoluteFilePath();
+  r.removeAll(abs);
+  r.prepend(abs);
+  while (r.size() > 10) r.removeLast();
+  st.setValue(QStringLiteral("recentFiles"), r);
+  rebuildRecentMenu();
+}
+
+void MainWindow::rebuildRecentMenu() {
+  if (!recent_menu_) return;
+  recent_menu_->clear();
+  const QStringList r = QSettings().value(QStringLiteral("recentFiles")).toStringList();
+  for (const QString& p : r) recent_menu_->addAction(QFileInfo(p).fileName(), this, [this, p] { openPath(p); })->setToolTip(p);
+  recent_menu_->setEnabled(!r.isEmpty());
+}
+
+QStringList MainWindow::saveScreenshots(const QString& dir) {
+  QDir().mkpath(dir);
+  QStringList written;
+  auto shoot = [&](QWidget* w, const QString& name) {
+    QApplication::processEvents();
+    const QString path = QDir(dir).filePath(name);
+    if (w->grab().save(path, "PNG")) written << path;
+  };
+  const char* names[] = {"heatmap", "roofline", "occupancy", "approval"};
+  for (int i = 0; i < tabs_->count(); ++i) {
+    tabs_->setCurrentIndex(i);
+    shoot(this, QStringLiteral("main-%1.png").arg(QString::fromLatin1(names[i])));
+  }
+  tabs_->setCurrentIndex(0);
+  return written;
+}
+
+void MainWindow::closeEvent(QCloseEvent* e) {
+  if (sweep_panel_->runner()->isRunning()) {
+    if (interactive_ && QMessageBox::question(this, QStringLiteral("Sweep running"),
+                                              QStringLiteral("A sweep is running. Cancel it and quit?")) != QMessageBox::Yes) {
+      e->ignore();
+      return;
+    }
+    sweep_panel_->runner()->cancel();
+    sweep_panel_->runner()->wait();
+  }
+  if (interactive_ && !confirmDiscard()) {
+    e->ignore();
+    return;
+  }
+  QSettings st;
+  st.setValue(QStringLiteral("window/geometry"), saveGeometry());
+  st.setValue(QStringLiteral("window/state"), saveState());
+  st.setValue(QStringLiteral("window/tab"), tabs_->currentIndex());
+  st.setValue(QStringLiteral("view/metric"), metric_->currentIndex());
+  sweep_panel_->saveSettings();
+  e->accept();
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* e) {
+  if (e->mimeData()->hasUrls()) e->acceptProposedAction();
+}
+
+void MainWindow::dropEvent(QDropEvent* e) {
+  const auto urls = e->mimeData()->urls();
+  if (!urls.isEmpty() && urls.front().isLocalFile()) openPath(urls.front().toLocalFile());
+}
+
+}  // namespace temper::ui

@@ -1,0 +1,87 @@
+#pragma once
+// temper-gui's window: model panel and sweep panel as docks, the heatmap / roofline / occupancy /
+// approval views as tabs, menus with the usual shortcuts, recent files, settings, export, help.
+// It only wires pages together; each page reads the one SessionDocument.
+#include <QMainWindow>
+#include <memory>
+#include <vector>
+
+#include "session_doc.h"
+
+class QComboBox;
+class QLabel;
+class QMenu;
+class QProgressBar;
+class QTabWidget;
+
+namespace temper::ui {
+
+class ApprovalPanel;
+class HeatmapWidget;
+class ModelPanel;
+class OccupancyView;
+class RooflineView;
+class SweepPanel;
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+ public:
+  explicit MainWindow(std::vector<std::unique_ptr<Backend>> backends, QWidget* parent = nullptr);
+  ~MainWindow() override;
+
+  SessionDocument* document() const { return doc_; }
+  ModelPanel* modelPanel() const { return model_panel_; }
+  SweepPanel* sweepPanel() const { return sweep_panel_; }
+  HeatmapWidget* heatmap() const { return heatmap_; }
+  RooflineView* roofline() const { return roofline_; }
+  OccupancyView* occupancy() const { return occupancy_; }
+  ApprovalPanel* approval() const { return approval_; }
+  QTabWidget* tabs() const { return tabs_; }
+  QString headerText() const;
+
+  // Opens a GGUF model or a session; errors become a dialog (or, with `quiet`, are returned).
+  bool openPath(const QString& path, QString* error = nullptr);
+  bool openDemo(QString* error = nullptr);
+  static bool hasDemo();
+  // Saves PNGs of the main views into `dir`; returns the files written.
+  QStringList saveScreenshots(const QString& dir);
+  // Offer the demo on a first launch without a GPU.
+  void offerDemoIfFirstLaunch();
+  // Dialogs (errors, prompts) are suppressed and answered "no" (tests, screenshots).
+  void setInteractive(bool on) { interactive_ = on; }
+
+ protected:
+  void closeEvent(QCloseEvent* e) override;
+  void dragEnterEvent(QDragEnterEvent* e) override;
+  void dropEvent(QDropEvent* e) override;
+
+ private:
+  void buildMenus();
+  void openDialog();
+  bool save(bool as);
+  void exportDialog();
+  void showAbout();
+  void showHelp(const QString& doc);
+  void addRecent(const QString& path);
+  void rebuildRecentMenu();
+  void updateTitle();
+  void showError(const QString& title, const QString& text);
+  bool confirmDiscard();
+
+  SessionDocument* doc_;
+  ModelPanel* model_panel_;
+  SweepPanel* sweep_panel_;
+  HeatmapWidget* heatmap_;
+  QComboBox* metric_;
+  RooflineView* roofline_;
+  OccupancyView* occupancy_;
+  ApprovalPanel* approval_;
+  QTabWidget* tabs_;
+  QLabel* header_;
+  QLabel* status_;
+  QProgressBar* progress_;
+  QMenu* recent_menu_ = nullptr;
+  bool interactive_ = true;
+};
+
+}  // namespace temper::ui

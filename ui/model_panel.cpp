@@ -1,0 +1,114 @@
+#include "model_panel.h"
+
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QItemSelectionModel>
+#include <QLabel>
+#include <QLineEdit>
+#include <QSpinBox>
+#include <QTableView>
+#include <QVBoxLayout>
+
+namespace temper::ui {
+
+ModelPanel::ModelPanel(SessionDocument* doc, QWidget* parent)
+    : QWidget(parent), doc_(doc), model_(new ShapeTableModel(doc, this)), proxy_(new ShapeFilterProxy(this)) {
+  proxy_->setSourceModel(model_);
+  proxy_->setSortRole(ShapeTableModel::SortRole);
+  summary_ = new QLabel;
+  summary_->setWordWrap(true);
+  summary_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  filter_ = new QLineEdit;
+  filter_->setPlaceholderText(QStringLiteral("Filter: type, N×K or status (e.g. q4_K 4096)"));
+  filter_->setClearButtonEnabled(true);
+  ncols_ = new QSpinBox;
+  ncols_->setRange(1, 8);
+  ncols_->setPrefix(QStringLiteral("ncols "));
+  ncols_->setToolTip(QStringLiteral("Batch width the times, heatmap and occupancy refer to"));
+  view_ = new QTableView;
+  view_->setModel(proxy_);
+  view_->setSortingEnabled(true);
+  view_->sortByColumn(ShapeTableModel::PercentBytes, Qt::DescendingOrder);
+  view_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  view_->setSelectionMode(QAbstractItemView::SingleSelection);
+  view_->verticalHeader()->hide();
+  view_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  view_->horizontalHeader()->setStretchLastSection(true);
+  auto* row = new QHBoxLayout;
+  row->addWidget(filter_, 1);
+  row->addWidget(ncols_);
+  auto* lay = new QVBoxLayout(this);
+  lay->addWidget(summary_);
+  lay->addLayout(row);
+  lay->addWidget(view_, 1);
+
+  connect(filter_, &QLineEdit::textChanged, proxy_, &ShapeFilterProxy::setFilterText);
+  connect(ncols_, &QSpinBox::valueChanged, this, [this](int n) {
+    Selection s = doc_->selection();
+    s.ncols = n;
+    s.config.reset();
+    doc_->select(s);
+  });
+  connect(view_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this](const QModelIndex& cur) {
+    if (syncing_ || !cur.isValid()) return;
+    const Shape* sh = model_->shapeAt(proxy_->mapToSource(cur).row());
+    if (!sh) return;
+    Selection s = doc_->selection();
+    if (s.type == sh->type && s.n == sh->n && s.k == sh->k) return;
+    s.type = sh->type, s.n = int(sh->n), s.k = int(sh->k);
+    s.config.reset();
+    doc_->select(s);
+  });
+  connect(doc, &SessionDocument::sessionChanged, this, &ModelPanel::refreshSummary);
+  connect(doc, &SessionDocument::resultsChanged, this, &ModelPanel::refreshSummary);
+  connect(doc, &SessionDocument::selectionChanged, this, &ModelPanel::followSelection);
+  refreshSummary();
+  followSelection();
+}
+
+QString ModelPanel::summary() const {
+  if (doc_->hasSession()) {
+    const Session& s = doc_->session();
+    QString t = QStringLiteral("<b>%1</b> (%2)<br>%3<br>session %4 · %5 · %6 results")
+                    .arg(qstr(s.model.file_name).toHtmlEscaped(), qstr(s.model.architecture), doc_->provenanceText().toHtmlEscaped(),
+                         qstr(s.id), qstr(s.status))
+                    .arg(s.results.size());
+    if (doc_->isReadOnly()) t += QStringLiteral(" · <i>read-only</i>");
+    if (!s.estimates.empty()) {
+      const Estimate& e = s.estimates.front();
+      t += QStringLiteral("<br>GEMV share of decode (estimate): %1 → %2 tokens/s, bandwidth ceiling %3 tokens/s")
+               .arg(e.default_tokens_per_s, 0, 'f', 1).arg(e.tuned_tokens_per_s, 0, 'f', 1).arg(e.ceiling_tokens_per_s, 0, 'f', 1);
+    }
+    return t;
+  }
+  if (const auto& m = doc_->model()) {
+    QStringList mix;
+    for (const auto& q : m->quant_mix) mix << QStringLiteral("%1 %2 MB").arg(qstr(type_name(q.type))).arg(double(q.bytes) / 1e6, 0, 'f', 0);
+    return QStringLiteral("<b>%1</b> (%2%3)<br>%4 layers · %5 M parameters · %6 MB/token · %7 shapes<br>%8")
+        .arg(QString::fromStdString(m->path.filename().string()).toHtmlEscaped(), qstr(m->architecture),
+             m->experts ? QStringLiteral(", %1 of %2 experts").arg(m->experts_used).arg(m->experts) : QString())
+        .arg(m->layers).arg(double(m->parameters) / 1e6, 0, 'f', 0).arg(double(m->bytes_per_token) / 1e6, 0, 'f', 0)
+        .arg(m->shapes.size()).arg(mix.join(QStringLiteral(" · ")));
+  }
+  return QStringLiteral("Open a GGUF model or a session (File → Open, or drop a file here).");
+}
+
+void ModelPanel::refreshSummary() { summary_->setText(summary()); }
+
+void ModelPanel::followSelection() {
+  const Selection& s = doc_->selection();
+  if (ncols_->value() != s.ncols) {
+    const QSignalBlocker block(ncols_);
+    ncols_->setValue(s.ncols);
+  }
+  const int row = model_->rowOf(s.type, s.n, s.k);
+  if (row < 0) return;
+  const QModelIndex idx = proxy_->mapFromSource(model_->index(row, 0));
+  if (!idx.isValid() || view_->currentIndex().row() == idx.row()) return;
+  syncing_ = true;
+  view_->selectionModel()->setCurrentIndex(idx, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+  view_->scrollTo(idx);
+  syncing_ = false;
+}
+
+}  // namespace temper::ui

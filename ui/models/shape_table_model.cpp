@@ -1,0 +1,130 @@
+#include "models/shape_table_model.h"
+
+namespace temper::ui {
+
+ShapeTableModel::ShapeTableModel(SessionDocument* doc, QObject* parent) : QAbstractTableModel(parent), doc_(doc) {
+  reload();
+  connect(doc, &SessionDocument::sessionChanged, this, [this] {
+    beginResetModel();
+    reload();
+    endResetModel();
+  });
+  auto refresh = [this] {
+    if (rowCount() > 0) Q_EMIT dataChanged(index(0, DefaultUs), index(rowCount() - 1, Status));
+  };
+  connect(doc, &SessionDocument::resultsChanged, this, refresh);
+  connect(doc, &SessionDocument::profileChanged, this, refresh);
+  // Times are per ncols: a new ncols in the selection changes the numbers.
+  connect(doc, &SessionDocument::selectionChanged, this, refresh);
+}
+
+void ShapeTableModel::reload() {
+  total_bytes_ = 0;
+  for (const auto& s : doc_->shapes()) total_bytes_ += s.bytes_per_token;
+}
+
+int ShapeTableModel::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : int(doc_->shapes().size());
+}
+int ShapeTableModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
+
+const Shape* ShapeTableModel::shapeAt(int row) const {
+  const auto& v = doc_->shapes();
+  return row >= 0 && size_t(row) < v.size() ? &v[size_t(row)] : nullptr;
+}
+
+int ShapeTableModel::rowOf(GgmlType type, int64_t n, int64_t k) const {
+  const auto& v = doc_->shapes();
+  for (size_t i = 0; i < v.size(); ++i)
+    if (v[i].type == type && v[i].n == n && v[i].k == k) return int(i);
+  return -1;
+}
+
+QString ShapeTableModel::status(const Shape& s) const {
+  if (!doc_->hasSession()) return QStringLiteral("not swept");
+  for (const auto& e : doc_->profile().entries)
+    if (e.approval == Approval::Approved && e.key.type == s.type && e.key.n == s.n && e.key.k == s.k)
+      return QStringLiteral("approved");
+  bool any = false, failed = false;
+  for (const auto& r : doc_->session().results) {
+    if (r.device != doc_->device() || r.type != s.type || r.n != s.n || r.k != s.k) continue;
+    any = any || r.status == ResultStatus::Ok || r.status == ResultStatus::Failed;
+    failed = failed || r.status == ResultStatus::Failed;
+  }
+  if (failed) return QStringLiteral("failed verification");
+  return any ? QStringLiteral("swept") : QStringLiteral("not swept");
+}
+
+QVariant ShapeTableModel::data(const QModelIndex& index, int role) const {
+  const Shape* s = shapeAt(index.row());
+  if (!s || index.column() < 0 || index.column() >= ColumnCount) return {};
+  if (role == Qt::TextAlignmentRole)
+    return index.column() == Type || index.column() == Status ? QVariant(Qt::AlignLeft | Qt::AlignVCenter)
+                                                              : QVariant(Qt::AlignRight | Qt::AlignVCenter);
+  if (role != Qt::DisplayRole && role != SortRole && role != Qt::ToolTipRole) return {};
+  const Winner* w = doc_->hasSession() ? find_winner(doc_->session(), doc_->device(), s->type, int(s->n), int(s->k),
+                                                     doc_->selection().ncols)
+                                       : nullptr;
+  const bool num = role == SortRole;
+  switch (index.column()) {
+    case Type: return qstr(type_name(s->type));
+    case N: return num ? QVariant(qlonglong(s->n)) : QVariant(QString::number(s->n));
+    case K: return num ? QVariant(qlonglong(s->k)) : QVariant(QString::number(s->k));
+    case CallsPerToken: return num ? QVariant(qlonglong(s->calls_per_token)) : QVariant(QString::number(s->calls_per_token));
+    case MBPerToken: {
+      const double mb = double(s->bytes_per_token) / 1e6;
+      return num ? QVariant(mb) : QVariant(QString::number(mb, 'f', 1));
+    }
+    case PercentBytes: {
+      const double p = total_bytes_ ? 100.0 * double(s->bytes_per_token) / double(total_bytes_) : 0;
+      return num ? QVariant(p) : QVariant(QString::number(p, 'f', 1));
+    }
+    case DefaultUs:
+      if (!w || w->default_us <= 0) return num ? QVariant(-1.0) : QVariant();
+      return num ? QVariant(w->default_us) : QVariant(QString::number(w->default_us, 'f', 2));
+    case BestUs:
+      if (!w || w->best_us <= 0) return num ? QVariant(-1.0) : QVariant();
+      return num ? QVariant(w->best_us) : QVariant(QString::number(w->best_us, 'f', 2));
+    case Speedup:
+      if (!w || w->best_us <= 0) return num ? QVariant(0.0) : QVariant();
+      if (num) return w->speedup;
+      if (role == Qt::ToolTipRole)
+        return QStringLiteral("%1: %2 → %3 (95% CI of the speedup %4 – %5)")
+            .arg(qstr(w->verdict), configText(w->default_config), configText(w->config))
+            .arg(w->speedup_low, 0, 'f', 3).arg(w->speedup_high, 0, 'f', 3);
+      return QStringLiteral("%1× ±%2").arg(w->speedup, 0, 'f', 3).arg((w->speedup_high - w->speedup_low) / 2, 0, 'f', 3);
+    case Status: return status(*s);
+  }
+  return {};
+}
+
+QVariant ShapeTableModel::headerData(int section, Qt::Orientation o, int role) const {
+  if (o != Qt::Horizontal || role != Qt::DisplayRole) return QAbstractTableModel::headerData(section, o, role);
+  static const char* names[] = {"type", "N", "K", "calls/token", "MB/token", "% of decode bytes", "default µs",
+                                "best µs", "speedup ± CI", "status"};
+  return section >= 0 && section < ColumnCount ? QString::fromUtf8(names[section]) : QVariant();
+}
+
+void ShapeFilterProxy::setFilterText(const QString& text) {
+  text_ = text;
+  invalidateFilter();
+}
+
+bool ShapeFilterProxy::filterAcceptsRow(int row, const QModelIndex& parent) const {
+  const QString& f = text_;
+  if (f.isEmpty()) return true;
+  const auto* m = sourceModel();
+  const QString type = m->index(row, ShapeTableModel::Type, parent).data().toString();
+  const QString nk = m->index(row, ShapeTableModel::N, parent).data().toString() + QStringLiteral("×") +
+                     m->index(row, ShapeTableModel::K, parent).data().toString();
+  const QString status = m->index(row, ShapeTableModel::Status, parent).data().toString();
+  for (const QString& word : f.split(QLatin1Char(' '), Qt::SkipEmptyParts)) {
+    QString w = word;
+    w.replace(QLatin1Char('x'), QStringLiteral("×"));
+    if (!type.contains(word, Qt::CaseInsensitive) && !nk.contains(w) && !status.contains(word, Qt::CaseInsensitive))
+      return false;
+  }
+  return true;
+}
+
+}  // namespace temper::ui

@@ -1,0 +1,165 @@
+#include "occupancy_view.h"
+
+#include <QComboBox>
+#include <QFileDialog>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QPushButton>
+#include <QTableWidget>
+#include <QVBoxLayout>
+#include <set>
+
+#include "temper/error.h"
+
+namespace temper::ui {
+
+OccupancyView::OccupancyView(SessionDocument* doc, QWidget* parent) : QWidget(parent), doc_(doc) {
+  codeobj_dir_ = QString::fromStdString(default_codeobj_dir().string());
+  target_ = new QComboBox;
+  target_->addItem(QStringLiteral("recording device (runtime attributes)"), QString());
+  std::set<std::string> arches;
+  for (const auto& g : gpu_database())
+    if (g.is_amd() && arches.insert(g.arch).second)
+      target_->addItem(QStringLiteral("%1 · %2 (static, code objects)").arg(qstr(g.arch), qstr(g.names.front())), qstr(g.arch));
+  auto* dirButton = new QPushButton(QStringLiteral("Code objects…"));
+  dirButton->setToolTip(QStringLiteral("Directory with the per-arch code objects of a HIP build (codeobj/)"));
+  note_ = new QLabel;
+  note_->setWordWrap(true);
+  table_ = new QTableWidget;
+  table_->setColumnCount(9);
+  table_->setHorizontalHeaderLabels({QStringLiteral("config"), QStringLiteral("threads/block"), QStringLiteral("registers"),
+                                     QStringLiteral("LDS bytes"), QStringLiteral("scratch bytes"), QStringLiteral("blocks/CU"),
+                                     QStringLiteral("waves/SIMD"), QStringLiteral("occupancy"), QStringLiteral("limiter")});
+  table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  table_->verticalHeader()->hide();
+  table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  table_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  auto* top = new QHBoxLayout;
+  top->addWidget(new QLabel(QStringLiteral("Target:")));
+  top->addWidget(target_, 1);
+  top->addWidget(dirButton);
+  auto* lay = new QVBoxLayout(this);
+  lay->addLayout(top);
+  lay->addWidget(note_);
+  lay->addWidget(table_, 1);
+  connect(target_, &QComboBox::currentIndexChanged, this, &OccupancyView::rebuild);
+  connect(dirButton, &QPushButton::clicked, this, [this] {
+    const QString d = QFileDialog::getExistingDirectory(this, QStringLiteral("Code object directory"), codeobj_dir_);
+    if (!d.isEmpty()) setCodeObjectDir(d);
+  });
+  connect(table_, &QTableWidget::cellClicked, this, [this](int row, int) {
+    const QVariant v = table_->item(row, 0)->data(Qt::UserRole);
+    Selection s = doc_->selection();
+    s.config = Config{v.toPoint().x(), v.toPoint().y()};
+    doc_->select(s);
+  });
+  connect(doc, &SessionDocument::sessionChanged, this, &OccupancyView::rebuild);
+  connect(doc, &SessionDocument::resultsChanged, this, &OccupancyView::rebuild);
+  connect(doc, &SessionDocument::selectionChanged, this, &OccupancyView::rebuild);
+  rebuild();
+}
+
+void OccupancyView::setTarget(const QString& arch) {
+  const int i = target_->findData(arch);
+  if (i >= 0) target_->setCurrentIndex(i);
+}
+
+void OccupancyView::setCodeObjectDir(const QString& dir) {
+  codeobj_dir_ = dir;
+  cache_.clear();
+  load_errors_.clear();
+  rebuild();
+}
+
+const std::vector<ConfigOccupancy>& OccupancyView::staticFor(const std::string& arch) {
+  auto it = cache_.find(arch);
+  if (it != cache_.end()) return it->second;
+  std::vector<ConfigOccupancy> v;
+  try {
+    const GpuSpec* g = find_gpu(arch);
+    const auto objects = load_code_objects_for(codeobj_dir_.toStdString(), arch);
+    if (g) v = static_mmvq_occupancy(*g, objects);
+  } catch (const Error& e) {
+    load_errors_[arch] = QString::fromStdString(e.what());
+  }
+  return cache_[arch] = std::move(v);
+}
+
+void OccupancyView::fillRow(int row, Config c, const KernelResources& k, const Occupancy& o) {
+  auto set = [&](int col, const QString& text) {
+    auto* item = new QTableWidgetItem(text);
+    if (col > 0) item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+    table_->setItem(row, col, item);
+  };
+  set(0, configText(c));
+  table_->item(row, 0)->setData(Qt::UserRole, QPoint(c.nwarps, c.rows_per_block));
+  set(1, QString::number(o.threads_per_block));
+  set(2, QString::number(k.vgprs) + (k.sgprs ? QStringLiteral(" v / %1 s").arg(k.sgprs) : QString()));
+  set(3, QString::number(k.lds_bytes));
+  set(4, QString::number(k.scratch_bytes));
+  set(5, QString::number(o.blocks_per_cu));
+  set(6, QStringLiteral("%1 / %2").arg(o.waves_per_simd, 0, 'f', 1).arg(o.max_waves_per_simd));
+  set(7, QStringLiteral("%1%").arg(100 * o.occupancy, 0, 'f', 0));
+  set(8, qstr(limiter_name(o.limiter)) + (o.why.empty() ? QString() : QStringLiteral(": ") + qstr(o.why)));
+}
+
+void OccupancyView::rebuild() {
+  table_->setRowCount(0);
+  const Selection& sel = doc_->selection();
+  const QString arch = target_->currentData().toString();
+  if (!sel.valid()) {
+    note_->setText(QStringLiteral("Select a shape to see the occupancy of its configs."));
+    return;
+  }
+  const QString what = QStringLiteral("%1 at ncols %2").arg(shapeText(sel.type, sel.n, sel.k)).arg(sel.ncols);
+  if (arch.isEmpty()) {
+    const SessionDevice* d = doc_->currentDevice();
+    if (!d) {
+      note_->setText(QStringLiteral("No recording device: open a session, or pick an AMD target for static occupancy."));
+      return;
+    }
+    const GpuSpec* g = deviceSpec(*d);
+    std::set<Config> seen;
+    for (const auto& r : doc_->session().results) {
+      if (r.device != d->info.index || r.type != sel.type || r.n != sel.n || r.k != sel.k || r.ncols != sel.ncols) continue;
+      if (!r.kernel || !g || !seen.insert(r.config).second) continue;
+      KernelResources k;
+      k.vgprs = r.kernel->registers;
+      k.lds_bytes = r.kernel->shared_bytes;
+      k.scratch_bytes = r.kernel->local_bytes;
+      k.wave_size = d->info.warp_size;
+      const Occupancy o = compute_occupancy(*g, k, r.config.nwarps * d->info.warp_size);
+      const int row = table_->rowCount();
+      table_->insertRow(row);
+      fillRow(row, r.config, k, o);
+    }
+    note_->setText(!g ? QStringLiteral("%1 is not in the GPU spec database: occupancy rules unknown.").arg(qstr(d->info.name))
+                   : seen.empty() ? QStringLiteral("The session recorded no kernel attributes for %1 on %2.").arg(what, qstr(d->info.name))
+                                  : QStringLiteral("%1 on %2 (%3), from the runtime's kernel attributes.").arg(what, qstr(d->info.name), qstr(d->info.arch)));
+  } else {
+    const auto& all = staticFor(arch.toStdString());
+    for (const auto& c : all) {
+      if (c.instance.type != sel.type || c.instance.ncols != sel.ncols) continue;
+      const int row = table_->rowCount();
+      table_->insertRow(row);
+      fillRow(row, c.instance.config, c.resources, c.occupancy);
+    }
+    const auto err = load_errors_.find(arch.toStdString());
+    if (err != load_errors_.end())
+      note_->setText(QStringLiteral("Could not read code objects: %1").arg(err->second));
+    else if (all.empty())
+      note_->setText(QStringLiteral("No code objects for %1 in %2. Build with TEMPER_HIP=ON and this arch in "
+                                    "TEMPER_HIP_ARCHS, or choose a directory.").arg(arch, codeobj_dir_));
+    else
+      note_->setText(QStringLiteral("%1 on %2: static, from the compiled code objects (every K of this type shares the kernel).")
+                         .arg(what, arch));
+  }
+  // Mark the selected config's row.
+  for (int r = 0; r < table_->rowCount(); ++r) {
+    const QPoint p = table_->item(r, 0)->data(Qt::UserRole).toPoint();
+    if (sel.config && Config{p.x(), p.y()} == *sel.config) table_->selectRow(r);
+  }
+}
+
+}  // namespace temper::ui

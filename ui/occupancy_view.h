@@ -1,0 +1,40 @@
+#pragma once
+// Occupancy per config of the selected shape and ncols: registers, LDS, waves per SIMD and the
+// limiting resource, for the recording device (the runtime's kernel attributes in the session) or
+// for any AMD target from the compiled code objects (static analysis: works without that GPU).
+#include <QWidget>
+#include <map>
+
+#include "session_doc.h"
+#include "temper/codeobject.h"
+
+class QComboBox;
+class QLabel;
+class QTableWidget;
+
+namespace temper::ui {
+
+class OccupancyView : public QWidget {
+  Q_OBJECT
+ public:
+  explicit OccupancyView(SessionDocument* doc, QWidget* parent = nullptr);
+  // "" = the recording device; else an AMD arch ("gfx90a").
+  void setTarget(const QString& arch);
+  void setCodeObjectDir(const QString& dir);
+  QTableWidget* table() const { return table_; }
+
+ private:
+  void rebuild();
+  void fillRow(int row, Config c, const KernelResources& k, const Occupancy& o);
+  const std::vector<ConfigOccupancy>& staticFor(const std::string& arch);
+
+  SessionDocument* doc_;
+  QComboBox* target_;
+  QLabel* note_;
+  QTableWidget* table_;
+  QString codeobj_dir_;
+  std::map<std::string, std::vector<ConfigOccupancy>> cache_;
+  std::map<std::string, QString> load_errors_;
+};
+
+}  // namespace temper::ui

@@ -1,0 +1,222 @@
+#include "session_doc.h"
+
+#include <QFile>
+
+#include "temper/error.h"
+#include "temper/estimate.h"
+#include "temper/sweep.h"
+
+namespace temper::ui {
+
+QString qstr(std::string_view s) { return QString::fromUtf8(s.data(), qsizetype(s.size())); }
+QString configText(Config c) { return QStringLiteral("%1×%2").arg(c.nwarps).arg(c.rows_per_block); }
+QString shapeText(GgmlType type, int64_t n, int64_t k) {
+  return QStringLiteral("%1 %2×%3").arg(qstr(type_name(type))).arg(n).arg(k);
+}
+
+const GpuSpec* deviceSpec(const SessionDevice& d) {
+  if (d.spec_id != kNotInDatabase)
+    if (const GpuSpec* g = find_gpu(d.spec_id)) return g;
+  return match_device(d.info);
+}
+
+std::optional<Occupancy> resultOccupancy(const Session& s, const Result& r) {
+  const SessionDevice* d = find_device(s, r.device);
+  if (!d || !r.kernel) return std::nullopt;
+  const GpuSpec* g = deviceSpec(*d);
+  if (!g) return std::nullopt;
+  KernelResources k;
+  k.vgprs = r.kernel->registers;
+  k.lds_bytes = r.kernel->shared_bytes;
+  k.scratch_bytes = r.kernel->local_bytes;
+  k.wave_size = d->info.warp_size;
+  return compute_occupancy(*g, k, r.config.nwarps * d->info.warp_size);
+}
+
+const Shape* findShape(const std::vector<Shape>& shapes, GgmlType type, int64_t n, int64_t k) {
+  for (const auto& s : shapes)
+    if (s.type == type && s.n == n && s.k == k) return &s;
+  return nullptr;
+}
+
+SessionDocument::SessionDocument(QObject* parent) : QObject(parent) {}
+
+const std::vector<Shape>& SessionDocument::shapes() const {
+  static const std::vector<Shape> none;
+  if (session_ && !session_->shapes.empty()) return session_->shapes;
+  if (model_) return model_->shapes;
+  return none;
+}
+
+const SessionDevice* SessionDocument::currentDevice() const {
+  return session_ ? find_device(*session_, selection_.device) : nullptr;
+}
+
+QString SessionDocument::provenanceText() const {
+  if (!session_) return {};
+  const SessionDevice* d = currentDevice();
+  QString when = qstr(session_->created);
+  when.replace(QLatin1Char('T'), QLatin1Char(' '));
+  if (when.endsWith(QLatin1Char('Z'))) when = when.left(when.size() - 1) + QStringLiteral(" UTC");
+  QString dev = d ? qstr(d->info.name) : QStringLiteral("no device");
+  if (d && d->info.api == "fake") dev += QStringLiteral(" (simulated timings, not a measurement)");
+  return QStringLiteral("%1 · recorded %2").arg(dev, when);
+}
+
+void SessionDocument::openSession(const QString& path, bool read_only) {
+  Session s = load_session(path.toStdString());
+  adopt(std::move(s), path, read_only);
+}
+
+void SessionDocument::openSessionFromJson(const QByteArray& json, const QString& label, bool read_only) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(json.begin(), json.end());
+  } catch (const nlohmann::json::exception& e) {
+    fail(ErrorKind::BadInput, label.toStdString() + ": not JSON: " + e.what());
+  }
+  adopt(session_from_json(j, label.toStdString()), QString(), read_only);
+}
+
+void SessionDocument::adopt(Session s, const QString& path, bool read_only) {
+  // Winners and estimates are derived data: recompute them so a session from an older writer shows
+  // the same verdicts this build would give.
+  if (!s.results.empty()) finish_session(s);
+  session_ = std::move(s);
+  path_ = path;
+  read_only_ = read_only;
+  selection_ = {};
+  if (!session_->devices.empty()) selection_.device = session_->devices.front().info.index;
+  rebuildProfile();
+  selectDefault();
+  setDirty(false);
+  Q_EMIT sessionChanged();
+  Q_EMIT selectionChanged();
+}
+
+void SessionDocument::setModel(Model model) {
+  model_ = std::move(model);
+  if (session_ && session_->status != "running") {
+    session_.reset();  // a new model starts a new document
+    path_.clear();
+    profile_ = {};
+  }
+  selection_ = {};
+  selectDefault();
+  setDirty(false);
+  Q_EMIT sessionChanged();
+  Q_EMIT selectionChanged();
+}
+
+void SessionDocument::saveSession(const QString& path) {
+  if (!session_) fail(ErrorKind::BadInput, "there is no session to save");
+  save_session(*session_, path.toStdString());
+  path_ = path;
+  setDirty(false);
+}
+
+void SessionDocument::close() {
+  session_.reset();
+  model_.reset();
+  profile_ = {};
+  path_.clear();
+  selection_ = {};
+  setDirty(false);
+  Q_EMIT sessionChanged();
+  Q_EMIT selectionChanged();
+}
+
+void SessionDocument::beginSweep(Session planned) {
+  session_ = std::move(planned);
+  path_.clear();
+  read_only_ = false;
+  profile_ = {};
+  const Selection keep = selection_;
+  selection_.device = session_->devices.empty() ? 0 : session_->devices.front().info.index;
+  if (keep.valid()) {
+    selection_ = keep;
+    selection_.device = session_->devices.empty() ? 0 : session_->devices.front().info.index;
+  } else {
+    selectDefault();
+  }
+  setDirty(true);
+  Q_EMIT sessionChanged();
+  Q_EMIT selectionChanged();
+}
+
+void SessionDocument::appendResults(const std::vector<Result>& results) {
+  if (!session_ || results.empty()) return;
+  session_->results.insert(session_->results.end(), results.begin(), results.end());
+  session_->winners = select_winners(*session_);
+  setDirty(true);
+  Q_EMIT resultsChanged();
+}
+
+void SessionDocument::finishSweep(Session final_session) {
+  session_ = std::move(final_session);
+  rebuildProfile();
+  setDirty(true);
+  Q_EMIT resultsChanged();
+  Q_EMIT profileChanged();
+}
+
+void SessionDocument::rebuildProfile() {
+  profile_ = {};
+  if (!session_ || session_->winners.empty()) return;
+  profile_ = profile_from_session(*session_);
+  approve_significant(profile_);  // significant winners come preselected; the user decides
+  Q_EMIT profileChanged();
+}
+
+void SessionDocument::setApproval(const ProfileKey& key, Approval a) {
+  const ProfileEntry* e = find_entry(profile_, key);
+  if (!e) fail(ErrorKind::BadInput, "no proposed winner for " + key_text(key));
+  set_approval(profile_, key, a, e->note);
+  Q_EMIT profileChanged();
+}
+
+void SessionDocument::setNote(const ProfileKey& key, const QString& note) {
+  ProfileEntry* e = find_entry(profile_, key);
+  if (!e) fail(ErrorKind::BadInput, "no proposed winner for " + key_text(key));
+  e->note = note.toStdString();
+  Q_EMIT profileChanged();
+}
+
+int SessionDocument::approveSignificant() {
+  const int n = approve_significant(profile_);
+  Q_EMIT profileChanged();
+  return n;
+}
+
+Estimate SessionDocument::approvedEstimate() const {
+  if (!session_) return {};
+  return estimate_with_profile(*session_, selection_.device, profile_);
+}
+
+void SessionDocument::select(const Selection& s) {
+  if (s == selection_) return;
+  selection_ = s;
+  Q_EMIT selectionChanged();
+}
+
+void SessionDocument::selectDefault() {
+  // The shape with the largest share of decode bytes, at ncols 1: where tuning matters most.
+  const auto& sh = shapes();
+  const Shape* best = nullptr;
+  for (const auto& s : sh)
+    if (!best || s.bytes_per_token > best->bytes_per_token) best = &s;
+  if (!best) return;
+  selection_.type = best->type;
+  selection_.n = int(best->n);
+  selection_.k = int(best->k);
+  selection_.ncols = 1;
+  selection_.config.reset();
+}
+
+void SessionDocument::setDirty(bool d) {
+  if (d == dirty_) return;
+  dirty_ = d;
+  Q_EMIT dirtyChanged(d);
+}
+
+}  // namespace temper::ui

@@ -1,0 +1,102 @@
+#pragma once
+// The document the window shows: one session (opened, or growing under a running sweep), the model
+// it was planned from, the approvals being made, and the selection every view follows. Views read
+// it and call select(); they never talk to each other, so linking is one signal.
+#include <QObject>
+#include <QString>
+#include <optional>
+
+#include "temper/gpus.h"
+#include "temper/model.h"
+#include "temper/occupancy.h"
+#include "temper/profile.h"
+#include "temper/session.h"
+
+namespace temper::ui {
+
+// What the user is looking at: one shape at one ncols on one device, optionally one config.
+struct Selection {
+  int device = 0;
+  GgmlType type = GgmlType::Q4_0;
+  int n = 0, k = 0;
+  int ncols = 1;
+  std::optional<Config> config;
+  bool valid() const { return n > 0 && k > 0; }
+  bool same_shape(const Selection& o) const { return type == o.type && n == o.n && k == o.k; }
+  bool operator==(const Selection&) const = default;
+};
+
+class SessionDocument : public QObject {
+  Q_OBJECT
+ public:
+  explicit SessionDocument(QObject* parent = nullptr);
+
+  bool hasSession() const { return session_.has_value(); }
+  const Session& session() const { return *session_; }
+  const std::optional<Model>& model() const { return model_; }
+  const Profile& profile() const { return profile_; }
+  const QString& path() const { return path_; }
+  bool isDirty() const { return dirty_; }
+  // No GPU runs here that could add to it (opened file, or a machine without the recording device).
+  bool isReadOnly() const { return read_only_; }
+  const Selection& selection() const { return selection_; }
+  // Shapes shown in the shape table: the session's, or the model's before any sweep.
+  const std::vector<Shape>& shapes() const;
+  int device() const { return selection_.device; }
+  const SessionDevice* currentDevice() const;
+  // "NVIDIA H100 80GB HBM3 · recorded 2026-11-23 14:02 UTC" (empty without a session).
+  QString provenanceText() const;
+
+  // Throws temper::Error (the caller shows it).
+  void openSession(const QString& path, bool read_only);
+  void openSessionFromJson(const QByteArray& json, const QString& label, bool read_only);
+  void setModel(Model model);
+  void saveSession(const QString& path);
+  void close();
+
+  // A running sweep: the planned session first, then results as they land, then the final record.
+  void beginSweep(Session planned);
+  void appendResults(const std::vector<Result>& results);
+  void finishSweep(Session final_session);
+
+  // Approvals (core's policy and estimate; the document only keeps the profile and says it changed).
+  void setApproval(const ProfileKey& key, Approval a);
+  void setNote(const ProfileKey& key, const QString& note);
+  int approveSignificant();
+  Estimate approvedEstimate() const;  // default vs approved configs, current device
+
+  void select(const Selection& s);
+
+ Q_SIGNALS:
+  void sessionChanged();   // a different session (or none): everything reloads
+  void resultsChanged();   // results, winners or estimates grew or changed
+  void profileChanged();
+  void selectionChanged();
+  void dirtyChanged(bool dirty);
+
+ private:
+  void adopt(Session s, const QString& path, bool read_only);
+  void rebuildProfile();
+  void setDirty(bool d);
+  void selectDefault();
+
+  std::optional<Session> session_;
+  std::optional<Model> model_;
+  Profile profile_;
+  QString path_;
+  bool dirty_ = false, read_only_ = false;
+  Selection selection_;
+};
+
+// The spec database entry of a session's device (its recorded spec id, else a runtime match).
+const GpuSpec* deviceSpec(const SessionDevice& d);
+// Occupancy of a result's kernel as the runtime reported its resources; nullopt when unknown.
+std::optional<Occupancy> resultOccupancy(const Session& s, const Result& r);
+// Shape of the session (calls and bytes per token), nullptr when absent.
+const Shape* findShape(const std::vector<Shape>& shapes, GgmlType type, int64_t n, int64_t k);
+
+QString qstr(std::string_view s);
+QString configText(Config c);  // "4×1"
+QString shapeText(GgmlType type, int64_t n, int64_t k);  // "q4_K 14336×4096"
+
+}  // namespace temper::ui

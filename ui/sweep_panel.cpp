@@ -1,0 +1,292 @@
+#include "sweep_panel.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QListWidget>
+#include <QMessageBox>
+#include <QPushButton>
+#include <QSettings>
+#include <QStackedWidget>
+#include <QVBoxLayout>
+
+#include "temper/error.h"
+
+namespace temper::ui {
+
+namespace {
+const int kNwarps[] = {1, 2, 4, 8, 16};
+const int kRows[] = {1, 2, 4, 8, 16};
+const int kNcols[] = {1, 2, 3, 4, 5, 6, 7, 8};
+
+QString eta_text(double s) {
+  if (s < 90) return QStringLiteral("%1 s").arg(int(s + 0.5));
+  if (s < 5400) return QStringLiteral("%1 min").arg(int(s / 60 + 0.5));
+  return QStringLiteral("%1 h").arg(s / 3600, 0, 'f', 1);
+}
+
+template <size_t N>
+QWidget* checkRow(const int (&values)[N], std::vector<QCheckBox*>& boxes) {
+  auto* w = new QWidget;
+  auto* l = new QHBoxLayout(w);
+  l->setContentsMargins(0, 0, 0, 0);
+  for (int v : values) {
+    auto* b = new QCheckBox(QString::number(v));
+    b->setProperty("value", v);
+    boxes.push_back(b);
+    l->addWidget(b);
+  }
+  l->addStretch();
+  return w;
+}
+
+std::vector<int> checked(const std::vector<QCheckBox*>& boxes) {
+  std::vector<int> v;
+  for (auto* b : boxes)
+    if (b->isChecked()) v.push_back(b->property("value").toInt());
+  return v;
+}
+
+void setChecked(const std::vector<QCheckBox*>& boxes, const std::vector<int>& values) {
+  for (auto* b : boxes)
+    b->setChecked(std::find(values.begin(), values.end(), b->property("value").toInt()) != values.end());
+}
+
+QString list_text(const std::vector<int>& v) {
+  QStringList l;
+  for (int x : v) l << QString::number(x);
+  return l.join(QLatin1Char(','));
+}
+std::vector<int> parse_list(const QString& s) {
+  std::vector<int> v;
+  for (const auto& p : s.split(QLatin1Char(','), Qt::SkipEmptyParts)) v.push_back(p.toInt());
+  return v;
+}
+}  // namespace
+
+SweepPanel::SweepPanel(SessionDocument* doc, std::vector<std::unique_ptr<Backend>> backends, QWidget* parent)
+    : QWidget(parent), doc_(doc), backends_(std::move(backends)), runner_(new SweepRunner(this)) {
+  QStringList why;
+  for (auto& b : backends_) {
+    const auto devs = b->devices();
+    for (const auto& d : devs) devices_.push_back({b.get(), d});
+    if (devs.empty())
+      why << QStringLiteral("%1: %2").arg(qstr(b->name()),
+                                          b->unavailable_reason().empty() ? QStringLiteral("no device") : qstr(b->unavailable_reason()));
+  }
+  if (backends_.empty()) why << QStringLiteral("this build has no GPU backend (built without HIP and CUDA)");
+
+  stack_ = new QStackedWidget;
+  // No GPU: say why, offer a session.
+  auto* none = new QWidget;
+  {
+    auto* l = new QVBoxLayout(none);
+    auto* t = new QLabel(QStringLiteral("<b>No GPU found.</b><br>%1<br><br>Sweeps need a HIP or CUDA device. You can still "
+                                        "open a recorded session (read-only) or the demo session recorded on an H100.")
+                             .arg(why.join(QStringLiteral("<br>"))));
+    t->setWordWrap(true);
+    auto* open = new QPushButton(QStringLiteral("Open session…"));
+    auto* demo = new QPushButton(QStringLiteral("Open demo session"));
+    connect(open, &QPushButton::clicked, this, &SweepPanel::openSessionRequested);
+    connect(demo, &QPushButton::clicked, this, &SweepPanel::openDemoRequested);
+    l->addWidget(t);
+    l->addWidget(open);
+    l->addWidget(demo);
+    l->addStretch();
+  }
+  // Devices and grid.
+  auto* editor = new QWidget;
+  {
+    device_ = new QComboBox;
+    for (const auto& e : devices_) {
+      const GpuSpec* g = match_device(e.info);
+      device_->addItem(QStringLiteral("%1 #%2 · %3 (%4)%5")
+                           .arg(qstr(e.backend->name())).arg(e.info.index).arg(qstr(e.info.name), qstr(e.info.arch))
+                           .arg(g ? QStringLiteral(" · %1").arg(qstr(g->names.front())) : QStringLiteral(" · not in database")));
+    }
+    device_note_ = new QLabel;
+    device_note_->setWordWrap(true);
+    engine_ = new QComboBox;
+    for (auto e : known_engines()) engine_->addItem(qstr(e));
+    time_cap_ = new QDoubleSpinBox;
+    time_cap_->setRange(0.05, 10);
+    time_cap_->setSingleStep(0.1);
+    time_cap_->setValue(0.5);
+    time_cap_->setSuffix(QStringLiteral(" s"));
+    time_cap_->setToolTip(QStringLiteral("At most this long per result; timing stops earlier once the median is known to ±1%"));
+    auto* form = new QFormLayout;
+    form->addRow(QStringLiteral("Device"), device_);
+    form->addRow(QString(), device_note_);
+    form->addRow(QStringLiteral("nwarps"), checkRow(kNwarps, nwarps_));
+    form->addRow(QStringLiteral("rows_per_block"), checkRow(kRows, rows_));
+    form->addRow(QStringLiteral("ncols"), checkRow(kNcols, ncols_));
+    form->addRow(QStringLiteral("Default tables"), engine_);
+    form->addRow(QStringLiteral("Time cap"), time_cap_);
+    shapes_ = new QListWidget;
+    auto* all = new QPushButton(QStringLiteral("All shapes"));
+    auto* nothing = new QPushButton(QStringLiteral("None"));
+    connect(all, &QPushButton::clicked, this, [this] {
+      for (int i = 0; i < shapes_->count(); ++i) shapes_->item(i)->setCheckState(Qt::Checked);
+    });
+    connect(nothing, &QPushButton::clicked, this, [this] {
+      for (int i = 0; i < shapes_->count(); ++i) shapes_->item(i)->setCheckState(Qt::Unchecked);
+    });
+    start_ = new QPushButton(QStringLiteral("Start sweep"));
+    cancel_ = new QPushButton(QStringLiteral("Cancel"));
+    cancel_->setEnabled(false);
+    connect(start_, &QPushButton::clicked, this, [this] { startSweep(); });
+    connect(cancel_, &QPushButton::clicked, this, [this] {
+      runner_->cancel();
+      cancel_->setEnabled(false);
+      Q_EMIT progressText(QStringLiteral("Cancelling…"), 0, 0);
+    });
+    auto* l = new QVBoxLayout(editor);
+    l->addLayout(form);
+    auto* sh = new QHBoxLayout;
+    sh->addWidget(new QLabel(QStringLiteral("Shapes")));
+    sh->addStretch();
+    sh->addWidget(all);
+    sh->addWidget(nothing);
+    l->addLayout(sh);
+    l->addWidget(shapes_, 1);
+    auto* buttons = new QHBoxLayout;
+    buttons->addWidget(start_);
+    buttons->addWidget(cancel_);
+    l->addLayout(buttons);
+  }
+  stack_->addWidget(none);
+  stack_->addWidget(editor);
+  stack_->setCurrentIndex(devices_.empty() ? 0 : 1);
+  auto* lay = new QVBoxLayout(this);
+  lay->setContentsMargins(0, 0, 0, 0);
+  lay->addWidget(stack_);
+
+  QSettings st;
+  PlanGrid g = full_grid(std::string(known_engines().front()));
+  if (st.contains(QStringLiteral("sweep/nwarps"))) {
+    g.nwarps = parse_list(st.value(QStringLiteral("sweep/nwarps")).toString());
+    g.rows_per_block = parse_list(st.value(QStringLiteral("sweep/rows")).toString());
+    g.ncols = parse_list(st.value(QStringLiteral("sweep/ncols")).toString());
+    g.engine = st.value(QStringLiteral("sweep/engine"), qstr(g.engine)).toString().toStdString();
+  }
+  setGrid(g);
+
+  connect(doc, &SessionDocument::sessionChanged, this, &SweepPanel::refreshShapes);
+  refreshShapes();
+  connect(runner_, &SweepRunner::planned, this, [this](const Session& s, double eta) {
+    doc_->beginSweep(s);
+    Q_EMIT progressText(QStringLiteral("Planned: %1 results, about %2").arg(s.devices.front().plan.items.size()).arg(eta_text(eta)), 0, 0);
+  });
+  connect(runner_, &SweepRunner::resultsArrived, doc, &SessionDocument::appendResults);
+  connect(runner_, &SweepRunner::progress, this, [this](qulonglong done, qulonglong total, const QString& current, double eta) {
+    Q_EMIT progressText(QStringLiteral("%1/%2 · %3 · ETA %4").arg(done).arg(total).arg(current, eta_text(eta)), int(done), int(total));
+  });
+  connect(runner_, &SweepRunner::finished, this, [this](const Session& s) {
+    doc_->finishSweep(s);
+    setRunning(false);
+    QString err;
+    for (const auto& d : s.devices)
+      if (!d.error.empty()) err += QStringLiteral(" · %1: %2").arg(qstr(d.info.name), qstr(d.error));
+    Q_EMIT sweepFinished(QStringLiteral("Sweep %1: %2 results%3").arg(qstr(s.status)).arg(s.results.size()).arg(err));
+  });
+  connect(runner_, &SweepRunner::failed, this, [this](const QString& msg) {
+    setRunning(false);
+    Q_EMIT sweepFinished(QStringLiteral("Sweep failed: %1").arg(msg));
+    QMessageBox::critical(this, QStringLiteral("Sweep failed"), msg);
+  });
+}
+
+SweepPanel::~SweepPanel() {
+  runner_->cancel();
+  runner_->wait();  // devices belong to backends_, which go with this panel
+}
+
+PlanGrid SweepPanel::grid() const {
+  PlanGrid g;
+  g.nwarps = checked(nwarps_);
+  g.rows_per_block = checked(rows_);
+  g.ncols = checked(ncols_);
+  g.engine = engine_->currentText().toStdString();
+  return g;
+}
+
+void SweepPanel::setGrid(const PlanGrid& g) {
+  setChecked(nwarps_, g.nwarps);
+  setChecked(rows_, g.rows_per_block);
+  setChecked(ncols_, g.ncols);
+  const int i = engine_->findText(qstr(g.engine));
+  if (i >= 0) engine_->setCurrentIndex(i);
+}
+
+void SweepPanel::saveSettings() const {
+  QSettings st;
+  const PlanGrid g = grid();
+  st.setValue(QStringLiteral("sweep/nwarps"), list_text(g.nwarps));
+  st.setValue(QStringLiteral("sweep/rows"), list_text(g.rows_per_block));
+  st.setValue(QStringLiteral("sweep/ncols"), list_text(g.ncols));
+  st.setValue(QStringLiteral("sweep/engine"), qstr(g.engine));
+}
+
+void SweepPanel::refreshShapes() {
+  shapes_->clear();
+  uint64_t total = 0;
+  for (const auto& s : doc_->shapes()) total += s.bytes_per_token;
+  for (const auto& s : doc_->shapes()) {
+    auto* item = new QListWidgetItem(QStringLiteral("%1 · %2% of decode bytes")
+                                         .arg(shapeText(s.type, s.n, s.k))
+                                         .arg(total ? 100.0 * double(s.bytes_per_token) / double(total) : 0, 0, 'f', 1));
+    item->setCheckState(Qt::Checked);
+    shapes_->addItem(item);
+  }
+  const bool can = !doc_->shapes().empty();
+  device_note_->setText(can ? QString() : QStringLiteral("Open a GGUF model (File → Open) to choose shapes."));
+  start_->setEnabled(can && !runner_->isRunning() && !devices_.empty());
+}
+
+bool SweepPanel::startSweep() {
+  try {
+    if (devices_.empty()) fail(ErrorKind::NoDevice, "no GPU found");
+    if (runner_->isRunning()) fail(ErrorKind::BadInput, "a sweep is already running");
+    if (doc_->isDirty() && doc_->hasSession() &&
+        QMessageBox::question(this, QStringLiteral("Unsaved results"),
+                              QStringLiteral("The current session has unsaved results. Start a new sweep anyway?")) != QMessageBox::Yes)
+      return false;
+    SweepSetup setup;
+    const auto& shapes = doc_->shapes();
+    for (int i = 0; i < shapes_->count() && size_t(i) < shapes.size(); ++i)
+      if (shapes_->item(i)->checkState() == Qt::Checked) setup.shapes.push_back(shapes[size_t(i)]);
+    if (setup.shapes.empty()) fail(ErrorKind::BadInput, "no shape is checked");
+    setup.grid = grid();
+    validate_grid(setup.grid);
+    setup.options.time_cap_s = time_cap_->value();
+    if (const auto& m = doc_->model()) {
+      setup.model = {m->path.filename().string(), m->file_size, hex64(m->header_hash), m->architecture};
+    } else if (doc_->hasSession()) {
+      setup.model = doc_->session().model;
+    }
+    saveSettings();
+    const DeviceEntry entry = devices_[size_t(device_->currentIndex())];
+    runner_->start(std::move(setup), [entry] {
+      std::vector<std::unique_ptr<Device>> v;
+      v.push_back(entry.backend->open(entry.info.index));
+      return v;
+    }, journal_dir_);
+    setRunning(true);
+    Q_EMIT progressText(QStringLiteral("Measuring copy bandwidth and planning…"), 0, 0);
+    return true;
+  } catch (const Error& e) {
+    QMessageBox::warning(this, QStringLiteral("Cannot start the sweep"), QString::fromStdString(e.what()));
+    return false;
+  }
+}
+
+void SweepPanel::setRunning(bool running) {
+  start_->setEnabled(!running && !doc_->shapes().empty());
+  cancel_->setEnabled(running);
+}
+
+}  // namespace temper::ui

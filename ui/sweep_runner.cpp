@@ -1,0 +1,79 @@
+#include "sweep_runner.h"
+
+#include <QDir>
+#include <QPointer>
+
+#include "temper/error.h"
+
+namespace temper::ui {
+
+SweepRunner::SweepRunner(QObject* parent) : QObject(parent) {}
+
+SweepRunner::~SweepRunner() {
+  cancel();
+  wait();
+}
+
+void SweepRunner::cancel() { cancel_ = true; }
+
+void SweepRunner::wait() {
+  if (!thread_) return;
+  thread_->wait();
+  delete thread_;
+  thread_ = nullptr;
+}
+
+void SweepRunner::start(SweepSetup setup, DeviceFactory open_devices, const QString& journal_dir) {
+  if (running_) fail(ErrorKind::BadInput, "a sweep is already running");
+  wait();  // the last one's thread may not be cleaned up yet
+  cancel_ = false;
+  running_ = true;
+  // Signals leave the worker through queued invocations on this object (GUI thread).
+  auto post = [this](auto fn) { QMetaObject::invokeMethod(this, std::move(fn), Qt::QueuedConnection); };
+  thread_ = QThread::create([this, post, setup = std::move(setup), open_devices = std::move(open_devices), journal_dir]() mutable {
+    try {
+      auto owned = open_devices();
+      if (owned.empty()) fail(ErrorKind::NoDevice, "no device to run the sweep on");
+      std::vector<Device*> devices;
+      for (auto& d : owned) devices.push_back(d.get());
+      Session session = new_session(setup, devices);
+      const double eta = estimated_seconds(session);
+      post([this, session, eta] { Q_EMIT planned(session, eta); });
+      std::optional<Journal> journal;
+      if (!journal_dir.isEmpty() && QDir().mkpath(journal_dir))
+        journal.emplace(Journal::create((journal_dir + QStringLiteral("/")).toStdString() + session.id + ".journal", session));
+      // Called under the runner's lock, so reading session.results here is safe.
+      size_t seen = session.results.size();
+      auto on_progress = [&](const Progress& p) {
+        std::vector<Result> fresh(session.results.begin() + std::ptrdiff_t(seen), session.results.end());
+        seen = session.results.size();
+        const QString current = QString::fromStdString(p.current);
+        post([this, fresh = std::move(fresh), p, current] {
+          if (!fresh.empty()) Q_EMIT resultsArrived(fresh);
+          Q_EMIT progress(p.done, p.total, current, p.eta_s);
+        });
+      };
+      run_session(session, devices, journal ? &*journal : nullptr, on_progress, cancel_);
+      post([this, session = std::move(session)] {
+        running_ = false;
+        Q_EMIT finished(session);
+      });
+    } catch (const std::exception& e) {
+      const QString msg = QString::fromStdString(e.what());
+      post([this, msg] {
+        running_ = false;
+        Q_EMIT failed(msg);
+      });
+    }
+  });
+  // The worker's last queued signal is followed by this: the thread object goes once it is done.
+  connect(thread_, &QThread::finished, this, [this] {
+    if (thread_ && thread_->isFinished()) {
+      thread_->deleteLater();
+      thread_ = nullptr;
+    }
+  });
+  thread_->start();
+}
+
+}  // namespace temper::ui
