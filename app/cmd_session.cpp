@@ -9,11 +9,21 @@ namespace temper::cli {
 namespace {
 
 int run_session_command(const Args& args) {
-  reject_unknown(args, {"--json"});
-  const auto pos = positionals(args, {});
-  if (pos.size() != 1) fail(ErrorKind::BadInput, "usage: temper session SESSION.json [--json]");
+  reject_unknown(args, {"--json", "--compare"});
+  const auto pos = positionals(args, {"--compare"});
+  if (pos.size() != 1) fail(ErrorKind::BadInput, "usage: temper session SESSION.json [--compare OTHER.json] [--json]");
   Session s = load_session(pos[0]);
   if (s.winners.empty() && !s.results.empty()) finish_session(s);  // a session saved mid-way
+  if (const auto other_path = option(args, "--compare")) {
+    Session other = load_session(*other_path);
+    if (other.winners.empty() && !other.results.empty()) finish_session(other);
+    const SessionComparison c = compare_sessions(s, other);
+    if (has_flag(args, "--json"))
+      std::cout << to_json(c).dump(2) << "\n";
+    else
+      std::cout << format_comparison(c);
+    return 0;
+  }
   if (has_flag(args, "--json"))
     std::cout << summary_json(s).dump(2) << "\n";
   else
@@ -22,12 +32,16 @@ int run_session_command(const Args& args) {
 }
 
 const Registrar reg{{"session", "summarise a saved sweep session (devices, winners, estimate)",
-                     "usage: temper session SESSION.json [--json]\n\n"
+                     "usage: temper session SESSION.json [--json]\n"
+                     "       temper session A.json --compare B.json [--json]\n\n"
                      "Prints a session's devices, result counts, verification failures, the per-shape table\n"
                      "(default µs, best µs ± CI, config, speedup with its CI, % of copy bandwidth, verdict)\n"
                      "and the estimate of the GEMV share of decode tokens/s. No GPU needed.\n"
                      "--json prints the same as JSON: id, status, model, devices (without plans),\n"
-                     "result_counts, winners, estimates (fields as in docs/session-format.md).",
+                     "result_counts, winners, estimates (fields as in docs/session-format.md).\n"
+                     "--compare: two sweeps of the same shapes (e.g. the same sweep run twice): how many winners\n"
+                     "agree (same verdict and config) and the spread of the medians, |a - b| / mean, over the\n"
+                     "results timed in both (median, p90, max).",
                      run_session_command}};
 
 }  // namespace

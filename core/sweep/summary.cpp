@@ -1,5 +1,6 @@
 // What a session says, for people (`temper sweep`'s end, `temper session`) and for scripts (--json).
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <sstream>
@@ -126,6 +127,73 @@ nlohmann::json summary_json(const Session& s) {
           {"result_counts", status_counts(s)},
           {"winners", full["winners"]},
           {"estimates", full["estimates"]}};
+}
+
+namespace {
+std::string verdict_text(const Winner& w) {
+  return w.is_winner() ? "winner " + config_text(w.config) : w.verdict;
+}
+std::string key_text(int device, GgmlType t, int n, int k, int ncols, bool multi) {
+  return (multi ? "device " + std::to_string(device) + " " : "") + std::string(type_name(t)) + " " +
+         std::to_string(n) + "x" + std::to_string(k) + " ncols " + std::to_string(ncols);
+}
+}  // namespace
+
+SessionComparison compare_sessions(const Session& a, const Session& b) {
+  SessionComparison c;
+  const bool multi = a.devices.size() > 1;
+  for (const auto& wa : a.winners) {
+    const Winner* wb = find_winner(b, wa.device, wa.type, wa.n, wa.k, wa.ncols);
+    if (!wb) continue;
+    ++c.winners_compared;
+    if (wa.verdict == wb->verdict && wa.config == wb->config) {
+      ++c.winners_agree;
+    } else {
+      c.disagreements.push_back(key_text(wa.device, wa.type, wa.n, wa.k, wa.ncols, multi) + ": " + verdict_text(wa) +
+                                " vs " + verdict_text(*wb));
+    }
+  }
+  std::vector<std::pair<double, const Result*>> spreads;
+  for (const auto& ra : a.results) {
+    if (ra.status != ResultStatus::Ok) continue;
+    const Result* rb = find_result(b, ra.device, ra.type, ra.n, ra.k, ra.ncols, ra.config);
+    if (!rb || rb->status != ResultStatus::Ok) continue;
+    const double mean = (ra.time_us.median + rb->time_us.median) / 2;
+    if (mean > 0) spreads.push_back({std::abs(ra.time_us.median - rb->time_us.median) / mean, &ra});
+  }
+  c.medians_compared = int(spreads.size());
+  if (!spreads.empty()) {
+    std::sort(spreads.begin(), spreads.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+    std::vector<double> values;
+    for (const auto& sp : spreads) values.push_back(sp.first);
+    c.spread_median = percentile(values, 0.5);
+    c.spread_p90 = percentile(values, 0.9);
+    c.spread_max = values.back();
+    const Result& r = *spreads.back().second;
+    c.spread_max_at = key_text(r.device, r.type, r.n, r.k, r.ncols, multi) + " config " + config_text(r.config);
+  }
+  return c;
+}
+
+std::string format_comparison(const SessionComparison& c) {
+  std::ostringstream o;
+  o << "winners: " << c.winners_agree << " of " << c.winners_compared << " agree";
+  if (c.winners_compared > 0) o << " (" << fmt("%.0f%%", 100.0 * c.winners_agree / c.winners_compared) << ")";
+  o << "\n";
+  for (const auto& d : c.disagreements) o << "  differs: " << d << "\n";
+  o << "medians: " << c.medians_compared << " results in both; |a - b| / mean: median "
+    << fmt("%.2f%%", 100 * c.spread_median) << ", p90 " << fmt("%.2f%%", 100 * c.spread_p90) << ", max "
+    << fmt("%.2f%%", 100 * c.spread_max);
+  if (!c.spread_max_at.empty()) o << " (" << c.spread_max_at << ")";
+  o << "\n";
+  return o.str();
+}
+
+nlohmann::json to_json(const SessionComparison& c) {
+  return {{"winners_compared", c.winners_compared}, {"winners_agree", c.winners_agree},
+          {"disagreements", c.disagreements},       {"medians_compared", c.medians_compared},
+          {"spread_median", c.spread_median},       {"spread_p90", c.spread_p90},
+          {"spread_max", c.spread_max},             {"spread_max_at", c.spread_max_at}};
 }
 
 }  // namespace temper

@@ -2,7 +2,12 @@
 // cancellation, journal and resume.
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <algorithm>
+#include <csignal>
 
 #include <chrono>
 #include <filesystem>
@@ -360,4 +365,51 @@ TEST(Journal, ResumingOnAnotherDeviceIsRefused) {
   Device* devices2[] = {&dev2};
   CancelFlag never{false};
   EXPECT_THROW(run_session(s, devices2, nullptr, {}, never), Error);
+}
+
+// Disk full mid-sweep (injected with RLIMIT_FSIZE in a child process): the sweep stops with the
+// journal's I/O error, keeps everything it recorded, the journal still reads (at most its last line
+// torn) and a failed session save leaves the previous session file whole.
+TEST(Journal, WriteFailureStopsTheSweepAndKeepsWhatWasRecorded) {
+  const fs::path dir = temp_dir();
+  const fs::path path = dir / "full.journal", saved = dir / "full.session.json";
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    auto check = [](bool ok, int code) {
+      if (!ok) ::_exit(code);
+    };
+    std::signal(SIGXFSZ, SIG_IGN);  // writes past the limit fail with EFBIG instead of killing us
+    FakeDevice dev;
+    Device* devices[] = {&dev};
+    Session s = new_session(small_setup(), devices);
+    Journal journal = Journal::create(path, s);
+    save_session(s, saved);  // the previous, whole session file
+    const std::string before = read_file(saved);
+    rlimit limit{};
+    limit.rlim_cur = limit.rlim_max = rlim_t(fs::file_size(path) + 6000);  // room for a few results
+    check(::setrlimit(RLIMIT_FSIZE, &limit) == 0, 10);
+    CancelFlag never{false};
+    run_session(s, devices, &journal, {}, never);
+    check(s.status == "failed", 11);
+    check(s.devices[0].error.find("cannot append to journal") != std::string::npos, 12);
+    const JournalContents c = read_journal(path);
+    check(!c.results.empty() && c.results.size() == s.results.size() - std::count_if(s.results.begin(), s.results.end(), [](const Result& r) { return r.status == ResultStatus::Invalid; }), 13);
+    // Saving the session now fails (the file is too big for the limit) and must leave the old one.
+    bool threw = false;
+    try {
+      save_session(s, saved);
+    } catch (const Error& e) {
+      threw = e.kind() == ErrorKind::Io;
+    }
+    check(threw, 14);
+    check(read_file(saved) == before, 15);
+    for (const auto& entry : fs::directory_iterator(path.parent_path()))
+      check(entry.path() == path || entry.path() == saved, 16);  // no temporary left behind
+    ::_exit(0);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "check " << WEXITSTATUS(status) << " failed in the child";
+  fs::remove_all(dir);
 }

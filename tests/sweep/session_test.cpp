@@ -182,3 +182,26 @@ TEST(Winners, GroupsWithOnlyExcludedConfigsGetNoVerdict) {
   s.results.push_back(invalid);
   EXPECT_EQ(select_winners(s).size(), 2u);
 }
+
+TEST(Compare, SameSessionAgreesAndAShiftedOneShowsItsSpread) {
+  Session a = test::sample_session();
+  finish_session(a);
+  SessionComparison c = compare_sessions(a, a);
+  EXPECT_EQ(c.winners_compared, 2);
+  EXPECT_EQ(c.winners_agree, 2);
+  EXPECT_EQ(c.medians_compared, 5);  // the failed and invalid results are not timed
+  EXPECT_DOUBLE_EQ(c.spread_max, 0.0);
+
+  Session b = a;
+  b.results[1].time_us.median = 110.0;  // q4_K {2,1}: 90 → 110, so the default stays
+  b.results[1].time_us.ci_low = 109.0;
+  b.results[1].time_us.ci_high = 111.0;
+  finish_session(b);
+  c = compare_sessions(a, b);
+  EXPECT_EQ(c.winners_agree, 1);
+  ASSERT_EQ(c.disagreements.size(), 1u);
+  EXPECT_NE(c.disagreements[0].find("winner 2x1 vs default stays"), std::string::npos) << c.disagreements[0];
+  EXPECT_NEAR(c.spread_max, 20.0 / 100.0, 1e-12);
+  EXPECT_NE(c.spread_max_at.find("config 2x1"), std::string::npos);
+  EXPECT_NE(format_comparison(c).find("1 of 2 agree (50%)"), std::string::npos) << format_comparison(c);
+}

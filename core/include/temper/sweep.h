@@ -119,6 +119,21 @@ std::map<std::string, int> status_counts(const Session& s);
 std::string format_summary(const Session& s);
 nlohmann::json summary_json(const Session& s);
 
+// Two sweeps of the same shapes (e.g. run twice on one device): do the winners agree, and how far
+// apart are the medians? A tuner whose winners flip between runs is measuring noise.
+struct SessionComparison {
+  int winners_compared = 0;  // (device, shape, ncols) with a verdict in both
+  int winners_agree = 0;     // same verdict and same config
+  std::vector<std::string> disagreements;  // "q4_K 14336x4096 ncols 1: winner 2x1 vs default stays"
+  int medians_compared = 0;  // results verified and timed in both
+  // |a − b| / mean of the two medians, over those results.
+  double spread_median = 0, spread_p90 = 0, spread_max = 0;
+  std::string spread_max_at;  // which result
+};
+SessionComparison compare_sessions(const Session& a, const Session& b);
+std::string format_comparison(const SessionComparison& c);
+nlohmann::json to_json(const SessionComparison& c);
+
 // Opens every device of a backend (for `--device all`).
 std::vector<std::unique_ptr<Device>> open_all(Backend& backend);
 
