@@ -134,7 +134,7 @@ int run_export(const Args& args) {
       summary["estimates"] = estimates;
       if (!json_out)
         out(std::to_string(approved) + " of " + std::to_string(p.entries.size()) + " winners approved (" + policy +
-            (policy == "significant" ? ", min speedup " + std::to_string(min_speedup) : "") + ")\n");
+            (policy == "significant" ? ", min speedup " + std::to_string(int(min_speedup * 1000 + 0.5) / 10.0).substr(0, 4) + "%" : "") + ")\n");
       ex = format == "temper" ? export_temper(p) : format == "kernel-anvil" ? export_kernel_anvil(p, eo) : export_header(p, eo);
       if (format == "kernel-anvil") {
         // What the engine will actually run with this file: less than the profile when entries drop.

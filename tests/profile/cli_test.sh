@@ -51,5 +51,17 @@ check 3 "verify without that device" "$temper" profile verify "$p" --device 99
 has "$out/stderr" "device" "verify names the device problem"
 [ ! -e "$out/x" ] || { echo "FAIL: a failed export left a file"; fails=$((fails + 1)); }
 
+# From a session (a quick sweep on the simulated device) to every format, then verify on it.
+s=$out/s.json
+check 0 "fake sweep" "$temper" sweep --shape q4_K:4096:4096,q6_K:1024:4096 --quick --backend fake --time-cap 0.02 --seed 3 -o "$s"
+for f in temper kernel-anvil header csv; do
+  check 0 "export $f from a session" "$temper" profile export "$s" --approve all --format $f -o "$out/e.$f"
+done
+has "$out/e.csv" "session,device,device_name,arch,type,n,k,ncols,nwarps,rows_per_block" "csv header"
+check 0 "export --json from a session" "$temper" profile export "$s" --format temper -o "$out/e2.json" --json
+has "$out/stdout" '"default_tokens_per_s"' "estimate in the summary"
+check 0 "verify on the fake device" "$temper" profile verify "$out/e.temper" --backend fake --json
+has "$out/stdout" '"still_winning"' "verify --json"
+
 [ "$fails" -eq 0 ] && echo "all profile CLI checks passed"
 exit "$fails"
