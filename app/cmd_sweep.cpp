@@ -60,24 +60,27 @@ std::vector<int> parse_int_list(const std::string& text, std::string_view what, 
   return out;
 }
 
-// TYPE:N:K, e.g. q4_K:4096:14336 (N rows, K values per row).
+// TYPE:N:K[:CALLS], e.g. q4_K:4096:14336 (N rows, K values per row; CALLS per token, default 1).
 Shape parse_shape(const std::string& text) {
   const size_t a = text.find(':'), b = a == std::string::npos ? a : text.find(':', a + 1);
   if (a == std::string::npos || b == std::string::npos)
-    fail(ErrorKind::BadInput, "--shape '" + text + "': expected TYPE:N:K, e.g. q4_K:4096:14336");
+    fail(ErrorKind::BadInput, "--shape '" + text + "': expected TYPE:N:K[:CALLS], e.g. q4_K:4096:14336");
+  const size_t c = text.find(':', b + 1);
   const auto type = parse_type(std::string_view(text).substr(0, a));
   if (!type) fail(ErrorKind::BadInput, "--shape '" + text + "': unknown type '" + text.substr(0, a) + "'");
   Shape s;
   s.type = *type;
   s.n = parse_int(std::string_view(text).substr(a + 1, b - a - 1), "--shape rows N", 1, 1 << 24);
-  s.k = parse_int(std::string_view(text).substr(b + 1), "--shape row length K", 1, 1 << 24);
+  s.k = parse_int(std::string_view(text).substr(b + 1, c == std::string::npos ? c : c - b - 1),
+                  "--shape row length K", 1, 1 << 24);
+  s.calls_per_token =
+      c == std::string::npos ? 1 : parse_int(std::string_view(text).substr(c + 1), "--shape calls per token", 1, 1 << 20);
   const auto row = row_bytes(s.type, uint64_t(s.k));
   if (!row)
     fail(ErrorKind::BadInput, "--shape '" + text + "': K = " + std::to_string(s.k) + " is not a multiple of " +
                                   std::string(type_name(s.type)) + "'s block of " +
                                   std::to_string(type_info(s.type).block_size));
-  s.calls_per_token = 1;
-  s.bytes_per_token = *row * uint64_t(s.n);
+  s.bytes_per_token = *row * uint64_t(s.n) * uint64_t(s.calls_per_token);
   s.tensors = {"--shape " + text};
   return s;
 }
@@ -327,10 +330,10 @@ int run_sweep(const Args& args) {
 const Registrar reg{
     {"sweep", "measure every launch config of a model's GEMV shapes; pick winners; estimate tokens/s",
      "usage: temper sweep MODEL.gguf [options]\n"
-     "       temper sweep --shape TYPE:N:K[,TYPE:N:K...] [options]\n"
+     "       temper sweep --shape TYPE:N:K[:CALLS][,...] [options]\n"
      "       temper sweep --resume JOURNAL [-o SESSION.json] [--json]\n\n"
      "For every distinct GEMV shape of the model (or each --shape: N rows of K values, e.g.\n"
-     "q4_K:4096:14336), every ncols and every config (nwarps x rows_per_block) of the grid: verify the\n"
+     "q4_K:4096:14336; CALLS per token for the estimate, default 1), every ncols and every config (nwarps x rows_per_block) of the grid: verify the\n"
      "kernel against the CPU reference (a failing config is recorded, never timed), then time it with\n"
      "device events until the median's 95% CI is within 1% (or --time-cap). Weights rotate through\n"
      "copies larger than twice the last-level cache, as in real decode. A config wins only when its CI\n"
