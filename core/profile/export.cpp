@@ -246,7 +246,7 @@ Export export_header(const Profile& p, const ExportOptions& o) {
     << "namespace detail {\nstruct Entry {\n  int type;\n  long long n_lo, n_hi, k_lo, k_hi;\n  int ncols;\n"
     << "  int nwarps;\n  int rows_per_block;\n};\n"
     << "// {type, n_lo, n_hi, k_lo, k_hi, ncols, nwarps, rows_per_block}; the last row only ends the table.\n"
-    << "constexpr Entry kEntries[] = {\n";
+    << "inline constexpr Entry kEntries[] = {\n";
   static const long long kLo[5] = {1, 129, 1025, 4097, 16385};
   static const long long kHi[5] = {128, 1024, 4096, 16384, 9223372036854775807LL};
   for (const ProfileEntry* e : rows) {
@@ -267,8 +267,8 @@ Export export_header(const Profile& p, const ExportOptions& o) {
     h << "\n";
   }
   h << "    {-1, 0LL, 0LL, 0LL, 0LL, 0, 0, 0},\n};\n}  // namespace detail\n\n"
-    << "constexpr const char* kArch = \"" << arch << "\";\n"
-    << "constexpr int kEntryCount = " << rows.size() << ";\n\n"
+    << "inline constexpr const char* kArch = \"" << arch << "\";\n"
+    << "inline constexpr int kEntryCount = " << rows.size() << ";\n\n"
     << "constexpr LaunchConfig lookup(int type, long long n, long long k, int ncols) {\n"
     << "  for (const detail::Entry& e : detail::kEntries) {\n"
     << "    if (e.type == type && e.ncols == ncols && n >= e.n_lo && n <= e.n_hi && k >= e.k_lo && k <= e.k_hi) {\n"
