@@ -50,8 +50,13 @@ template <>
 __device__ __forceinline__ float vec_dot<kIQ2_XS>(const void* __restrict__ vbq, const BlockQ8_1* __restrict__ y,
                                                   int kbx, int iqs) {
   const quant::BlockIQ2_XS* b = static_cast<const quant::BlockIQ2_XS*>(vbq) + kbx;
-  const int2 q2_packed = make_int2(get_int_b2(b->qs, iqs + 0), get_int_b2(b->qs, iqs + 1));
-  const uint16_t* q2 = reinterpret_cast<const uint16_t*>(&q2_packed);
+  // The four 16-bit entries (9-bit grid index, 7 sign bits) from two ints, without a uint16_t view
+  // of an int2 (an aliasing violation host compilers may miscompile).
+  const uint32_t packed[2] = {static_cast<uint32_t>(get_int_b2(b->qs, iqs + 0)),
+                              static_cast<uint32_t>(get_int_b2(b->qs, iqs + 1))};
+  uint16_t q2[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) q2[i] = static_cast<uint16_t>(packed[i / 2] >> (16 * (i % 2)));
   const int ls0 = b->scales[iqs / 2] & 0x0F, ls1 = b->scales[iqs / 2] >> 4;
   const BlockQ8_1& q8 = y[iqs / 2];
   int sumi0 = 0, sumi1 = 0;
