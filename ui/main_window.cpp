@@ -24,6 +24,7 @@
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QTextBrowser>
+#include <QTimer>
 #include <QVBoxLayout>
 
 #include "approval_panel.h"
@@ -34,6 +35,17 @@
 #include "roofline_view.h"
 #include "sweep_panel.h"
 #include "temper/error.h"
+
+// Resources of a static library are registered by hand (outside any namespace, as Qt requires).
+static void initTemperResources() {
+  static bool done = false;
+  if (done) return;
+  done = true;
+  Q_INIT_RESOURCE(temper);
+#if defined(TEMPER_HAS_DEMO)
+  Q_INIT_RESOURCE(demo);
+#endif
+}
 
 namespace temper::ui {
 
@@ -48,6 +60,7 @@ bool looksLikeGguf(const QString& path) {
 
 MainWindow::MainWindow(std::vector<std::unique_ptr<Backend>> backends, QWidget* parent)
     : QMainWindow(parent), doc_(new SessionDocument(this)) {
+  initTemperResources();
   setObjectName(QStringLiteral("MainWindow"));
   setAcceptDrops(true);
   model_panel_ = new ModelPanel(doc_);
@@ -61,6 +74,7 @@ MainWindow::MainWindow(std::vector<std::unique_ptr<Backend>> backends, QWidget* 
   // Central: which session this is, then the views.
   header_ = new QLabel;
   header_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  header_->setWordWrap(true);  // a long device name must not widen the central area
   metric_ = new QComboBox;
   for (HeatMetric m : kHeatMetrics) metric_->addItem(metricName(m), int(m));
   connect(metric_, &QComboBox::currentIndexChanged, this,
@@ -129,7 +143,7 @@ MainWindow::MainWindow(std::vector<std::unique_ptr<Backend>> backends, QWidget* 
   QSettings st;
   resize(1400, 860);
   restoreGeometry(st.value(QStringLiteral("window/geometry")).toByteArray());
-  restoreState(st.value(QStringLiteral("window/state")).toByteArray());
+  default_layout_ = !restoreState(st.value(QStringLiteral("window/state")).toByteArray());
   tabs_->setCurrentIndex(st.value(QStringLiteral("window/tab"), 0).toInt());
   metric_->setCurrentIndex(st.value(QStringLiteral("view/metric"), 0).toInt());
   updateTitle();
@@ -238,7 +252,9 @@ bool MainWindow::openPath(const QString& path, QString* error) {
   }
 }
 
-bool MainWindow::hasDemo() { return QFile::exists(QString::fromLatin1(kDemoResource)); }
+bool MainWindow::hasDemo() {
+  initTemperResources();
+  return QFile::exists(QString::fromLatin1(kDemoResource)); }
 
 bool MainWindow::openDemo(QString* error) {
   QFile f(QString::fromLatin1(kDemoResource));
@@ -383,8 +399,24 @@ void MainWindow::rebuildRecentMenu() {
   recent_menu_->setEnabled(!r.isEmpty());
 }
 
+void MainWindow::applyDefaultDockSizes() {
+  // Room for the shape table's ten columns; the views take the rest.
+  auto* model = findChild<QDockWidget*>(QStringLiteral("ModelDock"));
+  auto* sweep = findChild<QDockWidget*>(QStringLiteral("SweepDock"));
+  if (model && sweep) resizeDocks({model, sweep}, {width() * 2 / 5, width() / 5}, Qt::Horizontal);
+}
+
+void MainWindow::showEvent(QShowEvent* e) {
+  QMainWindow::showEvent(e);
+  if (!default_layout_) return;
+  default_layout_ = false;
+  QTimer::singleShot(0, this, &MainWindow::applyDefaultDockSizes);
+}
+
 QStringList MainWindow::saveScreenshots(const QString& dir) {
   QDir().mkpath(dir);
+  applyDefaultDockSizes();
+  QApplication::processEvents();
   QStringList written;
   auto shoot = [&](QWidget* w, const QString& name) {
     QApplication::processEvents();

@@ -52,11 +52,13 @@ class MainWindow : public QMainWindow {
 
  protected:
   void closeEvent(QCloseEvent* e) override;
+  void showEvent(QShowEvent* e) override;
   void dragEnterEvent(QDragEnterEvent* e) override;
   void dropEvent(QDropEvent* e) override;
 
  private:
   void buildMenus();
+  void applyDefaultDockSizes();
   void openDialog();
   bool save(bool as);
   void exportDialog();
@@ -82,6 +84,7 @@ class MainWindow : public QMainWindow {
   QProgressBar* progress_;
   QMenu* recent_menu_ = nullptr;
   bool interactive_ = true;
+  bool default_layout_ = false;  // no saved dock layout: size the docks once shown
 };
 
 }  // namespace temper::ui

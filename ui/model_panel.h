@@ -20,6 +20,7 @@ class ModelPanel : public QWidget {
   ShapeTableModel* model() const { return model_; }
   ShapeFilterProxy* proxy() const { return proxy_; }
   QString summary() const;
+  QSize sizeHint() const override { return {560, 600}; }  // the shape table's ten columns
 
  private:
   void refreshSummary();

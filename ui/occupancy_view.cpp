@@ -8,6 +8,7 @@
 #include <QPushButton>
 #include <QTableWidget>
 #include <QVBoxLayout>
+#include <algorithm>
 #include <set>
 
 #include "temper/error.h"
@@ -121,9 +122,15 @@ void OccupancyView::rebuild() {
     }
     const GpuSpec* g = deviceSpec(*d);
     std::set<Config> seen;
+    std::vector<const Result*> rows;
     for (const auto& r : doc_->session().results) {
       if (r.device != d->info.index || r.type != sel.type || r.n != sel.n || r.k != sel.k || r.ncols != sel.ncols) continue;
       if (!r.kernel || !g || !seen.insert(r.config).second) continue;
+      rows.push_back(&r);
+    }
+    std::sort(rows.begin(), rows.end(), [](const Result* a, const Result* b) { return a->config < b->config; });
+    for (const Result* rp : rows) {
+      const Result& r = *rp;
       KernelResources k;
       k.vgprs = r.kernel->registers;
       k.lds_bytes = r.kernel->shared_bytes;

@@ -32,9 +32,10 @@ void RooflineView::rebuild() {
   auto* ax = new QLogValueAxis;
   ax->setTitleText(QStringLiteral("arithmetic intensity (ops / byte)"));
   ax->setLabelFormat(QStringLiteral("%g"));
+  ax->setBase(2);  // GEMV intensities span ~2–60 ops/byte: powers of two give readable ticks
   auto* ay = new QLogValueAxis;
   ay->setTitleText(QStringLiteral("achieved Gop/s"));
-  ay->setLabelFormat(QStringLiteral("%g"));
+  ay->setLabelFormat(QStringLiteral("%.0f"));
   chart->addAxis(ax, Qt::AlignBottom);
   chart->addAxis(ay, Qt::AlignLeft);
 
@@ -83,8 +84,8 @@ void RooflineView::rebuild() {
   for (const auto& c : roof.ceilings) {
     auto* l = new QLineSeries;
     const bool bw = c.kind == RooflineCeiling::Kind::Bandwidth;
-    l->setName(bw ? QStringLiteral("%1 %2 GB/s").arg(qstr(c.label)).arg(c.value / 1e9, 0, 'f', 0)
-                  : QStringLiteral("%1 %2 TOPS").arg(qstr(c.label)).arg(c.value / 1e12, 0, 'f', 0));
+    l->setName(bw ? QStringLiteral("%1: %2 GB/s").arg(qstr(c.label)).arg(c.value / 1e9, 0, 'f', 0)
+                  : QStringLiteral("%1: %2 TOPS").arg(qstr(c.label)).arg(c.value / 1e12, 0, 'f', 0));
     const double y0 = bw ? c.value * xmin / 1e9 : c.value / 1e9, y1 = bw ? c.value * xmax / 1e9 : c.value / 1e9;
     l->append(xmin, y0);
     l->append(xmax, y1);
@@ -97,6 +98,8 @@ void RooflineView::rebuild() {
   for (size_t i = 0; i < points_.size(); ++i) {
     auto* s = points_[i].series;
     chart->addSeries(s);
+    s->setColor(colors[i]);
+    s->setBorderColor(colors[i].darker(130));
     s->attachAxis(ax);
     s->attachAxis(ay);
     connect(s, &QScatterSeries::clicked, this, [this, i, s](const QPointF& p) {
@@ -108,16 +111,16 @@ void RooflineView::rebuild() {
   }
   selected_ = new QScatterSeries;
   selected_->setName(QStringLiteral("selected shape"));
-  selected_->setMarkerSize(16);
-  selected_->setColor(Qt::transparent);
-  selected_->setBorderColor(palette().color(QPalette::Highlight));
-  selected_->setPen(QPen(palette().color(QPalette::Highlight), 2));
   chart->addSeries(selected_);
+  // Styled after addSeries: the chart theme restyles series as they are added.
+  selected_->setMarkerSize(18);
+  selected_->setBrush(Qt::NoBrush);
+  selected_->setPen(QPen(palette().color(QPalette::Highlight), 2.5));
   selected_->attachAxis(ax);
   selected_->attachAxis(ay);
   ax->setRange(xmin, xmax);
   ay->setRange(std::max(ymin / 3, 1e-3), ymax * 3);
-  chart->legend()->setAlignment(Qt::AlignBottom);
+  chart->legend()->setAlignment(Qt::AlignRight);
   setChart(chart);
   updateSelection();
 }

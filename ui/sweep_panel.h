@@ -26,6 +26,7 @@ class SweepPanel : public QWidget {
   SweepPanel(SessionDocument* doc, std::vector<std::unique_ptr<Backend>> backends, QWidget* parent = nullptr);
   ~SweepPanel() override;
   bool hasDevices() const { return !devices_.empty(); }
+  QSize sizeHint() const override { return {320, 600}; }
   SweepRunner* runner() const { return runner_; }
   QPushButton* startButton() const { return start_; }
   QPushButton* cancelButton() const { return cancel_; }
