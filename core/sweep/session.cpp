@@ -101,6 +101,7 @@ json plan_json(const Plan& p) {
 json options_json(const SweepOptions& o) {
   return {{"warmup", o.warmup},         {"batch", o.batch},           {"min_samples", o.min_samples},
           {"max_samples", o.max_samples}, {"ci_target", o.ci_target}, {"time_cap_s", o.time_cap_s},
+          {"shape_warmup_s", o.shape_warmup_s},
           {"memory_fraction", o.memory_fraction}, {"seed", o.seed}};
 }
 
@@ -283,6 +284,7 @@ SweepOptions options_from(const Node& n) {
   o.max_samples = n["max_samples"].integer();
   o.ci_target = n["ci_target"].number();
   o.time_cap_s = n["time_cap_s"].number();
+  if (n.has("shape_warmup_s")) o.shape_warmup_s = n["shape_warmup_s"].number();  // absent before 0.1.0's H100 runs
   o.memory_fraction = n["memory_fraction"].number();
   o.seed = n["seed"].uint64();
   return o;

@@ -37,6 +37,7 @@ SweepSetup small_setup() {
   s.grid = {{1, 2}, {1, 2, 4}, {1, 2}, std::string(known_engines()[0]), false};
   s.options.min_samples = 32;
   s.options.time_cap_s = 0.05;
+  s.options.shape_warmup_s = 0;  // launch counts stay exact for the fault knobs (lose_after_launches)
   s.options.seed = 7;
   return s;
 }

@@ -76,6 +76,7 @@ struct SweepOptions {
   int max_samples = 20000;
   double ci_target = 0.01;        // stop once the median's 95% CI half-width < ci_target × median
   double time_cap_s = 0.3;        // ... or once one result has taken this long
+  double shape_warmup_s = 0.05;   // launches before a shape's first result, so the GPU leaves idle clocks
   double memory_fraction = 0.25;  // weight copies use at most this share of device memory
   uint64_t seed = 0;              // inputs derive from it (recorded, so a resume regenerates them)
 };
