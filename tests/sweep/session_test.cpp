@@ -126,6 +126,18 @@ TEST(Winners, ClearWinBeatsDefaultAndNoiseKeepsIt) {
   EXPECT_DOUBLE_EQ(q6.speedup, 1.0);
 }
 
+TEST(Winners, AmongTiedConfigsTheSmallestStepFromTheDefaultWins) {
+  Session s = test::sample_session();
+  // 16x1 is a little faster than 2x1 but their CIs overlap, and it is two steps from 4x1 where
+  // 2x1 is one: 2x1 stays. 8x2 is clearly faster than both: it wins whatever its distance.
+  s.results.push_back(test::ok_result(GgmlType::Q4_K, 14336, 4096, 1, {16, 1}, 89.8, 0.4));
+  EXPECT_EQ(select_winners(s)[0].config, (Config{2, 1}));
+  s.results.push_back(test::ok_result(GgmlType::Q4_K, 14336, 4096, 1, {8, 2}, 80.0, 0.3));
+  const Winner w = select_winners(s)[0];
+  EXPECT_EQ(w.config, (Config{8, 2}));
+  EXPECT_NEAR(w.speedup, 100.0 / 80.0, 1e-12);
+}
+
 TEST(Winners, NoVerifiedDefaultMeansNoWinner) {
   Session s = test::sample_session();
   s.results[0].status = ResultStatus::Failed;
