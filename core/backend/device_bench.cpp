@@ -8,6 +8,7 @@
 #include "temper/error.h"
 #include "temper/gpus.h"
 #include "temper/quant/reference.h"
+#include "temper/session.h"
 #include "temper/verify.h"
 
 namespace temper {
@@ -19,11 +20,7 @@ std::vector<GgmlType> tier1_types() {
 }
 
 uint64_t gemv_bytes(const GemvProblem& p) {
-  const auto row = row_bytes(p.type, uint64_t(p.k));
-  const uint64_t weights = row ? *row * uint64_t(p.n) : 0;
-  const uint64_t act = uint64_t(p.ncols) * uint64_t(p.k / 32) * sizeof(quant::BlockQ8_1);
-  const uint64_t out = uint64_t(p.ncols) * uint64_t(p.n) * sizeof(float);
-  return weights + act + out;
+  return uint64_t(gemv_bytes(p.type, p.n, p.k, p.ncols));  // one byte count for sweep, roofline and bench
 }
 
 int rotation_copies(uint64_t weight_bytes, uint64_t llc_bytes) {
