@@ -6,6 +6,7 @@
 
 #include "json_read.h"
 #include "temper/fileio.h"
+#include "temper/gpu_backend.h"  // device and telemetry JSON, shared with `temper devices`
 #include "temper/quant/blocks.h"
 
 namespace temper {
@@ -29,41 +30,6 @@ json stats_json(const SampleStats& s) {
   return {{"n", s.n},       {"median", s.median}, {"p10", s.p10},         {"p90", s.p90},
           {"min", s.min},   {"max", s.max},       {"ci_low", s.ci_low},   {"ci_high", s.ci_high},
           {"ci_coverage", s.ci_coverage}};
-}
-
-json telemetry_json(const Telemetry& t) {
-  json j = json::object();
-  auto put = [&](const char* key, const std::optional<double>& v) {
-    if (v) j[key] = *v;
-  };
-  put("sm_clock_mhz", t.sm_clock_mhz);
-  put("memory_clock_mhz", t.memory_clock_mhz);
-  put("power_w", t.power_w);
-  put("temperature_c", t.temperature_c);
-  put("busy_percent", t.busy_percent);
-  return j;
-}
-
-json device_info_json(const DeviceInfo& d) {
-  return {{"index", d.index},
-          {"api", d.api},
-          {"name", d.name},
-          {"arch", d.arch},
-          {"compute_units", d.compute_units},
-          {"warp_size", d.warp_size},
-          {"memory_bytes", d.memory_bytes},
-          {"l2_bytes", d.l2_bytes},
-          {"clock_mhz", d.clock_mhz},
-          {"memory_clock_mhz", d.memory_clock_mhz},
-          {"memory_bus_bits", d.memory_bus_bits},
-          {"shared_per_block", d.shared_per_block},
-          {"shared_per_cu", d.shared_per_cu},
-          {"regs_per_block", d.regs_per_block},
-          {"regs_per_cu", d.regs_per_cu},
-          {"max_threads_per_cu", d.max_threads_per_cu},
-          {"driver_version", d.driver_version},
-          {"runtime_version", d.runtime_version},
-          {"pci_bus_id", d.pci_bus_id}};
 }
 
 json grid_json(const PlanGrid& g) {
@@ -487,7 +453,7 @@ json to_json(const Result& r) {
   j["ops_per_s"] = r.ops_per_s;
   j["weight_copies"] = r.weight_copies;
   j["copies_capped"] = r.copies_capped;
-  j["telemetry"] = telemetry_json(r.telemetry);
+  j["telemetry"] = gpu::telemetry_json(r.telemetry);
   j["kernel"] = kernel_json(r.kernel);
   return j;
 }
@@ -495,11 +461,11 @@ json to_json(const Result& r) {
 json to_json(const Session& s) {
   json devices = json::array();
   for (const auto& d : s.devices)
-    devices.push_back({{"info", device_info_json(d.info)},
+    devices.push_back({{"info", gpu::device_json(d.info)},
                        {"spec_id", d.spec_id},
                        {"copy_bandwidth_gbs", d.copy_bandwidth_gbs},
-                       {"telemetry_start", telemetry_json(d.telemetry_start)},
-                       {"telemetry_end", telemetry_json(d.telemetry_end)},
+                       {"telemetry_start", gpu::telemetry_json(d.telemetry_start)},
+                       {"telemetry_end", gpu::telemetry_json(d.telemetry_end)},
                        {"plan", plan_json(d.plan)},
                        {"error", d.error}});
   json shapes = json::array();
