@@ -336,11 +336,11 @@ int run_verify(const Args& args) {
   gpu::DeviceList list = gpu::list_devices(std::move(backends));
   std::unique_ptr<Device> device = gpu::open_device(list, number);  // Error(NoDevice) without one
 
-  VerifyOptions vo;
+  ProfileVerifyOptions vo;
   vo.engine = option(args, "--engine").value_or("");
   const bool json_out = has_flag(args, "--json");
   std::string last;
-  const VerifyReport r = verify_profile(p, *device, vo, [&](const std::string& what) {
+  const ProfileVerifyReport r = verify_profile(p, *device, vo, [&](const std::string& what) {
     if (!json_out && what != last) err("  " + what + "\n");
     last = what;
   });

@@ -13,11 +13,11 @@ namespace temper {
 
 inline constexpr std::string_view kStillWins = "still wins";
 
-int VerifyReport::still_winning() const {
-  return int(std::count_if(lines.begin(), lines.end(), [](const VerifyLine& l) { return l.verdict == kStillWins; }));
+int ProfileVerifyReport::still_winning() const {
+  return int(std::count_if(lines.begin(), lines.end(), [](const ProfileVerifyLine& l) { return l.verdict == kStillWins; }));
 }
 
-std::string VerifyReport::text() const {
+std::string ProfileVerifyReport::text() const {
   std::ostringstream o;
   o << "verified on " << device_name << " (" << device_arch << "), session " << session_id << "\n";
   char buf[256];
@@ -43,10 +43,10 @@ std::string VerifyReport::text() const {
   return o.str();
 }
 
-VerifyReport verify_profile(const Profile& p, Device& device, const VerifyOptions& options,
+ProfileVerifyReport verify_profile(const Profile& p, Device& device, const ProfileVerifyOptions& options,
                             const std::function<void(const std::string&)>& progress) {
   const DeviceInfo& info = device.info();
-  VerifyReport report;
+  ProfileVerifyReport report;
   report.device_name = info.name;
   report.device_arch = info.arch;
   std::vector<const ProfileEntry*> todo;
@@ -108,7 +108,7 @@ VerifyReport verify_profile(const Profile& p, Device& device, const VerifyOption
   if (!s.devices.front().error.empty()) fail(ErrorKind::GpuFault, "verification stopped: " + s.devices.front().error);
 
   for (const ProfileEntry* e : todo) {
-    VerifyLine l;
+    ProfileVerifyLine l;
     l.key = e->key;
     l.config = e->config;
     if (e->provenance) l.recorded_speedup = e->provenance->speedup;
@@ -165,7 +165,7 @@ VerifyReport verify_profile(const Profile& p, Device& device, const VerifyOption
   return report;
 }
 
-Profile apply_verification(const Profile& p, const VerifyReport& r) {
+Profile apply_verification(const Profile& p, const ProfileVerifyReport& r) {
   Profile out = p;
   for (const auto& l : r.lines) {
     ProfileEntry* e = find_entry(out, l.key);

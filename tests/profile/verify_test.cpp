@@ -13,8 +13,8 @@ using test::approved;
 using test::measured;
 using test::profile_of;
 
-VerifyOptions quick() {
-  VerifyOptions o;
+ProfileVerifyOptions quick() {
+  ProfileVerifyOptions o;
   o.sweep.warmup = 1;
   o.sweep.batch = 8;
   o.sweep.min_samples = 16;
@@ -39,7 +39,7 @@ const Profile kProfile = profile_of({
     approved(measured("gfx942", GgmlType::Q4_0, 256, 4096, 1, {2, 1}, {2, 1}, 1.2)),  // other arch
 });
 
-const VerifyLine* line_for(const VerifyReport& r, GgmlType t, int n) {
+const ProfileVerifyLine* line_for(const ProfileVerifyReport& r, GgmlType t, int n) {
   for (const auto& l : r.lines)
     if (l.key.type == t && l.key.n == n) return &l;
   return nullptr;
@@ -48,19 +48,19 @@ const VerifyLine* line_for(const VerifyReport& r, GgmlType t, int n) {
 TEST(Verify, ReportsWhichApprovedEntriesStillWin) {
   // 2x1 is fast, 1x1 slow, the default in between.
   FakeDevice device(timed([](Config c) { return c == Config{2, 1} ? 10.0 : c == Config{1, 1} ? 30.0 : 20.0; }));
-  const VerifyReport r = verify_profile(kProfile, device, quick());
+  const ProfileVerifyReport r = verify_profile(kProfile, device, quick());
   EXPECT_EQ(r.device_arch, "sm_90");
   ASSERT_EQ(r.lines.size(), 3u);
   ASSERT_EQ(r.skipped.size(), 1u);
   EXPECT_EQ(r.skipped[0].arch, "gfx942");
-  const VerifyLine* win = line_for(r, GgmlType::Q4_0, 256);
+  const ProfileVerifyLine* win = line_for(r, GgmlType::Q4_0, 256);
   ASSERT_TRUE(win);
   EXPECT_EQ(win->verdict, "still wins") << r.text();
   EXPECT_EQ(win->default_config, (Config{4, 1}));
   EXPECT_NEAR(win->speedup, 2.0, 0.1);
   EXPECT_LT(win->speedup_low, win->speedup);
   ASSERT_TRUE(win->recorded_speedup);
-  const VerifyLine* lost = line_for(r, GgmlType::Q4_0, 512);
+  const ProfileVerifyLine* lost = line_for(r, GgmlType::Q4_0, 512);
   ASSERT_TRUE(lost);
   EXPECT_EQ(lost->verdict, "no longer wins");
   EXPECT_NEAR(lost->speedup, 20.0 / 30.0, 0.05);
@@ -84,8 +84,8 @@ TEST(Verify, WrongOutputIsFailedNeverAWin) {
   FakeDeviceOptions f = timed([](Config c) { return c == Config{2, 1} ? 10.0 : 20.0; });
   f.wrong_configs = {{2, 1}};
   FakeDevice device(f);
-  const VerifyReport r = verify_profile(kProfile, device, quick());
-  const VerifyLine* l = line_for(r, GgmlType::Q4_0, 256);
+  const ProfileVerifyReport r = verify_profile(kProfile, device, quick());
+  const ProfileVerifyLine* l = line_for(r, GgmlType::Q4_0, 256);
   ASSERT_TRUE(l);
   EXPECT_EQ(l->verdict, "failed");
   EXPECT_NE(l->detail.find("approved config failed"), std::string::npos) << l->detail;

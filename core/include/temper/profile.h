@@ -202,7 +202,7 @@ struct ProfileDiff {
 ProfileDiff diff_profiles(const Profile& a, const Profile& b);
 
 // ---- Re-verification on the current device ----
-struct VerifyLine {
+struct ProfileVerifyLine {
   ProfileKey key;
   Config config, default_config;   // default_config: this device's table now
   std::string verdict;             // "still wins", "no longer wins", "now the default", "failed"
@@ -212,24 +212,26 @@ struct VerifyLine {
   std::optional<double> recorded_speedup;  // from the profile's provenance
   std::string detail;              // failure text for "failed"
 };
-struct VerifyReport {
+// Named apart from verify.h's kernel VerifyReport/VerifyOptions: two classes of one name in
+// namespace temper broke the one-definition rule (ASan caught the wrong constructor running).
+struct ProfileVerifyReport {
   std::string device_name, device_arch;
   std::string session_id;          // of the verification sweep
-  std::vector<VerifyLine> lines;
+  std::vector<ProfileVerifyLine> lines;
   std::vector<ProfileKey> skipped; // approved entries of other arches, or bucketed imports
   int still_winning() const;
   std::string text() const;
 };
-struct VerifyOptions {
+struct ProfileVerifyOptions {
   SweepOptions sweep;
   std::string engine;  // default tables version; empty: the entries' recorded engine or the first known
 };
 // Re-measures every approved entry of the device's arch against this device's default config,
 // through the sweep runner. Changes nothing. Error(BadInput) when no approved entry applies.
-VerifyReport verify_profile(const Profile& p, Device& device, const VerifyOptions& options,
+ProfileVerifyReport verify_profile(const Profile& p, Device& device, const ProfileVerifyOptions& options,
                             const std::function<void(const std::string&)>& progress = {});
 // A copy of `p` with the verified entries' provenance replaced by the new measurements; entries
 // that no longer win (or failed) go back to pending with a note.
-Profile apply_verification(const Profile& p, const VerifyReport& r);
+Profile apply_verification(const Profile& p, const ProfileVerifyReport& r);
 
 }  // namespace temper
