@@ -203,9 +203,10 @@ fs::path default_output(const Session& s) {
 int run_sweep(const Args& args) {
   const std::vector<std::string_view> valued = {"-o",      "--output", "--device", "--ncols",   "--nwarps",
                                                 "--rows-per-block",   "--types",  "--resume", "--shape",
-                                                "--engine", "--backend", "--journal", "--time-cap", "--seed"};
+                                                "--engine", "--backend", "--journal", "--time-cap", "--seed",
+                                                "--confirm-time"};
   std::vector<std::string_view> known = valued;
-  known.insert(known.end(), {"--quick", "--json"});
+  known.insert(known.end(), {"--quick", "--json", "--no-confirm"});
   reject_unknown(args, known);
   const bool json = has_flag(args, "--json");
   const auto pos = positionals(args, valued);
@@ -221,7 +222,7 @@ int run_sweep(const Args& args) {
   if (resume) {
     // Everything comes from the journal: only output options may be given with it.
     for (auto opt : {"--device", "--ncols", "--nwarps", "--rows-per-block", "--types", "--shape", "--engine",
-                     "--backend", "--time-cap", "--seed", "--quick", "--journal"})
+                     "--backend", "--time-cap", "--seed", "--quick", "--journal", "--no-confirm", "--confirm-time"})
       if (has_flag(args, opt) || option(args, opt))
         fail(ErrorKind::BadInput, std::string(opt) + " cannot be combined with --resume (the journal holds the plan)");
     if (!pos.empty()) fail(ErrorKind::BadInput, "--resume takes no model file (the journal names it)");
@@ -263,6 +264,11 @@ int run_sweep(const Args& args) {
       setup.grid.rows_per_block = parse_int_list(*v, "--rows-per-block", 64);
     validate_grid(setup.grid);
     if (const auto v = option(args, "--time-cap")) setup.options.time_cap_s = parse_seconds(*v, "--time-cap");
+    setup.options.confirm = !has_flag(args, "--no-confirm");
+    if (const auto v = option(args, "--confirm-time")) {
+      if (!setup.options.confirm) fail(ErrorKind::BadInput, "--confirm-time has no effect with --no-confirm");
+      setup.options.confirm_time_s = parse_seconds(*v, "--confirm-time");
+    }
     if (const auto v = option(args, "--seed")) {
       uint64_t seed = 0;
       const auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), seed);
@@ -337,7 +343,10 @@ const Registrar reg{
      "kernel against the CPU reference (a failing config is recorded, never timed), then time it with\n"
      "device events until the median's 95% CI is within 1% (or --time-cap). Weights rotate through\n"
      "copies larger than twice the last-level cache, as in real decode. A config wins only when its CI\n"
-     "lies wholly below the default config's. Ends with a table per shape and the model-level\n"
+     "lies wholly below the default config's, and only if an interleaved re-measure confirms it: the\n"
+     "candidate and the default are timed again in alternating batches (default first, then candidate\n"
+     "first, ...) so both see the same device state; otherwise the default stays, with the reason.\n"
+     "Ends with a table per shape and the model-level\n"
      "estimate (GEMV share of decode tokens/s, default -> tuned, and the bandwidth ceiling).\n\n"
      "options:\n"
      "  -o, --output FILE     session file (default MODEL.ID.session.json in the current directory)\n"
@@ -351,6 +360,8 @@ const Registrar reg{
      "  --engine VERSION      whose default tables are the baseline: ggml-7180759 (default), ggml-d99724f\n"
      "  --time-cap SECONDS    longest timing per result (default 0.3)\n"
      "  --seed N              inputs' seed (default: random, recorded in the session)\n"
+     "  --no-confirm          declare winners from the main pass alone (no interleaved re-measure)\n"
+     "  --confirm-time SECONDS  longest interleaved re-measure per winner (default 0.2)\n"
      "  --journal FILE        where results are appended as they land (default OUTPUT.journal);\n"
      "                        kept when the sweep stops early, removed once the session is saved\n"
      "  --resume JOURNAL      continue an interrupted sweep (same devices); nothing is measured twice\n"

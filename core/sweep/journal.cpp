@@ -17,7 +17,9 @@ namespace {
 using nlohmann::json;
 
 constexpr std::string_view kJournalMagic = "temper-sweep-journal";
-constexpr int kJournalVersion = 1;
+// 2: lines may also be {"confirmation": {...}} (version 1 journals hold results only, and read as before).
+constexpr int kJournalVersion = 2;
+constexpr const char* kConfirmationKey = "confirmation";
 
 std::string errno_text() { return std::strerror(errno); }
 
@@ -40,6 +42,7 @@ std::string header_line(const Session& header) {
   h.erase("results");
   h.erase("winners");
   h.erase("estimates");
+  h.erase("confirmations");
   return json{{"journal", kJournalMagic}, {"journal_version", kJournalVersion}, {"session", h}}.dump() + "\n";
 }
 
@@ -78,8 +81,13 @@ Journal Journal::reopen(const std::filesystem::path& path, const JournalContents
   return j;
 }
 
-void Journal::append(const Result& r) {
-  const std::string line = to_json(r).dump() + "\n";
+void Journal::append(const Result& r) { append_line(to_json(r).dump() + "\n"); }
+
+void Journal::append(const Confirmation& c) {
+  append_line(json{{kConfirmationKey, to_json(c)}}.dump() + "\n");
+}
+
+void Journal::append_line(const std::string& line) {
   std::lock_guard lock(mutex_);
   // One write per line: a kill -9 leaves at most this line torn, never an earlier one.
   write_all(fd_, line, path_);
@@ -119,7 +127,10 @@ JournalContents parse_journal(std::string_view text, const std::string& name) {
       s["results"] = json::array();
       s["winners"] = json::array();
       s["estimates"] = json::array();
+      s.erase("confirmations");
       out.header = session_from_json(s, where + ": session");
+    } else if (j.contains(kConfirmationKey)) {
+      out.confirmations.push_back(confirmation_from_json(j[kConfirmationKey], where + ": confirmation"));
     } else {
       // A whole line that parses as JSON but not as a result is damage, not a torn write: refused.
       out.results.push_back(result_from_json(j, where));
@@ -146,6 +157,12 @@ Session resume_session(const JournalContents& contents) {
   for (const auto& r : contents.results)
     if (seen.insert({r.device, r.type, r.n, r.k, r.ncols, r.config.nwarps, r.config.rows_per_block}).second)
       s.results.push_back(r);
+  // Likewise a group is confirmed once: a second line for it (never written by Temper) is ignored.
+  using GroupKey = std::tuple<int, GgmlType, int, int, int>;
+  std::set<GroupKey> confirmed;
+  s.confirmations.clear();
+  for (const auto& c : contents.confirmations)
+    if (confirmed.insert({c.device, c.type, c.n, c.k, c.ncols}).second) s.confirmations.push_back(c);
   return s;
 }
 

@@ -269,6 +269,60 @@ void warm_up_device(Device& device, const PlanItem& it, ShapeData& d, double sec
   }
 }
 
+// The interleaved re-measure of a provisional winner: batches of the default and the candidate
+// alternate (default first, then candidate first, ...) on the same buffers, so slow drift (clocks,
+// temperature, a cold first config) touches both alike, until both medians' CIs are within
+// ci_target or confirm_time_s has passed. The winner stands only if its CI is again wholly below.
+Confirmation confirm_winner(Device& device, const Winner& w, ShapeData& d, const SweepOptions& options,
+                            const CancelFlag& cancel) {
+  Confirmation c;
+  c.device = w.device;
+  c.type = w.type;
+  c.n = w.n;
+  c.k = w.k;
+  c.ncols = w.ncols;
+  c.default_config = w.default_config;
+  c.config = w.config;
+  const GemvProblem p{w.type, w.n, w.k, w.ncols};
+  try {
+    for (Config cfg : {c.default_config, c.config})
+      if (options.warmup > 0) (void)device.time_gemv(p, cfg, d.copy_ptrs, d.y_q8_1, d.dst, options.warmup);
+    std::vector<double> samples[2];  // [0] default, [1] candidate
+    const Config configs[2] = {c.default_config, c.config};
+    const auto start = Clock::now();
+    for (int round = 0;; ++round) {
+      for (int half = 0; half < 2; ++half) {
+        check_cancel(cancel);
+        const int which = (round + half) % 2;  // round 0: default, candidate; round 1: candidate, default
+        const auto batch = device.time_gemv(p, configs[which], d.copy_ptrs, d.y_q8_1, d.dst, options.batch);
+        samples[which].insert(samples[which].end(), batch.begin(), batch.end());
+      }
+      if (int(samples[0].size()) < options.min_samples) continue;
+      c.default_us = summarize(samples[0]);
+      c.candidate_us = summarize(samples[1]);
+      const auto tight = [&](const SampleStats& s) { return (s.ci_high - s.ci_low) / 2 < options.ci_target * s.median; };
+      c.converged = tight(c.default_us) && tight(c.candidate_us);
+      if (c.converged || seconds_since(start) >= options.confirm_time_s ||
+          int(samples[0].size()) >= options.max_samples)
+        break;
+    }
+    c.confirmed = c.candidate_us.ci_high < c.default_us.ci_low;
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::Cancelled || !device_healthy(device)) throw;
+    // Both configs ran moments ago; if one cannot run now, the winner is not confirmed.
+    c.default_us = c.candidate_us = {};
+    c.converged = c.confirmed = false;
+    c.failure = std::string(error_kind_name(e.kind())) + ": " + e.what();
+  }
+  return c;
+}
+
+std::string confirm_text(const Winner& w) {
+  return "confirming " + shape_text(w.type, w.n, w.k) + " ncols " + std::to_string(w.ncols) + " · " +
+         std::to_string(w.config.nwarps) + "x" + std::to_string(w.config.rows_per_block) + " vs default " +
+         std::to_string(w.default_config.nwarps) + "x" + std::to_string(w.default_config.rows_per_block);
+}
+
 // Shared between the device workers: results, journal, progress.
 struct Shared {
   Session& session;
@@ -295,12 +349,30 @@ void record(Shared& sh, Result r) {
   sh.session.results.push_back(std::move(r));
 }
 
-void run_device(Device& device, SessionDevice& sd, Shared& sh, const std::set<ItemKey>& done, const CancelFlag& cancel) {
+void record(Shared& sh, Confirmation c) {
+  std::lock_guard lock(sh.mutex);
+  if (sh.journal) sh.journal->append(c);
+  sh.session.confirmations.push_back(std::move(c));
+}
+
+using GroupKey = std::tuple<int, GgmlType, int, int, int>;  // device, type, n, k, ncols
+GroupKey group_of(int device, const PlanItem& it) { return {device, it.type, it.n, it.k, it.ncols}; }
+GroupKey group_of(const Result& r) { return {r.device, r.type, r.n, r.k, r.ncols}; }
+
+// What a device's worker knows before it starts: results and confirmed groups from a resumed journal.
+struct DeviceStart {
+  std::vector<Result> results;
+  std::set<GroupKey> confirmed;
+};
+
+void run_device(Device& device, SessionDevice& sd, Shared& sh, const std::set<ItemKey>& done, DeviceStart start,
+                const CancelFlag& cancel) {
   const SweepOptions& options = sh.session.options;
   const uint64_t seed = options.seed;
   const int dev = sd.info.index;
+  const auto& items = sd.plan.items;
   std::vector<const PlanItem*> todo;
-  for (const auto& it : sd.plan.items)
+  for (const auto& it : items)
     if (!done.count(key_of(dev, it))) todo.push_back(&it);
   // ETA: the a-priori estimate of what remains, scaled by how fast estimates have come true so far.
   std::vector<double> est(todo.size());
@@ -310,15 +382,41 @@ void run_device(Device& device, SessionDevice& sd, Shared& sh, const std::set<It
   double est_done = 0, measured_s = 0;  // a-priori seconds of the results done, and what they took
   auto eta = [&] { return remaining * (est_done > 0 ? measured_s / est_done : 1.0); };
 
+  // Per (shape, ncols) group: its results so far and how many planned items still lack one.
+  std::map<GroupKey, std::vector<Result>> group_results;
+  std::map<GroupKey, size_t> missing;
+  for (auto& r : start.results) group_results[group_of(r)].push_back(std::move(r));
+  for (const auto& it : items) missing[group_of(dev, it)] += !done.count(key_of(dev, it));
+  // The winner a complete group's results pick, if it still needs its interleaved confirmation.
+  auto pending_winner = [&](const GroupKey& g) -> std::optional<Winner> {
+    if (!options.confirm || start.confirmed.count(g) || missing[g] > 0) return std::nullopt;
+    std::vector<const Result*> ptrs;
+    for (const auto& r : group_results[g]) ptrs.push_back(&r);
+    std::optional<Winner> w = detail::group_verdict(ptrs);
+    if (!w || !w->is_winner()) return std::nullopt;
+    return w;
+  };
+
   sd.telemetry_start = device.telemetry();
-  size_t i = 0;
-  while (i < todo.size()) {
-    // One shape at a time: its data serves every ncols and config still to measure.
-    const PlanItem& first = *todo[i];
-    size_t end = i;
+  size_t next_todo = 0;  // index into todo/est of the next item to measure
+  for (size_t a = 0; a < items.size();) {
+    // One shape at a time (the plan keeps a shape's items together): its data serves every ncols
+    // and config still to measure, and the confirmations of its groups.
+    size_t b = a;
+    while (b < items.size() && items[b].type == items[a].type && items[b].n == items[a].n && items[b].k == items[a].k)
+      ++b;
+    const size_t todo_begin = next_todo;
     int max_ncols = 0;
-    while (end < todo.size() && todo[end]->type == first.type && todo[end]->n == first.n && todo[end]->k == first.k)
-      max_ncols = std::max(max_ncols, todo[end++]->ncols);
+    while (next_todo < todo.size() && todo[next_todo] >= &items[a] && todo[next_todo] < &items[b])
+      max_ncols = std::max(max_ncols, todo[next_todo++]->ncols);
+    const size_t todo_end = next_todo;
+    for (size_t i = a; i < b; ++i)  // groups complete before this run that still need confirming
+      if (pending_winner(group_of(dev, items[i]))) max_ncols = std::max(max_ncols, items[i].ncols);
+    const PlanItem& first = todo_begin < todo_end ? *todo[todo_begin] : items[a];
+    const size_t range_begin = a;
+    a = b;
+    if (max_ncols == 0) continue;  // nothing left to do for this shape
+
     check_cancel(cancel);
     report(sh, dev, "preparing " + shape_text(first.type, first.n, first.k), eta(), false);
     std::optional<ShapeData> data;
@@ -327,7 +425,7 @@ void run_device(Device& device, SessionDevice& sd, Shared& sh, const std::set<It
     } catch (const Error& e) {
       // Out of memory on a huge shape: every item of the shape records why; a lost device stops.
       if (e.kind() == ErrorKind::Cancelled || !device_healthy(device)) throw;
-      for (; i < end; ++i) {
+      for (size_t i = todo_begin; i < todo_end; ++i) {
         Result r = blank_result(device, *todo[i]);
         record_error(r, e);
         record(sh, std::move(r));
@@ -337,16 +435,30 @@ void run_device(Device& device, SessionDevice& sd, Shared& sh, const std::set<It
       continue;
     }
     warm_up_device(device, first, *data, options.shape_warmup_s, cancel);
-    for (; i < end; ++i) {
-      const PlanItem& it = *todo[i];
-      report(sh, dev, item_text(it), eta(), false);
-      const auto t0 = Clock::now();
-      Result r = measure(device, it, *data, options, cancel);
-      measured_s += seconds_since(t0);
-      remaining -= est[i];
-      est_done += est[i];
-      record(sh, std::move(r));
-      report(sh, dev, item_text(it), eta(), true);
+    size_t t = todo_begin;
+    for (size_t i = range_begin; i < b; ++i) {
+      const PlanItem& it = items[i];
+      const GroupKey g = group_of(dev, it);
+      if (t < todo_end && todo[t] == &it) {
+        report(sh, dev, item_text(it), eta(), false);
+        const auto t0 = Clock::now();
+        Result r = measure(device, it, *data, options, cancel);
+        measured_s += seconds_since(t0);
+        remaining -= est[t];
+        est_done += est[t];
+        ++t;
+        group_results[g].push_back(r);
+        --missing[g];
+        record(sh, std::move(r));
+        report(sh, dev, item_text(it), eta(), true);
+      }
+      // After a group's last planned item: confirm its winner before the sweep moves on.
+      if (i + 1 < b && group_of(dev, items[i + 1]) == g) continue;
+      if (const std::optional<Winner> w = pending_winner(g)) {
+        report(sh, dev, confirm_text(*w), eta(), false);
+        record(sh, confirm_winner(device, *w, *data, options, cancel));
+        start.confirmed.insert(g);
+      }
     }
   }
   sd.telemetry_end = device.telemetry();
@@ -359,8 +471,9 @@ Session new_session(const SweepSetup& setup, std::span<Device* const> devices) {
   if (devices.empty()) fail(ErrorKind::NoDevice, "no HIP or CUDA device found");
   const SweepOptions& o = setup.options;
   if (o.batch < 1 || o.min_samples < 1 || o.max_samples < o.min_samples || !(o.ci_target > 0) ||
-      !(o.time_cap_s > 0) || !(o.shape_warmup_s >= 0) || !(o.memory_fraction > 0) || o.memory_fraction > 1 || o.warmup < 0)
-    fail(ErrorKind::BadInput, "invalid sweep options (batch, samples, CI target, time cap or memory fraction)");
+      !(o.time_cap_s > 0) || !(o.shape_warmup_s >= 0) || !(o.memory_fraction > 0) || o.memory_fraction > 1 || o.warmup < 0 || (o.confirm && !(o.confirm_time_s > 0)))
+    fail(ErrorKind::BadInput,
+         "invalid sweep options (batch, samples, CI target, time cap, memory fraction or confirmation time)");
   Session s;
   s.id = new_session_id();
   s.created = utc_now_iso8601();
@@ -427,10 +540,20 @@ void run_session(Session& session, std::span<Device* const> devices, Journal* jo
     for (const auto& it : sd.plan.items) sh.done += done.count(key_of(sd.info.index, it));
   }
 
+  // Each worker gets its device's earlier results and confirmed groups (a resumed journal): the
+  // shared vectors grow under the lock while workers run, so they read copies.
+  std::vector<DeviceStart> starts(devices.size());
+  for (size_t i = 0; i < devices.size(); ++i) {
+    const int index = session.devices[i].info.index;
+    for (const auto& r : session.results)
+      if (r.device == index) starts[i].results.push_back(r);
+    for (const auto& c : session.confirmations)
+      if (c.device == index) starts[i].confirmed.insert({c.device, c.type, c.n, c.k, c.ncols});
+  }
   std::vector<std::exception_ptr> errors(devices.size());
   auto work = [&](size_t i) {
     try {
-      run_device(*devices[i], session.devices[i], sh, done, cancel);
+      run_device(*devices[i], session.devices[i], sh, done, std::move(starts[i]), cancel);
     } catch (...) {
       errors[i] = std::current_exception();
     }

@@ -68,7 +68,8 @@ json options_json(const SweepOptions& o) {
   return {{"warmup", o.warmup},         {"batch", o.batch},           {"min_samples", o.min_samples},
           {"max_samples", o.max_samples}, {"ci_target", o.ci_target}, {"time_cap_s", o.time_cap_s},
           {"shape_warmup_s", o.shape_warmup_s},
-          {"memory_fraction", o.memory_fraction}, {"seed", o.seed}};
+          {"memory_fraction", o.memory_fraction}, {"seed", o.seed},
+          {"confirm", o.confirm},       {"confirm_time_s", o.confirm_time_s}};
 }
 
 json shape_json(const Shape& s) {
@@ -95,6 +96,21 @@ json winner_json(const Winner& w) {
   j["speedup"] = w.speedup;
   j["speedup_low"] = w.speedup_low;
   j["speedup_high"] = w.speedup_high;
+  j["confirmed"] = w.confirmed;
+  j["note"] = w.note;
+  return j;
+}
+
+json confirmation_json(const Confirmation& c) {
+  json j = {{"device", c.device}};
+  put_shape_key(j, c.type, c.n, c.k, c.ncols);
+  j["default_config"] = config_json(c.default_config);
+  j["config"] = config_json(c.config);
+  j["default_us"] = stats_json(c.default_us);
+  j["candidate_us"] = stats_json(c.candidate_us);
+  j["converged"] = c.converged;
+  j["confirmed"] = c.confirmed;
+  j["failure"] = c.failure;
   return j;
 }
 
@@ -253,6 +269,9 @@ SweepOptions options_from(const Node& n) {
   if (n.has("shape_warmup_s")) o.shape_warmup_s = n["shape_warmup_s"].number();  // absent before 0.1.0's H100 runs
   o.memory_fraction = n["memory_fraction"].number();
   o.seed = n["seed"].uint64();
+  // Sessions from before the interleaved confirmation were not confirmed.
+  o.confirm = n.has("confirm") ? n["confirm"].boolean() : false;
+  if (n.has("confirm_time_s")) o.confirm_time_s = n["confirm_time_s"].number();
   return o;
 }
 
@@ -330,7 +349,27 @@ Winner winner_from(const Node& n) {
   w.speedup = n["speedup"].number();
   w.speedup_low = n["speedup_low"].number();
   w.speedup_high = n["speedup_high"].number();
+  // Absent in sessions from before the interleaved confirmation.
+  if (n.has("confirmed")) w.confirmed = n["confirmed"].boolean();
+  if (n.has("note")) w.note = n["note"].str();
   return w;
+}
+
+Confirmation confirmation_from(const Node& n) {
+  Confirmation c;
+  c.device = n["device"].integer();
+  c.type = type_from(n["type"]);
+  c.n = n["n"].integer();
+  c.k = n["k"].integer();
+  c.ncols = n["ncols"].integer();
+  c.default_config = config_from(n["default_config"]);
+  c.config = config_from(n["config"]);
+  c.default_us = stats_from(n["default_us"]);
+  c.candidate_us = stats_from(n["candidate_us"]);
+  c.converged = n["converged"].boolean();
+  c.confirmed = n["confirmed"].boolean();
+  c.failure = n["failure"].str();
+  return c;
 }
 
 Estimate estimate_from(const Node& n) {
@@ -416,6 +455,12 @@ const Winner* find_winner(const Session& s, int device, GgmlType type, int n, in
   return nullptr;
 }
 
+const Confirmation* find_confirmation(const Session& s, int device, GgmlType type, int n, int k, int ncols) {
+  for (const auto& c : s.confirmations)
+    if (c.device == device && c.type == type && c.n == n && c.k == k && c.ncols == ncols) return &c;
+  return nullptr;
+}
+
 std::string utc_now_iso8601() {
   const std::time_t now = std::time(nullptr);
   std::tm tm{};
@@ -476,6 +521,8 @@ json to_json(const Session& s) {
   for (const auto& w : s.winners) winners.push_back(winner_json(w));
   json estimates = json::array();
   for (const auto& e : s.estimates) estimates.push_back(estimate_json(e));
+  json confirmations = json::array();
+  for (const auto& c : s.confirmations) confirmations.push_back(confirmation_json(c));
   const auto& b = s.build;
   return {{"schema_version", s.schema_version},
           {"id", s.id},
@@ -495,10 +542,17 @@ json to_json(const Session& s) {
           {"devices", devices},
           {"results", results},
           {"winners", winners},
-          {"estimates", estimates}};
+          {"estimates", estimates},
+          {"confirmations", confirmations}};
 }
 
 Result result_from_json(const json& j, const std::string& where) { return result_from(Node{j, where}); }
+
+json to_json(const Confirmation& c) { return confirmation_json(c); }
+
+Confirmation confirmation_from_json(const json& j, const std::string& where) {
+  return confirmation_from(Node{j, where});
+}
 
 Session session_from_json(const json& j, const std::string& where) {
   const Node root{j, where};
@@ -542,6 +596,8 @@ Session session_from_json(const json& j, const std::string& where) {
   s.results = list_from<Result>(root["results"], result_from);
   s.winners = list_from<Winner>(root["winners"], winner_from);
   s.estimates = list_from<Estimate>(root["estimates"], estimate_from);
+  // Optional: absent in sessions from before the interleaved confirmation (none were made).
+  if (root.has("confirmations")) s.confirmations = list_from<Confirmation>(root["confirmations"], confirmation_from);
   return s;
 }
 

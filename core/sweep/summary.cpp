@@ -30,6 +30,13 @@ const Result* best_result(const Session& s, const Winner& w) {
   return find_result(s, w.device, w.type, w.n, w.k, w.ncols, w.config);
 }
 
+// The verdict column: whether a winner survived its interleaved re-measure (or had none).
+std::string verdict_cell(const Winner& w) {
+  if (w.is_winner()) return w.confirmed ? "winner, confirmed" : "winner, not re-measured";
+  if (!w.note.empty()) return w.verdict + " (not confirmed)";
+  return w.verdict;
+}
+
 }  // namespace
 
 std::map<std::string, int> status_counts(const Session& s) {
@@ -87,8 +94,12 @@ std::string format_summary(const Session& s) {
                                    fmt("%.3f", w.speedup_high) + "]"
                              : "1",
                22)
-        << pad(bw, 10) << w.verdict << "\n";
+        << pad(bw, 10) << verdict_cell(w) << "\n";
     }
+    for (const auto& w : s.winners)
+      if (!w.note.empty())
+        o << "  " << (multi ? "device " + std::to_string(w.device) + " " : "") << type_name(w.type) << " " << w.n << "x"
+          << w.k << " ncols " << w.ncols << ": " << w.note << "\n";
   }
   for (const auto& e : s.estimates) {
     o << "\n" << e.label << (s.devices.size() > 1 ? " (device " + std::to_string(e.device) + ")" : "") << ":\n";
@@ -126,6 +137,7 @@ nlohmann::json summary_json(const Session& s) {
           {"devices", devices},
           {"result_counts", status_counts(s)},
           {"winners", full["winners"]},
+          {"confirmations", full["confirmations"]},
           {"estimates", full["estimates"]}};
 }
 
@@ -142,6 +154,8 @@ std::string key_text(int device, GgmlType t, int n, int k, int ncols, bool multi
 SessionComparison compare_sessions(const Session& a, const Session& b) {
   SessionComparison c;
   const bool multi = a.devices.size() > 1;
+  for (const auto& w : a.winners) c.confirmed_a += w.confirmed;
+  for (const auto& w : b.winners) c.confirmed_b += w.confirmed;
   for (const auto& wa : a.winners) {
     const Winner* wb = find_winner(b, wa.device, wa.type, wa.n, wa.k, wa.ncols);
     if (!wb) continue;
@@ -181,6 +195,9 @@ std::string format_comparison(const SessionComparison& c) {
   if (c.winners_compared > 0) o << " (" << fmt("%.0f%%", 100.0 * c.winners_agree / c.winners_compared) << ")";
   o << "\n";
   for (const auto& d : c.disagreements) o << "  differs: " << d << "\n";
+  if (c.confirmed_a + c.confirmed_b > 0)
+    o << "confirmed winners (interleaved re-measure): " << c.confirmed_a << " in the first, " << c.confirmed_b
+      << " in the second\n";
   o << "medians: " << c.medians_compared << " results in both; |a - b| / mean: median "
     << fmt("%.2f%%", 100 * c.spread_median) << ", p90 " << fmt("%.2f%%", 100 * c.spread_p90) << ", max "
     << fmt("%.2f%%", 100 * c.spread_max);
@@ -193,7 +210,8 @@ nlohmann::json to_json(const SessionComparison& c) {
   return {{"winners_compared", c.winners_compared}, {"winners_agree", c.winners_agree},
           {"disagreements", c.disagreements},       {"medians_compared", c.medians_compared},
           {"spread_median", c.spread_median},       {"spread_p90", c.spread_p90},
-          {"spread_max", c.spread_max},             {"spread_max_at", c.spread_max_at}};
+          {"spread_max", c.spread_max},             {"spread_max_at", c.spread_max_at},
+          {"confirmed_a", c.confirmed_a},           {"confirmed_b", c.confirmed_b}};
 }
 
 }  // namespace temper

@@ -1,10 +1,13 @@
 // Winners against the default config, and the session's closing bookkeeping.
 #include <algorithm>
 #include <bit>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <tuple>
 
+#include "internal.h"
 #include "temper/estimate.h"
 #include "temper/sweep.h"
 
@@ -17,6 +20,84 @@ int config_distance(Config a, Config b) {
   return std::abs(log2(a.nwarps) - log2(b.nwarps)) + std::abs(log2(a.rows_per_block) - log2(b.rows_per_block));
 }
 }  // namespace
+
+std::optional<Winner> detail::group_verdict(std::span<const Result* const> group) {
+  // Nothing launched in this group (only configs the plan excluded): no verdict to give.
+  if (group.empty() ||
+      std::all_of(group.begin(), group.end(), [](const Result* r) { return r->status == ResultStatus::Invalid; }))
+    return std::nullopt;
+  const Result& first = *group.front();
+  Winner w;
+  w.device = first.device;
+  w.type = first.type;
+  w.n = first.n;
+  w.k = first.k;
+  w.ncols = first.ncols;
+  const Result* def = nullptr;
+  for (const Result* r : group)
+    if (r->is_default) def = r;
+  if (def) w.default_config = w.config = def->config;
+  if (!def || def->status != ResultStatus::Ok) {
+    // Without a verified baseline nothing can be said to beat it.
+    w.verdict = kVerdictNoDefault;
+    return w;
+  }
+  const SampleStats& d = def->time_us;
+  w.default_us = w.best_us = d.median;
+  w.default_ci_low = w.best_ci_low = d.ci_low;
+  w.default_ci_high = w.best_ci_high = d.ci_high;
+  const Result* best = nullptr;
+  for (const Result* r : group) {
+    if (r == def || r->status != ResultStatus::Ok) continue;
+    // Only a CI wholly below the default's counts: overlap is noise.
+    if (r->time_us.ci_high < d.ci_low && (!best || r->time_us.median < best->time_us.median)) best = r;
+  }
+  if (!best) {
+    w.verdict = kVerdictDefaultStays;
+    return w;
+  }
+  // Configs whose CI overlaps the fastest one's are tied with it: among those, the smallest step
+  // away from the default wins, so near-ties don't flip the winner from run to run.
+  const Result* fastest = best;
+  for (const Result* r : group) {
+    if (r == def || r->status != ResultStatus::Ok || !(r->time_us.ci_high < d.ci_low)) continue;
+    if (r->time_us.ci_low > fastest->time_us.ci_high) continue;
+    const int dr = config_distance(r->config, def->config), db = config_distance(best->config, def->config);
+    if (dr < db || (dr == db && r->time_us.median < best->time_us.median)) best = r;
+  }
+  const SampleStats& b = best->time_us;
+  w.verdict = kVerdictWinner;
+  w.config = best->config;
+  w.best_us = b.median;
+  w.best_ci_low = b.ci_low;
+  w.best_ci_high = b.ci_high;
+  w.speedup = d.median / b.median;
+  // Conservative bounds: the slowest plausible default over the fastest plausible winner, and back.
+  w.speedup_low = d.ci_low / b.ci_high;
+  w.speedup_high = d.ci_high / b.ci_low;
+  return w;
+}
+
+void detail::apply_confirmation(Winner& w, const Confirmation* c) {
+  // A re-measure of another candidate (the results changed since) says nothing about this one.
+  if (!w.is_winner() || !c || c->config != w.config || c->default_config != w.default_config) return;
+  if (c->confirmed) {
+    w.confirmed = true;  // speedup and CI stay those of the main results, as the estimate uses them
+    return;
+  }
+  char numbers[96];
+  std::snprintf(numbers, sizeof numbers, "default %.2f µs, candidate %.2f µs", c->default_us.median,
+                c->candidate_us.median);
+  w.note = std::to_string(w.config.nwarps) + "x" + std::to_string(w.config.rows_per_block) +
+           " not confirmed by an interleaved re-measure (" +
+           (c->failure.empty() ? std::string(numbers) : "it could not run: " + c->failure) + ")";
+  w.verdict = kVerdictDefaultStays;
+  w.config = w.default_config;
+  w.best_us = w.default_us;
+  w.best_ci_low = w.default_ci_low;
+  w.best_ci_high = w.default_ci_high;
+  w.speedup = w.speedup_low = w.speedup_high = 1;
+}
 
 std::vector<Winner> select_winners(const Session& session) {
   // Group results by (device, shape, ncols), in the order they first appear.
@@ -31,61 +112,10 @@ std::vector<Winner> select_winners(const Session& session) {
   }
   std::vector<Winner> out;
   for (const auto& group : groups) {
-    // Nothing launched in this group (only configs the plan excluded): no verdict to give.
-    if (std::all_of(group.begin(), group.end(), [](const Result* r) { return r->status == ResultStatus::Invalid; }))
-      continue;
-    const Result& first = *group.front();
-    Winner w;
-    w.device = first.device;
-    w.type = first.type;
-    w.n = first.n;
-    w.k = first.k;
-    w.ncols = first.ncols;
-    const Result* def = nullptr;
-    for (const Result* r : group)
-      if (r->is_default) def = r;
-    if (def) w.default_config = w.config = def->config;
-    if (!def || def->status != ResultStatus::Ok) {
-      // Without a verified baseline nothing can be said to beat it.
-      w.verdict = kVerdictNoDefault;
-      out.push_back(w);
-      continue;
-    }
-    const SampleStats& d = def->time_us;
-    w.default_us = w.best_us = d.median;
-    w.default_ci_low = w.best_ci_low = d.ci_low;
-    w.default_ci_high = w.best_ci_high = d.ci_high;
-    const Result* best = nullptr;
-    for (const Result* r : group) {
-      if (r == def || r->status != ResultStatus::Ok) continue;
-      // Only a CI wholly below the default's counts: overlap is noise.
-      if (r->time_us.ci_high < d.ci_low && (!best || r->time_us.median < best->time_us.median)) best = r;
-    }
-    if (!best) {
-      w.verdict = kVerdictDefaultStays;
-      out.push_back(w);
-      continue;
-    }
-    // Configs whose CI overlaps the fastest one's are tied with it: among those, the smallest step
-    // away from the default wins, so near-ties don't flip the winner from run to run.
-    const Result* fastest = best;
-    for (const Result* r : group) {
-      if (r == def || r->status != ResultStatus::Ok || !(r->time_us.ci_high < d.ci_low)) continue;
-      if (r->time_us.ci_low > fastest->time_us.ci_high) continue;
-      const int dr = config_distance(r->config, def->config), db = config_distance(best->config, def->config);
-      if (dr < db || (dr == db && r->time_us.median < best->time_us.median)) best = r;
-    }
-    const SampleStats& b = best->time_us;
-    w.verdict = kVerdictWinner;
-    w.config = best->config;
-    w.best_us = b.median;
-    w.best_ci_low = b.ci_low;
-    w.best_ci_high = b.ci_high;
-    w.speedup = d.median / b.median;
-    // Conservative bounds: the slowest plausible default over the fastest plausible winner, and back.
-    w.speedup_low = d.ci_low / b.ci_high;
-    w.speedup_high = d.ci_high / b.ci_low;
-    out.push_back(w);
+    std::optional<Winner> w = detail::group_verdict(group);
+    if (!w) continue;
+    detail::apply_confirmation(*w, find_confirmation(session, w->device, w->type, w->n, w->k, w->ncols));
+    out.push_back(std::move(*w));
   }
   // Devices finish in any order; readers expect device 0's verdicts first.
   std::stable_sort(out.begin(), out.end(), [](const Winner& a, const Winner& b) { return a.device < b.device; });

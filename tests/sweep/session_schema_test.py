@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Validates sessions written by `temper sweep --backend fake` (complete, and stopped by a lost
-device with a failing config) against resources/session.schema.json. Exit 77 (skipped) without
-the jsonschema module."""
+"""Validates sessions written by `temper sweep --backend fake` (complete, stopped by a lost device
+with a failing config, with interleaved confirmations of its winners, and with --no-confirm)
+against resources/session.schema.json. Exit 77 (skipped) without the jsonschema module."""
 import json, os, subprocess, sys, tempfile
 
 try:
@@ -13,12 +13,15 @@ except ImportError:
 temper, schema_path = sys.argv[1], sys.argv[2]
 schema = json.load(open(schema_path))
 validator = jsonschema.Draft202012Validator(schema)
+small = ["--shape", "q4_K:64:512:3,q4_0:32:256", "--ncols", "1,8", "--nwarps", "1,2,16", "--rows-per-block", "1,8"]
+# A shape large enough that the fake device's configs differ beyond noise: winners to confirm.
+large = ["--shape", "q4_K:2048:4096,q4_0:2048:4096,q6_K:1024:4096", "--ncols", "1", "--nwarps", "1,2,4,8", "--rows-per-block", "1,2"]
 with tempfile.TemporaryDirectory() as d:
-    runs = [({}, 0), ({"TEMPER_FAKE_LOSE_AFTER": "150", "TEMPER_FAKE_WRONG": "2x1"}, 4)]
-    for i, (env, want) in enumerate(runs):
+    runs = [({}, small, 0), ({"TEMPER_FAKE_LOSE_AFTER": "150", "TEMPER_FAKE_WRONG": "2x1"}, small, 4),
+            ({}, large, 0), ({}, large + ["--no-confirm"], 0)]
+    for i, (env, args, want) in enumerate(runs):
         out = os.path.join(d, f"s{i}.json")
-        rc = subprocess.run([temper, "sweep", "--backend", "fake", "--shape", "q4_K:64:512:3,q4_0:32:256",
-                             "--ncols", "1,8", "--nwarps", "1,2,16", "--rows-per-block", "1,8", "-o", out],
+        rc = subprocess.run([temper, "sweep", "--backend", "fake", *args, "-o", out],
                             env={**os.environ, **env}, capture_output=True).returncode
         if rc != want:
             sys.exit(f"run {i}: exit {rc}, expected {want}")
@@ -28,4 +31,12 @@ with tempfile.TemporaryDirectory() as d:
             print(f"run {i}: {'/'.join(map(str, e.path))}: {e.message}")
         if errors:
             sys.exit(1)
+        if i == 2:
+            winners = [w for w in session["winners"] if w["verdict"] == "winner" or w["note"]]
+            if not session["options"]["confirm"] or not session["confirmations"] or not winners:
+                sys.exit(f"run {i}: expected winners and their confirmations")
+            if len(session["confirmations"]) != len(winners):
+                sys.exit(f"run {i}: {len(session['confirmations'])} confirmations for {len(winners)} winners")
+        if i == 3 and (session["options"]["confirm"] or session["confirmations"]):
+            sys.exit(f"run {i}: --no-confirm still confirmed")
 print("sessions valid")

@@ -79,6 +79,12 @@ struct SweepOptions {
   double shape_warmup_s = 0.05;   // launches before a shape's first result, so the GPU leaves idle clocks
   double memory_fraction = 0.25;  // weight copies use at most this share of device memory
   uint64_t seed = 0;              // inputs derive from it (recorded, so a resume regenerates them)
+  // Before a non-default winner is declared, it and the default are timed again in alternating
+  // batches (A B, then B A, ...) so both see the same device state; the winner stands only if this
+  // paired measurement also puts its CI wholly below the default's. Stops when both medians' CI
+  // half-widths are < ci_target or after confirm_time_s.
+  bool confirm = true;
+  double confirm_time_s = 0.2;
 };
 
 // Ok: verified and timed. Failed: wrong output (never timed, never a winner). Invalid: the plan
@@ -129,6 +135,27 @@ struct Winner {
   double default_us = 0, default_ci_low = 0, default_ci_high = 0;
   double best_us = 0, best_ci_low = 0, best_ci_high = 0;
   double speedup = 1, speedup_low = 1, speedup_high = 1;  // default median / winner median, with CI
+  // A winner that an interleaved re-measure (Confirmation) also found faster. False for winners
+  // never re-measured (sweeps with confirm off, sessions from before confirmation).
+  bool confirmed = false;
+  // Why the verdict is not what the results alone say, e.g. "2x1 not confirmed by an interleaved
+  // re-measure (default 5.31 µs, candidate 5.40 µs)"; empty otherwise.
+  std::string note;
+};
+
+// The interleaved re-measure of a provisional winner against the default, per (device, shape,
+// ncols): batches alternate default, candidate, then candidate, default, ... on the same buffers.
+struct Confirmation {
+  int device = 0;
+  GgmlType type = GgmlType::Q4_0;
+  int n = 0, k = 0;
+  int ncols = 1;
+  Config default_config;
+  Config config;                  // the candidate: the winner the results alone pick
+  SampleStats default_us, candidate_us;  // µs per launch over the paired batches
+  bool converged = false;         // both CI half-widths reached ci_target before confirm_time_s
+  bool confirmed = false;         // candidate ci_high < default ci_low in the paired measurement
+  std::string failure;            // the device's error when the re-measure could not run (then not confirmed)
 };
 
 // One shape's part in an estimate.
@@ -197,6 +224,7 @@ struct Session {
   std::vector<Result> results;
   std::vector<Winner> winners;
   std::vector<Estimate> estimates;
+  std::vector<Confirmation> confirmations;  // at most one per (device, shape, ncols)
 };
 
 // Bytes one launch moves, as GB/s and the roofline count them: weights + q8_1 activations
@@ -207,6 +235,7 @@ double gemv_bytes(GgmlType type, int64_t n, int64_t k, int ncols);
 const SessionDevice* find_device(const Session& s, int device_index);
 const Result* find_result(const Session& s, int device, GgmlType type, int n, int k, int ncols, Config config);
 const Winner* find_winner(const Session& s, int device, GgmlType type, int n, int k, int ncols);
+const Confirmation* find_confirmation(const Session& s, int device, GgmlType type, int n, int k, int ncols);
 
 std::string utc_now_iso8601();
 std::string new_session_id();
@@ -216,6 +245,8 @@ nlohmann::json to_json(const Session& s);
 nlohmann::json to_json(const Result& r);
 Session session_from_json(const nlohmann::json& j, const std::string& where);
 Result result_from_json(const nlohmann::json& j, const std::string& where);
+nlohmann::json to_json(const Confirmation& c);
+Confirmation confirmation_from_json(const nlohmann::json& j, const std::string& where);
 
 // Atomic write; load refuses a newer schema ("session written by a newer Temper ...").
 void save_session(const Session& s, const std::filesystem::path& path);

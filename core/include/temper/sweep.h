@@ -65,10 +65,12 @@ using ProgressFn = std::function<void(const Progress&)>;
 using CancelFlag = std::atomic<bool>;
 
 // Append-only record of a running sweep: a header line (the session without results), then one
-// JSON line per result, each flushed and fsync'd before the sweep goes on.
+// JSON line per result and one {"confirmation": {...}} line per interleaved re-measure, each
+// flushed and fsync'd before the sweep goes on.
 struct JournalContents {
   Session header;
   std::vector<Result> results;
+  std::vector<Confirmation> confirmations;
   bool dropped_last_line = false;  // a line torn by a crash was ignored
   bool missing_newline = false;    // the last good line lacks its '\n'
   size_t valid_bytes = 0;          // bytes up to and including the last good line
@@ -87,16 +89,18 @@ class Journal {
   Journal& operator=(Journal&&) = delete;
   ~Journal();
   void append(const Result& r);  // thread-safe
+  void append(const Confirmation& c);  // thread-safe
   const std::filesystem::path& path() const { return path_; }
 
  private:
   Journal(std::filesystem::path path, int fd);
+  void append_line(const std::string& line);
   std::filesystem::path path_;
   int fd_ = -1;
   std::mutex mutex_;
 };
 
-// The session recorded in a journal, with its results so far (status "running").
+// The session recorded in a journal, with its results and confirmations so far (status "running").
 Session resume_session(const JournalContents& contents);
 
 // Measures every item of every device's plan not yet in session.results: one worker thread per
@@ -125,6 +129,7 @@ struct SessionComparison {
   int winners_compared = 0;  // (device, shape, ncols) with a verdict in both
   int winners_agree = 0;     // same verdict and same config
   std::vector<std::string> disagreements;  // "q4_K 14336x4096 ncols 1: winner 2x1 vs default stays"
+  int confirmed_a = 0, confirmed_b = 0;    // winners of each confirmed by an interleaved re-measure
   int medians_compared = 0;  // results verified and timed in both
   // |a − b| / mean of the two medians, over those results.
   double spread_median = 0, spread_p90 = 0, spread_max = 0;
