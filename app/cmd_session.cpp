@@ -36,12 +36,16 @@ const Registrar reg{{"session", "summarise a saved sweep session (devices, winne
                      "       temper session A.json --compare B.json [--json]\n\n"
                      "Prints a session's devices, result counts, verification failures, the per-shape table\n"
                      "(default µs, best µs ± CI, config, speedup with its CI, % of copy bandwidth, verdict)\n"
-                     "and the estimate of the GEMV share of decode tokens/s. No GPU needed.\n"
+                     "and the estimate of the GEMV share of decode tokens/s. No GPU needed. The verdict says\n"
+                     "whether a winner was confirmed by the sweep's interleaved re-measure (\"winner, confirmed\"),\n"
+                     "was never re-measured (--no-confirm, older sessions), or lost it (\"default stays (not\n"
+                     "confirmed)\", with the paired medians below the table).\n"
                      "--json prints the same as JSON: id, status, model, devices (without plans),\n"
-                     "result_counts, winners, estimates (fields as in docs/session-format.md).\n"
+                     "result_counts, winners (with confirmed and note), confirmations, estimates (fields as\n"
+                     "in docs/session-format.md).\n"
                      "--compare: two sweeps of the same shapes (e.g. the same sweep run twice): how many winners\n"
                      "agree (same verdict and config) and the spread of the medians, |a - b| / mean, over the\n"
-                     "results timed in both (median, p90, max).",
+                     "results timed in both (median, p90, max), and how many winners each had confirmed.",
                      run_session_command}};
 
 }  // namespace
