@@ -36,7 +36,7 @@ nlohmann::json timing_json(const ConfigTiming& t, const GemvProblem& p, double c
 
 int run_benchgemv(const Args& args) {
   const std::vector<std::string_view> valued = {"--device", "--types", "--n", "--k", "--ncols", "--count",
-                                                "--warmup", "--engine", "--seed", "--save"};
+                                                "--warmup", "--engine", "--seed", "--save", "--back-to-back"};
   std::vector<std::string_view> known = valued;
   known.insert(known.end(), {"--json", "--default-only"});
   reject_unknown(args, known);
@@ -60,6 +60,7 @@ int run_benchgemv(const Args& args) {
   GemvBenchOptions options;
   options.count = number("--count", 200, 1, 1'000'000);
   options.warmup = number("--warmup", 20, 0, 1'000'000);
+  options.per_sample = number("--back-to-back", 1, 1, 64);
   options.seed = uint64_t(number("--seed", 1, 1, 1 << 30));
   const std::string engine = option(args, "--engine").value_or(std::string(defaults::known_engines().front()));
   if (!defaults::is_known_engine(engine)) {
@@ -142,7 +143,8 @@ int run_benchgemv(const Args& args) {
                           {"k", k},
                           {"ncols", ncols},
                           {"count", options.count},
-                          {"warmup", options.warmup}};
+                          {"warmup", options.warmup},
+                          {"launches_per_sample", options.per_sample}};
     nlohmann::json results = nlohmann::json::array();
     for (const auto& r : rows) {
       nlohmann::json j = {{"type", std::string(type_name(r.type))}, {"weight_copies", r.copies}};
@@ -166,9 +168,12 @@ int run_benchgemv(const Args& args) {
               d.compute_units, d.api == "cuda" ? "SMs" : "CUs", d.driver_version.c_str(), d.runtime_version.c_str());
   std::printf("measured copy bandwidth: %.1f GB/s (device-to-device, %.0f MiB, read + write, median of 20)\n", copy_gbs,
               double(copy_bytes) / (1 << 20));
-  std::printf("shape: N=%d K=%d ncols=%d; weights rotated past 2x LLC (%.0f MiB); median of %d event-timed launches "
+  const std::string samples = options.per_sample == 1 ? "event-timed launches"
+                                                       : "event pairs around " + std::to_string(options.per_sample) +
+                                                             " back-to-back launches";
+  std::printf("shape: N=%d K=%d ncols=%d; weights rotated past 2x LLC (%.0f MiB); median of %d %s "
               "after %d warm-up; default config: %s table of %s\n\n",
-              n, k, ncols, double(device_llc_bytes(d)) / (1 << 20), options.count, options.warmup,
+              n, k, ncols, double(device_llc_bytes(d)) / (1 << 20), options.count, samples.c_str(), options.warmup,
               std::string(defaults::table_name(engine, d)).c_str(), engine.c_str());
   std::printf("%-8s %20s %20s %9s %8s %9s %8s\n", "type", "default us (config)", "best us (config)", "GB/s", "% copy",
               "dflt GB/s", "% copy");
@@ -202,7 +207,7 @@ const Registrar reg{
     {"bench-gemv", "time one GEMV shape per type: default config vs the best of the grid",
      "usage: temper bench-gemv [--device N] [--types q4_0,...] [--n 4096] [--k 14336] [--ncols 1]\n"
      "                         [--count 200] [--warmup 20] [--engine VERSION] [--default-only] [--seed S]\n"
-     "                         [--save FILE.json] [--json]\n\n"
+     "                         [--back-to-back L] [--save FILE.json] [--json]\n\n"
      "Measures the device-to-device copy bandwidth, then for each type (default: every tier-1 type\n"
      "this build has) uploads random valid weights in enough copies to exceed twice the last-level\n"
      "cache, quantizes random activations on the device, verifies each config once against the exact\n"
@@ -210,6 +215,8 @@ const Registrar reg{
      "Prints per type: the default config's median (llama.cpp's table, --engine picks the ggml version),\n"
      "the best config of the grid, its GB/s (weights + activations + outputs per launch) and its\n"
      "share of the measured copy bandwidth. Configs are written nwarps,rows_per_block.\n"
+     "--back-to-back L times L launches between one event pair (no event between kernels, as a graph\n"
+     "of decode kernels runs) and reports the time per launch: COUNT such samples.\n"
      "--save also writes the JSON form to FILE. Exit code 5 when a config fails verification (it is\n"
      "then never the best).",
      run_benchgemv}};

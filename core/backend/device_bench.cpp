@@ -45,8 +45,8 @@ GemvBench::GemvBench(Device& device, const GemvProblem& problem, const GemvBench
     fail(ErrorKind::BadInput, what + ": n must be positive, k a multiple of the type's block size and of 32, ncols 1..8");
   if (!quant::has_reference(problem.type))
     fail(ErrorKind::BadInput, what + ": no CPU reference for this type, so its results cannot be checked");
-  if (options.count < 1 || options.warmup < 0)
-    fail(ErrorKind::BadInput, what + ": the launch count must be positive and the warm-up not negative");
+  if (options.count < 1 || options.per_sample < 1 || options.warmup < 0)
+    fail(ErrorKind::BadInput, what + ": the sample count and launches per sample must be positive, the warm-up not negative");
   weight_bytes_ = *row * uint64_t(problem.n);
 
   // Device memory first: a shape too large for the device fails before any host work.
@@ -115,7 +115,8 @@ ConfigTiming GemvBench::run(Config config) {
     std::vector<const DeviceBuffer*> copies;
     for (const auto& w : weights_) copies.push_back(&w);
     if (options_.warmup > 0) device_.time_gemv(problem_, config, copies, y_q8_1_, dst_, options_.warmup);
-    t.us = summarize(device_.time_gemv(problem_, config, copies, y_q8_1_, dst_, options_.count));
+    t.us = summarize(
+        device_.time_gemv_grouped(problem_, config, copies, y_q8_1_, dst_, options_.count, options_.per_sample));
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::BadInput) throw;
     t.error = e.what();

@@ -241,6 +241,18 @@ double FakeDevice::mean_time_us(const GemvProblem& p, Config c) const {
   return bytes / (options_.bandwidth_gbs * 1e3) * factor + options_.launch_overhead_us;
 }
 
+// The simulated launches averaged per group: the fake device models no gap between kernels.
+std::vector<double> FakeDevice::time_gemv_grouped(const GemvProblem& p, Config c,
+                                                  std::span<const DeviceBuffer* const> weight_copies,
+                                                  const DeviceBuffer& y_q8_1, DeviceBuffer& dst, int groups,
+                                                  int per_group) {
+  if (groups < 1 || per_group < 1) fail(ErrorKind::Internal, "time_gemv_grouped: no launches");
+  const std::vector<double> each = time_gemv(p, c, weight_copies, y_q8_1, dst, groups * per_group);
+  std::vector<double> out(size_t(groups), 0.0);
+  for (size_t i = 0; i < each.size(); ++i) out[i / size_t(per_group)] += each[i] / per_group;
+  return out;
+}
+
 std::vector<double> FakeDevice::time_gemv(const GemvProblem& p, Config c,
                                           std::span<const DeviceBuffer* const> weight_copies,
                                           const DeviceBuffer& y_q8_1, DeviceBuffer& dst, int count) {

@@ -200,40 +200,50 @@ class GpuDevice final : public Device {
 
   std::vector<double> time_gemv(const GemvProblem& p, Config c, std::span<const DeviceBuffer* const> weight_copies,
                                 const DeviceBuffer& y_q8_1, DeviceBuffer& dst, int count) override {
+    return time_gemv_grouped(p, c, weight_copies, y_q8_1, dst, count, 1);
+  }
+
+  std::vector<double> time_gemv_grouped(const GemvProblem& p, Config c,
+                                        std::span<const DeviceBuffer* const> weight_copies,
+                                        const DeviceBuffer& y_q8_1, DeviceBuffer& dst, int groups,
+                                        int per_group) override {
     const std::string what = describe(p, c);
     kernels::MmvqLaunch launch = prepare(p, c, y_q8_1, dst, what);
-    if (count < 1 || weight_copies.empty())
-      fail(ErrorKind::Internal, what + ": time_gemv needs at least one launch and one weight copy");
+    if (groups < 1 || per_group < 1 || weight_copies.empty())
+      fail(ErrorKind::Internal, what + ": timing needs at least one launch and one weight copy");
     for (const DeviceBuffer* w : weight_copies) {
       if (!w) fail(ErrorKind::Internal, what + ": a weight copy is missing");
       big_enough(*w, weight_bytes(p), what + " (weight copy)");
     }
     usable();
-    // A ring of event pairs: launch i uses slot i % ring; the host waits for launch i - window
-    // before queueing launch i, so a hung kernel is caught within the watchdog (and a full launch
+    // A ring of event pairs: group i uses slot i % ring; the host waits for group i - window
+    // before queueing group i, so a hung kernel is caught within the watchdog (and a full launch
     // queue can never block the host indefinitely).
-    const int ring = 2 * kTimingWindow;
+    const int window = std::max(1, kTimingWindow / per_group), ring = 2 * window;
     while (timing_events_.size() < size_t(2 * ring)) {
       hipEvent_t e = nullptr;
       check(hipEventCreate(&e), "hipEventCreate");
       timing_events_.push_back(e);
     }
-    std::vector<double> us(size_t(count), 0.0);
+    std::vector<double> us(size_t(groups), 0.0);
     auto collect = [&](int i) {
       hipEvent_t start = timing_events_[size_t(2 * (i % ring))], stop = timing_events_[size_t(2 * (i % ring) + 1)];
-      wait(stop, what + ", timed launch " + std::to_string(i));
+      wait(stop, what + ", timed launch " + std::to_string(i * per_group));
       float ms = 0;
       check(hipEventElapsedTime(&ms, start, stop), "hipEventElapsedTime", what);
-      us[size_t(i)] = double(ms) * 1000.0;
+      us[size_t(i)] = double(ms) * 1000.0 / per_group;
     };
-    for (int i = 0; i < count; ++i) {
-      if (i >= kTimingWindow) collect(i - kTimingWindow);
-      launch.weights = weight_copies[size_t(i) % weight_copies.size()]->get();
+    size_t launches = 0;
+    for (int i = 0; i < groups; ++i) {
+      if (i >= window) collect(i - window);
       check(hipEventRecord(timing_events_[size_t(2 * (i % ring))], stream_), "hipEventRecord", what);
-      launched(kernels::launch_mmvq(launch), what);
+      for (int j = 0; j < per_group; ++j) {
+        launch.weights = weight_copies[launches++ % weight_copies.size()]->get();
+        launched(kernels::launch_mmvq(launch), what);
+      }
       check(hipEventRecord(timing_events_[size_t(2 * (i % ring) + 1)], stream_), "hipEventRecord", what);
     }
-    for (int i = std::max(0, count - kTimingWindow); i < count; ++i) collect(i);
+    for (int i = std::max(0, groups - window); i < groups; ++i) collect(i);
     return us;
   }
 

@@ -3,6 +3,7 @@
 #include "host_device.h"
 #include "temper/device_bench.h"
 #include "temper/error.h"
+#include "temper/fake_backend.h"
 
 namespace temper {
 namespace {
@@ -62,6 +63,32 @@ TEST(GemvBench, VerifiesThenTimesRotatingCopies) {
 
   const ConfigTiming missing = bench.run({8, 8});
   EXPECT_FALSE(missing.ok());
+}
+
+TEST(GemvBench, BackToBackSamplesAverageTheirLaunches) {
+  FakeDeviceOptions fo;
+  fo.jitter = 0;
+  FakeDevice fake(fo);
+  GemvBenchOptions o;
+  o.count = 7;
+  o.warmup = 0;
+  o.verify = false;
+  GemvBench one(fake, {GgmlType::Q4_0, 64, 512, 1}, o);
+  const ConfigTiming single = one.run({4, 1});
+  o.per_sample = 8;
+  GemvBench grouped(fake, {GgmlType::Q4_0, 64, 512, 1}, o);
+  const int64_t before = fake.launches();
+  const ConfigTiming eight = grouped.run({4, 1});
+  ASSERT_TRUE(single.ok() && eight.ok()) << single.error << eight.error;
+  EXPECT_EQ(eight.us.n, 7);  // one value per sample, in µs per launch
+  EXPECT_EQ(fake.launches() - before, 7 * 8);
+  EXPECT_NEAR(eight.us.median, single.us.median, 0.1 * single.us.median);
+
+  // A device that can only time launches one by one says so instead of faking it.
+  HostDevice host;
+  GemvBench refused(host, {GgmlType::Q4_0, 64, 512, 1}, o);
+  const ConfigTiming t = refused.run({4, 1});
+  EXPECT_NE(t.error.find("times launches one by one only"), std::string::npos) << t.error;
 }
 
 TEST(GemvBench, RejectsBadProblems) {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "temper/error.h"
 #include "temper/types.h"
 
 namespace temper {
@@ -110,6 +111,16 @@ class Device {
   virtual std::vector<double> time_gemv(const GemvProblem& p, Config c,
                                         std::span<const DeviceBuffer* const> weight_copies,
                                         const DeviceBuffer& y_q8_1, DeviceBuffer& dst, int count) = 0;
+  // `groups` × `per_group` launches back to back, one event pair around each group and none between
+  // its kernels (as a graph of decode kernels runs them); weights rotate per launch. Returns
+  // microseconds per launch, one value per group. per_group 1 is time_gemv.
+  virtual std::vector<double> time_gemv_grouped(const GemvProblem& p, Config c,
+                                                std::span<const DeviceBuffer* const> weight_copies,
+                                                const DeviceBuffer& y_q8_1, DeviceBuffer& dst, int groups,
+                                                int per_group) {
+    if (per_group == 1) return time_gemv(p, c, weight_copies, y_q8_1, dst, groups);
+    fail(ErrorKind::BadInput, "device " + info().name + " times launches one by one only");
+  }
   // Median device-to-device copy bandwidth in GB/s (10^9 B/s), counting bytes read + written.
   virtual double copy_bandwidth_gbs(size_t bytes) = 0;
   virtual std::optional<KernelAttributes> kernel_attributes(GgmlType type, int ncols, Config config) = 0;

@@ -60,6 +60,10 @@ class FakeDevice final : public Device {
             DeviceBuffer& dst) override;
   std::vector<double> time_gemv(const GemvProblem& p, Config c, std::span<const DeviceBuffer* const> weight_copies,
                                 const DeviceBuffer& y_q8_1, DeviceBuffer& dst, int count) override;
+  std::vector<double> time_gemv_grouped(const GemvProblem& p, Config c,
+                                        std::span<const DeviceBuffer* const> weight_copies,
+                                        const DeviceBuffer& y_q8_1, DeviceBuffer& dst, int groups,
+                                        int per_group) override;
   double copy_bandwidth_gbs(size_t bytes) override;
   std::optional<KernelAttributes> kernel_attributes(GgmlType type, int ncols, Config config) override;
   Telemetry telemetry() override;
