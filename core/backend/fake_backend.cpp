@@ -265,9 +265,12 @@ std::vector<double> FakeDevice::time_gemv(const GemvProblem& p, Config c,
   check_buffer(y_q8_1, size_t(p.k / 32) * size_t(p.ncols) * sizeof(quant::BlockQ8_1), 0, "time_gemv");
   check_buffer(dst, size_t(p.n) * size_t(p.ncols) * sizeof(float), 0, "time_gemv");
   uint64_t call;
+  int64_t first_launch;  // this call's launches are timed_launches_ first_launch, first_launch + 1, ...
   {
     std::lock_guard lock(mutex_);
     call = timing_calls_++;
+    first_launch = timed_launches_;
+    timed_launches_ += count;
   }
   const double mean = mean_time_us(p, c);
   std::mt19937_64 rng(mix(key_hash(options_.seed, p, c) ^ mix(call)));
@@ -278,6 +281,7 @@ std::vector<double> FakeDevice::time_gemv(const GemvProblem& p, Config c,
   for (int i = 0; i < count; ++i) {
     count_launch("time_gemv");
     double t = mean * (1.0 + normal(rng));
+    if (first_launch + i < options_.cold_launches) t *= options_.cold_factor;
     if (uniform(rng) < 0.02) t *= 1.5;  // the occasional slow launch real devices show
     out.push_back(std::max(t, 0.1));
   }

@@ -36,6 +36,11 @@ struct FakeDeviceOptions {
   std::vector<Config> missing_configs; // has_kernel() says no
   std::optional<int64_t> lose_after_launches;  // then every call fails: "device lost"
   double sleep_per_launch_us = 0;   // real wall time per launch: a slow kernel
+  // A device that starts cold: its first `cold_launches` timed launches (time_gemv, any config)
+  // take `cold_factor` × the model's time, like a GPU still leaving idle clocks. A sweep times a
+  // group's default first, so the default looks slow in the main pass only (a spurious win).
+  int64_t cold_launches = 0;
+  double cold_factor = 1.0;
 };
 
 // Reads test knobs from the environment (used by `temper ... --backend fake`):
@@ -98,6 +103,7 @@ class FakeDevice final : public Device {
   };
   std::vector<CachedGemv> cache_;
   uint64_t timing_calls_ = 0;
+  int64_t timed_launches_ = 0;  // for cold_launches (under mutex_)
 };
 
 class FakeBackend final : public Backend {
