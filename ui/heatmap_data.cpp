@@ -142,8 +142,13 @@ QString formatValue(double v, HeatMetric m) {
 QString cellTooltip(const Session& s, const HeatCell& c) {
   QString t = QStringLiteral("<b>nwarps %1, rows_per_block %2</b>").arg(c.config.nwarps).arg(c.config.rows_per_block);
   if (c.is_default) t += QStringLiteral(" · default");
-  if (c.is_winner) t += QStringLiteral(" · winner");
   const Result* r = c.result;
+  if (c.is_winner) {
+    t += QStringLiteral(" · winner");
+    // Whether the sweep's interleaved re-measure against the default confirmed it.
+    if (const Winner* w = r ? find_winner(s, r->device, r->type, r->n, r->k, r->ncols) : nullptr)
+      t += w->confirmed ? QStringLiteral(" (confirmed)") : QStringLiteral(" (not re-measured)");
+  }
   if (!r) return t + (c.state == CellState::Invalid ? QStringLiteral("<br>excluded by the plan") : QStringLiteral("<br>not measured"));
   if (r->status != ResultStatus::Ok)
     return t + QStringLiteral("<br>%1: %2").arg(qstr(result_status_name(r->status)), qstr(r->failure).toHtmlEscaped());

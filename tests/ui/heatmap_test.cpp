@@ -84,6 +84,15 @@ class TestHeatmap : public QObject {
     QVERIFY(win.contains(QStringLiteral("95% CI 89.60 – 90.40")));
     QVERIFY(win.contains(QStringLiteral("verification")));
     QVERIFY(cellTooltip(s, *g.find({1, 1})).contains(QStringLiteral("got 1.5, expected 2.5")));
+    // Whether the sweep's interleaved re-measure confirmed the winner.
+    QVERIFY(win.contains(QStringLiteral("winner (not re-measured)")));
+    Session confirmed = s;
+    Confirmation c;
+    c.type = GgmlType::Q4_K, c.n = 14336, c.k = 4096, c.ncols = 1;
+    c.default_config = {4, 1}, c.config = {2, 1}, c.confirmed = true;
+    confirmed.confirmations = {c};
+    finish_session(confirmed);
+    QVERIFY(cellTooltip(confirmed, *g.find({2, 1})).contains(QStringLiteral("winner (confirmed)")));
   }
 
   void widgetGeometryAndClick() {

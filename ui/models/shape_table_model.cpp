@@ -88,10 +88,16 @@ QVariant ShapeTableModel::data(const QModelIndex& index, int role) const {
     case Speedup:
       if (!w || w->best_us <= 0) return num ? QVariant(0.0) : QVariant();
       if (num) return w->speedup;
-      if (role == Qt::ToolTipRole)
-        return QStringLiteral("%1: %2 → %3 (95% CI of the speedup %4 – %5)")
-            .arg(qstr(w->verdict), configText(w->default_config), configText(w->config))
-            .arg(w->speedup_low, 0, 'f', 3).arg(w->speedup_high, 0, 'f', 3);
+      if (role == Qt::ToolTipRole) {
+        QString tip = QStringLiteral("%1: %2 → %3 (95% CI of the speedup %4 – %5)")
+                          .arg(qstr(w->verdict), configText(w->default_config), configText(w->config))
+                          .arg(w->speedup_low, 0, 'f', 3).arg(w->speedup_high, 0, 'f', 3);
+        if (w->is_winner())
+          tip += w->confirmed ? QStringLiteral("; confirmed by an interleaved re-measure")
+                              : QStringLiteral("; not re-measured");
+        if (!w->note.empty()) tip += QStringLiteral("; ") + qstr(w->note);
+        return tip;
+      }
       return QStringLiteral("%1× ±%2").arg(w->speedup, 0, 'f', 3).arg((w->speedup_high - w->speedup_low) / 2, 0, 'f', 3);
     case Status: return status(*s);
   }
