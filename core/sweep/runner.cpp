@@ -167,6 +167,18 @@ ShapeData prepare_shape(Device& device, const PlanItem& shape, int ncols, const 
   return d;
 }
 
+// Times `count` launches of `c` and moves the ring of weight copies on by `count`, so the next call
+// starts at the copy after the last one used. Device::time_gemv starts each call at the first copy
+// it is given: with batches shorter than the ring (a small shape has dozens of copies, a batch 16
+// launches) every batch would re-read the same copies, still in the last-level cache from the
+// batch before, and time the shape partly from cache.
+std::vector<double> time_batch(Device& device, const GemvProblem& p, Config c, ShapeData& d, int count) {
+  std::vector<double> us = device.time_gemv(p, c, d.copy_ptrs, d.y_q8_1, d.dst, count);
+  std::rotate(d.copy_ptrs.begin(), d.copy_ptrs.begin() + ptrdiff_t(size_t(count) % d.copy_ptrs.size()),
+              d.copy_ptrs.end());
+  return us;
+}
+
 // A device that still answers after an error: the error was this result's, not the device's.
 bool device_healthy(Device& device) {
   try {
@@ -225,11 +237,11 @@ Result measure(Device& device, const PlanItem& it, ShapeData& d, const SweepOpti
     }
     // 2. Timing: warm-up, then batches until the median's CI is tight enough or the cap is reached.
     const auto start = Clock::now();
-    if (options.warmup > 0) (void)device.time_gemv(p, it.config, d.copy_ptrs, d.y_q8_1, d.dst, options.warmup);
+    if (options.warmup > 0) (void)time_batch(device, p, it.config, d, options.warmup);
     std::vector<double> samples;
     for (;;) {
       check_cancel(cancel);
-      const auto batch = device.time_gemv(p, it.config, d.copy_ptrs, d.y_q8_1, d.dst, options.batch);
+      const auto batch = time_batch(device, p, it.config, d, options.batch);
       samples.insert(samples.end(), batch.begin(), batch.end());
       if (int(samples.size()) < options.min_samples) continue;
       r.time_us = summarize(samples);
@@ -261,7 +273,7 @@ void warm_up_device(Device& device, const PlanItem& it, ShapeData& d, double sec
   try {
     do {
       check_cancel(cancel);
-      (void)device.time_gemv(p, it.config, d.copy_ptrs, d.y_q8_1, d.dst, 16);
+      (void)time_batch(device, p, it.config, d, 16);
     } while (seconds_since(start) < seconds);
   } catch (const Error& e) {
     if (e.kind() == ErrorKind::Cancelled) throw;
@@ -286,7 +298,7 @@ Confirmation confirm_winner(Device& device, const Winner& w, ShapeData& d, const
   const GemvProblem p{w.type, w.n, w.k, w.ncols};
   try {
     for (Config cfg : {c.default_config, c.config})
-      if (options.warmup > 0) (void)device.time_gemv(p, cfg, d.copy_ptrs, d.y_q8_1, d.dst, options.warmup);
+      if (options.warmup > 0) (void)time_batch(device, p, cfg, d, options.warmup);
     std::vector<double> samples[2];  // [0] default, [1] candidate
     const Config configs[2] = {c.default_config, c.config};
     const auto start = Clock::now();
@@ -294,7 +306,7 @@ Confirmation confirm_winner(Device& device, const Winner& w, ShapeData& d, const
       for (int half = 0; half < 2; ++half) {
         check_cancel(cancel);
         const int which = (round + half) % 2;  // round 0: default, candidate; round 1: candidate, default
-        const auto batch = device.time_gemv(p, configs[which], d.copy_ptrs, d.y_q8_1, d.dst, options.batch);
+        const auto batch = time_batch(device, p, configs[which], d, options.batch);
         samples[which].insert(samples[which].end(), batch.begin(), batch.end());
       }
       if (int(samples[0].size()) < options.min_samples) continue;

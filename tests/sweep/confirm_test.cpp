@@ -162,6 +162,75 @@ TEST(Confirm, BatchesAlternateBetweenDefaultAndCandidate) {
   }
 }
 
+// A fake device that records where in the ring of weight copies each timing call starts.
+class RingRecorder final : public Device {
+ public:
+  explicit RingRecorder(FakeDeviceOptions o) : inner_(std::move(o)) {}
+  struct Call {
+    const DeviceBuffer* first;
+    size_t ring;
+    int count;
+    std::vector<const DeviceBuffer*> order;
+  };
+  std::vector<Call> calls;
+
+  const DeviceInfo& info() const override { return inner_.info(); }
+  DeviceBuffer alloc(size_t bytes) override { return inner_.alloc(bytes); }
+  void upload(DeviceBuffer& dst, const void* src, size_t bytes, size_t offset) override {
+    inner_.upload(dst, src, bytes, offset);
+  }
+  void download(void* dst, const DeviceBuffer& src, size_t bytes, size_t offset) override {
+    inner_.download(dst, src, bytes, offset);
+  }
+  void fill(DeviceBuffer& dst, uint8_t byte) override { inner_.fill(dst, byte); }
+  void quantize_q8_1(const DeviceBuffer& x, DeviceBuffer& y, int k, int ncols) override {
+    inner_.quantize_q8_1(x, y, k, ncols);
+  }
+  bool has_kernel(GgmlType type, int ncols, Config c) const override { return inner_.has_kernel(type, ncols, c); }
+  void gemv(const GemvProblem& p, Config c, const DeviceBuffer& w, const DeviceBuffer& y, DeviceBuffer& dst) override {
+    inner_.gemv(p, c, w, y, dst);
+  }
+  std::vector<double> time_gemv(const GemvProblem& p, Config c, std::span<const DeviceBuffer* const> copies,
+                                const DeviceBuffer& y, DeviceBuffer& dst, int count) override {
+    calls.push_back({copies.front(), copies.size(), count, {copies.begin(), copies.end()}});
+    return inner_.time_gemv(p, c, copies, y, dst, count);
+  }
+  double copy_bandwidth_gbs(size_t bytes) override { return inner_.copy_bandwidth_gbs(bytes); }
+  std::optional<KernelAttributes> kernel_attributes(GgmlType type, int ncols, Config c) override {
+    return inner_.kernel_attributes(type, ncols, c);
+  }
+
+ protected:
+  void release(void*) noexcept override {}  // buffers belong to the inner device
+
+ private:
+  FakeDevice inner_;
+};
+
+// Weights rotate per launch across timing calls too: each call starts at the copy after the last
+// one the previous call used, so short batches never re-read copies still in the cache.
+TEST(Confirm, TimingCallsContinueTheRingOfWeightCopies) {
+  SweepSetup setup = setup_for({shape(GgmlType::Q4_0, 256, 1024)}, {1});
+  FakeDeviceOptions o = clear_winner_device();
+  o.l2_bytes = 8u << 20;  // 2 × 8 MiB / 147 KiB per copy: over a hundred copies, far more than a batch
+  RingRecorder dev(o);
+  Device* devices[] = {&dev};
+  Session s = new_session(setup, devices);
+  CancelFlag never{false};
+  run_session(s, devices, nullptr, {}, never);
+  ASSERT_EQ(s.status, "complete");
+  ASSERT_EQ(s.confirmations.size(), 1u);
+  ASSERT_GT(dev.calls.size(), 10u);
+  const std::vector<const DeviceBuffer*> ring = dev.calls[0].order;
+  ASSERT_GT(ring.size(), 100u);
+  size_t pos = 0;  // where the next call should start
+  for (size_t i = 0; i < dev.calls.size(); ++i) {
+    ASSERT_EQ(dev.calls[i].ring, ring.size());
+    EXPECT_EQ(dev.calls[i].first, ring[pos]) << "call " << i << " restarted the ring";
+    pos = (pos + size_t(dev.calls[i].count)) % ring.size();
+  }
+}
+
 // The device starts cold: the group's default (timed first: 3 warm-up + 32 timed launches) looks
 // 10% slow in the main pass, so a config 3% slower than it wins there. The paired re-measure sees
 // the truth and the default stays, with the reason.
@@ -278,8 +347,11 @@ TEST(Confirm, JournalResumeConfirmsCompleteGroupsOnceAndNeverTwice) {
     CancelFlag never{false};
     run_session(again, devices2, &journal, {}, never);
     EXPECT_EQ(confirmed_groups(again.confirmations), winning_groups(whole));
-    for (const auto& w : again.winners)
-      if (w.is_winner()) EXPECT_TRUE(w.confirmed);
+    for (const auto& w : again.winners) {
+      if (w.is_winner()) {
+        EXPECT_TRUE(w.confirmed);
+      }
+    }
   }
   contents = read_journal(path);
   EXPECT_EQ(contents.results.size(), results_before);  // nothing measured twice
