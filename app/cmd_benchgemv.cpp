@@ -60,7 +60,7 @@ int run_benchgemv(const Args& args) {
   GemvBenchOptions options;
   options.count = number("--count", 200, 1, 1'000'000);
   options.warmup = number("--warmup", 20, 0, 1'000'000);
-  options.per_sample = number("--back-to-back", 1, 1, 64);
+  options.per_sample = number("--back-to-back", 8, 1, 64);
   options.seed = uint64_t(number("--seed", 1, 1, 1 << 30));
   const std::string engine = option(args, "--engine").value_or(std::string(defaults::known_engines().front()));
   if (!defaults::is_known_engine(engine)) {
@@ -211,12 +211,13 @@ const Registrar reg{
      "Measures the device-to-device copy bandwidth, then for each type (default: every tier-1 type\n"
      "this build has) uploads random valid weights in enough copies to exceed twice the last-level\n"
      "cache, quantizes random activations on the device, verifies each config once against the exact\n"
-     "integer q8_1 dot, and times COUNT launches one by one with device events (weights rotating).\n"
+     "integer q8_1 dot, and times COUNT samples with device events (weights rotating each launch).\n"
      "Prints per type: the default config's median (llama.cpp's table, --engine picks the ggml version),\n"
      "the best config of the grid, its GB/s (weights + activations + outputs per launch) and its\n"
      "share of the measured copy bandwidth. Configs are written nwarps,rows_per_block.\n"
-     "--back-to-back L times L launches between one event pair (no event between kernels, as a graph\n"
-     "of decode kernels runs) and reports the time per launch: COUNT such samples.\n"
+     "--back-to-back L times L launches between one event pair (no event between kernels, as decode's\n"
+     "graphs run them) and reports the time per launch: COUNT such samples (default 8, as `temper\n"
+     "sweep`; 1 puts an event pair around every launch).\n"
      "--save also writes the JSON form to FILE. Exit code 5 when a config fails verification (it is\n"
      "then never the best).",
      run_benchgemv}};

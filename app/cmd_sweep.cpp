@@ -204,7 +204,7 @@ int run_sweep(const Args& args) {
   const std::vector<std::string_view> valued = {"-o",      "--output", "--device", "--ncols",   "--nwarps",
                                                 "--rows-per-block",   "--types",  "--resume", "--shape",
                                                 "--engine", "--backend", "--journal", "--time-cap", "--seed",
-                                                "--confirm-time"};
+                                                "--confirm-time", "--back-to-back"};
   std::vector<std::string_view> known = valued;
   known.insert(known.end(), {"--quick", "--json", "--no-confirm"});
   reject_unknown(args, known);
@@ -222,7 +222,8 @@ int run_sweep(const Args& args) {
   if (resume) {
     // Everything comes from the journal: only output options may be given with it.
     for (auto opt : {"--device", "--ncols", "--nwarps", "--rows-per-block", "--types", "--shape", "--engine",
-                     "--backend", "--time-cap", "--seed", "--quick", "--journal", "--no-confirm", "--confirm-time"})
+                     "--backend", "--time-cap", "--seed", "--quick", "--journal", "--no-confirm", "--confirm-time",
+                     "--back-to-back"})
       if (has_flag(args, opt) || option(args, opt))
         fail(ErrorKind::BadInput, std::string(opt) + " cannot be combined with --resume (the journal holds the plan)");
     if (!pos.empty()) fail(ErrorKind::BadInput, "--resume takes no model file (the journal names it)");
@@ -264,6 +265,8 @@ int run_sweep(const Args& args) {
       setup.grid.rows_per_block = parse_int_list(*v, "--rows-per-block", 64);
     validate_grid(setup.grid);
     if (const auto v = option(args, "--time-cap")) setup.options.time_cap_s = parse_seconds(*v, "--time-cap");
+    if (const auto v = option(args, "--back-to-back"))
+      setup.options.launches_per_sample = parse_int(*v, "--back-to-back", 1, 64);
     setup.options.confirm = !has_flag(args, "--no-confirm");
     if (const auto v = option(args, "--confirm-time")) {
       if (!setup.options.confirm) fail(ErrorKind::BadInput, "--confirm-time has no effect with --no-confirm");
@@ -359,6 +362,8 @@ const Registrar reg{
      "  --quick               ncols 1 and a coarse grid\n"
      "  --engine VERSION      whose default tables are the baseline: ggml-7180759 (default), ggml-d99724f\n"
      "  --time-cap SECONDS    longest timing per result (default 0.3)\n"
+     "  --back-to-back L      launches per timed sample, back to back inside one event pair, as decode\n"
+     "                        runs them (default 8); 1 puts an event pair around every launch\n"
      "  --seed N              inputs' seed (default: random, recorded in the session)\n"
      "  --no-confirm          declare winners from the main pass alone (no interleaved re-measure)\n"
      "  --confirm-time SECONDS  longest interleaved re-measure per winner (default 0.2)\n"

@@ -7,10 +7,12 @@
 #   2. lists the device and measures its device-to-device copy bandwidth;
 #   3. runs `temper verify` over every (type x ncols x config) instantiation;
 #   4. times every tier-1 type at N=4096 K=14336 ncols=1, the default config and every config of
-#      the grid (weights rotated past 2x L2, median of >= 100 event-timed launches), and prints the
+#      the grid (weights rotated past 2x L2, median of >= 100 event-timed samples of BACK_TO_BACK
+#      launches), and prints the
 #      table LAST: type, default us (config), best us (config), GB/s, % of measured copy bandwidth.
 # Logs and JSON go to $OUT when it is set (else to build-device/evidence/).
-# Environment: KERNEL_SET=full|ci (default full), COUNT (timed launches, default 200), JOBS.
+# Environment: KERNEL_SET=full|ci (default full), COUNT (timed samples, default 200), BACK_TO_BACK
+# (launches per sample inside one event pair, default 8 as the sweep; 1 = an event pair per launch), JOBS.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -23,6 +25,7 @@ say() { echo "$*" | tee -a "$log" >&2; }
 
 kernel_set="${KERNEL_SET:-full}"
 count="${COUNT:-200}"
+back_to_back="${BACK_TO_BACK:-8}"
 jobs="${JOBS:-$(nproc)}"
 if [[ "$count" -lt 100 ]]; then say "COUNT must be at least 100 (got $count)"; exit 2; fi
 
@@ -69,7 +72,7 @@ say "== verify exit code: $verify_rc"
 
 # 4. Timing.
 bench_rc=0
-"$temper" bench-gemv --n 4096 --k 14336 --ncols 1 --count "$count" --save "$out/bench-gemv.json" \
+"$temper" bench-gemv --n 4096 --k 14336 --ncols 1 --count "$count" --back-to-back "$back_to_back" --save "$out/bench-gemv.json" \
   >"$out/bench-gemv.txt" 2>"$out/bench-gemv.err" || bench_rc=$?
 tee -a "$log" <"$out/bench-gemv.err" >&2
 cat "$out/bench-gemv.txt" >>"$log"

@@ -167,15 +167,17 @@ ShapeData prepare_shape(Device& device, const PlanItem& shape, int ncols, const 
   return d;
 }
 
-// Times `count` launches of `c` and moves the ring of weight copies on by `count`, so the next call
-// starts at the copy after the last one used. Device::time_gemv starts each call at the first copy
-// it is given: with batches shorter than the ring (a small shape has dozens of copies, a batch 16
-// launches) every batch would re-read the same copies, still in the last-level cache from the
-// batch before, and time the shape partly from cache.
-std::vector<double> time_batch(Device& device, const GemvProblem& p, Config c, ShapeData& d, int count) {
-  std::vector<double> us = device.time_gemv(p, c, d.copy_ptrs, d.y_q8_1, d.dst, count);
-  std::rotate(d.copy_ptrs.begin(), d.copy_ptrs.begin() + ptrdiff_t(size_t(count) % d.copy_ptrs.size()),
-              d.copy_ptrs.end());
+// Times `samples` × `per_sample` launches of `c` (one value per sample: µs per launch of
+// `per_sample` back-to-back launches) and moves the ring of weight copies on by the launches made,
+// so the next call starts at the copy after the last one used. Device timing starts each call at
+// the first copy it is given: with calls shorter than the ring (a small shape has dozens of
+// copies) every call would re-read the same copies, still in the last-level cache from the call
+// before, and time the shape partly from cache.
+std::vector<double> time_batch(Device& device, const GemvProblem& p, Config c, ShapeData& d, int samples,
+                               int per_sample = 1) {
+  std::vector<double> us = device.time_gemv_grouped(p, c, d.copy_ptrs, d.y_q8_1, d.dst, samples, per_sample);
+  const size_t launches = size_t(samples) * size_t(per_sample);
+  std::rotate(d.copy_ptrs.begin(), d.copy_ptrs.begin() + ptrdiff_t(launches % d.copy_ptrs.size()), d.copy_ptrs.end());
   return us;
 }
 
@@ -241,7 +243,7 @@ Result measure(Device& device, const PlanItem& it, ShapeData& d, const SweepOpti
     std::vector<double> samples;
     for (;;) {
       check_cancel(cancel);
-      const auto batch = time_batch(device, p, it.config, d, options.batch);
+      const auto batch = time_batch(device, p, it.config, d, options.batch, options.launches_per_sample);
       samples.insert(samples.end(), batch.begin(), batch.end());
       if (int(samples.size()) < options.min_samples) continue;
       r.time_us = summarize(samples);
@@ -306,7 +308,7 @@ Confirmation confirm_winner(Device& device, const Winner& w, ShapeData& d, const
       for (int half = 0; half < 2; ++half) {
         check_cancel(cancel);
         const int which = (round + half) % 2;  // round 0: default, candidate; round 1: candidate, default
-        const auto batch = time_batch(device, p, configs[which], d, options.batch);
+        const auto batch = time_batch(device, p, configs[which], d, options.batch, options.launches_per_sample);
         samples[which].insert(samples[which].end(), batch.begin(), batch.end());
       }
       if (int(samples[0].size()) < options.min_samples) continue;
@@ -478,14 +480,22 @@ void run_device(Device& device, SessionDevice& sd, Shared& sh, const std::set<It
 
 }  // namespace
 
+namespace {
+// Options come from the command line or from a resumed journal: both are checked before any launch.
+void check_options(const SweepOptions& o) {
+  if (o.batch < 1 || o.launches_per_sample < 1 || o.min_samples < 1 || o.max_samples < o.min_samples ||
+      !(o.ci_target > 0) || !(o.time_cap_s > 0) || !(o.shape_warmup_s >= 0) || !(o.memory_fraction > 0) ||
+      o.memory_fraction > 1 || o.warmup < 0 || (o.confirm && !(o.confirm_time_s > 0)))
+    fail(ErrorKind::BadInput,
+         "invalid sweep options (batch, launches per sample, samples, CI target, time cap, memory fraction or "
+         "confirmation time)");
+}
+}  // namespace
+
 Session new_session(const SweepSetup& setup, std::span<Device* const> devices) {
   validate_grid(setup.grid);
   if (devices.empty()) fail(ErrorKind::NoDevice, "no HIP or CUDA device found");
-  const SweepOptions& o = setup.options;
-  if (o.batch < 1 || o.min_samples < 1 || o.max_samples < o.min_samples || !(o.ci_target > 0) ||
-      !(o.time_cap_s > 0) || !(o.shape_warmup_s >= 0) || !(o.memory_fraction > 0) || o.memory_fraction > 1 || o.warmup < 0 || (o.confirm && !(o.confirm_time_s > 0)))
-    fail(ErrorKind::BadInput,
-         "invalid sweep options (batch, samples, CI target, time cap, memory fraction or confirmation time)");
+  check_options(setup.options);
   Session s;
   s.id = new_session_id();
   s.created = utc_now_iso8601();
@@ -529,6 +539,7 @@ double estimated_seconds(const Session& session) {
 
 void run_session(Session& session, std::span<Device* const> devices, Journal* journal, const ProgressFn& progress,
                  const CancelFlag& cancel) {
+  check_options(session.options);
   if (devices.size() != session.devices.size())
     fail(ErrorKind::Internal, "run_session: " + std::to_string(devices.size()) + " devices for a session of " +
                                   std::to_string(session.devices.size()));

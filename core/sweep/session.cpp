@@ -65,7 +65,8 @@ json plan_json(const Plan& p) {
 }
 
 json options_json(const SweepOptions& o) {
-  return {{"warmup", o.warmup},         {"batch", o.batch},           {"min_samples", o.min_samples},
+  return {{"warmup", o.warmup},         {"batch", o.batch},           {"launches_per_sample", o.launches_per_sample},
+          {"min_samples", o.min_samples},
           {"max_samples", o.max_samples}, {"ci_target", o.ci_target}, {"time_cap_s", o.time_cap_s},
           {"shape_warmup_s", o.shape_warmup_s},
           {"memory_fraction", o.memory_fraction}, {"seed", o.seed},
@@ -262,6 +263,8 @@ SweepOptions options_from(const Node& n) {
   SweepOptions o;
   o.warmup = n["warmup"].integer();
   o.batch = n["batch"].integer();
+  // Sessions from before back-to-back samples timed each launch with its own event pair.
+  o.launches_per_sample = n.has("launches_per_sample") ? n["launches_per_sample"].integer() : 1;
   o.min_samples = n["min_samples"].integer();
   o.max_samples = n["max_samples"].integer();
   o.ci_target = n["ci_target"].number();

@@ -42,6 +42,7 @@ TEST(GemvBench, VerifiesThenTimesRotatingCopies) {
   dev.bugs[{2, 1}] = HostDevice::Bug::Wrong;
   GemvBenchOptions o;
   o.count = 101;
+  o.per_sample = 1;  // the host device times launches one by one only
   o.warmup = 3;
   o.llc_bytes = 10'000;
   GemvBench bench(dev, {GgmlType::Q4_0, 64, 512, 1}, o);
@@ -71,6 +72,7 @@ TEST(GemvBench, BackToBackSamplesAverageTheirLaunches) {
   FakeDevice fake(fo);
   GemvBenchOptions o;
   o.count = 7;
+  o.per_sample = 1;
   o.warmup = 0;
   o.verify = false;
   GemvBench one(fake, {GgmlType::Q4_0, 64, 512, 1}, o);

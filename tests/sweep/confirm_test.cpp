@@ -35,7 +35,8 @@ SweepSetup setup_for(std::vector<Shape> shapes, std::vector<int> ncols) {
   s.options.warmup = 3;
   s.options.min_samples = 32;
   s.options.time_cap_s = 0.05;
-  s.options.shape_warmup_s = 0;  // launch counts stay exact for cold_launches
+  s.options.shape_warmup_s = 0;       // launch counts stay exact for cold_launches
+  s.options.launches_per_sample = 1;  // ... one launch per sample, so counts are in samples too
   s.options.seed = 11;
   return s;
 }

@@ -24,7 +24,8 @@ namespace {
 const std::vector<std::string> kSweepArgs = {"sweep",     "--backend",        "fake", "--shape",
                                              "q4_0:256:1024,q4_K:128:2048",   "--ncols", "1,2",
                                              "--nwarps",  "1,2,4,8",            "--rows-per-block", "1,2",
-                                             "--seed",    "5",                "--time-cap", "0.05"};
+                                             "--seed",    "5",                "--time-cap", "0.05",
+                                             "--back-to-back", "1"};
 
 // Starts temper with `args`; the fake device sleeps per launch so a sweep lasts long enough to kill.
 pid_t spawn(const std::vector<std::string>& args) {

@@ -238,6 +238,23 @@ TEST(Sweep, OutOfMemoryOnAHugeShapeSkipsItWithTheReason) {
   EXPECT_GT(ok, 0);
 }
 
+// Options also arrive from a resumed journal, which nothing but the reader has checked.
+TEST(Sweep, OptionsFromAJournalAreCheckedBeforeAnyLaunch) {
+  FakeDevice dev;
+  Device* devices[] = {&dev};
+  Session s = new_session(small_setup(), devices);
+  s.options.launches_per_sample = 0;
+  CancelFlag never{false};
+  try {
+    run_session(s, devices, nullptr, {}, never);
+    FAIL() << "a sample of zero launches was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::BadInput);
+    EXPECT_NE(std::string(e.what()).find("launches per sample"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(dev.launches(), 0);
+}
+
 TEST(Sweep, CancelIsHonouredWithinASecond) {
   FakeDeviceOptions o;
   o.sleep_per_launch_us = 2000;  // a slow kernel: 16 launches per batch = 32 ms
@@ -251,6 +268,7 @@ TEST(Sweep, CancelIsHonouredWithinASecond) {
   });
   SweepSetup setup = small_setup();
   setup.options.time_cap_s = 10;
+  setup.options.launches_per_sample = 1;
   setup.options.ci_target = 1e-9;  // never converges: only the cancel can stop it
   const Session s = run(setup, dev, nullptr, {}, &cancel);
   const double latency = std::chrono::duration<double>(std::chrono::steady_clock::now() - cancelled_at).count();

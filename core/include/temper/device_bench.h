@@ -29,7 +29,7 @@ uint64_t device_llc_bytes(const DeviceInfo& device);
 struct GemvBenchOptions {
   int warmup = 20;          // launches before timing, discarded
   int count = 200;          // timed samples (the median is reported)
-  int per_sample = 1;       // launches back to back per sample (one event pair around them)
+  int per_sample = 8;       // launches back to back per sample (one event pair around them), as the sweep
   uint64_t llc_bytes = 0;   // 0: device_llc_bytes(device)
   uint64_t seed = 1;
   bool verify = true;       // check each config once against the exact q8_1 dot before timing it

@@ -71,7 +71,11 @@ struct Plan {
 // How each result is measured.
 struct SweepOptions {
   int warmup = 3;                 // untimed launches before timing, per result
-  int batch = 16;                 // timed launches per Device::time_gemv call (cancellation granularity)
+  int batch = 16;                 // timed samples per device call (cancellation granularity)
+  // Each sample is this many launches back to back inside one event pair, in µs per launch: decode
+  // runs its kernels back to back (graphs), so an event pair per launch would add time decode never
+  // spends (about 1.1 µs per launch on the H100). 1: one event pair per launch (sessions before it).
+  int launches_per_sample = 8;
   int min_samples = 32;
   int max_samples = 20000;
   double ci_target = 0.01;        // stop once the median's 95% CI half-width < ci_target × median
