@@ -121,9 +121,19 @@ double detail::item_seconds(const PlanItem& item, const SweepOptions& options, d
   const double bw = bandwidth_gbs > 0 ? bandwidth_gbs : 100.0;
   const double launch_us = bytes / (bw * 1e3) + 8.0;  // kernel + launch and event overhead
   const double typical_samples = std::max(options.min_samples, 200);
-  const double timing = std::min(options.time_cap_s, (options.warmup + typical_samples) * launch_us * 1e-6);
+  const double launches = options.warmup + typical_samples * options.launches_per_sample;
+  const double timing = std::min(options.time_cap_s, launches * launch_us * 1e-6);
   return timing + 0.002;  // verification: one launch, poison, download, compare
 }
+
+namespace {
+// The interleaved re-measure, counted for every (shape, ncols) group: an upper bound, since only
+// groups with a provisional winner are confirmed.
+double confirmation_seconds(const PlanItem& item, const SweepOptions& options, double bandwidth_gbs) {
+  if (!options.confirm) return 0;
+  return std::min(options.confirm_time_s, 2 * detail::item_seconds(item, options, bandwidth_gbs));
+}
+}  // namespace
 
 namespace {
 double shape_prep_seconds(const PlanItem& item, int max_ncols) {
@@ -136,8 +146,10 @@ double shape_prep_seconds(const PlanItem& item, int max_ncols) {
 double estimated_seconds(const Plan& plan, const SweepOptions& options, double bandwidth_gbs) {
   double total = 0;
   std::map<std::tuple<GgmlType, int, int>, std::pair<const PlanItem*, int>> shapes;
+  std::set<std::tuple<GgmlType, int, int, int>> groups;
   for (const auto& it : plan.items) {
     total += detail::item_seconds(it, options, bandwidth_gbs);
+    if (groups.insert({it.type, it.n, it.k, it.ncols}).second) total += confirmation_seconds(it, options, bandwidth_gbs);
     auto& entry = shapes[{it.type, it.n, it.k}];
     if (!entry.first) entry.first = &it;
     entry.second = std::max(entry.second, it.ncols);

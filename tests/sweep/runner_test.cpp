@@ -145,6 +145,26 @@ TEST(Plan, GridValidationNamesTheBadValue) {
   EXPECT_THROW(validate_grid(g), Error);
 }
 
+// The duration shown before a sweep counts what it will launch: back-to-back samples and the
+// interleaved confirmation of each (shape, ncols) group.
+TEST(Plan, EstimateCountsLaunchesPerSampleAndConfirmations) {
+  FakeDevice dev;
+  const Plan plan = make_plan(small_setup().shapes, small_setup().grid, dev);
+  SweepOptions one;
+  one.launches_per_sample = 1;
+  one.confirm = false;
+  one.time_cap_s = 100;  // no cap: the estimate is launches × time per launch
+  SweepOptions eight = one;
+  eight.launches_per_sample = 8;
+  SweepOptions confirmed = eight;
+  confirmed.confirm = true;
+  const double a = estimated_seconds(plan, one, 1000), b = estimated_seconds(plan, eight, 1000),
+               c = estimated_seconds(plan, confirmed, 1000);
+  EXPECT_GT(b, 3 * a);  // 8× the timed launches, plus the same data preparation
+  EXPECT_GT(c, b);
+  EXPECT_LE(c - b, double(plan.items.size()) * confirmed.confirm_time_s);
+}
+
 TEST(Sweep, MeasuresEveryItemAndNeverLetsAWrongKernelWin) {
   FakeDeviceOptions o;
   o.wrong_configs = {{1, 1}};
