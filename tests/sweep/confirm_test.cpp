@@ -13,6 +13,7 @@
 
 #include "sample_session.h"
 #include "temper/error.h"
+#include "fake_sweep.h"
 #include "temper/fake_backend.h"
 #include "temper/fileio.h"
 #include "temper/sweep.h"
@@ -61,14 +62,7 @@ FakeDeviceOptions clear_winner_device() {
   return o;
 }
 
-Session run(const SweepSetup& setup, FakeDevice& dev, Journal* journal = nullptr, const ProgressFn& progress = {},
-            const CancelFlag* cancel = nullptr) {
-  Device* devices[] = {&dev};
-  Session s = new_session(setup, devices);
-  CancelFlag never{false};
-  run_session(s, devices, journal, progress, cancel ? *cancel : never);
-  return s;
-}
+using test::run;
 
 using GroupKey = std::tuple<int, GgmlType, int, int, int>;
 std::set<GroupKey> confirmed_groups(const std::vector<Confirmation>& cs) {

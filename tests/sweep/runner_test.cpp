@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "temper/error.h"
+#include "fake_sweep.h"
 #include "temper/fake_backend.h"
 #include "temper/fileio.h"
 #include "temper/sweep.h"
@@ -57,14 +58,7 @@ fs::path temp_dir() {
   return dir;
 }
 
-Session run(const SweepSetup& setup, FakeDevice& dev, Journal* journal = nullptr, const ProgressFn& progress = {},
-            const CancelFlag* cancel = nullptr) {
-  Device* devices[] = {&dev};
-  Session s = new_session(setup, devices);
-  CancelFlag never{false};
-  run_session(s, devices, journal, progress, cancel ? *cancel : never);
-  return s;
-}
+using test::run;
 
 }  // namespace
 
