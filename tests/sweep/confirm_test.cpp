@@ -23,10 +23,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-Shape shape(GgmlType t, int n, int k, int calls = 1) {
-  const uint64_t bytes = *row_bytes(t, uint64_t(k)) * uint64_t(n) * uint64_t(calls);
-  return {t, n, k, calls, bytes, {}};
-}
+using test::run;
+using test::shape;
 
 SweepSetup setup_for(std::vector<Shape> shapes, std::vector<int> ncols) {
   SweepSetup s;
@@ -62,7 +60,6 @@ FakeDeviceOptions clear_winner_device() {
   return o;
 }
 
-using test::run;
 
 using GroupKey = std::tuple<int, GgmlType, int, int, int>;
 std::set<GroupKey> confirmed_groups(const std::vector<Confirmation>& cs) {
@@ -226,6 +223,17 @@ TEST(Confirm, TimingCallsContinueTheRingOfWeightCopies) {
   }
 }
 
+namespace {
+// The candidate is 3% slower than the default on a device that starts cold (see below).
+FakeDeviceOptions cold_default_device(const SweepSetup& setup, Config def, Config candidate) {
+  FakeDeviceOptions o;
+  o.time_model = [=](const GemvProblem&, Config c) { return c == def ? 50.0 : c == candidate ? 51.5 : 60.0; };
+  o.cold_launches = setup.options.warmup + setup.options.min_samples;
+  o.cold_factor = 1.1;
+  return o;
+}
+}  // namespace
+
 // The device starts cold: the group's default (timed first: 3 warm-up + 32 timed launches) looks
 // 10% slow in the main pass, so a config 3% slower than it wins there. The paired re-measure sees
 // the truth and the default stays, with the reason.
@@ -233,11 +241,7 @@ TEST(Confirm, AWinThatDriftManufacturedIsOverturned) {
   SweepSetup setup = setup_for({shape(GgmlType::Q4_0, 256, 1024)}, {1});
   const Config def = default_of(setup);
   const Config candidate = def == Config{1, 1} ? Config{2, 1} : Config{1, 1};
-  FakeDeviceOptions o;
-  o.time_model = [=](const GemvProblem&, Config c) { return c == def ? 50.0 : c == candidate ? 51.5 : 60.0; };
-  o.cold_launches = setup.options.warmup + setup.options.min_samples;
-  o.cold_factor = 1.1;
-  FakeDevice dev(o);
+  FakeDevice dev(cold_default_device(setup, def, candidate));
   const Session s = run(setup, dev);
   ASSERT_EQ(s.status, "complete");
   ASSERT_EQ(s.winners.size(), 1u);
@@ -273,11 +277,7 @@ TEST(Confirm, NoConfirmKeepsTheMainPassVerdicts) {
   setup.options.confirm = false;
   const Config def = default_of(setup);
   const Config candidate = def == Config{1, 1} ? Config{2, 1} : Config{1, 1};
-  FakeDeviceOptions o;
-  o.time_model = [=](const GemvProblem&, Config c) { return c == def ? 50.0 : c == candidate ? 51.5 : 60.0; };
-  o.cold_launches = setup.options.warmup + setup.options.min_samples;
-  o.cold_factor = 1.1;
-  FakeDevice dev(o);
+  FakeDevice dev(cold_default_device(setup, def, candidate));
   const Session s = run(setup, dev);
   EXPECT_TRUE(s.confirmations.empty());
   ASSERT_EQ(s.winners.size(), 1u);

@@ -1,9 +1,15 @@
 #pragma once
-// A whole sweep on one fake device, as `temper sweep` runs it: plan, measure, winners.
+// Sweeps on one fake device, as `temper sweep` runs them: plan, measure, winners.
 #include "temper/fake_backend.h"
 #include "temper/sweep.h"
 
 namespace temper::test {
+
+// N rows of K values, called `calls` times per token.
+inline Shape shape(GgmlType t, int n, int k, int calls = 1) {
+  const uint64_t bytes = *row_bytes(t, uint64_t(k)) * uint64_t(n) * uint64_t(calls);
+  return {t, n, k, calls, bytes, {}};
+}
 
 inline Session run(const SweepSetup& setup, FakeDevice& dev, Journal* journal = nullptr,
                    const ProgressFn& progress = {}, const CancelFlag* cancel = nullptr) {

@@ -26,10 +26,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-Shape shape(GgmlType t, int n, int k, int calls = 1) {
-  const uint64_t bytes = *row_bytes(t, uint64_t(k)) * uint64_t(n) * uint64_t(calls);
-  return {t, n, k, calls, bytes, {}};
-}
+using test::run;
+using test::shape;
 
 SweepSetup small_setup() {
   SweepSetup s;
@@ -58,7 +56,6 @@ fs::path temp_dir() {
   return dir;
 }
 
-using test::run;
 
 }  // namespace
 
