@@ -1,0 +1,54 @@
+#pragma once
+// The wire protocol between Temper and `temper-probe`, the small program Temper builds against a
+// user's hooked ggml tree (docs/engine.md). Temper starts the probe as a child process and speaks to
+// it over its stdin/stdout; a crash or GPU fault in the engine can end the probe, never Temper.
+// This header is plain C++17 with no includes beyond <cstdint>: the probe (compiled by the engine's
+// own toolchain, nvcc or hipcc) and core/engine (g++) both include it.
+//
+// Framing, little-endian:
+//   request:  u32 op, u32 payload_bytes, payload
+//   response: i32 status (0 ok, else ProbeStatus), u32 payload_bytes, payload
+//             (on error the payload is one line of UTF-8 text saying what failed)
+// Integers in payloads are the fixed-width types named per op, packed without padding.
+#include <cstdint>
+
+namespace temper::probe {
+
+constexpr uint32_t kProtocolVersion = 1;
+
+enum class Op : uint32_t {
+  // -> text: "key=value\n" lines: protocol, name, arch (sm_90 / gfx90a), cc, sms, warp_size,
+  //    l2_bytes, memory_bytes, clock_mhz, memory_clock_mhz, memory_bus_bits, shared_per_block,
+  //    shared_per_sm, regs_per_block, regs_per_sm, max_threads_per_sm, driver, runtime, pci_bus_id,
+  //    hook_version, kernel_set (full|ci), graphs (0|1)
+  Hello = 1,
+  Alloc = 2,      // u64 bytes -> u64 handle (device memory in the engine's own buffer type)
+  Free = 3,       // u64 handle
+  Upload = 4,     // u64 handle, u64 offset, bytes... (rest of payload)
+  Download = 5,   // u64 handle, u64 offset, u64 bytes -> bytes
+  Fill = 6,       // u64 handle, u8 byte (whole buffer)
+  // u64 x (ncols × k floats), u64 y, i32 k, i32 ncols: the engine's own q8_1 quantizer writes y
+  // (ncols × k/32 blocks of 36 bytes); the probe remembers that y holds x quantized, because the
+  // engine's MUL_MAT takes float activations and quantizes them itself.
+  Quantize = 7,
+  // i32 type, i32 n, i32 k, i32 ncols, i32 nwarps, i32 rows_per_block, u64 weights, u64 y, u64 dst:
+  // one MUL_MAT through the engine (its quantize + mmvq), synchronised. nwarps 0: the engine's stock
+  // launch (no override); otherwise the hook's instantiation of that config.
+  Gemv = 8,
+  // i32 type, n, k, ncols, nwarps, rows_per_block, i32 groups, i32 per_group, u64 y, u64 dst,
+  // u32 copies, u64 weights[copies] -> f64 us[groups]: microseconds per MUL_MAT, each group being
+  // per_group MUL_MATs back to back (weights rotating through the copies in the order given,
+  // continuing across groups), device events around each group only.
+  Time = 9,
+  HasKernel = 10,   // i32 type, i32 ncols, i32 nwarps, i32 rows_per_block -> u8 (compiled in)
+  // i32 type, i32 ncols, i32 nwarps, i32 rows_per_block -> i32 registers, shared_bytes, local_bytes,
+  // max_threads_per_block, blocks_per_sm (the engine kernel's own attributes; all 0 when unknown)
+  Attributes = 11,
+  StockConfig = 12,  // i32 type, i32 ncols, i32 k -> i32 nwarps, i32 rows_per_block (what the engine launches)
+  Bandwidth = 13,    // u64 bytes -> f64 GB/s (device-to-device copy, read + write counted)
+  Quit = 14,
+};
+
+enum class ProbeStatus : int32_t { Ok = 0, BadRequest = 1, EngineError = 2, NotCompiled = 3 };
+
+}  // namespace temper::probe
