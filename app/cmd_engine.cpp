@@ -1,0 +1,142 @@
+// `temper engine check|patch|build DIR`: the tuning hook on a user's ggml / llama.cpp tree, and the
+// private hooked build with temper-probe that `temper sweep --engine-src` times (docs/engine.md).
+#include <cstdio>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "cli.h"
+#include "temper/engine.h"
+#include "temper/engine_build.h"
+#include "temper/error.h"
+#include "temper/gpu_backend.h"
+
+namespace temper::cli {
+namespace {
+
+std::string one_dir(const Args& args, std::vector<std::string_view> valued, const char* sub) {
+  const auto pos = positionals(args, std::move(valued));
+  if (pos.size() != 2) fail(ErrorKind::BadInput, std::string("expected `temper engine ") + sub + " DIR` (see `temper help engine`)");
+  return pos[1];
+}
+
+int run_check(const Args& args) {
+  reject_unknown(args, {"--json"});
+  const engine::CheckReport r = engine::check(one_dir(args, {}, "check"));
+  if (has_flag(args, "--json")) {
+    nlohmann::json j = {{"path", r.tree.root.string()}, {"kind", engine::tree_kind_name(r.tree.kind)},
+                        {"ggml_root", r.tree.ggml_root.string()}, {"mmvq", r.tree.mmvq.string()},
+                        {"commit", r.tree.commit}, {"patched", r.state == engine::HookState::Patched},
+                        {"patched_version", r.patched_version}, {"applies", r.applies}, {"problem", r.problem},
+                        {"types", r.types}, {"hook_version", engine::kHookVersion}};
+    std::printf("%s\n", j.dump(2).c_str());
+  } else {
+    std::printf("%s tree at %s (ggml commit %s)\n", std::string(engine::tree_kind_name(r.tree.kind)).c_str(),
+                r.tree.root.string().c_str(), r.tree.commit.empty() ? "unknown: no .git" : r.tree.commit.substr(0, 12).c_str());
+    if (r.state == engine::HookState::Patched)
+      std::printf("mmvq.cu carries Temper's hook v%d (undo: temper engine patch %s --undo)\n", r.patched_version,
+                  r.tree.root.string().c_str());
+    else if (r.applies)
+      std::printf("the hook (v%d) applies: %zu mmvq types\n", engine::kHookVersion, r.types.size());
+    else
+      std::printf("the hook does not apply: %s\n", r.problem.c_str());
+  }
+  return r.applies || r.state == engine::HookState::Patched ? 0 : 2;
+}
+
+int run_patch(const Args& args) {
+  reject_unknown(args, {"--undo", "--kernel-set"});
+  const std::string dir = one_dir(args, {"--kernel-set"}, "patch");
+  if (has_flag(args, "--undo")) {
+    engine::undo(dir);
+    std::printf("restored %s byte for byte; the hook's files are removed (re-run cmake's configure step)\n",
+                engine::find_tree(dir).mmvq.string().c_str());
+    return 0;
+  }
+  engine::patch(dir, engine::kernel_set(option(args, "--kernel-set").value_or("full")));
+  std::printf("patched %s (hook v%d). Re-run cmake's configure step (the hook adds .cu files), then build as usual;\n"
+              "the engine loads TEMPER_PROFILE, else ~/.config/temper/engine-profile.json. Undo: temper engine patch %s --undo\n",
+              engine::find_tree(dir).mmvq.string().c_str(), engine::kHookVersion, dir.c_str());
+  return 0;
+}
+
+// The arch to build for: --arch, else the first GPU this machine has.
+std::string arch_to_build(const Args& args) {
+  if (auto a = option(args, "--arch")) return *a;
+  gpu::DeviceList list = gpu::list_devices(gpu_backends());
+  if (list.devices.empty())
+    fail(ErrorKind::NoDevice, list.why_none + "; name the target with --arch sm_90 (NVIDIA) or --arch gfx90a (AMD)");
+  return list.devices.front().info.arch;
+}
+
+std::string hipcc_version() {
+  FILE* p = popen("hipconfig --version 2>/dev/null", "r");
+  if (!p) return {};
+  char buf[128] = {0};
+  const bool got = fgets(buf, sizeof buf, p) != nullptr;
+  pclose(p);
+  return got ? std::string(buf) : std::string();
+}
+
+int run_build(const Args& args) {
+  reject_unknown(args, {"--arch", "--kernel-set", "--jobs", "--cache", "--json"});
+  const std::string dir = one_dir(args, {"--arch", "--kernel-set", "--jobs", "--cache"}, "build");
+  engine::BuildOptions o;
+  o.arch = arch_to_build(args);
+  o.platform = engine::platform_for_arch(o.arch);
+  if (o.platform == engine::Platform::Hip) o.hip_version = hipcc_version();
+  o.set = engine::kernel_set(option(args, "--kernel-set").value_or("full"));
+  if (auto j = option(args, "--jobs")) o.jobs = std::atoi(j->c_str());
+  if (auto c = option(args, "--cache")) o.cache_root = *c;
+  const bool json_out = has_flag(args, "--json");
+  const engine::BuildResult r = engine::build(dir, o, [&](const engine::BuildStep& s) {
+    if (json_out) return;
+    if (s.total == 0) {
+      std::fprintf(stderr, "engine build: %s\n", s.line.c_str());
+    } else {
+      const double eta = s.done > 0 ? s.elapsed_s / s.done * (s.total - s.done) : 0;
+      std::fprintf(stderr, "\rengine build: %d/%d steps, %.0f s elapsed, ETA %.0f s   ", s.done, s.total, s.elapsed_s, eta);
+      if (s.done == s.total) std::fprintf(stderr, "\n");
+    }
+  });
+  if (json_out) {
+    nlohmann::json j = {{"probe", r.probe.string()}, {"dir", r.dir.string()}, {"log", r.log.string()},
+                        {"hash", r.hash}, {"cached", r.cached}, {"arch", o.arch},
+                        {"platform", engine::platform_name(o.platform)}, {"kernel_set", o.set.name},
+                        {"commit", r.tree.commit}, {"hook_version", engine::kHookVersion}};
+    std::printf("%s\n", j.dump(2).c_str());
+  } else {
+    std::printf("%s engine for %s: %s\n", r.cached ? "cached" : "built", o.arch.c_str(), r.probe.string().c_str());
+  }
+  return 0;
+}
+
+int run_engine(const Args& args) {
+  if (args.empty() || args[0] == "--help") {
+    std::printf("%s", "usage: temper engine check|patch|build DIR ... (see `temper help engine`)\n");
+    return args.empty() ? 2 : 0;
+  }
+  if (args[0] == "check") return run_check(args);
+  if (args[0] == "patch") return run_patch(args);
+  if (args[0] == "build") return run_build(args);
+  fail(ErrorKind::BadInput, "unknown `temper engine` command \"" + args[0] + "\" (expected check, patch or build)");
+}
+
+const Registrar reg{{"engine", "the tuning hook on your ggml / llama.cpp tree; the engine build Temper times",
+                     "temper engine check DIR [--json]\n"
+                     "    What tree DIR is (standalone ggml or a llama.cpp checkout, ggml commit from .git) and whether\n"
+                     "    Temper's tuning hook applies to its src/ggml-cuda/mmvq.cu. Exit 0 when it applies (or is\n"
+                     "    applied already), 2 when it does not.\n"
+                     "temper engine patch DIR [--kernel-set full|ci] [--undo]\n"
+                     "    Applies the hook in place, atomically (nothing is written when an anchor has moved), so your\n"
+                     "    own build launches the approved configs of a Temper profile (TEMPER_PROFILE=path, else\n"
+                     "    ~/.config/temper/engine-profile.json). --undo restores mmvq.cu byte for byte.\n"
+                     "temper engine build DIR [--arch sm_90|gfx90a] [--kernel-set full|ci] [--jobs N] [--cache DIR] [--json]\n"
+                     "    A private hooked copy of DIR's ggml in Temper's cache, built for one arch (this machine's\n"
+                     "    first GPU unless --arch) with FlashAttention and NCCL off, plus temper-probe. Cached by\n"
+                     "    source hash; progress on stderr; a failure ends with the compiler's first error and the\n"
+                     "    log's path (exit 6). HIP needs ROCm 6.1+ (Debian's hipcc 5.2 cannot build ggml).\n",
+                     run_engine}};
+
+}  // namespace
+}  // namespace temper::cli

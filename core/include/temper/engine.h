@@ -1,0 +1,80 @@
+#pragma once
+// The engine bridge: Temper's tuning hook for a user's ggml / llama.cpp tree (docs/engine.md).
+// The hook edits src/ggml-cuda/mmvq.cu by anchors on upstream's own names (never a diff), so it
+// applies to every upstream version whose anchors are in place (7180759 .. d99724f are tested) and
+// refuses, naming the anchor, where one has moved. The patched kernel takes (nwarps, rows_per_block)
+// as template parameters; generated translation units instantiate the grid; a run-time choice per
+// exact (type, N, K, ncols) — a Temper profile, or temper-probe's override — picks one.
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace temper::engine {
+
+constexpr int kHookVersion = 1;
+
+enum class TreeKind { Ggml, LlamaCpp };
+
+struct Tree {
+  std::filesystem::path root;       // what the user named
+  std::filesystem::path ggml_root;  // root itself, or root/ggml in a llama.cpp checkout
+  std::filesystem::path mmvq;       // ggml_root/src/ggml-cuda/mmvq.cu
+  TreeKind kind = TreeKind::Ggml;
+  std::string commit;               // from the tree's .git (HEAD), empty when there is none
+};
+
+std::string_view tree_kind_name(TreeKind kind);  // "ggml", "llama.cpp"
+
+// Error(BadInput) naming the folder when it holds no ggml CUDA backend.
+Tree find_tree(const std::filesystem::path& dir);
+
+// Which instantiations the hook generates: "full" (every type mmvq supports, ncols 1-8, the whole
+// grid) or "ci" (q4_0 and q4_K at ncols 1, the whole grid), like TEMPER_KERNEL_SET.
+struct KernelSet {
+  std::string name = "full";
+  std::vector<int> ncols;                  // empty: 1..8
+  std::vector<std::string> types;          // upstream names without GGML_TYPE_ ("Q4_K"); empty: all
+};
+KernelSet kernel_set(const std::string& name);  // Error(BadInput) for another name
+
+// The hooked tree's files: the patched mmvq.cu and the generated ones (name relative to the
+// ggml-cuda folder, content).
+struct Patch {
+  std::string mmvq;
+  std::vector<std::pair<std::string, std::string>> files;
+  std::vector<std::string> types;  // the types mmvq.cu supports, as upstream names them
+  bool halve_iters = false;        // the d99724f-era launch template (small_k, halve_iters)
+};
+
+// Applies the hook to mmvq.cu's text. Error(BadInput) "<what> not found" naming the anchor when
+// the text is not an mmvq.cu the hook understands, or "already patched" when it carries the hook.
+Patch make_patch(const std::string& mmvq_source, const KernelSet& set);
+
+enum class HookState { Stock, Patched };
+
+struct CheckReport {
+  Tree tree;
+  HookState state = HookState::Stock;
+  int patched_version = 0;       // hook version found in a patched file
+  bool applies = false;          // stock and every anchor found
+  std::string problem;           // why it does not apply
+  std::vector<std::string> types;
+};
+CheckReport check(const std::filesystem::path& dir);
+
+// In place, atomically: the generated files are written first, then mmvq.cu (temp + rename), and
+// the original bytes are kept under src/ggml-cuda/.temper-hook/ for undo. Nothing is written when
+// an anchor is missing.
+void patch(const std::filesystem::path& dir, const KernelSet& set);
+// Restores mmvq.cu byte for byte and removes every file the hook added. Error(BadInput) when the
+// tree is not patched, or mmvq.cu changed since (then nothing is touched).
+void undo(const std::filesystem::path& dir);
+
+// The hook's own sources, embedded at build time (resources/engine/).
+std::string_view hook_header();
+std::string_view hook_runtime();
+std::string_view probe_source();
+
+}  // namespace temper::engine

@@ -1,0 +1,52 @@
+#pragma once
+// `temper engine build`: a private hooked copy of a user's ggml tree, built for one GPU arch with
+// FlashAttention and NCCL off, plus temper-probe linked against it. Cached under
+// $XDG_CACHE_HOME/temper/engine/<hash> (~/.cache/... when unset), the hash covering the tree's
+// CMake inputs, the hook, the probe, the arch and the kernel set: a second build of the same
+// inputs returns at once.
+#include <filesystem>
+#include <functional>
+#include <string>
+
+#include "temper/engine.h"
+
+namespace temper::engine {
+
+enum class Platform { Cuda, Hip };
+std::string_view platform_name(Platform p);
+Platform platform_for_arch(const std::string& arch);  // sm_NN → CUDA, gfxN → HIP; Error(BadInput) else
+
+struct BuildOptions {
+  std::string arch;            // "sm_90", "gfx90a"
+  Platform platform = Platform::Cuda;
+  std::string hip_version;     // the hipcc that would build it ("5.2.21153"); checked for HIP
+  KernelSet set = kernel_set("full");
+  std::filesystem::path cache_root;  // empty: the default above
+  std::string generator = "Ninja";
+  int jobs = 0;                // 0: the build tool's default
+};
+
+struct BuildStep {
+  int done = 0, total = 0;     // build steps (0/0 while configuring)
+  std::string line;
+  double elapsed_s = 0;
+};
+using BuildProgress = std::function<void(const BuildStep&)>;
+
+struct BuildResult {
+  Tree tree;
+  std::string hash;
+  std::filesystem::path dir, probe, log;
+  bool cached = false;
+};
+
+std::string source_hash(const Tree& tree, const BuildOptions& options);
+
+// Error(BadInput) for an unusable tree or a HIP too old for ggml; Error(Io) when configuring or
+// building fails, with the compiler's first error and the log's path.
+BuildResult build(const std::filesystem::path& dir, const BuildOptions& options, const BuildProgress& progress = {});
+
+// The wire protocol header (core/engine/probe_protocol.h), written beside the probe's source.
+std::string_view probe_protocol_source();
+
+}  // namespace temper::engine

@@ -1,0 +1,330 @@
+// Temper's tuning hook, run-time part (written into this tree by `temper engine patch`).
+// Holds the compiled instantiations (filled by the generated registry), the probe's overrides and
+// the profile's approved configs, and decides per launch whether mmvq runs a tuned instantiation.
+// The profile is read once, at the first mmvq launch: TEMPER_PROFILE=path, else
+// $XDG_CONFIG_HOME/temper/engine-profile.json (~/.config/... when unset). TEMPER_PROFILE set to an
+// empty string disables loading. A file that cannot be used is ignored with one line on stderr;
+// the engine then runs stock.
+#include "temper-mmvq.cuh"
+#include "quantize.cuh"
+
+#include <atomic>
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <vector>
+
+void temper_mmvq_register_all();  // generated: temper-mmvq-registry.cu
+
+namespace {
+
+constexpr int kTypes = 64;
+constexpr int kNwarps[] = {1, 2, 4, 8, 16};
+constexpr int kRows[] = {1, 2, 4, 8};
+
+int nwarps_index(int w) { for (int i = 0; i < 5; ++i) if (kNwarps[i] == w) return i; return -1; }
+int rows_index(int r) { for (int i = 0; i < 4; ++i) if (kRows[i] == r) return i; return -1; }
+
+struct Instance { temper_mmvq_launch_fn launch = nullptr; temper_mmvq_attr_fn attr = nullptr; };
+Instance g_instances[kTypes][9][5][4];
+
+using ShapeKey = std::tuple<int, int, int, int>;  // type, n, k, ncols
+struct Choice { int nwarps, rows; };
+
+std::mutex g_mutex;
+std::map<ShapeKey, Choice> g_overrides;                        // the probe's
+std::map<std::string, std::map<ShapeKey, Choice>> g_profile;   // per arch, approved entries
+std::string g_profile_path;
+int g_profile_malformed = 0, g_profile_unapproved = 0;
+bool g_profile_reported[64] = {};
+std::once_flag g_registered, g_profile_loaded;
+std::atomic<long long> g_launches{0};
+int g_last[2] = {0, 0};
+void * g_last_stream = nullptr;
+
+const Instance * find_instance(int type, int ncols, int nwarps, int rows) {
+    const int wi = nwarps_index(nwarps), ri = rows_index(rows);
+    if (type < 0 || type >= kTypes || ncols < 1 || ncols > 8 || wi < 0 || ri < 0) return nullptr;
+    const Instance & in = g_instances[type][ncols][wi][ri];
+    return in.launch ? &in : nullptr;
+}
+
+void ensure_registered() { std::call_once(g_registered, [] { temper_mmvq_register_all(); }); }
+
+// --- a small strict JSON reader, enough for a Temper profile --------------------------------------
+struct Json {
+    enum Kind { Null, Bool, Number, String, Array, Object } kind = Null;
+    double number = 0; bool boolean = false; std::string text;
+    std::vector<Json> items; std::vector<std::pair<std::string, Json>> fields;
+    const Json * get(const char * key) const {
+        for (const auto & f : fields) if (f.first == key) return &f.second;
+        return nullptr;
+    }
+};
+
+struct Parser {
+    const char * p; const char * end; const char * begin; std::string error; int depth = 0;
+    bool fail(const char * what) { if (error.empty()) error = std::string(what) + " at byte " + std::to_string(p - begin); return false; }
+    void ws() { while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) ++p; }
+    bool lit(const char * s) { size_t n = strlen(s); if (size_t(end - p) < n || memcmp(p, s, n) != 0) return false; p += n; return true; }
+    bool string(std::string & out) {
+        if (p >= end || *p != '"') return fail("expected a string");
+        for (++p; p < end && *p != '"'; ++p) {
+            if ((unsigned char) *p < 0x20) return fail("control character in a string");
+            if (*p == '\\') {
+                if (++p >= end) break;
+                switch (*p) {
+                    case 'n': out += '\n'; break; case 't': out += '\t'; break; case 'r': out += '\r'; break;
+                    case 'b': out += '\b'; break; case 'f': out += '\f'; break;
+                    case 'u': if (end - p < 5) return fail("short \\u escape"); out += '?'; p += 4; break;
+                    default: out += *p;
+                }
+            } else {
+                out += *p;
+            }
+        }
+        if (p >= end) return fail("unterminated string");
+        ++p;
+        return true;
+    }
+    bool value(Json & v) {
+        if (++depth > 64) return fail("nesting too deep");
+        ws();
+        if (p >= end) return fail("unexpected end of input");
+        bool ok = true;
+        if (*p == '{') {
+            v.kind = Json::Object; ++p; ws();
+            if (p < end && *p == '}') { ++p; }
+            else for (;;) {
+                std::pair<std::string, Json> f;
+                ws();
+                if (!string(f.first)) return false;
+                ws();
+                if (p >= end || *p++ != ':') return fail("expected ':'");
+                if (!value(f.second)) return false;
+                v.fields.push_back(std::move(f));
+                ws();
+                if (p < end && *p == ',') { ++p; continue; }
+                if (p < end && *p == '}') { ++p; break; }
+                return fail("expected ',' or '}'");
+            }
+        } else if (*p == '[') {
+            v.kind = Json::Array; ++p; ws();
+            if (p < end && *p == ']') { ++p; }
+            else for (;;) {
+                v.items.emplace_back();
+                if (!value(v.items.back())) return false;
+                ws();
+                if (p < end && *p == ',') { ++p; continue; }
+                if (p < end && *p == ']') { ++p; break; }
+                return fail("expected ',' or ']'");
+            }
+        } else if (*p == '"') {
+            v.kind = Json::String; ok = string(v.text);
+        } else if (lit("true")) { v.kind = Json::Bool; v.boolean = true; }
+        else if (lit("false")) { v.kind = Json::Bool; }
+        else if (lit("null")) { v.kind = Json::Null; }
+        else {
+            char * stop = nullptr;
+            std::string num;
+            while (p < end && (isdigit((unsigned char) *p) || strchr("+-.eE", *p))) num += *p++;
+            v.kind = Json::Number; v.number = strtod(num.c_str(), &stop);
+            if (num.empty() || *stop != '\0') return fail("expected a JSON value");
+        }
+        --depth;
+        return ok;
+    }
+};
+
+int type_id(const std::string & name) {
+    for (int t = 0; t < GGML_TYPE_COUNT; ++t) {
+        const char * n = ggml_type_name((ggml_type) t);
+        if (n && strcasecmp(n, name.c_str()) == 0) return t;
+    }
+    return -1;
+}
+
+int int_field(const Json & o, const char * key) {
+    const Json * v = o.get(key);
+    if (!v || v->kind != Json::Number || v->number != (double) (long long) v->number || v->number < 0 || v->number > 1e9) return -1;
+    return (int) v->number;
+}
+
+std::string default_profile_path() {
+    const char * xdg = getenv("XDG_CONFIG_HOME");
+    if (xdg && *xdg) return std::string(xdg) + "/temper/engine-profile.json";
+    const char * home = getenv("HOME");
+    return home && *home ? std::string(home) + "/.config/temper/engine-profile.json" : std::string();
+}
+
+// Reads the profile into g_profile; returns the reason when the whole file is unusable.
+std::string read_profile(const std::string & path) {
+    FILE * f = fopen(path.c_str(), "rb");
+    if (!f) return "cannot open it";
+    std::string text;
+    char buf[65536];
+    size_t got;
+    while ((got = fread(buf, 1, sizeof buf, f)) > 0) {
+        text.append(buf, got);
+        if (text.size() > (16u << 20)) { fclose(f); return "larger than 16 MiB"; }
+    }
+    fclose(f);
+    Parser ps{text.data(), text.data() + text.size(), text.data()};
+    Json root;
+    if (!ps.value(root)) return "not valid JSON: " + ps.error;
+    ps.ws();
+    if (ps.p != ps.end) return "not valid JSON: trailing data at byte " + std::to_string(ps.p - ps.begin);
+    const Json * format = root.get("format");
+    if (root.kind != Json::Object || !format || format->text != "temper-profile") return "not a Temper profile (format is not \"temper-profile\")";
+    const Json * entries = root.get("entries");
+    if (!entries || entries->kind != Json::Array) return "no entries array";
+    for (const Json & e : entries->items) {
+        const Json * approval = e.get("approval");
+        if (approval && approval->kind == Json::String && approval->text != "approved") { ++g_profile_unapproved; continue; }
+        const Json * arch = e.get("arch");
+        const Json * type = e.get("type");
+        const Json * config = e.get("config");
+        const int n = int_field(e, "n"), k = int_field(e, "k"), ncols = int_field(e, "ncols");
+        const int t = type && type->kind == Json::String ? type_id(type->text) : -1;
+        const int w = config ? int_field(*config, "nwarps") : -1, r = config ? int_field(*config, "rows_per_block") : -1;
+        if (!approval || !arch || arch->kind != Json::String || t < 0 || n <= 0 || k <= 0 || ncols < 1 || ncols > 8 || w <= 0 || r <= 0) {
+            ++g_profile_malformed;
+            continue;
+        }
+        g_profile[arch->text][ShapeKey{t, n, k, ncols}] = Choice{w, r};
+    }
+    return std::string();
+}
+
+void load_profile_locked(const char * explicit_path) {
+    g_profile.clear();
+    g_profile_malformed = g_profile_unapproved = 0;
+    std::fill(std::begin(g_profile_reported), std::end(g_profile_reported), false);
+    const char * env = getenv("TEMPER_PROFILE");
+    std::string path = explicit_path ? explicit_path : env ? env : default_profile_path();
+    g_profile_path = path;
+    if (path.empty()) return;
+    FILE * exists = fopen(path.c_str(), "rb");
+    if (!exists && !explicit_path && !env) return;  // no default profile: stock, silently
+    if (exists) fclose(exists);
+    const std::string why = read_profile(path);
+    if (!why.empty()) {
+        g_profile.clear();
+        fprintf(stderr, "temper: profile %s ignored: %s; mmvq runs stock\n", path.c_str(), why.c_str());
+        g_profile_path.clear();
+    }
+}
+
+std::string device_arch(int device) {
+    cudaDeviceProp prop;
+    if (cudaGetDeviceProperties(&prop, device) != cudaSuccess) return "unknown";
+#if defined(GGML_USE_HIP)
+    std::string arch = prop.gcnArchName;
+    return arch.substr(0, arch.find(':'));
+#else
+    return "sm_" + std::to_string(prop.major * 10 + prop.minor);
+#endif
+}
+
+// The profile's one line, once per device: what it holds for this arch and what it ignored.
+void report_profile(int device, const std::string & arch) {
+    if (g_profile_path.empty() || device < 0 || device >= 64 || g_profile_reported[device]) return;
+    g_profile_reported[device] = true;
+    int usable = 0, other_arch = 0, not_compiled = 0;
+    for (const auto & [a, entries] : g_profile) {
+        if (a != arch) { other_arch += (int) entries.size(); continue; }
+        for (const auto & [key, c] : entries) {
+            if (find_instance(std::get<0>(key), std::get<3>(key), c.nwarps, c.rows)) ++usable; else ++not_compiled;
+        }
+    }
+    fprintf(stderr, "temper: profile %s: %d entries for %s (device %d); ignored %d for other archs, %d with a config not compiled in, %d malformed, %d not approved\n",
+            g_profile_path.c_str(), usable, arch.c_str(), device, other_arch, not_compiled, g_profile_malformed, g_profile_unapproved);
+}
+
+}  // namespace
+
+void temper_mmvq_register(int type, int ncols, int nwarps, int rows, temper_mmvq_launch_fn launch, temper_mmvq_attr_fn attr) {
+    const int wi = nwarps_index(nwarps), ri = rows_index(rows);
+    if (type < 0 || type >= kTypes || ncols < 1 || ncols > 8 || wi < 0 || ri < 0) return;
+    g_instances[type][ncols][wi][ri] = Instance{launch, attr};
+}
+
+bool temper_mmvq_try_launch(int type, int ncols_dst, const temper_mmvq_args & a) {
+    ensure_registered();
+    g_last_stream = (void *) a.stream;
+    std::lock_guard<std::mutex> lock(g_mutex);
+    std::call_once(g_profile_loaded, [] { load_profile_locked(nullptr); });
+    const ShapeKey key{type, a.nrows_x, (int) a.ncols_x, ncols_dst};
+    const Choice * choice = nullptr;
+    if (auto it = g_overrides.find(key); it != g_overrides.end()) {
+        choice = &it->second;
+    } else if (!g_profile.empty()) {
+        static thread_local int cached_device = -1;
+        static thread_local std::string cached_arch;
+        const int device = ggml_cuda_get_device();
+        if (device != cached_device) { cached_arch = device_arch(device); cached_device = device; }
+        report_profile(device, cached_arch);
+        if (auto arch = g_profile.find(cached_arch); arch != g_profile.end()) {
+            if (auto it = arch->second.find(key); it != arch->second.end()) choice = &it->second;
+        }
+    }
+    if (!choice) return false;
+    const Instance * in = find_instance(type, ncols_dst, choice->nwarps, choice->rows);
+    if (!in) return false;
+    in->launch(a);
+    return true;
+}
+
+void temper_mmvq_note_launch(int nwarps, int nblocks_x) {
+    g_last[0] = nwarps;
+    g_last[1] = nblocks_x;
+    ++g_launches;
+}
+
+extern "C" {
+
+int temper_mmvq_hook_version(void) { return TEMPER_MMVQ_HOOK_VERSION; }
+
+void temper_mmvq_set_override(int type, int n, int k, int ncols, int nwarps, int rows) {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    if (nwarps <= 0) g_overrides.erase(ShapeKey{type, n, k, ncols});
+    else g_overrides[ShapeKey{type, n, k, ncols}] = Choice{nwarps, rows};
+}
+
+int temper_mmvq_has(int type, int ncols, int nwarps, int rows) {
+    ensure_registered();
+    return find_instance(type, ncols, nwarps, rows) != nullptr;
+}
+
+int temper_mmvq_attributes(int type, int ncols, int nwarps, int rows, int out[5]) {
+    ensure_registered();
+    const Instance * in = find_instance(type, ncols, nwarps, rows);
+    for (int i = 0; i < 5; ++i) out[i] = 0;
+    if (!in || !in->attr) return 0;
+    in->attr(out);
+    return 1;
+}
+
+void temper_mmvq_last_launch(int out[2]) { out[0] = g_last[0]; out[1] = g_last[1]; }
+long long temper_mmvq_launch_count(void) { return g_launches.load(); }
+void * temper_mmvq_last_stream(void) { return g_last_stream; }
+
+void temper_mmvq_quantize_q8_1(const float * x, void * vy, int type_src0, long long k, long long ncols, void * stream) {
+    const long long k_padded = GGML_PAD(k, MATRIX_ROW_PADDING);
+    quantize_row_q8_1_cuda(x, nullptr, vy, (ggml_type) type_src0, k, k, k * ncols, k * ncols, k_padded, ncols, 1, 1,
+                           (cudaStream_t) stream);
+}
+
+void temper_mmvq_load_profile(const char * path) {
+    ensure_registered();
+    std::lock_guard<std::mutex> lock(g_mutex);
+    std::call_once(g_profile_loaded, [] {});
+    load_profile_locked(path);
+}
+
+}  // extern "C"

@@ -1,0 +1,52 @@
+#pragma once
+// Temper's tuning hook for mmvq (written into this tree by `temper engine patch`; docs/engine.md in
+// Temper). mmvq.cu includes this after its own headers. The kernel mul_mat_vec_q takes two more
+// template parameters, temper_nwarps and temper_rows (0 = upstream's table, so every stock
+// instantiation is unchanged); generated translation units temper-mmvq-<type>-<ncols>.cu
+// instantiate the tuning grid; at run time a choice per exact (type, N, K, ncols) — from a Temper
+// profile (TEMPER_PROFILE, else the default path) or from temper-probe — launches one of them.
+// Shapes without a choice run stock.
+#include "common.cuh"
+
+#define TEMPER_MMVQ_HOOK_VERSION 1
+
+// Everything mmvq's launcher knows at the point where it picks a kernel, so a tuned launch is made
+// exactly as the stock one would be (same strides, same fusion arguments, same launch path).
+struct temper_mmvq_args {
+    const void * vx; const void * vy; const int32_t * ids; const ggml_cuda_mm_fusion_args_device * fusion; float * dst;
+    uint32_t ncols_x; uint3 nchannels_y; uint32_t stride_row_x; uint32_t stride_col_y; uint32_t stride_col_dst;
+    uint3 channel_ratio; uint32_t stride_channel_x; uint32_t stride_channel_y; uint32_t stride_channel_dst;
+    uint3 sample_ratio; uint32_t stride_sample_x; uint32_t stride_sample_y; uint32_t stride_sample_dst;
+    int nrows_x; int nchannels_dst; int nsamples_dst; int warp_size; uint32_t ids_stride; cudaStream_t stream;
+};
+
+typedef void (*temper_mmvq_launch_fn)(const temper_mmvq_args & a);
+// registers, static shared bytes, local bytes, max threads per block, blocks per SM at that block size
+typedef void (*temper_mmvq_attr_fn)(int out[5]);
+
+// Called by the generated registry for every compiled (type, ncols, nwarps, rows) instantiation.
+void temper_mmvq_register(int type, int ncols, int nwarps, int rows, temper_mmvq_launch_fn launch, temper_mmvq_attr_fn attr);
+// mmvq's launcher asks first; true: a tuned instantiation was launched and the stock one must not be.
+bool temper_mmvq_try_launch(int type, int ncols_dst, const temper_mmvq_args & a);
+// mmvq's launch helper reports every launch it makes (stock or tuned), so the probe can read back
+// which config the engine really launched.
+void temper_mmvq_note_launch(int nwarps, int nblocks_x);
+
+// The probe's interface (temper-probe links this tree statically).
+extern "C" {
+int  temper_mmvq_hook_version(void);
+const char * temper_mmvq_kernel_set(void);
+// nwarps 0 removes the override: that shape runs as the profile or the stock table says.
+void temper_mmvq_set_override(int type, int n, int k, int ncols, int nwarps, int rows);
+int  temper_mmvq_has(int type, int ncols, int nwarps, int rows);
+int  temper_mmvq_attributes(int type, int ncols, int nwarps, int rows, int out[5]);
+// The last launch mmvq made: nwarps, grid x; and how many launches it has made in all.
+void temper_mmvq_last_launch(int out[2]);
+long long temper_mmvq_launch_count(void);
+// The stream of the last mmvq launch (ggml's compute stream), for the probe's timing events.
+void * temper_mmvq_last_stream(void);
+// ggml's own q8_1 quantizer, as MUL_MAT runs it before mmvq (x: ncols rows of k floats).
+void temper_mmvq_quantize_q8_1(const float * x, void * vy, int type_src0, long long k, long long ncols, void * stream);
+// Loads a profile now (path NULL: TEMPER_PROFILE, else the default path); prints its one line.
+void temper_mmvq_load_profile(const char * path);
+}

@@ -1,0 +1,462 @@
+// temper-probe: Temper's own program, built by `temper engine build` against a hooked ggml tree.
+// It serves Temper's engine device over stdin/stdout (probe_protocol.h): weights and activations
+// live in the engine's own buffers, every GEMV is ggml's MUL_MAT on the engine's backend (the
+// engine quantizes the activations itself and launches mmvq its own way, PDL included), and a
+// config is chosen through the hook's override. Times are device events around groups of
+// MUL_MATs, launched behind a spin kernel so the host's launch cost never shows (docs/engine.md).
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include "ggml-backend.h"
+#include "ggml-cuda.h"
+#include "ggml.h"
+#include "probe_protocol.h"
+
+#if defined(TEMPER_PROBE_HIP)
+#include <hip/hip_runtime.h>
+#define cudaDeviceProp hipDeviceProp_t
+#define cudaDriverGetVersion hipDriverGetVersion
+#define cudaError_t hipError_t
+#define cudaEventCreate hipEventCreate
+#define cudaEventDestroy hipEventDestroy
+#define cudaEventElapsedTime hipEventElapsedTime
+#define cudaEventRecord hipEventRecord
+#define cudaEventSynchronize hipEventSynchronize
+#define cudaEvent_t hipEvent_t
+#define cudaFree hipFree
+#define cudaGetDeviceProperties hipGetDeviceProperties
+#define cudaGetErrorString hipGetErrorString
+#define cudaMalloc hipMalloc
+#define cudaMemcpyAsync hipMemcpyAsync
+#define cudaMemcpyDeviceToDevice hipMemcpyDeviceToDevice
+#define cudaDeviceGetPCIBusId hipDeviceGetPCIBusId
+#define cudaRuntimeGetVersion hipRuntimeGetVersion
+#define cudaStream_t hipStream_t
+#define cudaSuccess hipSuccess
+#else
+#include <cuda_runtime.h>
+#endif
+
+extern "C" {
+int temper_mmvq_hook_version(void);
+const char * temper_mmvq_kernel_set(void);
+void temper_mmvq_set_override(int type, int n, int k, int ncols, int nwarps, int rows);
+int temper_mmvq_has(int type, int ncols, int nwarps, int rows);
+int temper_mmvq_attributes(int type, int ncols, int nwarps, int rows, int out[5]);
+void temper_mmvq_last_launch(int out[2]);
+long long temper_mmvq_launch_count(void);
+void * temper_mmvq_last_stream(void);
+void temper_mmvq_quantize_q8_1(const float * x, void * vy, int type_src0, long long k, long long ncols, void * stream);
+void temper_mmvq_load_profile(const char * path);
+}
+
+using temper::probe::Op;
+using temper::probe::ProbeStatus;
+
+namespace {
+
+int g_out = 1;  // the protocol's stdout; stray prints from libraries go to stderr
+ggml_backend_t g_backend = nullptr;
+int g_device = 0;
+uint64_t g_next_handle = 1;
+std::map<uint64_t, ggml_backend_buffer_t> g_buffers;
+struct Quantized { uint64_t x; int k, ncols; };
+std::map<uint64_t, Quantized> g_quantized;  // y -> the float activations it holds, quantized
+std::map<std::tuple<int, int, int>, std::pair<int, int>> g_stock;  // (type, ncols, k) -> config
+constexpr size_t kSlack = 1 << 16;  // room for the row padding ggml's CUDA buffers ask quantized tensors for
+
+struct Failure { ProbeStatus status; std::string what; };
+[[noreturn]] void fail(ProbeStatus s, const std::string & what) { throw Failure{s, what}; }
+
+void check_cuda(cudaError_t e, const char * call) {
+    if (e != cudaSuccess) fail(ProbeStatus::EngineError, std::string(call) + ": " + cudaGetErrorString(e));
+}
+
+bool read_all(void * dst, size_t n) {
+    auto * p = static_cast<char *>(dst);
+    while (n > 0) {
+        const ssize_t got = read(0, p, n);
+        if (got <= 0) return false;
+        p += got; n -= size_t(got);
+    }
+    return true;
+}
+
+void write_all(const void * src, size_t n) {
+    const auto * p = static_cast<const char *>(src);
+    while (n > 0) {
+        const ssize_t put = write(g_out, p, n);
+        if (put <= 0) exit(3);
+        p += put; n -= size_t(put);
+    }
+}
+
+void respond(ProbeStatus status, const std::string & payload) {
+    const int32_t s = int32_t(status);
+    const uint32_t n = uint32_t(payload.size());
+    write_all(&s, 4); write_all(&n, 4); write_all(payload.data(), payload.size());
+}
+
+struct Reader {
+    const std::string & p; size_t at = 0;
+    template <class T> T get() {
+        if (at + sizeof(T) > p.size()) fail(ProbeStatus::BadRequest, "request too short");
+        T v; memcpy(&v, p.data() + at, sizeof(T)); at += sizeof(T); return v;
+    }
+    const char * rest(size_t & n) const { n = p.size() - at; return p.data() + at; }
+};
+
+template <class T> void put(std::string & out, T v) { out.append(reinterpret_cast<const char *>(&v), sizeof v); }
+
+ggml_backend_buffer_t buffer(uint64_t h) {
+    auto it = g_buffers.find(h);
+    if (it == g_buffers.end()) fail(ProbeStatus::BadRequest, "unknown buffer handle " + std::to_string(h));
+    return it->second;
+}
+
+const Quantized & quantized(uint64_t y) {
+    auto it = g_quantized.find(y);
+    if (it == g_quantized.end()) fail(ProbeStatus::BadRequest, "buffer " + std::to_string(y) + " holds no quantized activations");
+    return it->second;
+}
+
+void place(ggml_tensor * t, uint64_t h) {
+    ggml_backend_buffer_t b = buffer(h);
+    if (ggml_backend_buffer_get_alloc_size(b, t) > ggml_backend_buffer_get_size(b))
+        fail(ProbeStatus::BadRequest, "buffer " + std::to_string(h) + " is too small for " + std::string(ggml_get_name(t)));
+    if (ggml_backend_tensor_alloc(b, t, ggml_backend_buffer_get_base(b)) != GGML_STATUS_SUCCESS)
+        fail(ProbeStatus::EngineError, "ggml_backend_tensor_alloc failed");
+}
+
+// A graph of MUL_MATs, one per weight buffer, all reading x and writing dst: decode's GEMVs.
+struct MulMatGraph {
+    ggml_context * ctx = nullptr;
+    ggml_cgraph * graph = nullptr;
+    MulMatGraph(int type, int n, int k, int ncols, const std::vector<uint64_t> & weights, uint64_t x, uint64_t dst) {
+        const size_t nodes = weights.size() * 3 + 8;
+        ggml_init_params params = {ggml_tensor_overhead() * nodes + ggml_graph_overhead_custom(nodes, false), nullptr, true};
+        ctx = ggml_init(params);
+        graph = ggml_new_graph_custom(ctx, nodes, false);
+        ggml_tensor * xt = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, k, ncols);
+        ggml_set_name(xt, "x");
+        place(xt, x);
+        for (size_t i = 0; i < weights.size(); ++i) {
+            ggml_tensor * w = ggml_new_tensor_2d(ctx, ggml_type(type), k, n);
+            ggml_set_name(w, "weights");
+            place(w, weights[i]);
+            ggml_tensor * out = ggml_mul_mat(ctx, w, xt);
+            ggml_set_name(out, "dst");
+            place(out, dst);
+            ggml_build_forward_expand(graph, out);
+        }
+    }
+    ~MulMatGraph() { ggml_free(ctx); }
+    MulMatGraph(const MulMatGraph &) = delete;
+    MulMatGraph & operator=(const MulMatGraph &) = delete;
+};
+
+void compute(const MulMatGraph & g) {
+    const long long before = temper_mmvq_launch_count();
+    if (ggml_backend_graph_compute(g_backend, g.graph) != GGML_STATUS_SUCCESS) fail(ProbeStatus::EngineError, "ggml_backend_graph_compute failed");
+    if (temper_mmvq_launch_count() == before)
+        fail(ProbeStatus::EngineError, "the engine did not run this MUL_MAT through mmvq (another kernel took it)");
+}
+
+__global__ void spin(long long ns) {
+#if defined(TEMPER_PROBE_HIP)
+    const long long start = wall_clock64();
+    while ((wall_clock64() - start) * 10 < ns) {}
+#else
+    long long start, now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+    do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now)); } while (now - start < ns);
+#endif
+}
+
+void set_config(int type, int n, int k, int ncols, int nwarps, int rows) {
+    if (nwarps > 0 && !temper_mmvq_has(type, ncols, nwarps, rows))
+        fail(ProbeStatus::NotCompiled, "config (" + std::to_string(nwarps) + "," + std::to_string(rows) + ") of type " +
+                                           ggml_type_name(ggml_type(type)) + " at ncols " + std::to_string(ncols) + " is not compiled in");
+    temper_mmvq_set_override(type, n, k, ncols, nwarps, rows);
+}
+
+std::string hello() {
+    cudaDeviceProp p;
+    check_cuda(cudaGetDeviceProperties(&p, g_device), "cudaGetDeviceProperties");
+    int driver = 0, runtime = 0;
+    cudaDriverGetVersion(&driver);
+    cudaRuntimeGetVersion(&runtime);
+    char pci[64] = {0};
+    cudaDeviceGetPCIBusId(pci, sizeof pci, g_device);
+#if defined(TEMPER_PROBE_HIP)
+    std::string arch = p.gcnArchName;
+    arch = arch.substr(0, arch.find(':'));
+#else
+    const std::string arch = "sm_" + std::to_string(p.major * 10 + p.minor);
+#endif
+    std::string o;
+    auto kv = [&](const char * k, const std::string & v) { o += std::string(k) + "=" + v + "\n"; };
+    kv("protocol", std::to_string(temper::probe::kProtocolVersion));
+    kv("name", p.name);
+    kv("arch", arch);
+    kv("cc", std::to_string(p.major * 10 + p.minor));
+    kv("sms", std::to_string(p.multiProcessorCount));
+    kv("warp_size", std::to_string(p.warpSize));
+    kv("l2_bytes", std::to_string(p.l2CacheSize));
+    kv("memory_bytes", std::to_string(p.totalGlobalMem));
+    kv("clock_mhz", std::to_string(0));
+    kv("memory_bus_bits", std::to_string(p.memoryBusWidth));
+    kv("shared_per_block", std::to_string(p.sharedMemPerBlock));
+    kv("shared_per_sm", std::to_string(p.sharedMemPerMultiprocessor));
+    kv("regs_per_block", std::to_string(p.regsPerBlock));
+    kv("regs_per_sm", std::to_string(p.regsPerMultiprocessor));
+    kv("max_threads_per_sm", std::to_string(p.maxThreadsPerMultiProcessor));
+    kv("driver", std::to_string(driver));
+    kv("runtime", std::to_string(runtime));
+    kv("pci_bus_id", pci);
+    kv("hook_version", std::to_string(temper_mmvq_hook_version()));
+    kv("kernel_set", temper_mmvq_kernel_set());
+    kv("graphs", "0");
+    return o;
+}
+
+std::string serve(Op op, const std::string & payload) {
+    Reader r{payload};
+    std::string out;
+    switch (op) {
+        case Op::Hello: return hello();
+        case Op::Alloc: {
+            const uint64_t bytes = r.get<uint64_t>();
+            ggml_backend_buffer_t b = ggml_backend_buft_alloc_buffer(ggml_backend_get_default_buffer_type(g_backend), bytes + kSlack);
+            if (!b) fail(ProbeStatus::EngineError, "out of device memory allocating " + std::to_string(bytes) + " bytes");
+            const uint64_t h = g_next_handle++;
+            g_buffers[h] = b;
+            put(out, h);
+            return out;
+        }
+        case Op::Free: {
+            const uint64_t h = r.get<uint64_t>();
+            ggml_backend_buffer_free(buffer(h));
+            g_buffers.erase(h);
+            g_quantized.erase(h);
+            return out;
+        }
+        case Op::Upload: {
+            ggml_backend_buffer_t b = buffer(r.get<uint64_t>());
+            const uint64_t off = r.get<uint64_t>();
+            size_t n = 0;
+            const char * data = r.rest(n);
+            if (off + n > ggml_backend_buffer_get_size(b)) fail(ProbeStatus::BadRequest, "upload past the end of the buffer");
+            ggml_tensor t = {};  // the buffer's own set_tensor wants a tensor: one byte-typed view
+            t.type = GGML_TYPE_I8; t.ne[0] = int64_t(n); t.ne[1] = t.ne[2] = t.ne[3] = 1;
+            t.nb[0] = 1; t.nb[1] = t.nb[2] = t.nb[3] = n; t.buffer = b;
+            t.data = static_cast<char *>(ggml_backend_buffer_get_base(b)) + off;
+            if (n) ggml_backend_tensor_set(&t, data, 0, n);
+            return out;
+        }
+        case Op::Download: {
+            ggml_backend_buffer_t b = buffer(r.get<uint64_t>());
+            const uint64_t off = r.get<uint64_t>(), n = r.get<uint64_t>();
+            if (off + n > ggml_backend_buffer_get_size(b)) fail(ProbeStatus::BadRequest, "download past the end of the buffer");
+            ggml_tensor t = {};
+            t.type = GGML_TYPE_I8; t.ne[0] = int64_t(n); t.ne[1] = t.ne[2] = t.ne[3] = 1;
+            t.nb[0] = 1; t.nb[1] = t.nb[2] = t.nb[3] = n; t.buffer = b;
+            t.data = static_cast<char *>(ggml_backend_buffer_get_base(b)) + off;
+            out.resize(n);
+            if (n) ggml_backend_tensor_get(&t, out.data(), 0, n);
+            return out;
+        }
+        case Op::Fill: {
+            ggml_backend_buffer_t b = buffer(r.get<uint64_t>());
+            ggml_backend_buffer_clear(b, r.get<uint8_t>());
+            return out;
+        }
+        case Op::Quantize: {
+            const uint64_t x = r.get<uint64_t>(), y = r.get<uint64_t>();
+            const int k = r.get<int32_t>(), ncols = r.get<int32_t>();
+            if (k <= 0 || k % 32 || ncols < 1 || ncols > 8) fail(ProbeStatus::BadRequest, "quantize: k must be a positive multiple of 32, ncols 1..8");
+            // ggml pads each column to a multiple of 512 values; Temper's layout is k/32 blocks a column.
+            const long long padded = (k + 511) / 512 * 512;
+            const size_t col_bytes = size_t(k / 32) * 36, padded_col = size_t(padded / 32) * 36;
+            void * tmp = nullptr;
+            check_cuda(cudaMalloc(&tmp, padded_col * size_t(ncols)), "cudaMalloc");
+            cudaStream_t stream = (cudaStream_t) temper_mmvq_last_stream();
+            temper_mmvq_quantize_q8_1(static_cast<const float *>(ggml_backend_buffer_get_base(buffer(x))), tmp, GGML_TYPE_Q8_0, k, ncols, stream);
+            char * dst = static_cast<char *>(ggml_backend_buffer_get_base(buffer(y)));
+            for (int c = 0; c < ncols; ++c)
+                check_cuda(cudaMemcpyAsync(dst + c * col_bytes, static_cast<char *>(tmp) + c * padded_col, col_bytes, cudaMemcpyDeviceToDevice, stream), "cudaMemcpyAsync");
+            ggml_backend_synchronize(g_backend);
+            check_cuda(cudaDeviceSynchronize(), "quantize");
+            cudaFree(tmp);
+            g_quantized[y] = Quantized{x, k, ncols};
+            return out;
+        }
+        case Op::Gemv: {
+            const int type = r.get<int32_t>(), n = r.get<int32_t>(), k = r.get<int32_t>(), ncols = r.get<int32_t>();
+            const int nwarps = r.get<int32_t>(), rows = r.get<int32_t>();
+            const uint64_t w = r.get<uint64_t>(), y = r.get<uint64_t>(), dst = r.get<uint64_t>();
+            const Quantized & q = quantized(y);
+            if (q.k != k || q.ncols < ncols) fail(ProbeStatus::BadRequest, "gemv: activations do not match k/ncols");
+            set_config(type, n, k, ncols, nwarps, rows);
+            MulMatGraph g(type, n, k, ncols, {w}, q.x, dst);
+            compute(g);
+            temper_mmvq_set_override(type, n, k, ncols, 0, 0);
+            return out;
+        }
+        case Op::Time: {
+            const int type = r.get<int32_t>(), n = r.get<int32_t>(), k = r.get<int32_t>(), ncols = r.get<int32_t>();
+            const int nwarps = r.get<int32_t>(), rows = r.get<int32_t>();
+            const int groups = r.get<int32_t>(), per_group = r.get<int32_t>();
+            const uint64_t y = r.get<uint64_t>(), dst = r.get<uint64_t>();
+            const uint32_t copies = r.get<uint32_t>();
+            if (groups < 1 || per_group < 1 || copies < 1) fail(ProbeStatus::BadRequest, "time: groups, per_group and copies must be positive");
+            std::vector<uint64_t> ring(copies);
+            for (auto & h : ring) h = r.get<uint64_t>();
+            const Quantized & q = quantized(y);
+            set_config(type, n, k, ncols, nwarps, rows);
+            // One graph per distinct group of weights (the ring continues across groups).
+            std::vector<std::unique_ptr<MulMatGraph>> graphs;
+            std::vector<int> group_graph(groups);
+            std::map<size_t, int> by_start;
+            for (int g = 0; g < groups; ++g) {
+                const size_t start = size_t(g) * size_t(per_group) % copies;
+                auto it = by_start.find(start);
+                if (it == by_start.end()) {
+                    std::vector<uint64_t> ws(per_group);
+                    for (int i = 0; i < per_group; ++i) ws[i] = ring[(start + size_t(i)) % copies];
+                    graphs.push_back(std::make_unique<MulMatGraph>(type, n, k, ncols, ws, q.x, dst));
+                    it = by_start.emplace(start, int(graphs.size()) - 1).first;
+                }
+                group_graph[g] = it->second;
+            }
+            for (const auto & g : graphs) compute(*g);  // warm-up, and proof that mmvq runs
+            cudaStream_t stream = (cudaStream_t) temper_mmvq_last_stream();
+            std::vector<cudaEvent_t> ev(size_t(groups) + 1);
+            for (auto & e : ev) check_cuda(cudaEventCreate(&e), "cudaEventCreate");
+            // Enqueue cost of the whole batch on the host, so the spin covers it with room to spare.
+            const auto t0 = std::chrono::steady_clock::now();
+            for (int g = 0; g < groups; ++g) ggml_backend_graph_compute_async(g_backend, graphs[size_t(group_graph[g])]->graph);
+            ggml_backend_synchronize(g_backend);
+            const double enqueue_ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+            spin<<<1, 1, 0, stream>>>((long long) (enqueue_ns * 1.5) + 50000);
+            check_cuda(cudaEventRecord(ev[0], stream), "cudaEventRecord");
+            for (int g = 0; g < groups; ++g) {
+                if (ggml_backend_graph_compute_async(g_backend, graphs[size_t(group_graph[g])]->graph) != GGML_STATUS_SUCCESS)
+                    fail(ProbeStatus::EngineError, "ggml_backend_graph_compute_async failed");
+                check_cuda(cudaEventRecord(ev[size_t(g) + 1], stream), "cudaEventRecord");
+            }
+            ggml_backend_synchronize(g_backend);
+            check_cuda(cudaEventSynchronize(ev.back()), "cudaEventSynchronize");
+            for (int g = 0; g < groups; ++g) {
+                float ms = 0;
+                check_cuda(cudaEventElapsedTime(&ms, ev[size_t(g)], ev[size_t(g) + 1]), "cudaEventElapsedTime");
+                put(out, double(ms) * 1000.0 / per_group);
+            }
+            for (auto & e : ev) cudaEventDestroy(e);
+            temper_mmvq_set_override(type, n, k, ncols, 0, 0);
+            return out;
+        }
+        case Op::HasKernel: {
+            const int type = r.get<int32_t>(), ncols = r.get<int32_t>(), nwarps = r.get<int32_t>(), rows = r.get<int32_t>();
+            put(out, uint8_t(temper_mmvq_has(type, ncols, nwarps, rows) ? 1 : 0));
+            return out;
+        }
+        case Op::Attributes: {
+            const int type = r.get<int32_t>(), ncols = r.get<int32_t>(), nwarps = r.get<int32_t>(), rows = r.get<int32_t>();
+            int a[5];
+            temper_mmvq_attributes(type, ncols, nwarps, rows, a);
+            for (int v : a) put(out, int32_t(v));
+            return out;
+        }
+        case Op::StockConfig: {
+            const int type = r.get<int32_t>(), ncols = r.get<int32_t>(), k = r.get<int32_t>();
+            const auto key = std::make_tuple(type, ncols, k);
+            auto it = g_stock.find(key);
+            if (it == g_stock.end()) {
+                // Observe it: one stock MUL_MAT of 256 rows, and what mmvq launched for it.
+                constexpr int n = 256;
+                ggml_backend_buffer_t bw = ggml_backend_buft_alloc_buffer(ggml_backend_get_default_buffer_type(g_backend),
+                                                                          ggml_row_size(ggml_type(type), k) * n + kSlack);
+                ggml_backend_buffer_t bx = ggml_backend_buft_alloc_buffer(ggml_backend_get_default_buffer_type(g_backend), size_t(k) * ncols * 4 + kSlack);
+                ggml_backend_buffer_t bd = ggml_backend_buft_alloc_buffer(ggml_backend_get_default_buffer_type(g_backend), size_t(n) * ncols * 4 + kSlack);
+                if (!bw || !bx || !bd) fail(ProbeStatus::EngineError, "out of device memory");
+                ggml_backend_buffer_clear(bw, 0);
+                ggml_backend_buffer_clear(bx, 0);
+                const uint64_t hw = g_next_handle++, hx = g_next_handle++, hd = g_next_handle++;
+                g_buffers[hw] = bw; g_buffers[hx] = bx; g_buffers[hd] = bd;
+                temper_mmvq_set_override(type, n, k, ncols, 0, 0);
+                {
+                    MulMatGraph g(type, n, k, ncols, {hw}, hx, hd);
+                    compute(g);
+                }
+                int last[2];
+                temper_mmvq_last_launch(last);
+                for (uint64_t h : {hw, hx, hd}) { ggml_backend_buffer_free(g_buffers[h]); g_buffers.erase(h); }
+                if (last[0] <= 0 || last[1] <= 0) fail(ProbeStatus::EngineError, "could not observe the stock launch");
+                it = g_stock.emplace(key, std::make_pair(last[0], (n + last[1] - 1) / last[1])).first;
+            }
+            put(out, int32_t(it->second.first));
+            put(out, int32_t(it->second.second));
+            return out;
+        }
+        case Op::Bandwidth: {
+            const uint64_t bytes = r.get<uint64_t>();
+            void *a = nullptr, *b = nullptr;
+            check_cuda(cudaMalloc(&a, bytes), "cudaMalloc");
+            check_cuda(cudaMalloc(&b, bytes), "cudaMalloc");
+            cudaEvent_t e0, e1;
+            cudaEventCreate(&e0); cudaEventCreate(&e1);
+            std::vector<double> gbs;
+            for (int i = 0; i < 12; ++i) {
+                cudaEventRecord(e0, 0);
+                cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, 0);
+                cudaEventRecord(e1, 0);
+                check_cuda(cudaEventSynchronize(e1), "bandwidth copy");
+                float ms = 0;
+                cudaEventElapsedTime(&ms, e0, e1);
+                if (i >= 2) gbs.push_back(2.0 * double(bytes) / (double(ms) * 1e6));
+            }
+            std::sort(gbs.begin(), gbs.end());
+            cudaEventDestroy(e0); cudaEventDestroy(e1);
+            cudaFree(a); cudaFree(b);
+            put(out, gbs[gbs.size() / 2]);
+            return out;
+        }
+        case Op::Quit: exit(0);
+    }
+    fail(ProbeStatus::BadRequest, "unknown op " + std::to_string(uint32_t(op)));
+}
+
+}  // namespace
+
+int main(int argc, char ** argv) {
+    // Keep the protocol's stdout for ourselves; anything a library prints goes to stderr.
+    g_out = dup(1);
+    dup2(2, 1);
+    for (int i = 1; i + 1 < argc; ++i)
+        if (std::string(argv[i]) == "--device") g_device = atoi(argv[i + 1]);
+    setenv("GGML_CUDA_DISABLE_GRAPHS", "1", 1);  // configs change between launches: no captured graph may replay an old one
+    setenv("TEMPER_PROFILE", "", 1);            // the probe chooses configs itself
+    temper_mmvq_load_profile("");
+    g_backend = ggml_backend_cuda_init(g_device);
+    if (!g_backend) { fprintf(stderr, "temper-probe: ggml_backend_cuda_init(%d) failed\n", g_device); return 4; }
+    for (;;) {
+        uint32_t head[2];
+        if (!read_all(head, sizeof head)) return 0;
+        std::string payload(head[1], '\0');
+        if (head[1] && !read_all(payload.data(), head[1])) return 0;
+        try {
+            respond(ProbeStatus::Ok, serve(Op(head[0]), payload));
+        } catch (const Failure & f) {
+            respond(f.status, f.what);
+        }
+    }
+}

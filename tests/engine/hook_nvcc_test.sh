@@ -1,0 +1,34 @@
+#!/bin/sh
+# The hooked mmvq.cu compiles: `temper engine patch --kernel-set ci` on ggml d99724f, then nvcc for
+# sm_90 on the patched mmvq.cu, one generated instantiation unit, the registry and the run time
+# (compile only, as ggml's own CMake would, with its CUDA flags). Exit 77 (skipped) without nvcc or
+# the archive. Usage: hook_nvcc_test.sh TEMPER NVCC UPSTREAM_DIR OUT_DIR
+set -eu
+temper=$1 nvcc=$2 upstream=$3 out=$4
+archive="$upstream/ggml-d99724f.tar.gz"
+if [ -z "$nvcc" ] || [ ! -x "$nvcc" ]; then echo "SKIPPED: no nvcc"; exit 77; fi
+if [ ! -f "$archive" ]; then echo "SKIPPED: no $archive"; exit 77; fi
+rm -rf "$out" && mkdir -p "$out"
+tar xzf "$archive" -C "$out"
+tree="$out/ggml-d99724f"
+"$temper" engine patch "$tree" --kernel-set ci
+cd "$tree"
+flags="-c -std=c++17 -O3 -arch=sm_90 -use_fast_math -extended-lambda -DNDEBUG -DGGML_CUDA_PEER_MAX_BATCH_SIZE=128
+       -DGGML_CUDA_NO_FA -Iinclude -Isrc -Isrc/ggml-cuda"
+pids=""
+for f in mmvq.cu temper-mmvq-q4_k-1.cu temper-mmvq-registry.cu temper-mmvq-runtime.cu; do
+  "$nvcc" $flags "src/ggml-cuda/$f" -o "$out/$f.o" > "$out/$f.log" 2>&1 &
+  pids="$pids $!"
+done
+rc=0
+for p in $pids; do wait "$p" || rc=1; done
+for f in mmvq.cu temper-mmvq-q4_k-1.cu temper-mmvq-registry.cu temper-mmvq-runtime.cu; do
+  if [ ! -s "$out/$f.o" ]; then echo "FAILED: nvcc $f"; grep -m 5 -i error "$out/$f.log" || tail -n 20 "$out/$f.log"; fi
+done
+[ "$rc" -eq 0 ] || exit 1
+# The units define the hook's symbols once: the tuned launchers, the registry, the run time.
+nm -C "$out/temper-mmvq-registry.cu.o" | grep -q "temper_mmvq_register_all()"
+nm -C "$out/temper-mmvq-q4_k-1.cu.o" | grep -q "temper_mmvq_register_q4_k_1()"
+nm -C "$out/temper-mmvq-runtime.cu.o" | grep -q "temper_mmvq_try_launch"
+"$temper" engine patch "$tree" --undo
+echo "patched mmvq.cu and its units compile for sm_90; undone"

@@ -1,0 +1,202 @@
+// The tuning hook against upstream's own mmvq.cu of both archived ggml versions: it applies, it
+// undoes byte for byte, and it refuses (writing nothing) where an anchor has moved.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "temper/engine.h"
+#include "temper/error.h"
+#include "temper/fileio.h"
+
+namespace fs = std::filesystem;
+using namespace temper;
+
+namespace {
+
+const fs::path kUpstream = fs::path(TEMPER_SOURCE_DIR) / ".." / "shared" / "upstream";
+
+// A fresh extracted copy of ggml-<commit>.tar.gz; empty when the archive is not there.
+fs::path extract(const std::string& commit, const std::string& into_subdir = "") {
+  const fs::path archive = kUpstream / ("ggml-" + commit + ".tar.gz");
+  if (!fs::exists(archive)) return {};
+  const fs::path dir = fs::temp_directory_path() / ("temper-hook-" + commit + "-" + std::to_string(::getpid()) + "-" +
+                                                    std::to_string(std::rand()));
+  fs::create_directories(dir / into_subdir);
+  const std::string cmd = "tar xzf '" + archive.string() + "' -C '" + (dir / into_subdir).string() + "'";
+  if (std::system(cmd.c_str()) != 0) return {};
+  if (!into_subdir.empty()) {
+    fs::rename(dir / into_subdir / ("ggml-" + commit), dir / "ggml");
+    return dir;
+  }
+  return dir / ("ggml-" + commit);
+}
+
+std::string snapshot(const fs::path& cuda_dir) {
+  std::string all;
+  std::vector<fs::path> files;
+  for (const auto& e : fs::recursive_directory_iterator(cuda_dir)) if (e.is_regular_file()) files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  for (const auto& f : files) all += f.string() + "\n" + read_file(f);
+  return all;
+}
+
+class HookOn : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(HookOn, AppliesAndUndoesByteForByte) {
+  const fs::path tree = extract(GetParam());
+  if (tree.empty()) GTEST_SKIP() << "SKIPPED: " << kUpstream << " has no ggml-" << GetParam() << " archive";
+  const fs::path cuda = tree / "src" / "ggml-cuda";
+  const std::string before = snapshot(cuda);
+  const std::string original = read_file(cuda / "mmvq.cu");
+
+  engine::CheckReport c = engine::check(tree);
+  EXPECT_TRUE(c.applies) << c.problem;
+  EXPECT_EQ(c.state, engine::HookState::Stock);
+  EXPECT_EQ(c.tree.kind, engine::TreeKind::Ggml);
+  EXPECT_NE(std::find(c.types.begin(), c.types.end(), "Q4_K"), c.types.end());
+
+  engine::patch(tree, engine::kernel_set("ci"));
+  const std::string patched = read_file(cuda / "mmvq.cu");
+  EXPECT_EQ(patched.rfind("// temper-hook v1", 0), 0u);
+  EXPECT_NE(patched.find("int temper_nwarps = 0, int temper_rows = 0>"), std::string::npos);
+  EXPECT_NE(patched.find("temper_mmvq_try_launch(type, ncols_dst, temper_args)"), std::string::npos);
+  EXPECT_NE(patched.find("temper_nwarps > 0 ? temper_nwarps : calc_nwarps"), std::string::npos);
+  EXPECT_NE(patched.find("temper_rows > 0 ? temper_rows : calc_rows_per_block"), std::string::npos);
+  for (const char* f : {"temper-mmvq.cuh", "temper-mmvq-runtime.cu", "temper-mmvq-registry.cu", "temper-mmvq-q4_k-1.cu",
+                        "temper-mmvq-q4_0-1.cu"})
+    EXPECT_TRUE(fs::exists(cuda / f)) << f;
+  EXPECT_FALSE(fs::exists(cuda / "temper-mmvq-q4_k-2.cu"));  // the ci set stops at ncols 1
+  // Upstream's stock instantiations are untouched: their config parameters default to the table.
+  const std::string unit = read_file(cuda / "temper-mmvq-q4_k-1.cu");
+  EXPECT_NE(unit.find("#define TEMPER_MMVQ_KERNELS_ONLY"), std::string::npos);
+  EXPECT_NE(unit.find("temper_mmvq_register(GGML_TYPE_Q4_K, 1, 8, 4, &launch<8, 4>"), std::string::npos);
+
+  c = engine::check(tree);
+  EXPECT_EQ(c.state, engine::HookState::Patched);
+  EXPECT_EQ(c.patched_version, 1);
+  EXPECT_FALSE(c.applies);
+
+  // A second patch is refused and changes nothing.
+  try {
+    engine::patch(tree, engine::kernel_set("ci"));
+    ADD_FAILURE() << "patched twice";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::BadInput);
+    EXPECT_NE(std::string(e.what()).find("already patched"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(read_file(cuda / "mmvq.cu"), patched);
+
+  engine::undo(tree);
+  EXPECT_EQ(read_file(cuda / "mmvq.cu"), original);
+  EXPECT_EQ(snapshot(cuda), before);
+  fs::remove_all(tree.parent_path());
+}
+
+TEST_P(HookOn, FullSetCoversEveryTypeAndNcols) {
+  const fs::path tree = extract(GetParam());
+  if (tree.empty()) GTEST_SKIP() << "SKIPPED: no archive";
+  const engine::Patch p = engine::make_patch(read_file(tree / "src/ggml-cuda/mmvq.cu"), engine::kernel_set("full"));
+  // One unit per (type, ncols 1..8), the registry, the header, the run time.
+  EXPECT_EQ(p.files.size(), p.types.size() * 8 + 3);
+  EXPECT_GE(p.types.size(), 21u);
+  EXPECT_EQ(p.halve_iters, GetParam() == "d99724f");
+  fs::remove_all(tree.parent_path());
+}
+
+INSTANTIATE_TEST_SUITE_P(Upstream, HookOn, ::testing::Values("7180759", "d99724f"));
+
+TEST(Hook, RefusesAMovedAnchorAndWritesNothing) {
+  const fs::path tree = extract("d99724f");
+  if (tree.empty()) GTEST_SKIP() << "SKIPPED: no archive";
+  const fs::path mmvq = tree / "src/ggml-cuda/mmvq.cu";
+  std::string text = read_file(mmvq);
+  // A newer upstream that renamed the kernel's rows-per-block constant.
+  const std::string anchor = "constexpr int rows_per_cuda_block = calc_rows_per_block(";
+  text.replace(text.find(anchor), anchor.size(), "constexpr int rows_per_block = calc_rows_per_block(");
+  write_file_atomic(mmvq, text);
+  const std::string before = snapshot(mmvq.parent_path());
+  try {
+    engine::patch(tree, engine::kernel_set("ci"));
+    ADD_FAILURE() << "a damaged mmvq.cu was patched";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::BadInput);
+    EXPECT_NE(std::string(e.what()).find("anchor not found: constexpr int rows_per_cuda_block"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("nothing was written"), std::string::npos);
+  }
+  EXPECT_EQ(snapshot(mmvq.parent_path()), before);
+  const engine::CheckReport c = engine::check(tree);
+  EXPECT_FALSE(c.applies);
+  EXPECT_NE(c.problem.find("rows_per_cuda_block"), std::string::npos);
+  fs::remove_all(tree.parent_path());
+}
+
+TEST(Hook, RefusesATruncatedFile) {
+  const fs::path tree = extract("7180759");
+  if (tree.empty()) GTEST_SKIP() << "SKIPPED: no archive";
+  const fs::path mmvq = tree / "src/ggml-cuda/mmvq.cu";
+  const std::string text = read_file(mmvq);
+  write_file_atomic(mmvq, text.substr(0, text.size() / 2));
+  EXPECT_THROW(engine::patch(tree, engine::kernel_set("ci")), Error);
+  EXPECT_FALSE(fs::exists(tree / "src/ggml-cuda/temper-mmvq.cuh"));
+  EXPECT_FALSE(fs::exists(tree / "src/ggml-cuda/.temper-hook"));
+  fs::remove_all(tree.parent_path());
+}
+
+TEST(Hook, UndoLeavesAFileEditedSinceAlone) {
+  const fs::path tree = extract("d99724f");
+  if (tree.empty()) GTEST_SKIP() << "SKIPPED: no archive";
+  const fs::path mmvq = tree / "src/ggml-cuda/mmvq.cu";
+  engine::patch(tree, engine::kernel_set("ci"));
+  const std::string edited = read_file(mmvq) + "// the user's own line\n";
+  write_file_atomic(mmvq, edited);
+  try {
+    engine::undo(tree);
+    ADD_FAILURE() << "undo overwrote an edited file";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("changed since Temper patched it"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(read_file(mmvq), edited);
+  fs::remove_all(tree.parent_path());
+}
+
+TEST(Hook, FindsALlamaCppCheckoutAndItsCommit) {
+  const fs::path root = extract("7180759", "llama.cpp");
+  if (root.empty()) GTEST_SKIP() << "SKIPPED: no archive";
+  // A checkout's .git with a branch ref, as git leaves it.
+  fs::create_directories(root / ".git/refs/heads");
+  std::ofstream(root / ".git/HEAD") << "ref: refs/heads/master\n";
+  std::ofstream(root / ".git/refs/heads/master") << "7180759cb71625b8bb0eb60a88483f817e31508a\n";
+  const engine::Tree t = engine::find_tree(root);
+  EXPECT_EQ(t.kind, engine::TreeKind::LlamaCpp);
+  EXPECT_EQ(t.ggml_root, root / "ggml");
+  EXPECT_EQ(t.commit, "7180759cb71625b8bb0eb60a88483f817e31508a");
+  engine::patch(root, engine::kernel_set("ci"));
+  EXPECT_TRUE(fs::exists(root / "ggml/src/ggml-cuda/temper-mmvq.cuh"));
+  engine::undo(root);
+  EXPECT_FALSE(fs::exists(root / "ggml/src/ggml-cuda/temper-mmvq.cuh"));
+  fs::remove_all(root);
+}
+
+TEST(Hook, RefusesAFolderWithoutGgml) {
+  const fs::path dir = fs::temp_directory_path() / ("temper-hook-empty-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  try {
+    engine::find_tree(dir);
+    ADD_FAILURE();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::BadInput);
+    EXPECT_NE(std::string(e.what()).find("neither a ggml tree"), std::string::npos);
+  }
+  fs::remove_all(dir);
+}
+
+TEST(Hook, KernelSetNamesAreChecked) {
+  EXPECT_EQ(engine::kernel_set("ci").ncols, std::vector<int>{1});
+  EXPECT_THROW(engine::kernel_set("most"), Error);
+}
+
+}  // namespace
