@@ -47,6 +47,18 @@ enum class Op : uint32_t {
   StockConfig = 12,  // i32 type, i32 ncols, i32 k -> i32 nwarps, i32 rows_per_block (what the engine launches)
   Bandwidth = 13,    // u64 bytes -> f64 GB/s (device-to-device copy, read + write counted)
   Quit = 14,
+  // One decode token's GEMVs as one graph, timed per token. u32 tokens, then a UTF-8 plan, a line a
+  // node, in the model's order (handles are Alloc'ed and filled before):
+  //   profile PATH|-          the profile the hook loads for this run (- : none, stock)
+  //   x H / out H / ids H     float activations (>= max K floats), an output arena, i32 expert ids
+  //   mm TYPE N K W           MUL_MAT of weights W (K×N) with x
+  //   glu TYPE N K G U        gate and up MUL_MATs + SwiGLU (the engine fuses them at one token)
+  //   mmid TYPE N K E U W     MUL_MAT_ID: U of the E experts of W (K×N×E) with x broadcast to U columns
+  //   mmid_glu TYPE N K E U G U2   the same for expert gate and up, + SwiGLU (fused by the engine)
+  //   mmid_down TYPE N K E U W     MUL_MAT_ID with U columns of K values (the experts' own outputs)
+  // -> f64 us[tokens] (device time of each token's graph), then i64 mmvq launches per token and
+  //    i64 of them tuned (launched from a Temper instantiation, not the stock table).
+  Replay = 15,
 };
 
 enum class ProbeStatus : int32_t { Ok = 0, BadRequest = 1, EngineError = 2, NotCompiled = 3 };

@@ -43,7 +43,7 @@ std::string g_profile_path;
 int g_profile_malformed = 0, g_profile_unapproved = 0;
 bool g_profile_reported[64] = {};
 std::once_flag g_registered, g_profile_loaded;
-std::atomic<long long> g_launches{0};
+std::atomic<long long> g_launches{0}, g_tuned{0};
 int g_last[2] = {0, 0};
 void * g_last_stream = nullptr;
 
@@ -277,6 +277,7 @@ bool temper_mmvq_try_launch(int type, int ncols_dst, const temper_mmvq_args & a)
     const Instance * in = find_instance(type, ncols_dst, choice->nwarps, choice->rows);
     if (!in) return false;
     in->launch(a);
+    ++g_tuned;
     return true;
 }
 
@@ -312,6 +313,7 @@ int temper_mmvq_attributes(int type, int ncols, int nwarps, int rows, int out[5]
 
 void temper_mmvq_last_launch(int out[2]) { out[0] = g_last[0]; out[1] = g_last[1]; }
 long long temper_mmvq_launch_count(void) { return g_launches.load(); }
+long long temper_mmvq_tuned_count(void) { return g_tuned.load(); }
 void * temper_mmvq_last_stream(void) { return g_last_stream; }
 
 void temper_mmvq_quantize_q8_1(const float * x, void * vy, int type_src0, long long k, long long ncols, void * stream) {

@@ -43,6 +43,8 @@ int  temper_mmvq_attributes(int type, int ncols, int nwarps, int rows, int out[5
 // The last launch mmvq made: nwarps, grid x; and how many launches it has made in all.
 void temper_mmvq_last_launch(int out[2]);
 long long temper_mmvq_launch_count(void);
+// How many of those launched a Temper instantiation (a profile's or the probe's choice).
+long long temper_mmvq_tuned_count(void);
 // The stream of the last mmvq launch (ggml's compute stream), for the probe's timing events.
 void * temper_mmvq_last_stream(void);
 // ggml's own q8_1 quantizer, as MUL_MAT runs it before mmvq (x: ncols rows of k floats).

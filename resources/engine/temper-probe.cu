@@ -11,6 +11,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
+#include <sstream>
+#include <tuple>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -53,6 +56,7 @@ int temper_mmvq_has(int type, int ncols, int nwarps, int rows);
 int temper_mmvq_attributes(int type, int ncols, int nwarps, int rows, int out[5]);
 void temper_mmvq_last_launch(int out[2]);
 long long temper_mmvq_launch_count(void);
+long long temper_mmvq_tuned_count(void);
 void * temper_mmvq_last_stream(void);
 void temper_mmvq_quantize_q8_1(const float * x, void * vy, int type_src0, long long k, long long ncols, void * stream);
 void temper_mmvq_load_profile(const char * path);
@@ -179,6 +183,110 @@ __global__ void spin(long long ns) {
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
     do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now)); } while (now - start < ns);
 #endif
+}
+
+// One decode token's GEMVs (probe_protocol.h, Op::Replay) as one ggml graph.
+struct TokenGraph {
+    ggml_context * ctx = nullptr;
+    ggml_cgraph * graph = nullptr;
+    std::string profile = "-";
+    uint64_t x = 0, out = 0, ids = 0;
+    size_t out_at = 0;
+    ~TokenGraph() { if (ctx) ggml_free(ctx); }
+
+    ggml_tensor * at(ggml_tensor * t, uint64_t h, size_t offset = 0) {
+        ggml_backend_buffer_t b = buffer(h);
+        if (offset + ggml_nbytes(t) > ggml_backend_buffer_get_size(b))
+            fail(ProbeStatus::BadRequest, "replay: buffer " + std::to_string(h) + " is too small");
+        if (ggml_backend_tensor_alloc(b, t, static_cast<char *>(ggml_backend_buffer_get_base(b)) + offset) != GGML_STATUS_SUCCESS)
+            fail(ProbeStatus::EngineError, "ggml_backend_tensor_alloc failed");
+        return t;
+    }
+    ggml_tensor * output(ggml_tensor * t) {  // each node its own slice of the arena (fusion checks ranges)
+        at(t, out, out_at);
+        out_at += (ggml_nbytes(t) + 255) / 256 * 256;
+        return t;
+    }
+    ggml_tensor * input(int k, int cols = 1) { return at(ggml_new_tensor_3d(ctx, GGML_TYPE_F32, k, cols, 1), x); }
+
+    explicit TokenGraph(const std::string & plan) {
+        const size_t nodes = 16384;
+        ggml_init_params params = {ggml_tensor_overhead() * nodes + ggml_graph_overhead_custom(nodes, false), nullptr, true};
+        ctx = ggml_init(params);
+        graph = ggml_new_graph_custom(ctx, nodes, false);
+        std::istringstream in(plan);
+        std::string line;
+        while (std::getline(in, line)) {
+            std::istringstream l(line);
+            std::string op;
+            if (!(l >> op)) continue;
+            int type = 0, n = 0, k = 0, e = 0, u = 0;
+            uint64_t w = 0, w2 = 0;
+            if (op == "profile") { l >> profile; continue; }
+            if (op == "x") { l >> x; continue; }
+            if (op == "out") { l >> out; continue; }
+            if (op == "ids") { l >> ids; continue; }
+            if (!x || !out) fail(ProbeStatus::BadRequest, "replay: x and out come before the nodes");
+            if (op == "mm" && (l >> type >> n >> k >> w)) {
+                ggml_tensor * wt = at(ggml_new_tensor_2d(ctx, ggml_type(type), k, n), w);
+                ggml_build_forward_expand(graph, output(ggml_mul_mat(ctx, wt, input(k))));
+            } else if (op == "glu" && (l >> type >> n >> k >> w >> w2)) {
+                ggml_tensor * xin = input(k);
+                ggml_tensor * g = output(ggml_mul_mat(ctx, at(ggml_new_tensor_2d(ctx, ggml_type(type), k, n), w), xin));
+                ggml_tensor * up = output(ggml_mul_mat(ctx, at(ggml_new_tensor_2d(ctx, ggml_type(type), k, n), w2), xin));
+                ggml_build_forward_expand(graph, output(ggml_swiglu_split(ctx, g, up)));
+            } else if ((op == "mmid" || op == "mmid_down") && (l >> type >> n >> k >> e >> u >> w)) {
+                ggml_tensor * wt = at(ggml_new_tensor_3d(ctx, ggml_type(type), k, n, e), w);
+                ggml_tensor * sel = at(ggml_new_tensor_2d(ctx, GGML_TYPE_I32, u, 1), ids);
+                ggml_build_forward_expand(graph, output(ggml_mul_mat_id(ctx, wt, input(k, op == "mmid" ? 1 : u), sel)));
+            } else if (op == "mmid_glu" && (l >> type >> n >> k >> e >> u >> w >> w2)) {
+                ggml_tensor * xin = input(k);
+                ggml_tensor * sel = at(ggml_new_tensor_2d(ctx, GGML_TYPE_I32, u, 1), ids);
+                ggml_tensor * g = output(ggml_mul_mat_id(ctx, at(ggml_new_tensor_3d(ctx, ggml_type(type), k, n, e), w), xin, sel));
+                ggml_tensor * up = output(ggml_mul_mat_id(ctx, at(ggml_new_tensor_3d(ctx, ggml_type(type), k, n, e), w2), xin, sel));
+                ggml_build_forward_expand(graph, output(ggml_swiglu_split(ctx, g, up)));
+            } else {
+                fail(ProbeStatus::BadRequest, "replay: cannot read plan line \"" + line + "\"");
+            }
+        }
+    }
+};
+
+std::string replay(uint32_t tokens, const std::string & plan) {
+    TokenGraph t(plan);
+    temper_mmvq_load_profile(t.profile == "-" ? "" : t.profile.c_str());
+    // Warm-up, and the evidence: how many mmvq launches a token makes and how many are tuned.
+    if (ggml_backend_graph_compute(g_backend, t.graph) != GGML_STATUS_SUCCESS) fail(ProbeStatus::EngineError, "replay: compute failed");
+    const long long l0 = temper_mmvq_launch_count(), t0 = temper_mmvq_tuned_count();
+    const auto h0 = std::chrono::steady_clock::now();
+    ggml_backend_graph_compute_async(g_backend, t.graph);
+    const double enqueue_ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - h0).count();
+    ggml_backend_synchronize(g_backend);
+    const long long launches = temper_mmvq_launch_count() - l0, tuned = temper_mmvq_tuned_count() - t0;
+    cudaStream_t stream = (cudaStream_t) temper_mmvq_last_stream();
+    cudaEvent_t e0, e1;
+    check_cuda(cudaEventCreate(&e0), "cudaEventCreate");
+    check_cuda(cudaEventCreate(&e1), "cudaEventCreate");
+    std::string out;
+    for (uint32_t i = 0; i < tokens; ++i) {
+        // The spin holds the GPU until the whole token is queued: the token runs back to back, as
+        // decode's captured graph runs it, and the host's launch cost stays out of the time.
+        spin<<<1, 1, 0, stream>>>((long long) (enqueue_ns * 2) + 100000);
+        check_cuda(cudaEventRecord(e0, stream), "cudaEventRecord");
+        if (ggml_backend_graph_compute_async(g_backend, t.graph) != GGML_STATUS_SUCCESS) fail(ProbeStatus::EngineError, "replay: compute failed");
+        check_cuda(cudaEventRecord(e1, stream), "cudaEventRecord");
+        ggml_backend_synchronize(g_backend);
+        check_cuda(cudaEventSynchronize(e1), "cudaEventSynchronize");
+        float ms = 0;
+        check_cuda(cudaEventElapsedTime(&ms, e0, e1), "cudaEventElapsedTime");
+        put(out, double(ms) * 1000.0);
+    }
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    temper_mmvq_load_profile("");
+    put(out, int64_t(launches));
+    put(out, int64_t(tuned));
+    return out;
 }
 
 void set_config(int type, int n, int k, int ncols, int nwarps, int rows) {
@@ -429,6 +537,13 @@ std::string serve(Op op, const std::string & payload) {
             cudaFree(a); cudaFree(b);
             put(out, gbs[gbs.size() / 2]);
             return out;
+        }
+        case Op::Replay: {
+            const uint32_t tokens = r.get<uint32_t>();
+            size_t n = 0;
+            const char * text = r.rest(n);
+            if (tokens < 1 || tokens > 100000) fail(ProbeStatus::BadRequest, "replay: tokens must be 1..100000");
+            return replay(tokens, std::string(text, n));
         }
         case Op::Quit: exit(0);
     }

@@ -4,7 +4,7 @@
 # (compile only, as ggml's own CMake would, with its CUDA flags). Exit 77 (skipped) without nvcc or
 # the archive. Usage: hook_nvcc_test.sh TEMPER NVCC UPSTREAM_DIR OUT_DIR
 set -eu
-temper=$1 nvcc=$2 upstream=$3 out=$4
+temper=$(cd "$(dirname "$1")" && pwd)/$(basename "$1") nvcc=$2 upstream=$3 out=$4 source=$5
 archive="$upstream/ggml-d99724f.tar.gz"
 if [ -z "$nvcc" ] || [ ! -x "$nvcc" ]; then echo "SKIPPED: no nvcc"; exit 77; fi
 if [ ! -f "$archive" ]; then echo "SKIPPED: no $archive"; exit 77; fi
@@ -20,11 +20,16 @@ for f in mmvq.cu temper-mmvq-q4_k-1.cu temper-mmvq-registry.cu temper-mmvq-runti
   "$nvcc" $flags "src/ggml-cuda/$f" -o "$out/$f.o" > "$out/$f.log" 2>&1 &
   pids="$pids $!"
 done
+mkdir -p "$out/probe"
+cp "$source/resources/engine/temper-probe.cu" "$source/core/engine/probe_protocol.h" "$out/probe/"
+"$nvcc" -c -std=c++17 -arch=sm_90 -Iinclude -I"$out/probe" "$out/probe/temper-probe.cu" -o "$out/probe.o" > "$out/probe.log" 2>&1 &
+pids="$pids $!"
 rc=0
 for p in $pids; do wait "$p" || rc=1; done
 for f in mmvq.cu temper-mmvq-q4_k-1.cu temper-mmvq-registry.cu temper-mmvq-runtime.cu; do
   if [ ! -s "$out/$f.o" ]; then echo "FAILED: nvcc $f"; grep -m 5 -i error "$out/$f.log" || tail -n 20 "$out/$f.log"; fi
 done
+[ -s "$out/probe.o" ] || { echo "FAILED: nvcc temper-probe.cu"; grep -m 5 -i error "$out/probe.log"; }
 [ "$rc" -eq 0 ] || exit 1
 # The units define the hook's symbols once: the tuned launchers, the registry, the run time.
 nm -C "$out/temper-mmvq-registry.cu.o" | grep -q "temper_mmvq_register_all()"
