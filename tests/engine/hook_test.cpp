@@ -68,11 +68,11 @@ TEST_P(HookOn, AppliesAndUndoesByteForByte) {
   for (const char* f : {"temper-mmvq.cuh", "temper-mmvq-runtime.cu", "temper-mmvq-registry.cu", "temper-mmvq-q4_k-1.cu",
                         "temper-mmvq-q4_0-1.cu"})
     EXPECT_TRUE(fs::exists(cuda / f)) << f;
-  EXPECT_FALSE(fs::exists(cuda / "temper-mmvq-q4_k-2.cu"));  // the ci set stops at ncols 1
+  EXPECT_FALSE(fs::exists(cuda / "temper-mmvq-q4_k-2-4.cu"));  // the ci set stops at ncols 1
   // Upstream's stock instantiations are untouched: their config parameters default to the table.
   const std::string unit = read_file(cuda / "temper-mmvq-q4_k-1.cu");
   EXPECT_NE(unit.find("#define TEMPER_MMVQ_KERNELS_ONLY"), std::string::npos);
-  EXPECT_NE(unit.find("temper_mmvq_register(GGML_TYPE_Q4_K, 1, 8, 4, &launch<8, 4>"), std::string::npos);
+  EXPECT_NE(unit.find("temper_mmvq_register(GGML_TYPE_Q4_K, 1, 8, 4, &launch<1, 8, 4>"), std::string::npos);
 
   c = engine::check(tree);
   EXPECT_EQ(c.state, engine::HookState::Patched);
@@ -99,8 +99,11 @@ TEST_P(HookOn, FullSetCoversEveryTypeAndNcols) {
   const fs::path tree = extract(GetParam());
   if (tree.empty()) GTEST_SKIP() << "SKIPPED: no archive";
   const engine::Patch p = engine::make_patch(read_file(tree / "src/ggml-cuda/mmvq.cu"), engine::kernel_set("full"));
-  // One unit per (type, ncols 1..8), the registry, the header, the run time.
-  EXPECT_EQ(p.files.size(), p.types.size() * 8 + 3);
+  // One unit per type and ncols group (1, 2-4, 5-8), the registry, the header, the run time.
+  EXPECT_EQ(p.files.size(), p.types.size() * 3 + 3);
+  const auto unit = std::find_if(p.files.begin(), p.files.end(), [](const auto& f) { return f.first == "temper-mmvq-q6_k-5-8.cu"; });
+  ASSERT_NE(unit, p.files.end());
+  EXPECT_NE(unit->second.find("temper_mmvq_register(GGML_TYPE_Q6_K, 8, 2, 2, &launch<8, 2, 2>"), std::string::npos);
   EXPECT_GE(p.types.size(), 21u);
   EXPECT_EQ(p.halve_iters, GetParam() == "d99724f");
   fs::remove_all(tree.parent_path());
