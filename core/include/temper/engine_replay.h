@@ -41,3 +41,42 @@ struct ReplayPlan {
 ReplayPlan plan_replay(const GgufFile& file);
 
 }  // namespace temper::engine
+
+#include <filesystem>
+#include <functional>
+
+namespace temper::engine {
+
+class EngineDevice;
+
+struct ReplayOptions {
+  std::filesystem::path profile;  // the profile the hooked engine loads for the tuned arm
+  int tokens = 40;                // tokens per round and arm
+  int rounds = 5;                 // stock and profile alternate, so drift hits both alike
+  uint64_t seed = 1;
+};
+
+struct ReplayArm {
+  std::vector<double> token_us;   // device time of each token's GEMV graph
+  double median = 0, ci_low = 0, ci_high = 0;
+  int64_t launches = 0, tuned = 0;  // mmvq launches per token, and how many ran a Temper instantiation
+};
+
+struct ReplayReport {
+  ReplayPlan plan;
+  bool real_bytes = false;          // the weights came from the file (else random valid blocks)
+  ReplayArm stock, profiled;
+  double speedup = 0, speedup_low = 0, speedup_high = 0;  // stock / profiled median, conservative CI
+  // The profile's own prediction for this token: the sweep's (default - tuned) µs of every
+  // approved ncols-1 entry this model's GEMVs hit, times its calls per token.
+  double predicted_saving_us = 0;
+  double predicted_speedup = 0;     // stock median / (stock median - predicted saving)
+  int profile_entries_hit = 0;
+};
+
+// Uploads the plan's weights (real bytes when the file has them, random valid blocks otherwise),
+// then times `rounds` × (stock, profiled) runs of `tokens` tokens each. `progress(done, total)`.
+ReplayReport run_replay(EngineDevice& device, const GgufFile& file, const ReplayPlan& plan, const ReplayOptions& options,
+                        const std::function<void(int, int)>& progress = {});
+
+}  // namespace temper::engine
