@@ -12,6 +12,7 @@
 #include <iostream>
 
 #include "cli.h"
+#include "temper/engine_device.h"
 #include "temper/error.h"
 #include "temper/fake_backend.h"
 #include "temper/gpu_backend.h"
@@ -138,9 +139,34 @@ OpenDevices open_devices(const std::string& backend, const std::string& which) {
   return d;
 }
 
+// The engine's own kernel through temper-probe: one device. `--probe PATH` gives the probe; a build
+// from an engine source tree (--engine-src) only has to fill in the same options with provenance.
+OpenDevices open_engine(const engine::ProbeOptions& options) {
+  OpenDevices d;
+  d.owned.push_back(std::make_unique<engine::EngineDevice>(options));
+  d.ptrs.push_back(d.owned.back().get());
+  std::fprintf(stderr, "engine kernel via %s (%s, %s); probe log: %s\n", options.probe.c_str(),
+               d.owned.back()->info().name.c_str(), d.owned.back()->info().arch.c_str(),
+               static_cast<engine::EngineDevice&>(*d.owned.back()).log_path().c_str());
+  return d;
+}
+
 // The devices a journal was planned on, reopened in its order.
 OpenDevices reopen_devices(const Session& header) {
   const std::string api = header.devices.empty() ? "" : header.devices.front().info.api;
+  if (header.kernel_source.is_engine()) {
+    engine::ProbeOptions o;
+    o.probe = header.kernel_source.probe_path;
+    o.source_path = header.kernel_source.source_path;
+    o.ggml_commit = header.kernel_source.ggml_commit;
+    o.hook_version = header.kernel_source.hook_version;
+    OpenDevices d = open_engine(o);
+    if (header.devices.size() != 1 || d.ptrs[0]->info().name != header.devices[0].info.name)
+      fail(ErrorKind::NoDevice, "the journal's device (" + (header.devices.empty() ? std::string("none") : header.devices[0].info.name) +
+                                    ") is not the one temper-probe " + o.probe.string() + " serves (" +
+                                    d.ptrs[0]->info().name + ")");
+    return d;
+  }
   OpenDevices d = open_devices(api == "fake" ? "fake" : "gpu", "all");
   std::vector<Device*> ordered;
   for (const auto& sd : header.devices) {
@@ -204,7 +230,7 @@ int run_sweep(const Args& args) {
   const std::vector<std::string_view> valued = {"-o",      "--output", "--device", "--ncols",   "--nwarps",
                                                 "--rows-per-block",   "--types",  "--resume", "--shape",
                                                 "--engine", "--backend", "--journal", "--time-cap", "--seed",
-                                                "--confirm-time", "--back-to-back"};
+                                                "--confirm-time", "--back-to-back", "--probe"};
   std::vector<std::string_view> known = valued;
   known.insert(known.end(), {"--quick", "--json", "--no-confirm"});
   reject_unknown(args, known);
@@ -223,7 +249,7 @@ int run_sweep(const Args& args) {
     // Everything comes from the journal: only output options may be given with it.
     for (auto opt : {"--device", "--ncols", "--nwarps", "--rows-per-block", "--types", "--shape", "--engine",
                      "--backend", "--time-cap", "--seed", "--quick", "--journal", "--no-confirm", "--confirm-time",
-                     "--back-to-back"})
+                     "--back-to-back", "--probe"})
       if (has_flag(args, opt) || option(args, opt))
         fail(ErrorKind::BadInput, std::string(opt) + " cannot be combined with --resume (the journal holds the plan)");
     if (!pos.empty()) fail(ErrorKind::BadInput, "--resume takes no model file (the journal names it)");
@@ -279,8 +305,22 @@ int run_sweep(const Args& args) {
         fail(ErrorKind::BadInput, "--seed '" + *v + "': expected a positive integer");
       setup.options.seed = seed;
     }
-    devices = open_devices(option(args, "--backend").value_or("gpu"), option(args, "--device").value_or("0"));
+    std::optional<engine::ProbeOptions> probe;
+    if (const auto p = option(args, "--probe")) {
+      probe.emplace();
+      probe->probe = *p;
+    }
+    if (probe) {
+      for (auto opt : {"--backend", "--device"})
+        if (option(args, opt)) fail(ErrorKind::BadInput, std::string(opt) + " cannot be combined with --probe (the probe serves one device)");
+      devices = open_engine(*probe);
+      setup.kernel_source = static_cast<engine::EngineDevice&>(*devices.owned.front()).kernel_source();
+    } else {
+      devices = open_devices(option(args, "--backend").value_or("gpu"), option(args, "--device").value_or("0"));
+    }
     session = new_session(setup, devices.ptrs);
+    for (const auto& d : session.devices)
+      for (const auto& note : d.plan.notes) std::fprintf(stderr, "note: %s\n", note.c_str());
   }
 
   const fs::path output = option(args, "-o")        ? fs::path(*option(args, "-o"))
@@ -361,6 +401,9 @@ const Registrar reg{
      "  --types LIST          only shapes of these types, e.g. q4_K,q6_K\n"
      "  --quick               ncols 1 and a coarse grid\n"
      "  --engine VERSION      whose default tables are the baseline: ggml-7180759 (default), ggml-d99724f\n"
+     "  --probe PATH          time the engine's own mmvq through temper-probe (built against a hooked ggml,\n"
+     "                        docs/engine.md) instead of Temper's kernel; the baseline is the engine's own\n"
+     "                        stock config, and the session records kernel source \"engine\"\n"
      "  --time-cap SECONDS    longest timing per result (default 0.3)\n"
      "  --back-to-back L      launches per timed sample, back to back inside one event pair, as decode\n"
      "                        runs them (default 8); 1 puts an event pair around every launch\n"

@@ -91,7 +91,14 @@ Plan make_plan(std::span<const Shape> shapes, const PlanGrid& grid, const Device
       continue;
     }
     for (int nc : ncols) {
-      const Config def = defaults::default_config(grid.engine, info, s->type, nc, k);
+      const Config table_def = defaults::default_config(grid.engine, info, s->type, nc, k);
+      // The engine device knows what its engine really launches: that is the baseline.
+      const Config def = device.stock_config(s->type, nc, k).value_or(table_def);
+      if (def != table_def)
+        plan.notes.push_back(std::string(type_name(s->type)) + " " + std::to_string(n) + "x" + std::to_string(k) +
+                             " ncols " + std::to_string(nc) + ": the engine launches " + std::to_string(def.nwarps) +
+                             "x" + std::to_string(def.rows_per_block) + ", Temper's " + grid.engine + " table says " +
+                             std::to_string(table_def.nwarps) + "x" + std::to_string(table_def.rows_per_block));
       const std::optional<Config> small_k = defaults::small_k_variant(grid.engine, info, s->type, nc, k);
       // Default first (the baseline exists as early as possible), then the small-K variant, then the grid.
       std::vector<Config> configs{def};

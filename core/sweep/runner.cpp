@@ -504,6 +504,8 @@ Session new_session(const SweepSetup& setup, std::span<Device* const> devices) {
   s.model = setup.model;
   s.shapes = setup.shapes;
   s.grid = setup.grid;
+  s.kernel_source = setup.kernel_source;
+  if (!s.kernel_source.is_engine() && s.kernel_source.engine.empty()) s.kernel_source.engine = s.grid.engine;
   s.options = setup.options;
   while (s.options.seed == 0) s.options.seed = (uint64_t(std::random_device{}()) << 32) | std::random_device{}();
   std::set<int> indices;

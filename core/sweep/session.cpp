@@ -60,8 +60,10 @@ json plan_json(const Plan& p) {
   json skipped = json::array();
   for (const auto& sk : p.skipped_shapes)
     skipped.push_back({{"type", type_name(sk.type)}, {"n", sk.n}, {"k", sk.k}, {"reason", sk.reason}});
-  return {{"grid", grid_json(p.grid)}, {"defaults_table", p.defaults_table}, {"items", items},
-          {"excluded", excluded}, {"skipped_shapes", skipped}};
+  json j = {{"grid", grid_json(p.grid)}, {"defaults_table", p.defaults_table}, {"items", items},
+            {"excluded", excluded}, {"skipped_shapes", skipped}};
+  if (!p.notes.empty()) j["notes"] = p.notes;  // optional: engine sweeps whose stock differs from the table
+  return j;
 }
 
 json options_json(const SweepOptions& o) {
@@ -255,6 +257,10 @@ Plan plan_from(const Node& n) {
   for (size_t i = 0; i < skipped.size(); ++i) {
     const Node sk = skipped.at(i);
     p.skipped_shapes.push_back({type_from(sk["type"]), sk["n"].integer(), sk["k"].integer(), sk["reason"].str()});
+  }
+  if (n.has("notes")) {
+    const Node notes = n["notes"];
+    for (size_t i = 0; i < notes.size(); ++i) p.notes.push_back(notes.at(i).str());
   }
   return p;
 }
@@ -506,6 +512,59 @@ json to_json(const Result& r) {
   return j;
 }
 
+namespace {
+
+json kernel_source_json(const KernelSource& k) {
+  json j = {{"kind", k.kind}};
+  if (!k.is_engine()) {
+    j["engine"] = k.engine;
+  } else {
+    j["source_path"] = k.source_path;
+    j["ggml_commit"] = k.ggml_commit;
+    j["hook_version"] = k.hook_version;
+    j["probe_path"] = k.probe_path;
+  }
+  return j;
+}
+
+// Absent (sessions before the engine bridge): Temper's kernel, following the grid's engine version.
+KernelSource kernel_source_from(const Node& root, const PlanGrid& grid) {
+  KernelSource k;
+  k.engine = grid.engine;
+  if (!root.has("kernel_source")) return k;
+  const Node n = root["kernel_source"];
+  k.kind = n["kind"].str();
+  if (k.kind == kKernelTemper) {
+    k.engine = n["engine"].str();
+  } else if (k.kind == kKernelEngine) {
+    k.engine.clear();
+    k.source_path = n["source_path"].str();
+    k.ggml_commit = n["ggml_commit"].str();
+    k.hook_version = n["hook_version"].str();
+    k.probe_path = n["probe_path"].str();
+  } else {
+    fail(ErrorKind::BadInput, n["kind"].where + ": expected \"temper\" or \"engine\", found \"" + k.kind + "\"");
+  }
+  return k;
+}
+
+}  // namespace
+
+std::string kernel_label(const KernelSource& k) {
+  if (!k.is_engine()) return std::string(kKernelTemper);
+  std::string s = "engine ggml " + (k.ggml_commit.empty() ? std::string("unknown") : k.ggml_commit);
+  if (!k.hook_version.empty()) s += " hook " + k.hook_version;
+  return s;
+}
+
+std::string describe(const KernelSource& k) {
+  if (!k.is_engine()) return "temper (Temper's own kernel, " + (k.engine.empty() ? "?" : k.engine) + " tables)";
+  std::string s = "engine: ggml " + (k.ggml_commit.empty() ? "(commit unknown)" : k.ggml_commit);
+  if (!k.hook_version.empty()) s += " (hook " + k.hook_version + ")";
+  if (!k.source_path.empty()) s += " from " + k.source_path;
+  return s + " via " + k.probe_path;
+}
+
 json to_json(const Session& s) {
   json devices = json::array();
   for (const auto& d : s.devices)
@@ -536,6 +595,7 @@ json to_json(const Session& s) {
           {"build",
            {{"git_commit", b.git_commit}, {"compiler", b.compiler}, {"build_type", b.build_type}, {"flags", b.flags},
             {"hip_archs", b.hip_archs}, {"cuda_archs", b.cuda_archs}, {"kernel_set", b.kernel_set}}},
+          {"kernel_source", kernel_source_json(s.kernel_source)},
           {"model",
            {{"file_name", s.model.file_name}, {"size_bytes", s.model.size_bytes},
             {"header_hash", s.model.header_hash}, {"architecture", s.model.architecture}}},
@@ -584,6 +644,7 @@ Session session_from_json(const json& j, const std::string& where) {
   s.model = {m["file_name"].str(), m["size_bytes"].uint64(), m["header_hash"].str(), m["architecture"].str()};
   s.shapes = list_from<Shape>(root["shapes"], shape_from);
   s.grid = grid_from(root["grid"]);
+  s.kernel_source = kernel_source_from(root, s.grid);
   s.options = options_from(root["options"]);
   s.devices = list_from<SessionDevice>(root["devices"], [](const Node& d) {
     SessionDevice sd;

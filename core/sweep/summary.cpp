@@ -54,6 +54,7 @@ std::string format_summary(const Session& s) {
   o << "\nmodel: " << s.model.file_name;
   if (!s.model.architecture.empty()) o << " (" << s.model.architecture << ")";
   o << ", " << s.shapes.size() << " shapes; engine " << s.grid.engine << (s.grid.quick ? ", quick grid" : "") << "\n";
+  o << "kernel: " << describe(s.kernel_source) << "\n";
   for (const auto& d : s.devices) {
     o << "device " << d.info.index << ": " << d.info.name << " (" << d.info.arch << ", " << d.info.api
       << "), spec " << d.spec_id << ", copy bandwidth " << fmt("%.0f", d.copy_bandwidth_gbs) << " GB/s, defaults table "
@@ -61,6 +62,7 @@ std::string format_summary(const Session& s) {
     if (!d.error.empty()) o << "  stopped early: " << d.error << "\n";
     for (const auto& sk : d.plan.skipped_shapes)
       o << "  skipped " << type_name(sk.type) << " " << sk.n << "x" << sk.k << ": " << sk.reason << "\n";
+    for (const auto& note : d.plan.notes) o << "  note: " << note << "\n";
   }
   const auto counts = status_counts(s);
   o << "results: " << counts.at("ok") << " ok, " << counts.at("failed") << " failed verification, "
@@ -134,6 +136,7 @@ nlohmann::json summary_json(const Session& s) {
           {"created", s.created},
           {"finished", s.finished},
           {"model", full["model"]},
+          {"kernel_source", full["kernel_source"]},
           {"devices", devices},
           {"result_counts", status_counts(s)},
           {"winners", full["winners"]},

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Validates sessions written by `temper sweep --backend fake` (complete, stopped by a lost device
 with a failing config, with interleaved confirmations of its winners, and with --no-confirm)
-against resources/session.schema.json. Exit 77 (skipped) without the jsonschema module."""
+against resources/session.schema.json. Exit 77 (skipped) without the jsonschema module.
+With a third argument (a fake temper-probe, tests/engine/) it validates an engine sweep instead."""
 import json, os, subprocess, sys, tempfile
 
 try:
@@ -11,6 +12,7 @@ except ImportError:
     sys.exit(77)
 
 temper, schema_path = sys.argv[1], sys.argv[2]
+probe = sys.argv[3] if len(sys.argv) > 3 else None
 schema = json.load(open(schema_path))
 validator = jsonschema.Draft202012Validator(schema)
 small = ["--shape", "q4_K:64:512:3,q4_0:32:256", "--ncols", "1,8", "--nwarps", "1,2,16", "--rows-per-block", "1,8"]
@@ -19,9 +21,14 @@ large = ["--shape", "q4_K:2048:4096,q4_0:2048:4096,q6_K:1024:4096", "--ncols", "
 with tempfile.TemporaryDirectory() as d:
     runs = [({}, small, 0), ({"TEMPER_FAKE_LOSE_AFTER": "150", "TEMPER_FAKE_WRONG": "2x1"}, small, 4),
             ({}, large, 0), ({}, large + ["--no-confirm"], 0)]
+    backend = ["--backend", "fake"]
+    if probe:
+        runs = [({}, ["--shape", "q4_K:256:512,q4_0:192:256", "--ncols", "1,2", "--nwarps", "1,2,4", "--rows-per-block", "1,2",
+                      "--time-cap", "0.02"], 0), ({"FAKE_PROBE_STOCK": "1x2"}, small, 0)]
+        backend = ["--probe", probe]
     for i, (env, args, want) in enumerate(runs):
         out = os.path.join(d, f"s{i}.json")
-        rc = subprocess.run([temper, "sweep", "--backend", "fake", *args, "-o", out],
+        rc = subprocess.run([temper, "sweep", *backend, *args, "-o", out],
                             env={**os.environ, **env}, capture_output=True).returncode
         if rc != want:
             sys.exit(f"run {i}: exit {rc}, expected {want}")
@@ -31,6 +38,12 @@ with tempfile.TemporaryDirectory() as d:
             print(f"run {i}: {'/'.join(map(str, e.path))}: {e.message}")
         if errors:
             sys.exit(1)
+        if probe:
+            if session["kernel_source"]["kind"] != "engine" or session["devices"][0]["info"]["api"] != "engine-cuda":
+                sys.exit(f"run {i}: not an engine session")
+            if i == 1 and not session["devices"][0]["plan"].get("notes"):
+                sys.exit(f"run {i}: a stock config unlike the table left no note")
+            continue
         if i == 2:
             winners = [w for w in session["winners"] if w["verdict"] == "winner" or w["note"]]
             if not session["options"]["confirm"] or not session["confirmations"] or not winners:

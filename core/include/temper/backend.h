@@ -103,6 +103,9 @@ class Device {
   // x: ncols columns of k floats → y: ncols × k/32 q8_1 blocks (36 bytes each).
   virtual void quantize_q8_1(const DeviceBuffer& x, DeviceBuffer& y, int k, int ncols) = 0;
   virtual bool has_kernel(GgmlType type, int ncols, Config config) const = 0;
+  // The config the device's own engine launches for (type, ncols, K), when it knows (the engine
+  // device asks its probe); nullopt: the sweep takes the default from Temper's tables.
+  virtual std::optional<Config> stock_config(GgmlType, int /*ncols*/, int /*k*/) const { return std::nullopt; }
   // One launch, synchronised and checked.
   virtual void gemv(const GemvProblem& p, Config c, const DeviceBuffer& weights, const DeviceBuffer& y_q8_1,
                     DeviceBuffer& dst) = 0;

@@ -66,6 +66,8 @@ struct Plan {
   std::vector<PlanItem> items;
   std::vector<ExcludedConfig> excluded;
   std::vector<SkippedShape> skipped_shapes;
+  // Where the device's own stock config differs from Temper's table, one line each (engine sweeps).
+  std::vector<std::string> notes;
 };
 
 // How each result is measured.
@@ -204,6 +206,20 @@ struct ModelIdentity {
   bool synthetic() const { return file_name == kSyntheticShape; }
 };
 
+// Which kernel a session timed. Absent in sessions from before the engine bridge: Temper's own.
+inline constexpr std::string_view kKernelTemper = "temper";
+inline constexpr std::string_view kKernelEngine = "engine";
+struct KernelSource {
+  std::string kind{kKernelTemper};  // kKernelTemper or kKernelEngine
+  std::string engine;               // temper: the engine version whose tables it follows (the grid's)
+  // engine: the ggml tree it was built from, its commit, the tuning hook's version, the probe run.
+  std::string source_path, ggml_commit, hook_version, probe_path;
+  bool is_engine() const { return kind == kKernelEngine; }
+  bool operator==(const KernelSource&) const = default;
+};
+std::string describe(const KernelSource& k);
+std::string kernel_label(const KernelSource& k);  // "temper" / "engine ggml 1a2b3c4 hook 1" (no paths)  // "engine: ggml 1a2b3c4 (hook 1) from /src/ggml via /x/temper-probe"
+
 struct SessionDevice {
   DeviceInfo info;
   std::string spec_id{kNotInDatabase};  // GPU spec database entry
@@ -220,6 +236,7 @@ struct Session {
   std::string status = "running"; // "running", "complete", "cancelled", "failed"
   std::string tool_version;
   BuildIdentity build;
+  KernelSource kernel_source;
   ModelIdentity model;
   std::vector<Shape> shapes;
   PlanGrid grid;

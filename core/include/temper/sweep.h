@@ -46,6 +46,7 @@ struct SweepSetup {
   ModelIdentity model;
   PlanGrid grid;
   SweepOptions options;  // seed 0: a fresh random one
+  KernelSource kernel_source;  // engine empty for kind temper: the grid's engine
 };
 
 // A new session: identities, plans and measured copy bandwidth for each device (in order).

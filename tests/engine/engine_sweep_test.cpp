@@ -1,0 +1,257 @@
+// The sweep through the engine device (fake probe): the engine's stock config is the baseline,
+// results are verified against Temper's exact reference, winners are confirmed, the session says
+// kernel source "engine"; through the CLI: --probe, its errors, and resume after a kill.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "temper/defaults.h"
+#include "temper/engine_device.h"
+#include "temper/sweep.h"
+
+using namespace temper;
+namespace fs = std::filesystem;
+
+namespace {
+
+Shape shape(GgmlType t, int n, int k) {
+  return {t, n, k, 1, *row_bytes(t, uint64_t(k)) * uint64_t(n), {}};
+}
+
+// q4_0 128x256: the fake engine has a faster config (N a multiple of 128); q4_K 192x512: none.
+SweepSetup small_setup(const engine::EngineDevice& dev) {
+  SweepSetup setup;
+  setup.shapes = {shape(GgmlType::Q4_0, 128, 256), shape(GgmlType::Q4_K, 192, 512)};
+  setup.model = {std::string(kSyntheticShape), 0, "", ""};
+  setup.grid = {{1, 2}, {1, 2, 4, 8}, {1, 2}, "ggml-d99724f", false};
+  setup.options.time_cap_s = 0.02;
+  setup.options.confirm_time_s = 0.05;
+  setup.options.seed = 3;
+  setup.kernel_source = dev.kernel_source();
+  return setup;
+}
+
+engine::ProbeOptions fake() {
+  engine::ProbeOptions o;
+  o.probe = FAKE_PROBE;
+  return o;
+}
+
+Session sweep(engine::EngineDevice& dev, const SweepSetup& setup) {
+  Device* devices[] = {&dev};
+  Session s = new_session(setup, devices);
+  CancelFlag never{false};
+  run_session(s, devices, nullptr, {}, never);
+  return s;
+}
+
+TEST(EngineSweep, StockBaselineVerifiedWinnersConfirmed) {
+  engine::EngineDevice dev(fake());
+  const Session s = sweep(dev, small_setup(dev));
+  ASSERT_EQ(s.status, "complete");
+  EXPECT_TRUE(s.kernel_source.is_engine());
+  EXPECT_EQ(s.kernel_source.hook_version, "fake-1");
+  EXPECT_EQ(s.devices.at(0).info.api, "engine-cuda");
+  for (const Result& r : s.results) EXPECT_EQ(r.status, ResultStatus::Ok) << r.failure;
+  // The baseline is what the engine launches (the probe's StockConfig).
+  for (const PlanItem& it : s.devices[0].plan.items) {
+    if (it.is_default) EXPECT_EQ(it.config, *dev.stock_config(it.type, it.ncols, it.k));
+  }
+  ASSERT_EQ(s.winners.size(), 4u);
+  for (const Winner& w : s.winners) {
+    const Config stock = *dev.stock_config(w.type, w.ncols, w.k);
+    EXPECT_EQ(w.default_config, stock);
+    if (w.n == 128) {
+      const Config fast{stock.nwarps >= 8 ? stock.nwarps / 2 : stock.nwarps * 2, stock.rows_per_block == 1 ? 2 : 1};
+      EXPECT_TRUE(w.is_winner()) << w.verdict << " " << w.note;
+      EXPECT_TRUE(w.confirmed);
+      EXPECT_EQ(w.config, fast);
+      EXPECT_NEAR(w.speedup, 1 / 0.9, 0.05);
+    } else {
+      EXPECT_EQ(w.verdict, kVerdictDefaultStays);
+    }
+  }
+  EXPECT_EQ(s.confirmations.size(), 2u);
+  EXPECT_TRUE(s.devices[0].plan.notes.empty());  // the fake engine follows d99724f's table
+  // The kernel source survives a save and a load.
+  const fs::path file = fs::temp_directory_path() / ("temper-engine-sweep-" + std::to_string(::getpid()) + ".json");
+  save_session(s, file);
+  const Session back = load_session(file);
+  EXPECT_EQ(back.kernel_source, s.kernel_source);
+  fs::remove(file);
+}
+
+TEST(EngineSweep, EngineStockDifferentFromTheTableIsNoted) {
+  ::setenv("FAKE_PROBE_STOCK", "2x1", 1);
+  engine::EngineDevice dev(fake());
+  ::unsetenv("FAKE_PROBE_STOCK");
+  SweepSetup setup = small_setup(dev);
+  setup.shapes.resize(1);
+  setup.grid.ncols = {1};
+  Device* devices[] = {&dev};
+  const Session s = new_session(setup, devices);
+  const Plan& plan = s.devices[0].plan;
+  ASSERT_EQ(plan.notes.size(), 1u);
+  const Config table = defaults::default_config("ggml-d99724f", "sm_90", GgmlType::Q4_0, 1, 256);
+  EXPECT_EQ(plan.notes[0], "q4_0 128x256 ncols 1: the engine launches 2x1, Temper's ggml-d99724f table says " +
+                               std::to_string(table.nwarps) + "x" + std::to_string(table.rows_per_block));
+  ASSERT_FALSE(plan.items.empty());
+  EXPECT_TRUE(plan.items[0].is_default);
+  EXPECT_EQ(plan.items[0].config, (Config{2, 1}));
+  // Notes are part of the session file.
+  const Session back = session_from_json(to_json(s), "mem");
+  EXPECT_EQ(back.devices[0].plan.notes, plan.notes);
+}
+
+TEST(EngineSweep, SessionsWithoutKernelSourceAreTemperKernel) {
+  SweepSetup setup;
+  setup.shapes = {shape(GgmlType::Q4_0, 64, 256)};
+  setup.model = {std::string(kSyntheticShape), 0, "", ""};
+  setup.grid = quick_grid("ggml-7180759");
+  Session s;
+  s.grid = setup.grid;
+  nlohmann::json j = to_json(s);
+  EXPECT_EQ(j["kernel_source"]["kind"], "temper");
+  j.erase("kernel_source");  // as sessions before the engine bridge were written
+  const Session old = session_from_json(j, "old.json");
+  EXPECT_FALSE(old.kernel_source.is_engine());
+  EXPECT_EQ(old.kernel_source.engine, "ggml-7180759");
+  j["kernel_source"] = {{"kind", "llama"}};
+  try {
+    session_from_json(j, "bad.json");
+    ADD_FAILURE() << "kind llama accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "bad.json.kernel_source.kind: expected \"temper\" or \"engine\", found \"llama\"");
+  }
+}
+
+// The CLI, run through a shell-free fork/exec; returns the exit code and stderr + stdout.
+struct CliRun {
+  int code = -1;
+  std::string output;
+};
+
+CliRun temper(const std::vector<std::string>& args, const std::vector<std::pair<std::string, std::string>>& env = {}) {
+  const fs::path out = fs::temp_directory_path() / ("temper-engine-cli-" + std::to_string(::getpid()) + ".txt");
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
+    FILE* f = std::fopen(out.c_str(), "w");
+    if (f) ::dup2(::fileno(f), 1), ::dup2(::fileno(f), 2);
+    std::vector<char*> argv{const_cast<char*>(TEMPER_EXE)};
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execv(TEMPER_EXE, argv.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  CliRun r;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+  std::ifstream in(out);
+  r.output.assign(std::istreambuf_iterator<char>(in), {});
+  fs::remove(out);
+  return r;
+}
+
+fs::path temp_file(const std::string& name) {
+  return fs::temp_directory_path() / ("temper-engine-" + std::to_string(::getpid()) + "-" + name);
+}
+
+const std::vector<std::string> kSweep = {"sweep", "--probe", FAKE_PROBE, "--shape", "q4_0:128:256,q4_K:192:512",
+                                         "--ncols", "1,2", "--nwarps", "1,2,4,8", "--rows-per-block", "1,2",
+                                         "--seed", "5", "--time-cap", "0.02", "--engine", "ggml-d99724f"};
+
+std::vector<std::string> with(std::vector<std::string> a, const std::vector<std::string>& more) {
+  a.insert(a.end(), more.begin(), more.end());
+  return a;
+}
+
+TEST(EngineSweepCli, ProbeSweepWritesAnEngineSession) {
+  const fs::path out = temp_file("cli.json");
+  const CliRun r = temper(with(kSweep, {"-o", out.string()}));
+  ASSERT_EQ(r.code, 0) << r.output;
+  const Session s = load_session(out);
+  EXPECT_EQ(s.status, "complete");
+  EXPECT_TRUE(s.kernel_source.is_engine());
+  EXPECT_EQ(s.kernel_source.probe_path, fs::absolute(FAKE_PROBE).lexically_normal().string());
+  int winners = 0;
+  for (const Winner& w : s.winners) winners += w.is_winner() && w.confirmed;
+  EXPECT_EQ(winners, 2);
+  const CliRun shown = temper({"session", out.string()});
+  EXPECT_EQ(shown.code, 0) << shown.output;
+  EXPECT_NE(shown.output.find("kernel: engine: "), std::string::npos) << shown.output;
+  fs::remove(out);
+}
+
+TEST(EngineSweepCli, ProbeErrorsAreOneLineWithTheirExitCode) {
+  CliRun r = temper({"sweep", "--probe", "/nonexistent/temper-probe", "--shape", "q4_0:128:256"});
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("temper-probe /nonexistent/temper-probe: no such file"), std::string::npos) << r.output;
+  r = temper({"sweep", "--probe", FAKE_PROBE, "--backend", "fake", "--shape", "q4_0:128:256"});
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("--backend cannot be combined with --probe"), std::string::npos) << r.output;
+  // A probe that crashes during timing: the device stops, the session says why, exit 4.
+  const fs::path out = temp_file("crash.json");
+  r = temper(with(kSweep, {"-o", out.string()}), {{"FAKE_PROBE_CRASH_ON", "Time:5"}});
+  EXPECT_EQ(r.code, 4) << r.output;
+  EXPECT_NE(r.output.find("killed by signal 6"), std::string::npos) << r.output;
+  const Session s = load_session(out);
+  EXPECT_EQ(s.status, "failed");
+  EXPECT_NE(s.devices[0].error.find("fake probe: crashing"), std::string::npos) << s.devices[0].error;
+  fs::remove(out);
+  std::error_code ec;
+  fs::remove(out.string() + ".journal", ec);
+}
+
+TEST(EngineSweepCli, ResumeAfterKillFinishesTheEngineSweep) {
+  const fs::path out = temp_file("resume.json"), journal = out.string() + ".journal";
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::setenv("FAKE_PROBE_SLEEP_US", "3000", 1);
+    FILE* null = std::fopen("/dev/null", "w");
+    if (null) ::dup2(::fileno(null), 1), ::dup2(::fileno(null), 2);
+    std::vector<std::string> args = with(kSweep, {"-o", out.string()});
+    std::vector<char*> argv{const_cast<char*>(TEMPER_EXE)};
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execv(TEMPER_EXE, argv.data());
+    ::_exit(127);
+  }
+  // Kill it once a few results are journaled (the header is the first line).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  auto lines = [&] {
+    std::ifstream in(journal);
+    int n = 0;
+    for (std::string l; std::getline(in, l);) ++n;
+    return n;
+  };
+  while (lines() < 4 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "the sweep ended before it was killed";
+  const JournalContents before = read_journal(journal);
+  EXPECT_TRUE(before.header.kernel_source.is_engine());
+  const CliRun r = temper({"sweep", "--resume", journal.string()});
+  ASSERT_EQ(r.code, 0) << r.output;
+  const Session s = load_session(out);
+  EXPECT_EQ(s.status, "complete");
+  EXPECT_TRUE(s.kernel_source.is_engine());
+  size_t planned = s.devices[0].plan.items.size();
+  EXPECT_EQ(s.results.size(), planned);
+  EXPECT_GE(s.results.size(), before.results.size());
+  fs::remove(out);
+}
+
+}  // namespace

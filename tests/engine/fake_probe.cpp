@@ -1,0 +1,392 @@
+// A stand-in for temper-probe, for CI without a GPU: it speaks core/engine/probe_protocol.h on the
+// CPU. Results come from Temper's exact reference (q8_1 quantize with the GPU's semantics, the exact
+// dot); times are deterministic and synthetic: the stock config of (type, ncols, K) is the baseline,
+// other configs are 3-43 % slower, except that shapes whose N is a multiple of 128 have one genuinely
+// faster config (10 %), so winners, confirmations and "default stays" all occur. Stock configs come
+// from temper::defaults for ggml-d99724f on sm_90, like an engine built from that tree.
+//
+// Like the real probe it insists on the protocol: a config equal to the stock one must arrive as
+// nwarps 0 (the engine's own launch), and Gemv/Time read activations written by Quantize.
+//
+// Switches, from the environment (so they reach it through `temper sweep --probe`):
+//   FAKE_PROBE_CRASH_AT=N   abort in the middle of answering the N-th request (1-based)
+//   FAKE_PROBE_HANG_AT=N    stop answering at the N-th request (sleeps forever)
+//   FAKE_PROBE_ERROR_AT=N   answer the N-th request and all later Gemv/Time with EngineError
+//   FAKE_PROBE_CRASH_ON=OP[:M] / FAKE_PROBE_ERROR_ON=OP[:M]  the same at the M-th request of op OP
+//                           (a number, or Gemv / Time / Alloc / Quantize ...)
+//   FAKE_PROBE_STOCK=WxR    the engine's stock config for every shape (an engine newer than Temper's table)
+//   FAKE_PROBE_SLEEP_US=U   real wall time per Gemv or Time request (so a sweep lasts long enough to kill)
+//   FAKE_PROBE_PROTOCOL=V   the protocol version Hello reports
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/probe_protocol.h"
+#include "temper/defaults.h"
+#include "temper/quant/reference.h"
+#include "temper/session.h"
+
+using namespace temper;
+using temper::probe::Op;
+using temper::probe::ProbeStatus;
+
+namespace {
+
+constexpr std::string_view kEngine = "ggml-d99724f";
+constexpr double kBandwidthGbs = 1000;
+
+bool read_all(void* p, size_t n) {
+  auto* b = static_cast<uint8_t*>(p);
+  while (n > 0) {
+    const ssize_t r = ::read(0, b, n);
+    if (r <= 0) return false;
+    b += r, n -= size_t(r);
+  }
+  return true;
+}
+void write_all(const void* p, size_t n) {
+  const auto* b = static_cast<const uint8_t*>(p);
+  while (n > 0) {
+    const ssize_t r = ::write(1, b, n);
+    if (r <= 0) std::exit(3);
+    b += r, n -= size_t(r);
+  }
+}
+
+struct Fail {
+  ProbeStatus status;
+  std::string text;
+};
+
+class In {
+ public:
+  explicit In(const std::vector<uint8_t>& b) : b_(b) {}
+  template <class T>
+  T get() {
+    if (pos_ + sizeof(T) > b_.size()) throw Fail{ProbeStatus::BadRequest, "payload too short"};
+    T v;
+    std::memcpy(&v, b_.data() + pos_, sizeof(T));
+    pos_ += sizeof(T);
+    return v;
+  }
+  size_t left() const { return b_.size() - pos_; }
+  const uint8_t* here() const { return b_.data() + pos_; }
+
+ private:
+  const std::vector<uint8_t>& b_;
+  size_t pos_ = 0;
+};
+
+class Out {
+ public:
+  template <class T>
+  Out& put(T v) {
+    const auto* p = reinterpret_cast<const uint8_t*>(&v);
+    bytes.insert(bytes.end(), p, p + sizeof(T));
+    return *this;
+  }
+  std::vector<uint8_t> bytes;
+};
+
+long env_long(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? std::atol(v) : 0;
+}
+
+// "Time:3" -> (9, 3); "Gemv" -> (8, 1).
+std::pair<uint32_t, long> env_op(const char* name) {
+  const char* v = std::getenv(name);
+  if (!v) return {0, 0};
+  static const std::map<std::string, Op> names = {
+      {"Hello", Op::Hello}, {"Alloc", Op::Alloc},       {"Free", Op::Free},           {"Upload", Op::Upload},
+      {"Download", Op::Download}, {"Fill", Op::Fill},   {"Quantize", Op::Quantize},   {"Gemv", Op::Gemv},
+      {"Time", Op::Time}, {"HasKernel", Op::HasKernel}, {"Attributes", Op::Attributes},
+      {"StockConfig", Op::StockConfig}, {"Bandwidth", Op::Bandwidth}};
+  std::string s = v;
+  long count = 1;
+  if (const size_t colon = s.find(':'); colon != std::string::npos) {
+    count = std::atol(s.c_str() + colon + 1);
+    s.resize(colon);
+  }
+  const auto it = names.find(s);
+  return {it != names.end() ? uint32_t(it->second) : uint32_t(std::atol(s.c_str())), count};
+}
+
+uint64_t mix(uint64_t h) {
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ull;
+  return h ^ (h >> 33);
+}
+
+class Probe {
+ public:
+  Probe() {
+    if (const char* s = std::getenv("FAKE_PROBE_STOCK")) {
+      Config c;
+      if (std::sscanf(s, "%dx%d", &c.nwarps, &c.rows_per_block) == 2) stock_override_ = c;
+    }
+    sleep_us_ = env_long("FAKE_PROBE_SLEEP_US");
+  }
+
+  std::vector<uint8_t> handle(Op op, const std::vector<uint8_t>& payload) {
+    In in(payload);
+    Out out;
+    switch (op) {
+      case Op::Hello: {
+        const long protocol = std::getenv("FAKE_PROBE_PROTOCOL") ? env_long("FAKE_PROBE_PROTOCOL") : probe::kProtocolVersion;
+        const std::string text = "protocol=" + std::to_string(protocol) +
+                                 "\nname=Temper fake probe (CPU reference, synthetic times)\narch=sm_90\ncc=90\n"
+                                 "sms=16\nwarp_size=32\nl2_bytes=1048576\nmemory_bytes=1073741824\nclock_mhz=1000\n"
+                                 "memory_clock_mhz=1000\nmemory_bus_bits=256\nshared_per_block=49152\n"
+                                 "shared_per_sm=233472\nregs_per_block=65536\nregs_per_sm=65536\n"
+                                 "max_threads_per_sm=2048\ndriver=fake\nruntime=fake\npci_bus_id=0000:00:00.0\n"
+                                 "hook_version=fake-1\nkernel_set=ci\ngraphs=0\n";
+        return {text.begin(), text.end()};
+      }
+      case Op::Alloc: {
+        const uint64_t bytes = in.get<uint64_t>();
+        if (bytes > (1ull << 30)) throw Fail{ProbeStatus::EngineError, "cudaMalloc: out of memory"};
+        buffers_[next_] = std::vector<uint8_t>(bytes);
+        return out.put(next_++).bytes;
+      }
+      case Op::Free:
+        buffers_.erase(in.get<uint64_t>());
+        return {};
+      case Op::Upload: {
+        auto& b = buffer(in.get<uint64_t>());
+        const uint64_t offset = in.get<uint64_t>();
+        if (offset + in.left() > b.size()) throw Fail{ProbeStatus::BadRequest, "Upload past the buffer's end"};
+        std::memcpy(b.data() + offset, in.here(), in.left());
+        return {};
+      }
+      case Op::Download: {
+        auto& b = buffer(in.get<uint64_t>());
+        const uint64_t offset = in.get<uint64_t>(), bytes = in.get<uint64_t>();
+        if (offset + bytes > b.size()) throw Fail{ProbeStatus::BadRequest, "Download past the buffer's end"};
+        return {b.begin() + ptrdiff_t(offset), b.begin() + ptrdiff_t(offset + bytes)};
+      }
+      case Op::Fill: {
+        auto& b = buffer(in.get<uint64_t>());
+        std::memset(b.data(), in.get<uint8_t>(), b.size());
+        return {};
+      }
+      case Op::Quantize: {
+        const uint64_t xh = in.get<uint64_t>(), yh = in.get<uint64_t>();
+        const int k = in.get<int32_t>(), ncols = in.get<int32_t>();
+        auto& x = buffer(xh);
+        auto& y = buffer(yh);
+        if (k <= 0 || k % 32 || ncols < 1 || x.size() < size_t(k) * size_t(ncols) * 4 ||
+            y.size() < size_t(k / 32) * size_t(ncols) * sizeof(quant::BlockQ8_1))
+          throw Fail{ProbeStatus::BadRequest, "Quantize: bad sizes"};
+        for (int c = 0; c < ncols; ++c)
+          quant::quantize_q8_1(reinterpret_cast<const float*>(x.data()) + size_t(c) * size_t(k),
+                               reinterpret_cast<quant::BlockQ8_1*>(y.data()) + size_t(c) * size_t(k / 32), k,
+                               quant::Q8_1Style::Gpu);
+        quantized_[yh] = xh;
+        return {};
+      }
+      case Op::Gemv: {
+        const auto [p, c] = problem(in);
+        const uint64_t wh = in.get<uint64_t>(), yh = in.get<uint64_t>(), dh = in.get<uint64_t>();
+        check_launch(p, c, yh);
+        auto& w = buffer(wh);
+        auto& y = buffer(yh);
+        auto& dst = buffer(dh);
+        const size_t row = *row_bytes(p.type, uint64_t(p.k));
+        if (w.size() < row * size_t(p.n) || dst.size() < size_t(p.n) * size_t(p.ncols) * 4)
+          throw Fail{ProbeStatus::BadRequest, "Gemv: buffers too small"};
+        auto* out_f = reinterpret_cast<float*>(dst.data());
+        const auto* yb = reinterpret_cast<const quant::BlockQ8_1*>(y.data());
+        for (int col = 0; col < p.ncols; ++col)
+          for (int r = 0; r < p.n; ++r)
+            out_f[size_t(col) * size_t(p.n) + size_t(r)] =
+                quant::dot_q8_1(p.type, w.data() + size_t(r) * row, yb + size_t(col) * size_t(p.k / 32), p.k);
+        nap();
+        return {};
+      }
+      case Op::Time: {
+        const auto [p, c] = problem(in);
+        const int groups = in.get<int32_t>(), per_group = in.get<int32_t>();
+        const uint64_t yh = in.get<uint64_t>(), dh = in.get<uint64_t>();
+        const uint32_t copies = in.get<uint32_t>();
+        for (uint32_t i = 0; i < copies; ++i) buffer(in.get<uint64_t>());
+        buffer(dh);
+        check_launch(p, c, yh);
+        if (groups < 1 || per_group < 1 || copies == 0) throw Fail{ProbeStatus::BadRequest, "Time: nothing to time"};
+        const Config actual = c.nwarps == 0 ? stock(p) : c;
+        const double mean = mean_us(p, actual);
+        for (int g = 0; g < groups; ++g) {
+          // ±0.2 % deterministic jitter, so medians have a CI.
+          jitter_ = mix(jitter_ + 1);
+          out.put(mean * (1 + 0.004 * (double(jitter_ % 10000) / 10000.0 - 0.5)));
+        }
+        nap();
+        return out.bytes;
+      }
+      case Op::HasKernel: {
+        const GgmlType type = GgmlType(in.get<int32_t>());
+        const int ncols = in.get<int32_t>();
+        Config c;
+        c.nwarps = in.get<int32_t>();
+        c.rows_per_block = in.get<int32_t>();
+        return out.put(uint8_t(compiled(type, ncols, c))).bytes;
+      }
+      case Op::Attributes: {
+        in.get<int32_t>(), in.get<int32_t>();
+        const int w = in.get<int32_t>(), r = in.get<int32_t>();
+        // Plausible, deterministic: more rows per block, more registers.
+        return out.put(int32_t(32 + 8 * r)).put(int32_t(w > 1 ? w * 32 * r * 4 : 0)).put(int32_t(0))
+            .put(int32_t(w * 32)).put(int32_t(std::max(1, std::min(32, 64 / w)))).bytes;
+      }
+      case Op::StockConfig: {
+        GemvProblem p;
+        p.type = GgmlType(in.get<int32_t>());
+        p.ncols = in.get<int32_t>();
+        p.k = in.get<int32_t>();
+        const Config c = stock(p);
+        return out.put(int32_t(c.nwarps)).put(int32_t(c.rows_per_block)).bytes;
+      }
+      case Op::Bandwidth:
+        in.get<uint64_t>();
+        return out.put(kBandwidthGbs).bytes;
+      default:
+        throw Fail{ProbeStatus::BadRequest, "unknown op " + std::to_string(uint32_t(op))};
+    }
+  }
+
+ private:
+  std::vector<uint8_t>& buffer(uint64_t h) {
+    auto it = buffers_.find(h);
+    if (it == buffers_.end()) throw Fail{ProbeStatus::BadRequest, "no buffer with handle " + std::to_string(h)};
+    return it->second;
+  }
+
+  std::pair<GemvProblem, Config> problem(In& in) {
+    GemvProblem p;
+    p.type = GgmlType(in.get<int32_t>());
+    p.n = in.get<int32_t>();
+    p.k = in.get<int32_t>();
+    p.ncols = in.get<int32_t>();
+    Config c;
+    c.nwarps = in.get<int32_t>();
+    c.rows_per_block = in.get<int32_t>();
+    if (p.n < 1 || p.k < 32 || p.ncols < 1 || p.ncols > 8 || !row_bytes(p.type, uint64_t(p.k)))
+      throw Fail{ProbeStatus::BadRequest, "bad problem"};
+    return {p, c};
+  }
+
+  void check_launch(const GemvProblem& p, Config c, uint64_t yh) {
+    if (!quantized_.count(yh)) throw Fail{ProbeStatus::BadRequest, "activations not written by Quantize"};
+    if (c.nwarps == 0) return;  // the engine's own launch
+    if (c == stock(p))
+      throw Fail{ProbeStatus::BadRequest, "the stock config arrived as an override; it must be sent as nwarps 0"};
+    if (!compiled(p.type, p.ncols, c)) throw Fail{ProbeStatus::NotCompiled, "config not compiled in"};
+  }
+
+  bool compiled(GgmlType type, int ncols, Config c) const {
+    return defaults::config_invalid_reason(type, ncols, c, 32).empty();
+  }
+
+  Config stock(const GemvProblem& p) const {
+    if (stock_override_) return *stock_override_;
+    return defaults::default_config(kEngine, "sm_90", p.type, p.ncols, p.k, 32);
+  }
+
+  // (Bytes at 1000 GB/s plus 3 µs) times 1 for stock, 0.9 for the one faster config of shapes whose
+  // N is a multiple of 128, else 1.03..1.43 hashed from the config.
+  double mean_us(const GemvProblem& p, Config c) const {
+    const Config s = stock(p);
+    double f = 1;
+    if (c != s) {
+      const Config fast{s.nwarps >= 8 ? s.nwarps / 2 : s.nwarps * 2, s.rows_per_block == 1 ? 2 : 1};
+      if (p.n % 128 == 0 && c == fast) {
+        f = 0.9;
+      } else {
+        const uint64_t h = mix((uint64_t(p.type) << 48) ^ (uint64_t(p.n) << 24) ^ uint64_t(p.k) ^
+                               (uint64_t(p.ncols) << 56) ^ (uint64_t(c.nwarps) << 40) ^ (uint64_t(c.rows_per_block) << 44));
+        f = 1.03 + 0.4 * double(h % 1000) / 1000.0;
+      }
+    }
+    return (gemv_bytes(p.type, p.n, p.k, p.ncols) / (kBandwidthGbs * 1e3) + 3.0) * f;
+  }
+
+  void nap() const {
+    if (sleep_us_ > 0) std::this_thread::sleep_for(std::chrono::microseconds(sleep_us_));
+  }
+
+  std::map<uint64_t, std::vector<uint8_t>> buffers_;
+  std::map<uint64_t, uint64_t> quantized_;  // y -> the x it holds quantized
+  uint64_t next_ = 1;
+  uint64_t jitter_ = 12345;
+  std::optional<Config> stock_override_;
+  long sleep_us_ = 0;
+};
+
+}  // namespace
+
+int main() {
+  std::fprintf(stderr, "fake probe: started (pid %d)\n", int(::getpid()));
+  const long crash_at = env_long("FAKE_PROBE_CRASH_AT"), hang_at = env_long("FAKE_PROBE_HANG_AT"),
+             error_at = env_long("FAKE_PROBE_ERROR_AT");
+  const auto [crash_op, crash_count] = env_op("FAKE_PROBE_CRASH_ON");
+  const auto [error_op, error_count] = env_op("FAKE_PROBE_ERROR_ON");
+  std::map<uint32_t, long> per_op;
+  bool erroring = false;
+  Probe probe;
+  for (long n = 1;; ++n) {
+    uint32_t head[2];
+    if (!read_all(head, sizeof head)) return 0;  // Temper closed the pipe: leave
+    std::vector<uint8_t> payload(head[1]);
+    if (!read_all(payload.data(), payload.size())) return 0;
+    const Op op = Op(head[0]);
+    if (op == Op::Quit) return 0;
+    const long nth = ++per_op[head[0]];
+    const bool launch = op == Op::Gemv || op == Op::Time;
+    if (n == crash_at || (head[0] == crash_op && nth == crash_count)) {
+      std::fprintf(stderr, "fake probe: crashing in request %ld (op %u) as asked\n", n, head[0]);
+      const int32_t status = 0;
+      write_all(&status, sizeof status);  // half an answer, then the end
+      std::abort();
+    }
+    if (n == hang_at) {
+      std::fprintf(stderr, "fake probe: hanging in request %ld as asked\n", n);
+      for (;;) ::pause();
+    }
+    if (n == error_at || (head[0] == error_op && nth == error_count)) erroring = true;
+    int32_t status = 0;
+    std::vector<uint8_t> answer;
+    if (erroring && (launch || n == error_at || (head[0] == error_op && nth == error_count))) {
+      std::fprintf(stderr, "fake probe: CUDA error: an illegal memory access was encountered (as asked)\n");
+      status = int32_t(ProbeStatus::EngineError);
+      const std::string text = "CUDA error: an illegal memory access was encountered";
+      answer.assign(text.begin(), text.end());
+    } else {
+      try {
+        answer = probe.handle(op, payload);
+      } catch (const Fail& f) {
+        status = int32_t(f.status);
+        answer.assign(f.text.begin(), f.text.end());
+      } catch (const std::exception& e) {
+        status = int32_t(ProbeStatus::EngineError);
+        const std::string text = e.what();
+        answer.assign(text.begin(), text.end());
+      }
+    }
+    const uint32_t size = uint32_t(answer.size());
+    write_all(&status, sizeof status);
+    write_all(&size, sizeof size);
+    write_all(answer.data(), answer.size());
+  }
+}
