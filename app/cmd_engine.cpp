@@ -8,7 +8,10 @@
 #include "cli.h"
 #include "temper/engine.h"
 #include "temper/engine_build.h"
+#include "temper/engine_device.h"
+#include "temper/engine_replay.h"
 #include "temper/error.h"
+#include "temper/gguf.h"
 #include "temper/gpu_backend.h"
 
 namespace temper::cli {
@@ -111,15 +114,91 @@ int run_build(const Args& args) {
   return 0;
 }
 
+// The probe to talk to: --probe PATH, else the engine built (or cached) from --engine-src DIR.
+// Fills the provenance a session records about the engine.
+engine::ProbeOptions probe_for(const Args& args) {
+  engine::ProbeOptions o;
+  if (auto p = option(args, "--probe")) {
+    o.probe = *p;
+    return o;
+  }
+  const auto src = option(args, "--engine-src");
+  if (!src) fail(ErrorKind::BadInput, "expected --probe PATH or --engine-src DIR (see `temper help engine`)");
+  engine::BuildOptions b;
+  b.arch = arch_to_build(args);
+  b.platform = engine::platform_for_arch(b.arch);
+  if (b.platform == engine::Platform::Hip) b.hip_version = hipcc_version();
+  b.set = engine::kernel_set(option(args, "--kernel-set").value_or("full"));
+  const engine::BuildResult r = engine::build(*src, b, [](const engine::BuildStep& s) {
+    if (s.total == 0) std::fprintf(stderr, "engine build: %s\n", s.line.c_str());
+    else std::fprintf(stderr, "\rengine build: %d/%d steps, ETA %.0f s   %s", s.done, s.total,
+                      s.done > 0 ? s.elapsed_s / s.done * (s.total - s.done) : 0.0, s.done == s.total ? "\n" : "");
+  });
+  o.probe = r.probe;
+  o.source_path = std::filesystem::absolute(*src).string();
+  o.ggml_commit = r.tree.commit;
+  o.hook_version = std::to_string(engine::kHookVersion);
+  return o;
+}
+
+int run_replay(const Args& args) {
+  reject_unknown(args, {"--probe", "--engine-src", "--arch", "--kernel-set", "--profile", "--tokens", "--rounds", "--json"});
+  const auto pos = positionals(args, {"--probe", "--engine-src", "--arch", "--kernel-set", "--profile", "--tokens", "--rounds"});
+  if (pos.size() != 2) fail(ErrorKind::BadInput, "expected `temper engine replay MODEL.gguf --probe P|--engine-src DIR --profile P`");
+  const auto profile = option(args, "--profile");
+  if (!profile) fail(ErrorKind::BadInput, "--profile PATH: the profile to replay against stock");
+  engine::ReplayOptions ro;
+  ro.profile = *profile;
+  if (auto t = option(args, "--tokens")) ro.tokens = std::atoi(t->c_str());
+  if (auto r = option(args, "--rounds")) ro.rounds = std::atoi(r->c_str());
+  if (ro.tokens < 1 || ro.rounds < 1) fail(ErrorKind::BadInput, "--tokens and --rounds must be positive");
+  const GgufFile file = GgufFile::open(pos[1]);
+  const engine::ReplayPlan plan = engine::plan_replay(file);
+  engine::EngineDevice device(probe_for(args));
+  const bool json_out = has_flag(args, "--json");
+  const engine::ReplayReport r = engine::run_replay(device, file, plan, ro, [&](int done, int total) {
+    if (!json_out) std::fprintf(stderr, "\rreplay: %d/%d runs   %s", done, total, done == total ? "\n" : "");
+  });
+  int64_t gemvs = 0;
+  for (const auto& n : plan.nodes) gemvs += n.gemvs();
+  if (json_out) {
+    auto arm = [](const engine::ReplayArm& a) {
+      return nlohmann::json{{"median_us", a.median}, {"ci_low_us", a.ci_low}, {"ci_high_us", a.ci_high},
+                            {"tokens", a.token_us.size()}, {"mmvq_launches", a.launches}, {"tuned_launches", a.tuned}};
+    };
+    nlohmann::json j = {{"model", pos[1]}, {"device", device.info().name}, {"arch", device.info().arch},
+                        {"profile", ro.profile.string()}, {"graph_nodes", plan.nodes.size()}, {"gemvs_per_token", gemvs},
+                        {"real_bytes", r.real_bytes}, {"stock", arm(r.stock)}, {"profiled", arm(r.profiled)},
+                        {"speedup", r.speedup}, {"speedup_low", r.speedup_low}, {"speedup_high", r.speedup_high},
+                        {"predicted_saving_us", r.predicted_saving_us}, {"predicted_speedup", r.predicted_speedup},
+                        {"profile_entries_hit", r.profile_entries_hit}, {"notes", plan.notes},
+                        {"kernel", "engine"}, {"probe", device.options().probe.string()}};
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  std::printf("decode replay of %s on %s (kernel: the engine's; %s weights)\n", pos[1].c_str(), device.info().name.c_str(),
+              r.real_bytes ? "the file's" : "random valid");
+  std::printf("  %zu graph nodes, %lld GEMVs per token; mmvq launches per token: %lld stock, %lld with the profile (%lld tuned)\n",
+              plan.nodes.size(), static_cast<long long>(gemvs), static_cast<long long>(r.stock.launches),
+              static_cast<long long>(r.profiled.launches), static_cast<long long>(r.profiled.tuned));
+  std::printf("  GEMV time per token, stock:   %.1f µs [%.1f, %.1f] (%zu tokens)\n", r.stock.median, r.stock.ci_low,
+              r.stock.ci_high, r.stock.token_us.size());
+  std::printf("  GEMV time per token, profile: %.1f µs [%.1f, %.1f]\n", r.profiled.median, r.profiled.ci_low, r.profiled.ci_high);
+  std::printf("  measured speedup %.3f [%.3f, %.3f]; the profile predicts %.3f (%d entries hit, %.1f µs saved per token)\n",
+              r.speedup, r.speedup_low, r.speedup_high, r.predicted_speedup, r.profile_entries_hit, r.predicted_saving_us);
+  return 0;
+}
+
 int run_engine(const Args& args) {
   if (args.empty() || args[0] == "--help") {
-    std::printf("%s", "usage: temper engine check|patch|build DIR ... (see `temper help engine`)\n");
+    std::printf("%s", "usage: temper engine check|patch|build|replay ... (see `temper help engine`)\n");
     return args.empty() ? 2 : 0;
   }
   if (args[0] == "check") return run_check(args);
   if (args[0] == "patch") return run_patch(args);
   if (args[0] == "build") return run_build(args);
-  fail(ErrorKind::BadInput, "unknown `temper engine` command \"" + args[0] + "\" (expected check, patch or build)");
+  if (args[0] == "replay") return run_replay(args);
+  fail(ErrorKind::BadInput, "unknown `temper engine` command \"" + args[0] + "\" (expected check, patch, build or replay)");
 }
 
 const Registrar reg{{"engine", "the tuning hook on your ggml / llama.cpp tree; the engine build Temper times",
@@ -135,7 +214,11 @@ const Registrar reg{{"engine", "the tuning hook on your ggml / llama.cpp tree; t
                      "    A private hooked copy of DIR's ggml in Temper's cache, built for one arch (this machine's\n"
                      "    first GPU unless --arch) with FlashAttention and NCCL off, plus temper-probe. Cached by\n"
                      "    source hash; progress on stderr; a failure ends with the compiler's first error and the\n"
-                     "    log's path (exit 6). HIP needs ROCm 6.1+ (Debian's hipcc 5.2 cannot build ggml).\n",
+                     "    log's path (exit 6). HIP needs ROCm 6.1+ (Debian's hipcc 5.2 cannot build ggml).\n"
+                     "temper engine replay MODEL.gguf --probe P|--engine-src DIR --profile P [--tokens 40] [--rounds 5] [--json]\n"
+                     "    One decode token's GEMVs in the model's order (fused gate/up, MUL_MAT_ID for experts, the\n"
+                     "    head) as one graph in the hooked engine, timed per token, stock and with the profile in\n"
+                     "    turn: medians with 95% CI, the measured speedup and the profile's prediction beside it.\n",
                      run_engine}};
 
 }  // namespace

@@ -55,7 +55,7 @@ class Reader {
   size_t pos_ = 0;
 };
 
-uint64_t handle(const DeviceBuffer& b) { return uint64_t(reinterpret_cast<uintptr_t>(b.get())); }
+uint64_t handle(const DeviceBuffer& b) { return EngineDevice::handle(b); }
 
 std::string problem_text(const GemvProblem& p, Config c) {
   return std::string(type_name(p.type)) + " " + std::to_string(p.n) + "x" + std::to_string(p.k) + " ncols " +
@@ -312,6 +312,22 @@ std::unique_ptr<Device> EngineBackend::open(int index) {
     fail(ErrorKind::NoDevice, "device " + std::to_string(index) + " does not exist: temper-probe serves one device (0)");
   if (started_) return std::move(started_);
   return std::make_unique<EngineDevice>(options_);
+}
+
+}  // namespace temper::engine
+
+namespace temper::engine {
+
+ReplayTokens EngineDevice::replay(const std::string& plan, uint32_t tokens) {
+  Writer w;
+  w.put(tokens).raw(plan.data(), plan.size());
+  const auto a = call(uint32_t(Op::Replay), w.bytes, "Replay");
+  Reader r(a, "Replay");
+  ReplayTokens t;
+  for (uint32_t i = 0; i < tokens; ++i) t.token_us.push_back(r.get<double>());
+  t.launches = r.get<int64_t>();
+  t.tuned = r.get<int64_t>();
+  return t;
 }
 
 }  // namespace temper::engine

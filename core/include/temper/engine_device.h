@@ -37,6 +37,13 @@ bool is_engine_api(const std::string& api);
 // One running probe: framing, timeouts, death. Not thread-safe on its own (EngineDevice locks).
 class ProbeProcess;
 
+// One decode-replay run (probe_protocol.h, Op::Replay).
+struct ReplayTokens {
+  std::vector<double> token_us;  // device time of each token's graph
+  int64_t launches = 0;          // mmvq launches per token
+  int64_t tuned = 0;             // of them, from a Temper instantiation
+};
+
 class EngineDevice final : public Device {
  public:
   // Starts the probe and says Hello. Error(BadInput) when the file is missing or not executable,
@@ -67,6 +74,11 @@ class EngineDevice final : public Device {
                                         int per_group) override;
   double copy_bandwidth_gbs(size_t bytes) override;
   std::optional<KernelAttributes> kernel_attributes(GgmlType type, int ncols, Config config) override;
+
+  // The probe's handle of a buffer this device allocated (for replay plans).
+  static uint64_t handle(const DeviceBuffer& b) { return uint64_t(reinterpret_cast<uintptr_t>(b.get())); }
+  // Runs a replay plan (probe_protocol.h) for `tokens` tokens.
+  ReplayTokens replay(const std::string& plan, uint32_t tokens);
 
  protected:
   void release(void* ptr) noexcept override;
