@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
-# Engine-bridge evidence on an NVIDIA host (issues 15 and 16), in one call. Carry an extracted,
-# trimmed upstream tree in .upstream/ (see docs/engine.md: `tar xzf ../shared/upstream/ggml-d99724f.tar.gz
-# -C .upstream`) and .deps/ (scripts/device-deps). Stages, chosen by STAGES (default "all"):
-#   temper  builds `temper` (device preset: CUDA on, KERNEL_SET kernels, no Qt, no tests)
-#   engine  `temper engine build` of the upstream tree for sm_90 (ENGINE_SET, default full), timed from
-#           a clean cache, then again (must be cached)
-#   smoke   bench/probe_smoke.py against the built probe (stock vs tuned results and times)
-#   sweep   engine sweep and Temper-kernel sweep of the Llama-3-8B Q4_K_M shape set (NCOLS, default
-#           "1 2 4 8"), then the comparison table (bench/engine_table.py) printed last
-# Logs, sessions and tables go to $OUT (else build-engine/evidence).
+# Engine-bridge evidence on an NVIDIA host (issues 15 and 16). Carry an extracted, trimmed upstream
+# tree in .upstream/ (docs/engine.md) and .deps/ (scripts/device-deps). Stages, chosen by STAGES
+# (default "all"; on a warm machine later calls reuse what earlier ones built):
+#   temper   builds `temper` and `temper-fixture` (device preset, KERNEL_SET kernels, default full)
+#   engine   `temper engine build` of the upstream tree for sm_90 (ENGINE_SET, default full) from a
+#            clean cache, timed, then again (must come from the cache)
+#   smoke    bench/probe_smoke.py against the built probe
+#   sweep    engine sweep (ncols 1 timed alone, then NCOLS) and Temper-kernel sweep of the
+#            Llama-3-8B Q4_K_M fixture; bench/engine_table.py compares them
+#   replay   profile from the engine sweep (approve significant), `temper engine replay` stock vs
+#            profile; a profile for another arch, a truncated one and one with an uncompiled config
+#            must each be ignored with their line and leave every launch stock
+#   moe      the same sweep → profile → replay for the Qwen3-30B-A3B fixture (MUL_MAT_ID)
+# Everything goes to $OUT (else build-engine/evidence); the tables are printed last.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
@@ -20,51 +24,106 @@ stages="${STAGES:-all}"
 want() { [[ "$stages" == all || " $stages " == *" $1 "* ]]; }
 upstream="${UPSTREAM:-$here/.upstream/ggml-d99724f}"
 engine_set="${ENGINE_SET:-full}"
-kernel_set="${KERNEL_SET:-ci}"
-ncols="${NCOLS:-1 2 4 8}"
+kernel_set="${KERNEL_SET:-full}"
+ncols="${NCOLS:-1,2,4,8}"
 jobs="${JOBS:-$(nproc)}"
 cache="$here/build-engine/cache-$engine_set"
 export PATH="/usr/local/cuda/bin:$PATH" CUDACXX="${CUDACXX:-/usr/local/cuda/bin/nvcc}"
-say "== $(date -u +%FT%TZ) host $(uname -n), $(nproc) cores; $(nvcc --version | tail -1); stages: $stages"
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | tee -a "$log" >&2 || true
-
 temper="$here/build-device/app/temper"
+fixture_bin="$here/build-device/tests/fixtures/temper-fixture"
+json() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$@"; }
+say "== $(date -u +%FT%TZ) host $(uname -n), $(nproc) cores; $(nvcc --version | tail -1); commit $(git rev-parse --short HEAD 2>/dev/null || cat cmake/git-commit.txt); stages: $stages"
+
 if want temper; then
   t0=$(date +%s)
-  cmake --preset device -DTEMPER_KERNEL_SET="$kernel_set" >>"$log" 2>&1 || { tail -30 "$log" >&2; exit 1; }
-  cmake --build --preset device --target temper -j "$jobs" >>"$log" 2>&1 || { grep -E "error|FAILED" -A5 "$log" | head -40 >&2; exit 1; }
+  cmake --preset device -DTEMPER_TESTS=ON -DTEMPER_KERNEL_SET="$kernel_set" >>"$log" 2>&1 || { tail -30 "$log" >&2; exit 1; }
+  cmake --build --preset device --target temper temper-fixture -j "$jobs" >>"$log" 2>&1 ||
+    { grep -E "error|FAILED" -A5 "$log" | head -40 >&2; exit 1; }
   say "== temper build (kernel set $kernel_set): $(( $(date +%s) - t0 )) s"
 fi
 
-probe=""
 if want engine; then
   rm -rf "$cache"
   t0=$(date +%s)
   "$temper" engine build "$upstream" --arch sm_90 --kernel-set "$engine_set" --cache "$cache" --jobs "$jobs" --json \
-    >"$out/engine-build-$engine_set.json" 2>>"$log" || { tail -20 "$log" >&2; grep -m3 -E "error" "$cache"/*/build.log >&2 || true; exit 1; }
+    >"$out/engine-build-$engine_set.json" 2>>"$log" || { tail -20 "$log" >&2; grep -m3 error "$cache"/*/build.log >&2 || true; exit 1; }
   say "== engine build (set $engine_set, clean cache): $(( $(date +%s) - t0 )) s"
   t0=$(date +%s)
   "$temper" engine build "$upstream" --arch sm_90 --kernel-set "$engine_set" --cache "$cache" --json >"$out/engine-build-$engine_set-2.json"
-  say "== engine build again: $(( $(date +%s) - t0 )) s, cached: $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["cached"])' "$out/engine-build-$engine_set-2.json")"
+  say "== engine build again: $(( $(date +%s) - t0 )) s, cached: $(json "$out/engine-build-$engine_set-2.json" 'd["cached"]')"
 fi
-if [[ -f "$out/engine-build-$engine_set.json" ]]; then
-  probe="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["probe"])' "$out/engine-build-$engine_set.json")"
-fi
+probe="$(ls "$cache"/*/build/temper-probe 2>/dev/null | head -1)"
 
 if want smoke; then
   python3 bench/probe_smoke.py "$probe" 2>&1 | tee -a "$log" "$out/smoke.txt" >&2
 fi
 
+# sweep_pair NAME FIXTURE: engine sweep (ncols 1 alone, timed; then the rest) and Temper-kernel sweep.
+sweep_pair() {
+  local name=$1 model="$here/build-device/$1.gguf"
+  "$fixture_bin" "$2" "$model"
+  local t0=$(date +%s%N)
+  "$temper" sweep "$model" --probe "$probe" --ncols 1 -o "$out/$name-engine-n1.json" >"$out/$name-engine-n1.txt" 2>>"$log"
+  say "== $name: engine sweep ncols 1: $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+  if [[ "$ncols" != 1 ]]; then
+    t0=$(date +%s%N)
+    "$temper" sweep "$model" --probe "$probe" --ncols "$ncols" -o "$out/$name-engine.json" >"$out/$name-engine.txt" 2>>"$log"
+    say "== $name: engine sweep ncols $ncols: $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+  else
+    cp "$out/$name-engine-n1.json" "$out/$name-engine.json"
+  fi
+  t0=$(date +%s%N)
+  "$temper" sweep "$model" --ncols "$ncols" --engine ggml-d99724f -o "$out/$name-temper.json" >"$out/$name-temper.txt" 2>>"$log"
+  say "== $name: Temper-kernel sweep ncols $ncols: $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+}
+
+# replay_model NAME: profile of the engine sweep at ncols 1, replay against stock.
+replay_model() {
+  local name=$1 model="$here/build-device/$1.gguf"
+  "$temper" profile export "$out/$name-engine-n1.json" --format temper -o "$out/$name.profile.json" >>"$log" 2>&1
+  "$temper" engine replay "$model" --probe "$probe" --profile "$out/$name.profile.json" --tokens "${TOKENS:-30}" \
+    --rounds "${ROUNDS:-4}" --json >"$out/$name-replay.json" 2>>"$log"
+  "$temper" engine replay "$model" --probe "$probe" --profile "$out/$name.profile.json" --tokens 5 --rounds 1 2>>"$log" | tee -a "$log" >&2 || true
+}
+
 if want sweep; then
-  fixture="$here/build-device/llama3-8b.gguf"
-  "$temper" make-fixture llama3-8b "$fixture" >>"$log" 2>&1 || true
-  for nc in $ncols; do :; done
-  nclist="${ncols// /,}"
-  t0=$(date +%s)
-  "$temper" sweep "$fixture" --probe "$probe" --ncols "$nclist" -o "$out/engine-session.json" >>"$log" 2>&1
-  say "== engine sweep (ncols $nclist): $(( $(date +%s) - t0 )) s"
-  t0=$(date +%s)
-  "$temper" sweep "$fixture" --ncols "$nclist" --engine ggml-d99724f -o "$out/temper-session.json" >>"$log" 2>&1
-  say "== temper-kernel sweep (ncols $nclist): $(( $(date +%s) - t0 )) s"
-  python3 bench/engine_table.py "$out/engine-session.json" "$out/temper-session.json" | tee "$out/table.md"
+  sweep_pair llama3 llama3-8b-q4_k_m
 fi
+if want replay; then
+  replay_model llama3
+  # Profiles the engine must ignore, each with its line, launching nothing tuned.
+  python3 - "$out/llama3.profile.json" "$out" <<'EOF'
+import json, sys
+p = json.load(open(sys.argv[1])); out = sys.argv[2]
+other = json.loads(json.dumps(p)); [e.update(arch="gfx90a") for e in other["entries"]]
+json.dump(other, open(f"{out}/bad-arch.json", "w"))
+text = json.dumps(p); open(f"{out}/bad-truncated.json", "w").write(text[: len(text) // 2])
+unc = json.loads(json.dumps(p)); [e.update(approval="approved", config={"nwarps": 3, "rows_per_block": 1}) for e in unc["entries"]]
+json.dump(unc, open(f"{out}/bad-uncompiled.json", "w"))
+EOF
+  for bad in bad-arch bad-truncated bad-uncompiled; do
+    rm -f /tmp/temper-probe-*.log
+    "$temper" engine replay "$here/build-device/llama3.gguf" --probe "$probe" --profile "$out/$bad.json" --tokens 3 --rounds 1 \
+      --json >"$out/$bad-replay.json" 2>"$out/$bad.err" || true
+    say "== $bad: tuned launches per token $(json "$out/$bad-replay.json" 'd["profiled"]["tuned_launches"]' 2>/dev/null || echo '?'); engine said: $(grep -h '^temper: profile' /tmp/temper-probe-*.log 2>/dev/null | tail -1)"
+    grep -h '^temper: profile' /tmp/temper-probe-*.log >"$out/$bad.engine-line.txt" 2>/dev/null || true
+  done
+fi
+if want moe; then
+  ncols_saved=$ncols; ncols=1
+  sweep_pair qwen3moe qwen3-30b-a3b-q4_k_m
+  ncols=$ncols_saved
+  replay_model qwen3moe
+fi
+
+# Tables last.
+for name in llama3 qwen3moe; do
+  if [[ -f "$out/$name-engine.json" && -f "$out/$name-temper.json" ]]; then
+    echo "### $name: engine vs Temper kernel"
+    python3 bench/engine_table.py "$out/$name-engine.json" "$out/$name-temper.json" | tee "$out/$name-table.md"
+  fi
+  if [[ -f "$out/$name-replay.json" ]]; then
+    echo "### $name: decode replay"
+    json "$out/$name-replay.json" '"stock %.1f us [%.1f, %.1f], profile %.1f us [%.1f, %.1f], speedup %.3f [%.3f, %.3f], predicted %.3f; mmvq launches/token %d, tuned %d; entries hit %d" % (d["stock"]["median_us"], d["stock"]["ci_low_us"], d["stock"]["ci_high_us"], d["profiled"]["median_us"], d["profiled"]["ci_low_us"], d["profiled"]["ci_high_us"], d["speedup"], d["speedup_low"], d["speedup_high"], d["predicted_speedup"], d["profiled"]["mmvq_launches"], d["profiled"]["tuned_launches"], d["profile_entries_hit"])'
+  fi
+done
