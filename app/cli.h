@@ -33,3 +33,13 @@ std::vector<std::string> positionals(const Args& args, std::vector<std::string_v
 void reject_unknown(const Args& args, std::vector<std::string_view> known);
 
 }  // namespace temper::cli
+
+namespace temper::engine {
+struct ProbeOptions;
+}
+namespace temper::cli {
+// The engine probe a command talks to: `--probe PATH`, else the hooked engine built (or found in
+// the cache) from `--engine-src DIR` for `--arch` (default: this machine's first GPU) and
+// `--kernel-set`, with the provenance a session records. Defined in cmd_engine.cpp.
+engine::ProbeOptions engine_probe_options(const Args& args);
+}  // namespace temper::cli

@@ -114,9 +114,9 @@ int run_build(const Args& args) {
   return 0;
 }
 
-// The probe to talk to: --probe PATH, else the engine built (or cached) from --engine-src DIR.
-// Fills the provenance a session records about the engine.
-engine::ProbeOptions probe_for(const Args& args) {
+}  // namespace
+
+engine::ProbeOptions engine_probe_options(const Args& args) {
   engine::ProbeOptions o;
   if (auto p = option(args, "--probe")) {
     o.probe = *p;
@@ -141,6 +141,8 @@ engine::ProbeOptions probe_for(const Args& args) {
   return o;
 }
 
+namespace {
+
 int run_replay(const Args& args) {
   reject_unknown(args, {"--probe", "--engine-src", "--arch", "--kernel-set", "--profile", "--tokens", "--rounds", "--json"});
   const auto pos = positionals(args, {"--probe", "--engine-src", "--arch", "--kernel-set", "--profile", "--tokens", "--rounds"});
@@ -154,7 +156,7 @@ int run_replay(const Args& args) {
   if (ro.tokens < 1 || ro.rounds < 1) fail(ErrorKind::BadInput, "--tokens and --rounds must be positive");
   const GgufFile file = GgufFile::open(pos[1]);
   const engine::ReplayPlan plan = engine::plan_replay(file);
-  engine::EngineDevice device(probe_for(args));
+  engine::EngineDevice device(engine_probe_options(args));
   const bool json_out = has_flag(args, "--json");
   const engine::ReplayReport r = engine::run_replay(device, file, plan, ro, [&](int done, int total) {
     if (!json_out) std::fprintf(stderr, "\rreplay: %d/%d runs   %s", done, total, done == total ? "\n" : "");

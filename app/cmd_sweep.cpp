@@ -230,7 +230,8 @@ int run_sweep(const Args& args) {
   const std::vector<std::string_view> valued = {"-o",      "--output", "--device", "--ncols",   "--nwarps",
                                                 "--rows-per-block",   "--types",  "--resume", "--shape",
                                                 "--engine", "--backend", "--journal", "--time-cap", "--seed",
-                                                "--confirm-time", "--back-to-back", "--probe"};
+                                                "--confirm-time", "--back-to-back", "--probe", "--engine-src",
+                                                "--arch", "--kernel-set"};
   std::vector<std::string_view> known = valued;
   known.insert(known.end(), {"--quick", "--json", "--no-confirm"});
   reject_unknown(args, known);
@@ -249,7 +250,7 @@ int run_sweep(const Args& args) {
     // Everything comes from the journal: only output options may be given with it.
     for (auto opt : {"--device", "--ncols", "--nwarps", "--rows-per-block", "--types", "--shape", "--engine",
                      "--backend", "--time-cap", "--seed", "--quick", "--journal", "--no-confirm", "--confirm-time",
-                     "--back-to-back", "--probe"})
+                     "--back-to-back", "--probe", "--engine-src", "--arch", "--kernel-set"})
       if (has_flag(args, opt) || option(args, opt))
         fail(ErrorKind::BadInput, std::string(opt) + " cannot be combined with --resume (the journal holds the plan)");
     if (!pos.empty()) fail(ErrorKind::BadInput, "--resume takes no model file (the journal names it)");
@@ -306,10 +307,7 @@ int run_sweep(const Args& args) {
       setup.options.seed = seed;
     }
     std::optional<engine::ProbeOptions> probe;
-    if (const auto p = option(args, "--probe")) {
-      probe.emplace();
-      probe->probe = *p;
-    }
+    if (option(args, "--probe") || option(args, "--engine-src")) probe = engine_probe_options(args);
     if (probe) {
       for (auto opt : {"--backend", "--device"})
         if (option(args, opt)) fail(ErrorKind::BadInput, std::string(opt) + " cannot be combined with --probe (the probe serves one device)");

@@ -139,7 +139,6 @@ std::string source_hash(const Tree& tree, const BuildOptions& o) {
   h.add(o.set.name);
   h.add(hook_header());
   h.add(hook_runtime());
-  h.add(probe_source());
   for (const fs::path& rel : tree_files(tree.ggml_root)) {
     h.add(rel.string());
     h.add(read_file(tree.ggml_root / rel));
@@ -164,29 +163,36 @@ BuildResult build(const fs::path& dir, const BuildOptions& o, const BuildProgres
   r.dir = (o.cache_root.empty() ? fs::path(default_cache_root()) : o.cache_root) / r.hash;
   r.probe = r.dir / "build" / "temper-probe";
   r.log = r.dir / "build.log";
-  const fs::path stamp = r.dir / "built";
+  const fs::path stamp = r.dir / "built", probe_stamp = r.dir / "probe.hash";
+  Hash ph;
+  ph.add(probe_source());
+  ph.add(probe_protocol_source());
   std::error_code ec;
-  if (fs::exists(stamp, ec) && fs::exists(r.probe, ec)) {
+  const bool engine_ready = fs::exists(stamp, ec);
+  if (engine_ready && fs::exists(r.probe, ec) && fs::exists(probe_stamp, ec) && read_file(probe_stamp) == ph.hex() + "\n") {
     r.cached = true;
     return r;
   }
 
-  // A fresh private copy, hooked.
   const fs::path src = r.dir / "ggml";
-  fs::remove_all(r.dir, ec);
-  fs::create_directories(src, ec);
-  if (ec) fail(ErrorKind::Io, r.dir.string() + ": " + ec.message());
-  for (const fs::path& rel : tree_files(tree.ggml_root)) {
-    fs::create_directories((src / rel).parent_path(), ec);
-    fs::copy_file(tree.ggml_root / rel, src / rel, fs::copy_options::overwrite_existing, ec);
-    if (ec) fail(ErrorKind::Io, "copying " + (tree.ggml_root / rel).string() + ": " + ec.message());
-  }
-  if (read_file(src / "src/ggml-cuda/mmvq.cu").rfind("// temper-hook v", 0) != 0) patch(src, o.set);
   const fs::path probe_dir = r.dir / "probe";
+  if (!engine_ready) {
+    // A fresh private copy, hooked.
+    fs::remove_all(r.dir, ec);
+    fs::create_directories(src, ec);
+    if (ec) fail(ErrorKind::Io, r.dir.string() + ": " + ec.message());
+    for (const fs::path& rel : tree_files(tree.ggml_root)) {
+      fs::create_directories((src / rel).parent_path(), ec);
+      fs::copy_file(tree.ggml_root / rel, src / rel, fs::copy_options::overwrite_existing, ec);
+      if (ec) fail(ErrorKind::Io, "copying " + (tree.ggml_root / rel).string() + ": " + ec.message());
+    }
+    if (read_file(src / "src/ggml-cuda/mmvq.cu").rfind("// temper-hook v", 0) != 0) patch(src, o.set);
+  }
+  // The probe is Temper's own and changes apart from the engine: a new probe rebuilds only itself.
   fs::create_directories(probe_dir, ec);
   write_file_atomic(probe_dir / "temper-probe.cu", probe_source());
   write_file_atomic(probe_dir / "probe_protocol.h", probe_protocol_source());
-  write_file_atomic(probe_dir / "CMakeLists.txt", probe_cmake(src, o));
+  if (!engine_ready) write_file_atomic(probe_dir / "CMakeLists.txt", probe_cmake(src, o));
 
   const bool hip = platform == Platform::Hip;
   const std::string arch_num = hip ? o.arch : o.arch.substr(3);
@@ -197,8 +203,8 @@ BuildResult build(const fs::path& dir, const BuildOptions& o, const BuildProgres
       << (hip ? " -DGGML_HIP=ON -DGPU_TARGETS=" + arch_num + " -DAMDGPU_TARGETS=" + arch_num
               : " -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=" + arch_num)
       << " -DGGML_CUDA_FA=OFF -DGGML_CUDA_NCCL=OFF";
-  if (progress) progress({0, 0, "configuring"});
-  if (run_logged(cfg.str(), r.log, nullptr) != 0)
+  if (progress) progress({0, 0, engine_ready ? "rebuilding temper-probe" : "configuring"});
+  if (!engine_ready && run_logged(cfg.str(), r.log, nullptr) != 0)
     fail(ErrorKind::Io, "engine configure failed: " + first_error(r.log) + " (log: " + r.log.string() + ")");
 
   static const std::regex step(R"(^\[(\d+)/(\d+)\])");
@@ -216,6 +222,7 @@ BuildResult build(const fs::path& dir, const BuildOptions& o, const BuildProgres
   if (rc != 0 || !fs::exists(r.probe, ec))
     fail(ErrorKind::Io, "engine build failed: " + first_error(r.log) + " (log: " + r.log.string() + ")");
   write_file_atomic(stamp, tree.commit + "\n");
+  write_file_atomic(probe_stamp, ph.hex() + "\n");
   return r;
 }
 

@@ -126,6 +126,17 @@ ggml_backend_buffer_t buffer(uint64_t h) {
     return it->second;
 }
 
+// y no longer holds quantized activations: free its private copy of them.
+void forget_quantized(uint64_t y) {
+    auto it = g_quantized.find(y);
+    if (it == g_quantized.end()) return;
+    if (auto b = g_buffers.find(it->second.x); b != g_buffers.end()) {
+        ggml_backend_buffer_free(b->second);
+        g_buffers.erase(b);
+    }
+    g_quantized.erase(it);
+}
+
 const Quantized & quantized(uint64_t y) {
     auto it = g_quantized.find(y);
     if (it == g_quantized.end()) fail(ProbeStatus::BadRequest, "buffer " + std::to_string(y) + " holds no quantized activations");
@@ -354,7 +365,7 @@ std::string serve(Op op, const std::string & payload) {
             const uint64_t h = r.get<uint64_t>();
             ggml_backend_buffer_free(buffer(h));
             g_buffers.erase(h);
-            g_quantized.erase(h);
+            forget_quantized(h);
             return out;
         }
         case Op::Upload: {
@@ -401,10 +412,20 @@ std::string serve(Op op, const std::string & payload) {
             char * dst = static_cast<char *>(ggml_backend_buffer_get_base(buffer(y)));
             for (int c = 0; c < ncols; ++c)
                 check_cuda(cudaMemcpyAsync(dst + c * col_bytes, static_cast<char *>(tmp) + c * padded_col, col_bytes, cudaMemcpyDeviceToDevice, stream), "cudaMemcpyAsync");
+            // The engine's MUL_MAT takes the float activations: keep a private copy of x with y, since
+            // the caller may free x once it holds the quantized blocks.
+            const size_t x_bytes = size_t(k) * size_t(ncols) * 4;
+            ggml_backend_buffer_t own = ggml_backend_buft_alloc_buffer(ggml_backend_get_default_buffer_type(g_backend), x_bytes + kSlack);
+            if (!own) fail(ProbeStatus::EngineError, "out of device memory copying the activations");
+            check_cuda(cudaMemcpyAsync(ggml_backend_buffer_get_base(own), ggml_backend_buffer_get_base(buffer(x)), x_bytes,
+                                       cudaMemcpyDeviceToDevice, stream), "cudaMemcpyAsync");
             ggml_backend_synchronize(g_backend);
             check_cuda(cudaDeviceSynchronize(), "quantize");
             cudaFree(tmp);
-            g_quantized[y] = Quantized{x, k, ncols};
+            const uint64_t own_handle = g_next_handle++;
+            g_buffers[own_handle] = own;
+            forget_quantized(y);
+            g_quantized[y] = Quantized{own_handle, k, ncols};
             return out;
         }
         case Op::Gemv: {
