@@ -7,15 +7,12 @@
 #include <sstream>
 
 #include "temper/error.h"
+#include "temper/format.h"
 
 namespace temper {
 namespace {
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
+std::string fmt(const char* f, double v) { return format_number(f, v); }
 
 // 3.35e12 → "3.35 T"; used for B/s and ops/s.
 std::string si(double v) {

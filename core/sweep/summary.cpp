@@ -5,16 +5,13 @@
 #include <map>
 #include <sstream>
 
+#include "temper/format.h"
 #include "temper/sweep.h"
 
 namespace temper {
 namespace {
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
+std::string fmt(const char* f, double v) { return format_number(f, v); }
 
 
 std::string pad(std::string s, size_t width) {
