@@ -8,6 +8,7 @@
 
 #include "session_doc.h"
 #include "sweep_runner.h"
+#include "temper/gpu_backend.h"
 
 class QCheckBox;
 class QComboBox;
@@ -25,7 +26,7 @@ class SweepPanel : public QWidget {
   // `backends`: where devices come from (the GPU backends, plus a fake one when asked for).
   SweepPanel(SessionDocument* doc, std::vector<std::unique_ptr<Backend>> backends, QWidget* parent = nullptr);
   ~SweepPanel() override;
-  bool hasDevices() const { return !devices_.empty(); }
+  bool hasDevices() const { return !devices_.devices.empty(); }
   QSize sizeHint() const override { return {320, 600}; }
   SweepRunner* runner() const { return runner_; }
   QPushButton* startButton() const { return start_; }
@@ -47,16 +48,11 @@ class SweepPanel : public QWidget {
   void sweepFinished(const QString& summary);
 
  private:
-  struct DeviceEntry {
-    Backend* backend;
-    DeviceInfo info;
-  };
   void refreshShapes();
   void setRunning(bool running);
 
   SessionDocument* doc_;
-  std::vector<std::unique_ptr<Backend>> backends_;
-  std::vector<DeviceEntry> devices_;
+  gpu::DeviceList devices_;  // the same list, in the same order, as the CLI's --device N counts
   SweepRunner* runner_;
   QStackedWidget* stack_;
   QComboBox* device_;
