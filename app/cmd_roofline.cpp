@@ -10,6 +10,7 @@
 #include "temper/error.h"
 #include "temper/fileio.h"
 #include "temper/roofline.h"
+#include "temper/sweep.h"
 #include "temper/session.h"
 
 namespace temper::cli {
@@ -51,7 +52,7 @@ int run_roofline(const Args& args) {
   reject_unknown(args, {"--svg", "--json", "--device"});
   const auto pos = positionals(args, {"--svg", "--device"});
   if (pos.size() != 1) fail(ErrorKind::BadInput, "expected one SESSION.json (see `temper help roofline`)");
-  const Session session = load_session(pos[0]);
+  const Session session = read_session(pos[0]);
   if (session.devices.empty()) fail(ErrorKind::BadInput, pos[0] + ": the session has no devices");
 
   std::vector<Roofline> rooflines;

@@ -12,11 +12,9 @@ int run_session_command(const Args& args) {
   reject_unknown(args, {"--json", "--compare"});
   const auto pos = positionals(args, {"--compare"});
   if (pos.size() != 1) fail(ErrorKind::BadInput, "usage: temper session SESSION.json [--compare OTHER.json] [--json]");
-  Session s = load_session(pos[0]);
-  if (s.winners.empty() && !s.results.empty()) finish_session(s);  // a session saved mid-way
+  const Session s = read_session(pos[0]);
   if (const auto other_path = option(args, "--compare")) {
-    Session other = load_session(*other_path);
-    if (other.winners.empty() && !other.results.empty()) finish_session(other);
+    const Session other = read_session(*other_path);
     const SessionComparison c = compare_sessions(s, other);
     if (has_flag(args, "--json"))
       std::cout << to_json(c).dump(2) << "\n";

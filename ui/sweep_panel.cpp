@@ -14,13 +14,15 @@
 #include <QStackedWidget>
 #include <QVBoxLayout>
 
+#include <span>
+
 #include "temper/error.h"
 
 namespace temper::ui {
 
 namespace {
-const int kNwarps[] = {1, 2, 4, 8, 16};
-const int kRows[] = {1, 2, 4, 8, 16};
+const std::vector<int> kNwarps = grid_nwarps();
+const std::vector<int> kRows = grid_rows_per_block();
 const int kNcols[] = {1, 2, 3, 4, 5, 6, 7, 8};
 
 QString eta_text(double s) {
@@ -29,8 +31,7 @@ QString eta_text(double s) {
   return QStringLiteral("%1 h").arg(s / 3600, 0, 'f', 1);
 }
 
-template <size_t N>
-QWidget* checkRow(const int (&values)[N], std::vector<QCheckBox*>& boxes) {
+QWidget* checkRow(std::span<const int> values, std::vector<QCheckBox*>& boxes) {
   auto* w = new QWidget;
   auto* l = new QHBoxLayout(w);
   l->setContentsMargins(0, 0, 0, 0);
@@ -69,16 +70,7 @@ std::vector<int> parse_list(const QString& s) {
 }  // namespace
 
 SweepPanel::SweepPanel(SessionDocument* doc, std::vector<std::unique_ptr<Backend>> backends, QWidget* parent)
-    : QWidget(parent), doc_(doc), backends_(std::move(backends)), runner_(new SweepRunner(this)) {
-  QStringList why;
-  for (auto& b : backends_) {
-    const auto devs = b->devices();
-    for (const auto& d : devs) devices_.push_back({b.get(), d});
-    if (devs.empty())
-      why << QStringLiteral("%1: %2").arg(qstr(b->name()),
-                                          b->unavailable_reason().empty() ? QStringLiteral("no device") : qstr(b->unavailable_reason()));
-  }
-  if (backends_.empty()) why << QStringLiteral("this build has no GPU backend (built without HIP and CUDA)");
+    : QWidget(parent), doc_(doc), devices_(gpu::list_devices(std::move(backends))), runner_(new SweepRunner(this)) {
 
   stack_ = new QStackedWidget;
   // No GPU: say why, offer a session.
@@ -87,7 +79,7 @@ SweepPanel::SweepPanel(SessionDocument* doc, std::vector<std::unique_ptr<Backend
     auto* l = new QVBoxLayout(none);
     auto* t = new QLabel(QStringLiteral("<b>No GPU found.</b><br>%1<br><br>Sweeps need a HIP or CUDA device. You can still "
                                         "open a recorded session (read-only) or the demo session recorded on an H100.")
-                             .arg(why.join(QStringLiteral("<br>"))));
+                             .arg(qstr(devices_.why_none).toHtmlEscaped()));
     t->setWordWrap(true);
     auto* open = new QPushButton(QStringLiteral("Open session…"));
     auto* demo = new QPushButton(QStringLiteral("Open demo session"));
@@ -102,7 +94,7 @@ SweepPanel::SweepPanel(SessionDocument* doc, std::vector<std::unique_ptr<Backend
   auto* editor = new QWidget;
   {
     device_ = new QComboBox;
-    for (const auto& e : devices_) {
+    for (const auto& e : devices_.devices) {
       const GpuSpec* g = match_device(e.info);
       device_->addItem(QStringLiteral("%1 #%2 · %3 (%4)%5")
                            .arg(qstr(e.backend->name())).arg(e.info.index).arg(qstr(e.info.name), qstr(e.info.arch))
@@ -160,7 +152,7 @@ SweepPanel::SweepPanel(SessionDocument* doc, std::vector<std::unique_ptr<Backend
   }
   stack_->addWidget(none);
   stack_->addWidget(editor);
-  stack_->setCurrentIndex(devices_.empty() ? 0 : 1);
+  stack_->setCurrentIndex(devices_.devices.empty() ? 0 : 1);
   auto* lay = new QVBoxLayout(this);
   lay->setContentsMargins(0, 0, 0, 0);
   lay->addWidget(stack_);
@@ -202,7 +194,7 @@ SweepPanel::SweepPanel(SessionDocument* doc, std::vector<std::unique_ptr<Backend
 
 SweepPanel::~SweepPanel() {
   runner_->cancel();
-  runner_->wait();  // devices belong to backends_, which go with this panel
+  runner_->wait();  // devices belong to the backends in devices_, which go with this panel
 }
 
 PlanGrid SweepPanel::grid() const {
@@ -237,19 +229,19 @@ void SweepPanel::refreshShapes() {
   for (const auto& s : doc_->shapes()) total += s.bytes_per_token;
   for (const auto& s : doc_->shapes()) {
     auto* item = new QListWidgetItem(QStringLiteral("%1 · %2% of decode bytes")
-                                         .arg(shapeText(s.type, s.n, s.k))
+                                         .arg(shapeText(s))
                                          .arg(total ? 100.0 * double(s.bytes_per_token) / double(total) : 0, 0, 'f', 1));
     item->setCheckState(Qt::Checked);
     shapes_->addItem(item);
   }
   const bool can = !doc_->shapes().empty();
   device_note_->setText(can ? QString() : QStringLiteral("Open a GGUF model (File → Open) to choose shapes."));
-  start_->setEnabled(can && !runner_->isRunning() && !devices_.empty());
+  start_->setEnabled(can && !runner_->isRunning() && hasDevices());
 }
 
 bool SweepPanel::startSweep() {
   try {
-    if (devices_.empty()) fail(ErrorKind::NoDevice, "no GPU found");
+    if (!hasDevices()) fail(ErrorKind::NoDevice, devices_.why_none);
     if (runner_->isRunning()) fail(ErrorKind::BadInput, "a sweep is already running");
     if (doc_->isDirty() && doc_->hasSession() &&
         QMessageBox::question(this, QStringLiteral("Unsaved results"),
@@ -263,13 +255,14 @@ bool SweepPanel::startSweep() {
     setup.grid = grid();
     validate_grid(setup.grid);
     setup.options.time_cap_s = time_cap_->value();
+    setup.options.seed = seed_;
     if (const auto& m = doc_->model()) {
-      setup.model = {m->path.filename().string(), m->file_size, hex64(m->header_hash), m->architecture};
+      setup.model = model_identity(*m);
     } else if (doc_->hasSession()) {
       setup.model = doc_->session().model;
     }
     saveSettings();
-    const DeviceEntry entry = devices_[size_t(device_->currentIndex())];
+    const gpu::DeviceChoice entry = devices_.devices[size_t(device_->currentIndex())];
     runner_->start(std::move(setup), [entry] {
       std::vector<std::unique_ptr<Device>> v;
       v.push_back(entry.backend->open(entry.info.index));

@@ -8,6 +8,7 @@
 
 #include "session_doc.h"
 #include "sweep_runner.h"
+#include "temper/gpu_backend.h"
 
 class QCheckBox;
 class QComboBox;
@@ -25,7 +26,7 @@ class SweepPanel : public QWidget {
   // `backends`: where devices come from (the GPU backends, plus a fake one when asked for).
   SweepPanel(SessionDocument* doc, std::vector<std::unique_ptr<Backend>> backends, QWidget* parent = nullptr);
   ~SweepPanel() override;
-  bool hasDevices() const { return !devices_.empty(); }
+  bool hasDevices() const { return !devices_.devices.empty(); }
   QSize sizeHint() const override { return {320, 600}; }
   SweepRunner* runner() const { return runner_; }
   QPushButton* startButton() const { return start_; }
@@ -35,6 +36,8 @@ class SweepPanel : public QWidget {
   void setGrid(const PlanGrid& g);
   void saveSettings() const;
   void setJournalDir(const QString& dir) { journal_dir_ = dir; }
+  // The inputs' seed, to repeat a sweep exactly (`temper sweep --seed`); 0: a fresh one per sweep.
+  void setSeed(uint64_t seed) { seed_ = seed; }
   // Starts a sweep of the checked shapes on the picked device; false (with a dialog) when it cannot.
   bool startSweep();
 
@@ -45,16 +48,11 @@ class SweepPanel : public QWidget {
   void sweepFinished(const QString& summary);
 
  private:
-  struct DeviceEntry {
-    Backend* backend;
-    DeviceInfo info;
-  };
   void refreshShapes();
   void setRunning(bool running);
 
   SessionDocument* doc_;
-  std::vector<std::unique_ptr<Backend>> backends_;
-  std::vector<DeviceEntry> devices_;
+  gpu::DeviceList devices_;  // the same list, in the same order, as the CLI's --device N counts
   SweepRunner* runner_;
   QStackedWidget* stack_;
   QComboBox* device_;
@@ -66,6 +64,7 @@ class SweepPanel : public QWidget {
   QPushButton* start_;
   QPushButton* cancel_;
   QString journal_dir_;
+  uint64_t seed_ = 0;
 };
 
 }  // namespace temper::ui

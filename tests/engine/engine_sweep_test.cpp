@@ -66,8 +66,8 @@ TEST(EngineSweep, StockBaselineVerifiedWinnersConfirmed) {
   for (const PlanItem& it : s.devices[0].plan.items) {
     if (it.is_default) EXPECT_EQ(it.config, *dev.stock_config(it.type, it.ncols, it.k));
   }
-  ASSERT_EQ(s.winners.size(), 4u);
-  for (const Winner& w : s.winners) {
+  ASSERT_EQ(s.verdicts.size(), 4u);
+  for (const Verdict& w : s.verdicts) {
     const Config stock = *dev.stock_config(w.type, w.ncols, w.k);
     EXPECT_EQ(w.default_config, stock);
     if (w.n == 128) {
@@ -185,7 +185,7 @@ TEST(EngineSweepCli, ProbeSweepWritesAnEngineSession) {
   EXPECT_TRUE(s.kernel_source.is_engine());
   EXPECT_EQ(s.kernel_source.probe_path, fs::absolute(FAKE_PROBE).lexically_normal().string());
   int winners = 0;
-  for (const Winner& w : s.winners) winners += w.is_winner() && w.confirmed;
+  for (const Verdict& w : s.verdicts) winners += w.is_winner() && w.confirmed;
   EXPECT_EQ(winners, 2);
   const CliRun shown = temper({"session", out.string()});
   EXPECT_EQ(shown.code, 0) << shown.output;
