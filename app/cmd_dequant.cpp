@@ -9,6 +9,7 @@
 #include "temper/error.h"
 #include "temper/fileio.h"
 #include "temper/gguf.h"
+#include "temper/input.h"
 #include "temper/quant/reference.h"
 #include "temper/quant/tensor.h"
 
@@ -29,6 +30,7 @@ int run_dequant(const Args& args) {
   if (!out_path) out_path = option(args, "--output");
   if (!out_path) fail(ErrorKind::BadInput, "missing -o OUT.f32");
 
+  refuse_overwriting_inputs(*out_path, {pos[0]});
   const GgufFile model = GgufFile::open(pos[0]);
   const TensorInfo* tensor = model.find_tensor(pos[1]);
   if (!tensor) fail(ErrorKind::BadInput, pos[0] + ": no tensor named '" + pos[1] + "'");

@@ -10,6 +10,7 @@
 
 #include "temper/error.h"
 #include "temper/fileio.h"
+#include "temper/input.h"
 #include "temper/mmvq_traits.h"
 
 namespace temper {
@@ -420,8 +421,7 @@ std::vector<CodeObject> load_code_objects(const std::filesystem::path& path) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!fs::is_directory(path, ec)) {
-    if (!fs::exists(path, ec)) fail(ErrorKind::Io, path.string() + ": no such file or directory");
-    const std::string data = read_file(path);
+    const std::string data = read_input(path, kMaxBinaryInputBytes, "code object");
     return read_code_objects(as_bytes(data), path.string());
   }
   std::vector<fs::path> files;
@@ -431,7 +431,7 @@ std::vector<CodeObject> load_code_objects(const std::filesystem::path& path) {
   std::sort(files.begin(), files.end());
   std::vector<CodeObject> out;
   for (const auto& f : files) {
-    const std::string data = read_file(f);
+    const std::string data = read_input(f, kMaxBinaryInputBytes, "code object");
     const auto bytes = as_bytes(data);
     const bool device = starts_with_bytes(bytes, kBundleMagic) ||
                         (is_elf(bytes) && data.size() > 20 && Reader(bytes, f.string()).le<uint16_t>(18, "e_machine") == kEmAmdgpu);

@@ -6,6 +6,8 @@
 
 #include "json_read.h"
 #include "temper/fileio.h"
+#include "temper/input.h"
+#include "temper/validate.h"
 #include "temper/gpu_backend.h"  // device and telemetry JSON, shared with `temper devices`
 #include "temper/quant/blocks.h"
 
@@ -560,6 +562,9 @@ Confirmation confirmation_from_json(const json& j, const std::string& where) {
 Session session_from_json(const json& j, const std::string& where) {
   const Node root{j, where};
   root.object();
+  // A profile opened where a session is expected used to say `missing field "id"`.
+  if (!j.contains("results") && ((j.contains("format") && j["format"] == "temper-profile") || j.contains("configs")))
+    fail(ErrorKind::BadInput, where + ": a tuning profile, not a sweep session (open it as a profile)");
   const int version = root["schema_version"].integer();
   if (version > kSessionSchemaVersion)
     fail(ErrorKind::BadInput, where + ": session written by a newer Temper (schema " + std::to_string(version) +
@@ -601,6 +606,7 @@ Session session_from_json(const json& j, const std::string& where) {
   s.estimates = list_from<Estimate>(root["estimates"], estimate_from);
   // Optional: absent in sessions from before the interleaved confirmation (none were made).
   if (root.has("confirmations")) s.confirmations = list_from<Confirmation>(root["confirmations"], confirmation_from);
+  validate_session(s, where);
   return s;
 }
 
@@ -609,14 +615,7 @@ void save_session(const Session& s, const std::filesystem::path& path) {
 }
 
 Session load_session(const std::filesystem::path& path) {
-  const std::string text = read_file(path);
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::parse_error& e) {
-    fail(ErrorKind::BadInput, path.string() + ": not valid JSON (byte " + std::to_string(e.byte) + "): " + e.what());
-  }
-  return session_from_json(j, path.string());
+  return session_from_json(read_json_input(path, "session"), path_text(path));
 }
 
 }  // namespace temper
