@@ -426,7 +426,8 @@ std::vector<CodeObject> load_code_objects(const std::filesystem::path& path) {
   }
   std::vector<fs::path> files;
   for (auto it = fs::recursive_directory_iterator(path, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
-    if (it->is_regular_file(ec)) files.push_back(it->path());
+    // Files too big to be a code object (a build tree's archives) are not ours to judge here.
+    if (it->is_regular_file(ec) && it->file_size(ec) <= kMaxBinaryInputBytes) files.push_back(it->path());
   if (ec) fail(ErrorKind::Io, path.string() + ": " + ec.message());
   std::sort(files.begin(), files.end());
   std::vector<CodeObject> out;
