@@ -153,5 +153,33 @@ TEST_F(RobustIo, FileSizeLimitIsAnIoErrorNotASignal) {
   EXPECT_TRUE(names().empty());
 }
 
+// (6) dequant held its whole output in memory (1 GB output: 1.2 GB resident): a streamed write of
+// 128 MiB must not grow the process by anything like that.
+TEST_F(RobustIo, StreamedWritesAreNotHeldInMemory) {
+  const fs::path path = dir_ / "big.f32";
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    rusage before{};
+    ::getrusage(RUSAGE_SELF, &before);
+    const std::string chunk(1 << 20, 'x');
+    try {
+      write_file_atomic(path, [&](std::ostream& out) {
+        for (int i = 0; i < 128; ++i) out.write(chunk.data(), std::streamsize(chunk.size()));
+      });
+    } catch (const Error& e) {
+      ::_exit(e.exit_code());
+    }
+    rusage after{};
+    ::getrusage(RUSAGE_SELF, &after);
+    ::_exit(after.ru_maxrss - before.ru_maxrss > 32 * 1024 ? 100 : 0);  // KiB: grew by more than 32 MiB
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "100: the output was held in memory";
+  EXPECT_EQ(fs::file_size(path), uint64_t{128} << 20);
+}
+
 }  // namespace
 }  // namespace temper
