@@ -155,6 +155,23 @@ TEST_F(Cli, ModelNameNotValidUtf8Sweeps) {
   EXPECT_EQ(temper("session s.json").code, 0);
 }
 
+// (6) A large dequant was silent (and held its output in memory): it now says how far it is.
+TEST_F(Cli, LargeDequantReportsProgress) {
+  GgufWriter w;
+  w.add("general.architecture", GgufWriter::Value::string("llama"));
+  w.add_sparse_tensor("big", GgmlType::F16, {4096, 4096});
+  w.add_sparse_tensor("small", GgmlType::F16, {64, 4});
+  w.write(dir_ / "big.gguf");
+  Result r = temper("dequant big.gguf big -o big.f32");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("dequant: 50% (32 of 64 MiB)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("dequant: 100% (64 of 64 MiB)"), std::string::npos) << r.err;
+  EXPECT_EQ(fs::file_size(dir_ / "big.f32"), uint64_t{64} << 20);
+  r = temper("dequant big.gguf small -o small.f32");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err.find("dequant:"), std::string::npos) << r.err;  // small outputs stay quiet
+}
+
 // (1) A tensor of a type newer than this Temper: listed, left out, the rest of the file usable.
 TEST_F(Cli, UnknownTensorTypeIsListedAndTheModelStillSweeps) {
   std::string image = fx::bytes(fx::Fixture::MiniLlama);
