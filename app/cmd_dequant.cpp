@@ -98,7 +98,8 @@ int run_dequant(const Args& args) {
                      {"bytes", values * 4}};
     std::printf("%s\n", j.dump(2).c_str());
   } else {
-    std::printf("%s (%s, %llu x %llu): rows %llu:%llu -> %s (%llu float32 values)\n", pos[1].c_str(),
+    // "rows of" spelled out: inspect lists dims in ggml's order (ne[0] = row length first).
+    std::printf("%s (%s, %llu rows of %llu values): rows %llu:%llu -> %s (%llu float32 values)\n", pos[1].c_str(),
                 std::string(type_name(tensor->type)).c_str(), static_cast<unsigned long long>(rows),
                 static_cast<unsigned long long>(tensor->dims[0]), static_cast<unsigned long long>(range.begin),
                 static_cast<unsigned long long>(range.end), out_path->c_str(), static_cast<unsigned long long>(values));

@@ -169,6 +169,8 @@ TEST_F(Cli, LargeDequantReportsProgress) {
   EXPECT_EQ(fs::file_size(dir_ / "big.f32"), uint64_t{64} << 20);
   r = temper("dequant big.gguf small -o small.f32");
   ASSERT_EQ(r.code, 0) << r.err;
+  // (16) dims in words, since inspect lists them in ggml's order (64 x 4)
+  EXPECT_NE(r.out.find("small (f16, 4 rows of 64 values)"), std::string::npos) << r.out;
   EXPECT_EQ(r.err.find("dequant:"), std::string::npos) << r.err;  // small outputs stay quiet
 }
 
