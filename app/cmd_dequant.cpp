@@ -1,6 +1,8 @@
 // `temper dequant MODEL.gguf TENSOR [--rows A:B] -o OUT.f32`: a tensor (or some of its rows) as
 // little-endian float32, through the same CPU reference that verifies the kernels.
 #include <cstdio>
+#include <ostream>
+#include <streambuf>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -9,6 +11,7 @@
 #include "temper/error.h"
 #include "temper/fileio.h"
 #include "temper/gguf.h"
+#include "temper/input.h"
 #include "temper/quant/reference.h"
 #include "temper/quant/tensor.h"
 
@@ -21,6 +24,42 @@ std::string supported_list() {
   return list;
 }
 
+// Passes bytes on to `sink` and tells stderr each tenth of `total` done, so a large dequant (its
+// output is streamed to disk, never held) is not silent for minutes.
+class ProgressBuf : public std::streambuf {
+ public:
+  ProgressBuf(std::streambuf* sink, uint64_t total) : sink_(sink), total_(total) {}
+
+ protected:
+  std::streamsize xsputn(const char* s, std::streamsize n) override {
+    const std::streamsize w = sink_->sputn(s, n);
+    advance(static_cast<uint64_t>(w));
+    return w;
+  }
+  int_type overflow(int_type c) override {
+    if (traits_type::eq_int_type(c, traits_type::eof())) return traits_type::not_eof(c);
+    if (traits_type::eq_int_type(sink_->sputc(traits_type::to_char_type(c)), traits_type::eof())) return traits_type::eof();
+    advance(1);
+    return c;
+  }
+  int sync() override { return sink_->pubsync(); }
+
+ private:
+  void advance(uint64_t n) {
+    done_ += n;
+    const uint64_t tenth = total_ ? done_ * 10 / total_ : 10;
+    if (tenth > told_ && tenth <= 10) {
+      told_ = tenth;
+      std::fprintf(stderr, "dequant: %llu%% (%llu of %llu MiB)\n", static_cast<unsigned long long>(tenth * 10),
+                   static_cast<unsigned long long>(done_ >> 20), static_cast<unsigned long long>(total_ >> 20));
+    }
+  }
+  std::streambuf* sink_;
+  uint64_t total_, done_ = 0, told_ = 0;
+};
+
+constexpr uint64_t kProgressFromBytes = uint64_t{64} << 20;
+
 int run_dequant(const Args& args) {
   reject_unknown(args, {"--rows", "-o", "--output", "--json"});
   const auto pos = positionals(args, {"--rows", "-o", "--output"});
@@ -29,6 +68,7 @@ int run_dequant(const Args& args) {
   if (!out_path) out_path = option(args, "--output");
   if (!out_path) fail(ErrorKind::BadInput, "missing -o OUT.f32");
 
+  refuse_overwriting_inputs(*out_path, {pos[0]});
   const GgufFile model = GgufFile::open(pos[0]);
   const TensorInfo* tensor = model.find_tensor(pos[1]);
   if (!tensor) fail(ErrorKind::BadInput, pos[0] + ": no tensor named '" + pos[1] + "'");
@@ -39,9 +79,15 @@ int run_dequant(const Args& args) {
   const auto rows_text = option(args, "--rows");
   const quant::RowRange range = rows_text ? quant::parse_row_range(*rows_text, rows) : quant::RowRange{0, rows};
 
-  write_file_atomic(*out_path, [&](std::ostream& out) { quant::dequantize_tensor(*tensor, range, out); });
-
   const uint64_t values = (range.end - range.begin) * tensor->dims[0];
+  write_file_atomic(*out_path, [&](std::ostream& out) {
+    if (values * 4 < kProgressFromBytes) return quant::dequantize_tensor(*tensor, range, out);
+    ProgressBuf progress(out.rdbuf(), values * 4);
+    std::ostream counted(&progress);
+    counted.exceptions(std::ios::badbit);
+    quant::dequantize_tensor(*tensor, range, counted);
+  });
+
   if (has_flag(args, "--json")) {
     nlohmann::json j{{"tensor", pos[1]},
                      {"type", type_name(tensor->type)},
@@ -52,7 +98,8 @@ int run_dequant(const Args& args) {
                      {"bytes", values * 4}};
     std::printf("%s\n", j.dump(2).c_str());
   } else {
-    std::printf("%s (%s, %llu x %llu): rows %llu:%llu -> %s (%llu float32 values)\n", pos[1].c_str(),
+    // "rows of" spelled out: inspect lists dims in ggml's order (ne[0] = row length first).
+    std::printf("%s (%s, %llu rows of %llu values): rows %llu:%llu -> %s (%llu float32 values)\n", pos[1].c_str(),
                 std::string(type_name(tensor->type)).c_str(), static_cast<unsigned long long>(rows),
                 static_cast<unsigned long long>(tensor->dims[0]), static_cast<unsigned long long>(range.begin),
                 static_cast<unsigned long long>(range.end), out_path->c_str(), static_cast<unsigned long long>(values));

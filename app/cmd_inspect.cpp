@@ -1,5 +1,6 @@
 // `temper inspect MODEL.gguf`: what decode asks of the GEMV kernel for one model — its distinct
 // shapes, calls and bytes per token, and the bandwidth-bound ceiling on a GPU.
+#include <charconv>
 #include <cinttypes>
 #include <cstdio>
 #include <iostream>
@@ -83,7 +84,21 @@ std::string value_text(const GgufValue& v) {
     }
     return out;
   }
+  if (v.type() == GgufType::F32) {  // shortest text that reads back as the same float: 1e-05, not 9.999999747378752e-06
+    char buf[32];
+    const auto r = std::to_chars(buf, buf + sizeof buf, static_cast<float>(*v.to_f64()));
+    return std::string(buf, r.ptr);
+  }
   return value_json(v, true).dump();
+}
+
+// "8.03 B", "1.24 M", "4096": a tiny model is not "0.00 B".
+std::string parameters_text(uint64_t n) {
+  char buf[32];
+  if (n >= 1'000'000'000) std::snprintf(buf, sizeof buf, "%.2f B", static_cast<double>(n) / 1e9);
+  else if (n >= 1'000'000) std::snprintf(buf, sizeof buf, "%.2f M", static_cast<double>(n) / 1e6);
+  else std::snprintf(buf, sizeof buf, "%llu", static_cast<unsigned long long>(n));
+  return buf;
 }
 
 std::string dims_text(const TensorInfo& t) {
@@ -140,6 +155,11 @@ json model_json(const Model& m, const GgufFile& file, const std::vector<const Gp
                       {"dims", std::vector<uint64_t>(t.dims.begin(), t.dims.begin() + t.n_dims)},
                       {"offset", t.offset}, {"bytes", t.bytes}});
     j["tensors"] = list;
+    json unknown = json::array();
+    for (const UnknownTensor& t : file.unknown_tensors())
+      unknown.push_back({{"name", t.name}, {"type_id", t.type_id},
+                         {"dims", std::vector<uint64_t>(t.dims.begin(), t.dims.begin() + t.n_dims)}, {"offset", t.offset}});
+    j["unknown_type_tensors"] = unknown;
   }
   if (metadata) {
     json list = json::array();
@@ -153,8 +173,8 @@ json model_json(const Model& m, const GgufFile& file, const std::vector<const Gp
 void print_text(const Model& m, const GgufFile& file, const std::vector<const GpuSpec*>& gpus, bool tensors, bool metadata) {
   std::printf("model       %s (%s, GGUF v%u, header %s)\n", m.path.filename().c_str(), bytes_text(m.file_size).c_str(),
               m.gguf_version, hex64(m.header_hash).c_str());
-  std::printf("arch        %s%s, %" PRIu64 " layers, %.2f B parameters", m.architecture.empty() ? "(none)" : m.architecture.c_str(),
-              m.known_architecture ? "" : " (generic rule)", m.layers, m.parameters / 1e9);
+  std::printf("arch        %s%s, %" PRIu64 " layers, %s parameters", m.architecture.empty() ? "(none)" : m.architecture.c_str(),
+              m.known_architecture ? "" : " (generic rule)", m.layers, parameters_text(m.parameters).c_str());
   if (m.experts) std::printf(", %" PRIu64 " experts (%" PRIu64 " used)", m.experts, m.experts_used);
   std::printf("\nquant mix  ");
   for (size_t i = 0; i < m.quant_mix.size(); ++i) {
@@ -190,6 +210,9 @@ void print_text(const Model& m, const GgufFile& file, const std::vector<const Gp
     for (const TensorInfo& t : file.tensors())
       std::printf("  %-40.*s %-7s %-26s %12" PRIu64 " bytes\n", static_cast<int>(t.name.size()), t.name.data(),
                   std::string(type_name(t.type)).c_str(), dims_text(t).c_str(), t.bytes);
+    for (const UnknownTensor& t : file.unknown_tensors())
+      std::printf("  %-40.*s type id %u: not supported by this Temper (left out)\n", static_cast<int>(t.name.size()),
+                  t.name.data(), t.type_id);
   }
 }
 

@@ -11,6 +11,8 @@
 #include "temper/fake_backend.h"
 #include "temper/fileio.h"
 #include "temper/gpu_backend.h"
+#include "temper/input.h"
+#include "temper/validate.h"
 #include "temper/profile.h"
 #include "temper/session.h"
 #include "temper/sweep.h"
@@ -63,12 +65,7 @@ json estimate_json(const Estimate& e) {
 
 // A session file has "results"; anything else is read as a profile (Temper or kernel-anvil).
 bool is_session_file(const std::string& path) {
-  json j;
-  try {
-    j = json::parse(read_file(path));
-  } catch (const json::parse_error& e) {
-    fail(ErrorKind::BadInput, path + ": not JSON at byte " + std::to_string(e.byte));
-  }
+  const json j = read_json_input(path, "session or profile");
   return j.is_object() && j.contains("results") && j.contains("devices");
 }
 
@@ -94,6 +91,7 @@ int run_export(const Args& args) {
   if (format != "temper" && format != "kernel-anvil" && format != "header" && format != "csv")
     fail(ErrorKind::BadInput, "--format must be temper, kernel-anvil, header or csv");
   const std::string path = need_output(args);
+  refuse_overwriting_inputs(path, {pos[0]});
   const bool json_out = has_flag(args, "--json");
   const double min_speedup = parse_min_speedup(args);
   const auto approve = option(args, "--approve");
@@ -158,6 +156,7 @@ int run_export(const Args& args) {
     if (format == "csv") fail(ErrorKind::BadInput, "--format csv exports a session's results; " + pos[0] + " is a profile");
     if (device) fail(ErrorKind::BadInput, "--device picks a device of a session; " + pos[0] + " is a profile");
     Profile p = load_profile(pos[0], eo.arch);
+    require_valid_profile(p, pos[0]);  // never export what `profile validate` rejects
     if (approve == "significant") approve_significant(p, min_speedup);
     if (approve == "all") approve_all(p);
     ex = format == "temper" ? export_temper(p) : format == "kernel-anvil" ? export_kernel_anvil(p, eo) : export_header(p, eo);
@@ -170,6 +169,11 @@ int run_export(const Args& args) {
     out(ex.report.text());
     out("wrote " + path + "\n");
   }
+  // An export that carries nothing used to pass silently ({"configs": {}}, exit 0).
+  if (format != "csv" && ex.report.emitted() == 0)
+    err("temper profile export: warning: " + path + " carries no config (0 emitted, " + std::to_string(ex.report.dropped()) +
+        " dropped" + (format == "kernel-anvil" ? ": nothing approved is expressible in kernel-anvil's format" : ": nothing approved") +
+        "); the engine keeps its defaults\n");
   return 0;
 }
 

@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "temper/error.h"
 #include "temper/fileio.h"
+#include "temper/input.h"
 #include "temper/roofline.h"
 #include "temper/sweep.h"
 #include "temper/session.h"
@@ -32,7 +33,7 @@ void print_text(const Roofline& r) {
                 unit(c.value, c.kind == RooflineCeiling::Kind::Bandwidth ? "B/s" : "ops/s").c_str(),
                 c.in_roof ? "  (roof)" : "");
   if (r.points.empty()) {
-    std::printf("  no timed results%s\n", r.results_skipped ? " (all failed)" : "");
+    std::printf("  no timed results%s\n", r.results_skipped ? (" (" + r.skipped_text() + ")").c_str() : "");
     return;
   }
   std::printf("\n%-8s %7s %7s %5s %6s %4s %8s %10s %12s %12s %7s\n", "type", "N", "K", "ncols", "nwarps", "rpb", "AI", "median us",
@@ -45,7 +46,7 @@ void print_text(const Roofline& r) {
     std::printf("%-8s %7d %7d %5d %6d %4d %8.3g %10.2f %12s %12s %6.1f%%%s\n", std::string(type_name(p.type)).c_str(), p.n, p.k,
                 p.ncols, p.config.nwarps, p.config.rows_per_block, p.intensity, p.median_us, unit(p.ops_per_s, "ops/s").c_str(),
                 unit(p.roof_ops_per_s, "ops/s").c_str(), p.percent_of_roof, p.is_default ? "  default" : "");
-  if (r.results_skipped) std::printf("(%d failed results not shown)\n", r.results_skipped);
+  if (r.results_skipped) std::printf("(%s)\n", r.skipped_text().c_str());
 }
 
 int run_roofline(const Args& args) {
@@ -72,6 +73,7 @@ int run_roofline(const Args& args) {
   }
 
   if (const auto svg_path = option(args, "--svg")) {
+    refuse_overwriting_inputs(*svg_path, {pos[0]}, "--svg");
     if (rooflines.size() > 1 && !option(args, "--device"))
       fail(ErrorKind::BadInput, "the session has " + std::to_string(rooflines.size()) +
                                     " devices: choose one for the chart with --device N");

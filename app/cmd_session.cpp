@@ -16,6 +16,9 @@ int run_session_command(const Args& args) {
   if (const auto other_path = option(args, "--compare")) {
     const Session other = read_session(*other_path);
     const SessionComparison c = compare_sessions(s, other);
+    // Two different models used to compare as "0 of 0 agree; median 0.00 %".
+    if (c.winners_compared == 0 && c.medians_compared == 0)
+      fail(ErrorKind::BadInput, pos[0] + " and " + *other_path + " have no shapes in common (different models?): nothing to compare");
     if (has_flag(args, "--json"))
       std::cout << to_json(c).dump(2) << "\n";
     else

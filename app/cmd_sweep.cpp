@@ -10,12 +10,14 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <set>
 
 #include "cli.h"
 #include "temper/engine_device.h"
 #include "temper/error.h"
 #include "temper/fake_backend.h"
 #include "temper/gpu_backend.h"
+#include "temper/input.h"
 #include "temper/model.h"
 #include "temper/sweep.h"
 #include "temper/verify.h"
@@ -324,13 +326,29 @@ int run_sweep(const Args& args) {
                           : option(args, "--output") ? fs::path(*option(args, "--output"))
                           : resume && journal_path.extension() == ".journal" ? journal_path.parent_path() / journal_path.stem()
                                                                               : default_output(session);
+  const fs::path model_path = pos.empty() ? fs::path() : fs::path(pos[0]);
+  refuse_overwriting_inputs(output, {model_path, resume ? journal_path : fs::path()});
   if (!journal) {
     journal_path = option(args, "--journal").value_or(output.string() + ".journal");
+    refuse_overwriting_inputs(journal_path, {model_path, output}, "--journal");
     journal.emplace(Journal::create(journal_path, session));
   }
 
   size_t planned = 0, excluded = 0;
   for (const auto& d : session.devices) planned += d.plan.items.size(), excluded += d.plan.excluded.size();
+  // A model with nothing mmvq runs (all f16, say) used to "complete" with 0 results and exit 0.
+  if (planned == 0 && session.results.empty()) {
+    std::string why;
+    std::set<std::string> reasons;
+    for (const auto& d : session.devices)
+      for (const auto& s : d.plan.skipped_shapes) reasons.insert(s.reason);
+    for (const auto& r : reasons) why += (why.empty() ? "" : "; ") + r;
+    journal.reset();
+    std::error_code ec;
+    fs::remove(journal_path, ec);
+    fail(ErrorKind::BadInput, "nothing to measure: no shape of " + session.model.file_name + " has an mmvq kernel" +
+                                  (why.empty() ? std::string() : " (" + why + ")"));
+  }
   std::fprintf(stderr, "sweeping %zu shapes on %zu device(s): %zu results to measure (%zu configs excluded), about %s\n",
                session.shapes.size(), session.devices.size(), planned - std::min(planned, session.results.size()),
                excluded, duration_text(estimated_seconds(session)).c_str());

@@ -39,7 +39,7 @@ endif()
 # Types with a device vec_dot, as "name:ggml id".
 set(TEMPER_KERNEL_TYPES_TIER1 q4_0:2 q4_1:3 q5_0:6 q5_1:7 q8_0:8 q2_K:10 q3_K:11 q4_K:12 q5_K:13 q6_K:14
     iq4_nl:20 iq4_xs:23 mxfp4:39)
-set(TEMPER_KERNEL_TYPES_TIER2 iq2_xxs:16 iq2_xs:17 iq2_s:22 iq3_xxs:18 iq3_s:21 iq1_s:19 iq1_m:29 nvfp4:40 q1_0:41)
+set(TEMPER_KERNEL_TYPES_TIER2 iq2_xxs:16 iq2_xs:17 iq2_s:22 iq3_xxs:18 iq3_s:21 iq1_s:19 iq1_m:29 nvfp4:40 q1_0:41 q2_0:42)
 
 # The IQ lookup tables as device-memory initialisers, generated from core/quant's grids (the CPU
 # reference's own) into ${CMAKE_BINARY_DIR}/kernels/iq_tables.h. The generator compiles the few core

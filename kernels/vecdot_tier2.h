@@ -247,4 +247,30 @@ __device__ __forceinline__ float vec_dot<kQ1_0>(const void* __restrict__ vbq, co
   return half_to_float(b->d) * q8_1_d(q8) * sumi;
 }
 
+// q2_0 (ggml id 42, newer than the shared type enum): 64 values of (q - 1)·d, two bits each; a call
+// covers one 32-value chunk (one q8_1 block). Crumbs are spread to bytes q - 1 (upstream does the
+// same with byte permutes); the integer sum is identical.
+constexpr unsigned kQ2_0 = 42;
+
+__device__ __forceinline__ int q2_values4(int byte) {
+  const int spread = (byte | (byte << 6) | (byte << 12) | (byte << 18)) & 0x03030303;  // crumb i -> byte i
+  return vsub4(spread, 0x01010101);  // 0..3 -> -1..2 per byte
+}
+
+template <>
+__device__ __forceinline__ float vec_dot<kQ2_0>(const void* __restrict__ vbq, const BlockQ8_1* __restrict__ y,
+                                                int kbx, int iqs) {
+  const quant::BlockQ2_0* b = static_cast<const quant::BlockQ2_0*>(vbq) + kbx;
+  const uint16_t* qs = reinterpret_cast<const uint16_t*>(b->qs) + iqs * 4;
+  const BlockQ8_1& q8 = y[iqs];
+  int sumi = 0;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const int q = qs[j];
+    sumi = dp4a(q2_values4(q & 0xFF), get_int_b4(q8.qs, 2 * j), sumi);
+    sumi = dp4a(q2_values4(q >> 8), get_int_b4(q8.qs, 2 * j + 1), sumi);
+  }
+  return half_to_float(b->d) * q8_1_d(q8) * sumi;
+}
+
 }  // namespace temper::kernels

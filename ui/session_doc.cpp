@@ -4,6 +4,7 @@
 
 #include "temper/error.h"
 #include "temper/estimate.h"
+#include "temper/input.h"
 #include "temper/sweep.h"
 
 namespace temper::ui {
@@ -47,12 +48,7 @@ void SessionDocument::openSession(const QString& path, bool read_only) {
 }
 
 void SessionDocument::openSessionFromJson(const QByteArray& json, const QString& label, bool read_only) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(json.begin(), json.end());
-  } catch (const nlohmann::json::exception& e) {
-    fail(ErrorKind::BadInput, label.toStdString() + ": not JSON: " + e.what());
-  }
+  const nlohmann::json j = parse_json_input(std::string_view(json.constData(), size_t(json.size())), label.toStdString());
   adopt(read_session(j, label.toStdString()), QString(), read_only);
 }
 

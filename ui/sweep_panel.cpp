@@ -17,6 +17,7 @@
 #include <span>
 
 #include "temper/error.h"
+#include "temper/session.h"
 
 namespace temper::ui {
 
@@ -107,7 +108,7 @@ SweepPanel::SweepPanel(SessionDocument* doc, std::vector<std::unique_ptr<Backend
     time_cap_ = new QDoubleSpinBox;
     time_cap_->setRange(0.05, 10);
     time_cap_->setSingleStep(0.1);
-    time_cap_->setValue(0.5);
+    time_cap_->setValue(SweepOptions{}.time_cap_s);  // the CLI's default, from one place
     time_cap_->setSuffix(QStringLiteral(" s"));
     time_cap_->setToolTip(QStringLiteral("At most this long per result; timing stops earlier once the median is known to ±1%"));
     auto* form = new QFormLayout;

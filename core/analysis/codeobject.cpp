@@ -10,6 +10,7 @@
 
 #include "temper/error.h"
 #include "temper/fileio.h"
+#include "temper/input.h"
 #include "temper/mmvq_traits.h"
 
 namespace temper {
@@ -420,18 +421,18 @@ std::vector<CodeObject> load_code_objects(const std::filesystem::path& path) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!fs::is_directory(path, ec)) {
-    if (!fs::exists(path, ec)) fail(ErrorKind::Io, path.string() + ": no such file or directory");
-    const std::string data = read_file(path);
+    const std::string data = read_input(path, kMaxBinaryInputBytes, "code object");
     return read_code_objects(as_bytes(data), path.string());
   }
   std::vector<fs::path> files;
   for (auto it = fs::recursive_directory_iterator(path, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
-    if (it->is_regular_file(ec)) files.push_back(it->path());
+    // Files too big to be a code object (a build tree's archives) are not ours to judge here.
+    if (it->is_regular_file(ec) && it->file_size(ec) <= kMaxBinaryInputBytes) files.push_back(it->path());
   if (ec) fail(ErrorKind::Io, path.string() + ": " + ec.message());
   std::sort(files.begin(), files.end());
   std::vector<CodeObject> out;
   for (const auto& f : files) {
-    const std::string data = read_file(f);
+    const std::string data = read_input(f, kMaxBinaryInputBytes, "code object");
     const auto bytes = as_bytes(data);
     const bool device = starts_with_bytes(bytes, kBundleMagic) ||
                         (is_elf(bytes) && data.size() > 20 && Reader(bytes, f.string()).le<uint16_t>(18, "e_machine") == kEmAmdgpu);

@@ -103,6 +103,7 @@ Roofline build_roofline(const Session& session, int device, const GpuSpec* spec)
     if (res.device != device) continue;
     if (res.status != ResultStatus::Ok || res.time_us.median <= 0) {
       ++r.results_skipped;
+      ++(res.status == ResultStatus::Invalid ? r.results_invalid : r.results_failed);
       continue;
     }
     RooflinePoint p;
@@ -123,6 +124,13 @@ Roofline build_roofline(const Session& session, int device, const GpuSpec* spec)
   return r;
 }
 
+std::string Roofline::skipped_text() const {
+  std::string out;
+  if (results_invalid) out += std::to_string(results_invalid) + " invalid config" + (results_invalid == 1 ? "" : "s") + " (never launched)";
+  if (results_failed) out += (out.empty() ? "" : ", ") + std::to_string(results_failed) + " failed";
+  return out.empty() ? out : out + "; not drawn";
+}
+
 std::vector<Roofline> build_rooflines(const Session& session) {
   std::vector<Roofline> out;
   for (const auto& d : session.devices) out.push_back(build_roofline(session, d.info.index));
@@ -131,7 +139,7 @@ std::vector<Roofline> build_rooflines(const Session& session) {
 
 nlohmann::json to_json(const Roofline& r) {
   nlohmann::json j = {{"device", r.device}, {"device_name", r.device_name}, {"spec_id", r.spec_id},
-                      {"results_skipped", r.results_skipped}, {"ceilings", nlohmann::json::array()},
+                      {"results_skipped", r.results_skipped}, {"results_invalid", r.results_invalid}, {"results_failed", r.results_failed}, {"ceilings", nlohmann::json::array()},
                       {"points", nlohmann::json::array()}};
   for (const auto& c : r.ceilings)
     j["ceilings"].push_back({{"kind", kind_name(c.kind)}, {"label", c.label}, {"value", c.value},
@@ -180,7 +188,7 @@ std::string roofline_svg(const Roofline& r, const std::string& title) {
   s << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   s << "<text x=\"" << kLeft << "\" y=\"30\" font-size=\"16\" font-weight=\"bold\">" << xml(title) << "</text>\n";
   s << "<text x=\"" << kLeft << "\" y=\"48\" fill=\"#555\">" << xml(r.device_name + " · spec " + r.spec_id) << " · "
-    << r.points.size() << " results" << (r.results_skipped ? " (" + std::to_string(r.results_skipped) + " failed, not drawn)" : "")
+    << r.points.size() << " results" << (r.results_skipped ? " (" + r.skipped_text() + ")" : "")
     << "</text>\n";
 
   // Grid: decades solid, 2..9 faint; tick labels on decades.

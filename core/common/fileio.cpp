@@ -1,13 +1,18 @@
 #include "temper/fileio.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <csignal>
 #include <cstring>
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <streambuf>
+#include <vector>
 
 #include "temper/error.h"
 
@@ -15,13 +20,6 @@ namespace temper {
 namespace {
 
 std::string errno_text() { return std::strerror(errno); }
-
-std::filesystem::path temp_sibling(const std::filesystem::path& path) {
-  std::random_device rd;
-  std::ostringstream name;
-  name << "." << path.filename().string() << ".tmp-" << std::hex << rd() << rd();
-  return path.parent_path() / name.str();
-}
 
 void write_all(int fd, std::string_view data, const std::filesystem::path& tmp) {
   while (!data.empty()) {
@@ -32,15 +30,103 @@ void write_all(int fd, std::string_view data, const std::filesystem::path& tmp) 
   }
 }
 
+// Our temporary siblings are ".<name>.tmp-<random hex>".
+std::string temp_prefix(const std::filesystem::path& path) { return "." + path.filename().string() + ".tmp-"; }
+
+std::filesystem::path temp_sibling(const std::filesystem::path& path) {
+  std::random_device rd;
+  std::ostringstream name;
+  name << temp_prefix(path) << std::hex << rd() << rd();
+  return path.parent_path() / name.str();
+}
+
+// A temporary sibling untouched this long belongs to a writer that was killed: a live one writes
+// (or at least fsyncs and renames) far sooner.
+constexpr auto kStaleTempAge = std::chrono::minutes(10);
+
+// Removes stale temporaries of `path` left by killed writers (only names of our own pattern).
+void remove_stale_temps(const std::filesystem::path& path) {
+  namespace fs = std::filesystem;
+  const fs::path dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
+  const std::string prefix = temp_prefix(path);
+  std::error_code ec;
+  const auto now = fs::file_time_type::clock::now();
+  for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
+    if (name.find_first_not_of("0123456789abcdef", prefix.size()) != std::string::npos) continue;
+    std::error_code e2;
+    if (!it->is_regular_file(e2) || it->is_symlink(e2)) continue;
+    const auto mtime = it->last_write_time(e2);
+    if (!e2 && now - mtime > kStaleTempAge) fs::remove(it->path(), e2);
+  }
+}
+
+// Where writing `path` really goes: a symbolic link's target (the link itself stays a link).
+std::filesystem::path write_target(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_symlink(path, ec)) return path;
+  const auto target = std::filesystem::weakly_canonical(path, ec);
+  return ec ? path : target;
+}
+
+// A stream buffer writing straight into a file descriptor, so large outputs are never held whole.
+class FdStreamBuf : public std::streambuf {
+ public:
+  FdStreamBuf(int fd, const std::filesystem::path& name) : fd_(fd), name_(name), buf_(size_t{1} << 20) {
+    setp(buf_.data(), buf_.data() + buf_.size());
+  }
+  void flush_all() {
+    write_all(fd_, std::string_view(pbase(), static_cast<size_t>(pptr() - pbase())), name_);
+    setp(buf_.data(), buf_.data() + buf_.size());
+  }
+
+ protected:
+  int_type overflow(int_type c) override {
+    flush_all();
+    if (!traits_type::eq_int_type(c, traits_type::eof())) {
+      *pptr() = traits_type::to_char_type(c);
+      pbump(1);
+    }
+    return traits_type::not_eof(c);
+  }
+  int sync() override {
+    flush_all();
+    return 0;
+  }
+
+ private:
+  int fd_;
+  const std::filesystem::path& name_;
+  std::vector<char> buf_;
+};
+
 }  // namespace
 
-void write_file_atomic(const std::filesystem::path& path, std::string_view content) {
+void ignore_file_size_signal() {
+  struct sigaction old{};
+  if (::sigaction(SIGXFSZ, nullptr, &old) == 0 && old.sa_handler == SIG_DFL) std::signal(SIGXFSZ, SIG_IGN);
+}
+
+namespace {
+
+// The write itself: temp sibling of the real target, `fill` writes into its descriptor, then fsync,
+// the target's permissions, rename.
+void write_atomic_impl(const std::filesystem::path& requested, const std::function<void(int, const std::filesystem::path&)>& fill) {
+  ignore_file_size_signal();
+  const std::filesystem::path path = write_target(requested);
+  remove_stale_temps(path);
   const auto tmp = temp_sibling(path);
+  struct stat old{};
+  const bool replacing = ::stat(path.c_str(), &old) == 0 && S_ISREG(old.st_mode);
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) fail(ErrorKind::Io, "cannot create " + tmp.string() + ": " + errno_text());
   try {
-    write_all(fd, content, tmp);
+    fill(fd, tmp);
     if (::fsync(fd) != 0) fail(ErrorKind::Io, "cannot sync " + tmp.string() + ": " + errno_text());
+    // Overwriting keeps the target's permissions (a 0600 file stays 0600).
+    if (replacing && ::fchmod(fd, old.st_mode & 07777) != 0)
+      fail(ErrorKind::Io, "cannot set permissions of " + tmp.string() + ": " + errno_text());
   } catch (...) {
     ::close(fd);
     ::unlink(tmp.c_str());
@@ -64,10 +150,20 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view conte
   }
 }
 
+}  // namespace
+
+void write_file_atomic(const std::filesystem::path& path, std::string_view content) {
+  write_atomic_impl(path, [&](int fd, const std::filesystem::path& tmp) { write_all(fd, content, tmp); });
+}
+
 void write_file_atomic(const std::filesystem::path& path, const std::function<void(std::ostream&)>& write) {
-  std::ostringstream out;
-  write(out);
-  write_file_atomic(path, out.view());
+  write_atomic_impl(path, [&](int fd, const std::filesystem::path& tmp) {
+    FdStreamBuf buf(fd, tmp);
+    std::ostream out(&buf);
+    out.exceptions(std::ios::badbit);
+    write(out);
+    buf.flush_all();
+  });
 }
 
 std::string read_file(const std::filesystem::path& path) {

@@ -45,6 +45,7 @@ constexpr std::array kTypes{
     TypeInfo{T::MXFP4, "mxfp4", 32, 17, true},
     TypeInfo{T::NVFP4, "nvfp4", 64, 36, true},
     TypeInfo{T::Q1_0, "q1_0", 128, 18, true},
+    TypeInfo{T::Q2_0, "q2_0", 64, 18, true},
 };
 
 }  // namespace

@@ -10,9 +10,11 @@
 #include <cstring>
 #include <numeric>
 #include <type_traits>
+#include <unordered_set>
 
 #include "temper/error.h"
 #include "temper/gguf.h"
+#include "temper/input.h"
 
 static_assert(std::endian::native == std::endian::little, "the GGUF reader assumes a little-endian host");
 
@@ -192,6 +194,9 @@ struct GgufFile::State {
   std::unordered_map<std::string_view, size_t> kv_index;
   std::vector<TensorInfo> tensors;
   std::unordered_map<std::string_view, size_t> tensor_index;
+  std::vector<UnknownTensor> unknown;
+  std::unordered_set<std::string_view> unknown_names;
+  std::vector<uint64_t> unknown_offset_fields;  // file offset of each unknown tensor's offset field
   std::string owned;  // from_bytes: the file's bytes (else `map` is a mapping)
 
   ~State() {
@@ -409,10 +414,17 @@ class GgufParser {
         elements *= t.dims[d];
       }
 
-      const uint64_t type_at = pos_;
       const auto type_id = read<uint32_t>([&] { return field("type"); });
       const TypeInfo* info = find_type(type_id);
-      if (!info) bad(type_at, field("type"), "a ggml type id", std::to_string(type_id) + " (unknown)");
+      if (!info) {  // a newer ggml's type: keep the file usable, list the tensor
+        const uint64_t offset_at = pos_;
+        const uint64_t offset = read<uint64_t>([&] { return field("offset"); });
+        if (s_.tensor_index.contains(t.name) || !s_.unknown_names.insert(t.name).second)
+          bad(t.info_offset, field("name"), "a name not seen before", "a duplicate");
+        s_.unknown.push_back({t.name, type_id, t.n_dims, t.dims, offset, t.info_offset});
+        s_.unknown_offset_fields.push_back(offset_at);
+        continue;
+      }
       t.type = info->type;
       if (t.dims[0] % info->block_size != 0)
         bad(dims_at + 4, field("ne[0]"), "a multiple of " + std::to_string(info->block_size) + " (the " +
@@ -424,7 +436,7 @@ class GgufParser {
 
       offset_fields_.push_back(pos_);
       t.offset = read<uint64_t>([&] { return field("offset"); });
-      if (!s_.tensor_index.emplace(t.name, s_.tensors.size()).second)
+      if (s_.unknown_names.contains(t.name) || !s_.tensor_index.emplace(t.name, s_.tensors.size()).second)
         bad(t.info_offset, field("name"), "a name not seen before", "a duplicate");
       s_.tensors.push_back(t);
     }
@@ -445,6 +457,15 @@ class GgufParser {
         bad(offset_fields_[i], field(), "data inside the file (data section of " + std::to_string(data_size) + " bytes at byte " +
             std::to_string(s_.data_offset) + ")", std::to_string(t.offset) + " + " + std::to_string(t.bytes) + " bytes");
       t.data = {reinterpret_cast<const std::byte*>(s_.map + s_.data_offset + t.offset), t.bytes};
+    }
+    for (size_t i = 0; i < s_.unknown.size(); ++i) {
+      const UnknownTensor& t = s_.unknown[i];
+      const std::string field = "tensor " + printable(t.name) + ": offset";
+      if (t.offset % a != 0)
+        bad(s_.unknown_offset_fields[i], field, "a multiple of the alignment " + std::to_string(a), std::to_string(t.offset));
+      if (t.offset >= data_size)
+        bad(s_.unknown_offset_fields[i], field, "data inside the file (data section of " + std::to_string(data_size) + " bytes)",
+            std::to_string(t.offset));
     }
     std::vector<size_t> order(s_.tensors.size());
     std::iota(order.begin(), order.end(), size_t{0});
@@ -477,19 +498,8 @@ GgufFile GgufFile::open(const std::filesystem::path& path) {
   auto s = std::make_unique<State>();
   s->path = path;
   s->file = path.string();
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail(ErrorKind::Io, "cannot open " + s->file + ": " + std::strerror(errno));
-  struct stat st{};
-  if (::fstat(fd, &st) != 0) {
-    const int e = errno;
-    ::close(fd);
-    fail(ErrorKind::Io, "cannot stat " + s->file + ": " + std::strerror(e));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    fail(ErrorKind::BadInput, s->file + ": not a regular file");
-  }
-  s->size = static_cast<uint64_t>(st.st_size);
+  const auto [fd, size] = open_input(path, 0, "model");
+  s->size = size;
   if (s->size > 0) {
     void* p = ::mmap(nullptr, s->size, PROT_READ, MAP_PRIVATE, fd, 0);
     if (p == MAP_FAILED) {
@@ -598,6 +608,7 @@ std::optional<GgufValue> GgufFile::get_array(std::string_view key) const {
 }
 
 std::span<const TensorInfo> GgufFile::tensors() const { return state_->tensors; }
+std::span<const UnknownTensor> GgufFile::unknown_tensors() const { return state_->unknown; }
 
 const TensorInfo* GgufFile::find_tensor(std::string_view name) const {
   const auto it = state_->tensor_index.find(name);

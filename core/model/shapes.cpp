@@ -150,6 +150,17 @@ Model describe_model(const GgufFile& file) {
       if (b->role == "attn_k_b") mla_layers.insert(b->layer);
     }
   }
+  std::map<uint32_t, std::vector<std::string>> unknown_by_id;
+  for (const UnknownTensor& t : file.unknown_tensors()) {
+    m.unknown_type_tensors.push_back({std::string(t.name), t.type_id});
+    unknown_by_id[t.type_id].emplace_back(t.name);
+  }
+  for (const auto& [id, names] : unknown_by_id) {
+    const std::set<std::string> first(names.begin(), names.begin() + std::ptrdiff_t(std::min<size_t>(names.size(), 3)));
+    m.notes.push_back(std::to_string(names.size()) + " tensor" + (names.size() == 1 ? "" : "s") + " of ggml type id " +
+                      std::to_string(id) + " (not supported by this Temper) left out: " + join(first) +
+                      (names.size() > first.size() ? " (+" + std::to_string(names.size() - first.size()) + ")" : ""));
+  }
   for (auto& [id, q] : mix) m.quant_mix.push_back(q);
   std::stable_sort(m.quant_mix.begin(), m.quant_mix.end(), [](const QuantShare& a, const QuantShare& b) { return a.bytes > b.bytes; });
 

@@ -12,6 +12,11 @@ namespace temper {
 
 namespace {
 std::string origin(const ProfileEntry& e) { return e.provenance ? e.provenance->session_id : std::string("import"); }
+// Which of two approvals of one config stands: rejected over approved over pending.
+Approval decided_approval(Approval a, Approval b) {
+  auto rank = [](Approval x) { return x == Approval::Rejected ? 2 : x == Approval::Approved ? 1 : 0; };
+  return rank(a) >= rank(b) ? a : b;
+}
 std::string fmt(double v) {
   char b[32];
   std::snprintf(b, sizeof b, "%.3f", v);
@@ -53,10 +58,24 @@ MergeResult merge_profiles(const std::vector<Profile>& profiles) {
       if (inserted) continue;
       ProfileEntry& cur = it->second;
       if (cur.config == e.config) {
-        // Same value: keep the better documented one (measured, then faster), no conflict.
+        // Same value: keep the better documented one (measured, then faster). Approvals that
+        // differ are a conflict said out loud: a rejection stands over an approval, a decision
+        // over pending.
+        const Approval approval = decided_approval(cur.approval, e.approval);
+        const ProfileEntry& decided = e.approval == approval ? e : cur;
+        const ProfileEntry& overruled = e.approval == approval ? cur : e;
+        if (cur.approval != e.approval)
+          m.conflicts.push_back({e.key, cur.config, e.config, origin(decided), origin(overruled),
+                                 "same config, " + std::string(approval_name(decided.approval)) + " in one and " +
+                                     std::string(approval_name(overruled.approval)) + " in the other: " +
+                                     std::string(approval_name(approval)) + " stays"});
+        const std::string decided_at = decided.decided_at, note = decided.note;
         if ((!cur.provenance && e.provenance) ||
             (cur.provenance && e.provenance && e.provenance->tuned_us < cur.provenance->tuned_us))
           cur = e;
+        cur.approval = approval;
+        cur.decided_at = decided_at;
+        cur.note = note;
         continue;
       }
       bool take_new;

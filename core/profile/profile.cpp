@@ -11,6 +11,7 @@
 
 #include "temper/error.h"
 #include "temper/estimate.h"
+#include "temper/input.h"
 #include "temper/fileio.h"
 
 namespace temper {
@@ -371,14 +372,7 @@ void save_profile(const Profile& p, const std::filesystem::path& path) {
 }
 
 Profile load_profile(const std::filesystem::path& path, const std::string& arch_for_anvil) {
-  const std::string text = read_file(path);
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::parse_error& e) {
-    fail(ErrorKind::BadInput, path.string() + ": not JSON at byte " + std::to_string(e.byte) + ": " + e.what());
-  }
-  return profile_from_json(j, path.string(), arch_for_anvil);
+  return profile_from_json(read_json_input(path, "profile"), path_text(path), arch_for_anvil);
 }
 
 // ---- Validation ----

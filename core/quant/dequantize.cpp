@@ -234,7 +234,7 @@ std::span<const GgmlType> supported_types() {
     using T = GgmlType;
     std::vector<GgmlType> all{T::Q4_0, T::Q4_1, T::Q5_0, T::Q5_1, T::Q8_0, T::Q2_K, T::Q3_K, T::Q4_K, T::Q5_K,
                               T::Q6_K, T::IQ4_NL, T::IQ4_XS, T::MXFP4, T::IQ2_XXS, T::IQ2_XS, T::IQ2_S,
-                              T::IQ3_XXS, T::IQ3_S, T::IQ1_S, T::IQ1_M, T::NVFP4, T::Q1_0};
+                              T::IQ3_XXS, T::IQ3_S, T::IQ1_S, T::IQ1_M, T::NVFP4, T::Q1_0, T::Q2_0};
     std::erase_if(all, [](GgmlType t) { return !quant_supported(t); });
     return all;
   }();

@@ -55,6 +55,7 @@ Scales scales_of(GgmlType type) {
     case T::IQ3_XXS: case T::IQ3_S: return {0, -12, -8, false};
     case T::IQ1_S: return {0, -10, -6, false};
     case T::Q1_0: return {0, -7, -4, false};  // d = mean |w|
+    case T::Q2_0: return {0, -5, -2, false};  // d = max |w|
     default: return {};
   }
 }

@@ -467,6 +467,28 @@ void dot_q1_0(const BlockQ1_0* x, const BlockQ8_1* y, int64_t nb, DotQ8_1& acc) 
   }
 }
 
+// ---- q2_0: 64 values of (q - 1)·d, q two bits (crumb j%4 of byte j/4) ----
+
+void dequant_q2_0(const BlockQ2_0* x, float* y, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i, y += QK2_0) {
+    const float d = fp16_to_fp32(x[i].d);
+    for (int j = 0; j < QK2_0; ++j) y[j] = float(((x[i].qs[j / 4] >> (2 * (j % 4))) & 3) - 1) * d;
+  }
+}
+
+void dot_q2_0(const BlockQ2_0* x, const BlockQ8_1* y, int64_t nb, DotQ8_1& acc) {
+  for (int64_t i = 0; i < nb; ++i) {
+    const float d2 = fp16_to_fp32(x[i].d);
+    for (int c = 0; c < 2; ++c) {  // vdr 1 of qi 2: one call per 32 values
+      const Q8 u(y[2 * i + c]);
+      int sumi = 0;
+      for (int j = 0; j < 32; ++j) sumi += (((x[i].qs[8 * c + j / 4] >> (2 * (j % 4))) & 3) - 1) * u.q[j];
+      const float value = d2 * u.d * float(sumi);
+      add_call(acc, value, std::fabs(value));
+    }
+  }
+}
+
 }  // namespace
 
 std::span<const uint64_t, 256> iq2xxs_grid() { return tables().iq2xxs; }
@@ -483,6 +505,7 @@ bool has_tier2_reference(GgmlType type) {
   switch (type) {
     case GgmlType::IQ2_XXS: case GgmlType::IQ2_XS: case GgmlType::IQ2_S: case GgmlType::IQ3_XXS:
     case GgmlType::IQ3_S: case GgmlType::IQ1_S: case GgmlType::IQ1_M: case GgmlType::NVFP4: case GgmlType::Q1_0:
+    case GgmlType::Q2_0:
       return true;
     default:
       return false;
@@ -500,6 +523,7 @@ void dequantize_tier2(GgmlType type, const void* blocks, float* out, int64_t nb)
     case GgmlType::IQ1_M: return dequant_iq1_m(static_cast<const BlockIQ1_M*>(blocks), out, nb);
     case GgmlType::NVFP4: return dequant_nvfp4(static_cast<const BlockNVFP4*>(blocks), out, nb);
     case GgmlType::Q1_0: return dequant_q1_0(static_cast<const BlockQ1_0*>(blocks), out, nb);
+    case GgmlType::Q2_0: return dequant_q2_0(static_cast<const BlockQ2_0*>(blocks), out, nb);
     default: fail(ErrorKind::Internal, "dequantize: unhandled type " + std::string(type_name(type)));
   }
 }
@@ -515,6 +539,7 @@ void dot_q8_1_tier2(GgmlType type, const void* row, const BlockQ8_1* y, int64_t 
     case GgmlType::IQ1_M: return dot_iq1_m(static_cast<const BlockIQ1_M*>(row), y, nb, acc);
     case GgmlType::NVFP4: return dot_nvfp4(static_cast<const BlockNVFP4*>(row), y, nb, acc);
     case GgmlType::Q1_0: return dot_q1_0(static_cast<const BlockQ1_0*>(row), y, nb, acc);
+    case GgmlType::Q2_0: return dot_q2_0(static_cast<const BlockQ2_0*>(row), y, nb, acc);
     default: fail(ErrorKind::Internal, "dot_q8_1: unhandled type " + std::string(type_name(type)));
   }
 }

@@ -277,6 +277,20 @@ void quant_q1_0(const float* x, BlockQ1_0* y, int64_t nb) {
   }
 }
 
+// q2_0: round(x / amax) + 1 clamped to 0..3, d = the block's max |x| (as ggml's reference quantizer).
+void quant_q2_0(const float* x, BlockQ2_0* y, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i, x += QK2_0) {
+    const float d = abs_max(x, QK2_0);
+    const float id = d > 0.0f ? 1.0f / d : 0.0f;
+    y[i].d = fp32_to_fp16(d);
+    std::memset(y[i].qs, 0, sizeof y[i].qs);
+    for (int j = 0; j < QK2_0; ++j) {
+      const int q = std::clamp(int(std::round(x[j] * id)) + 1, 0, 3);
+      y[i].qs[j / 4] = uint8_t(y[i].qs[j / 4] | (q << (2 * (j % 4))));
+    }
+  }
+}
+
 }  // namespace
 
 bool has_quantizer(GgmlType type) {
@@ -284,6 +298,7 @@ bool has_quantizer(GgmlType type) {
     case GgmlType::Q4_0: case GgmlType::Q4_1: case GgmlType::Q5_0: case GgmlType::Q5_1: case GgmlType::Q8_0:
     case GgmlType::Q2_K: case GgmlType::Q3_K: case GgmlType::Q4_K: case GgmlType::Q5_K: case GgmlType::Q6_K:
     case GgmlType::IQ4_NL: case GgmlType::IQ4_XS: case GgmlType::MXFP4: case GgmlType::Q1_0:
+    case GgmlType::Q2_0:
       return true;
     default:
       return false;
@@ -311,6 +326,7 @@ void quantize_row(GgmlType type, const float* x, void* blocks, int64_t k) {
     case GgmlType::IQ4_XS: return quant_iq4_xs(x, static_cast<BlockIQ4_XS*>(blocks), nb);
     case GgmlType::MXFP4: return quant_mxfp4(x, static_cast<BlockMXFP4*>(blocks), nb);
     case GgmlType::Q1_0: return quant_q1_0(x, static_cast<BlockQ1_0*>(blocks), nb);
+    case GgmlType::Q2_0: return quant_q2_0(x, static_cast<BlockQ2_0*>(blocks), nb);
     default: fail(ErrorKind::Internal, "quantize_row: unhandled type " + std::string(type_name(type)));
   }
 }

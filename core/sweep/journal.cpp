@@ -1,4 +1,5 @@
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,6 +10,8 @@
 
 #include "temper/error.h"
 #include "temper/fileio.h"
+#include "temper/input.h"
+#include "temper/validate.h"
 #include "temper/sweep.h"
 
 namespace temper {
@@ -46,6 +49,18 @@ std::string header_line(const Session& header) {
   return json{{"journal", kJournalMagic}, {"journal_version", kJournalVersion}, {"session", h}}.dump() + "\n";
 }
 
+// One sweep per journal: an exclusive lock for as long as the journal is open, so a second
+// `sweep --resume` of it (or a new sweep writing the same journal) is refused instead of measuring
+// everything twice. Closes `fd` when refusing.
+void lock_journal(int fd, const std::filesystem::path& path) {
+  if (::flock(fd, LOCK_EX | LOCK_NB) == 0) return;
+  const int e = errno;
+  ::close(fd);
+  if (e == EWOULDBLOCK)
+    fail(ErrorKind::BadInput, "journal " + path_text(path) + " is in use by another temper sweep (let it finish, or stop it first)");
+  fail(ErrorKind::Io, "cannot lock journal " + path_text(path) + ": " + std::strerror(e));
+}
+
 }  // namespace
 
 Journal::Journal(std::filesystem::path path, int fd) : path_(std::move(path)), fd_(fd) {}
@@ -57,16 +72,25 @@ Journal::~Journal() {
 }
 
 Journal Journal::create(const std::filesystem::path& path, const Session& header) {
+  ignore_file_size_signal();
+  // Never replace a journal another sweep is still writing.
+  if (const int old = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC); old >= 0) {
+    lock_journal(old, path);
+    ::close(old);
+  }
   // The header goes in atomically, so a journal is never seen without one.
   write_file_atomic(path, header_line(header));
   const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
   if (fd < 0) fail(ErrorKind::Io, "cannot open journal " + path.string() + ": " + errno_text());
+  lock_journal(fd, path);
   return Journal(path, fd);
 }
 
 Journal Journal::reopen(const std::filesystem::path& path, const JournalContents& contents) {
+  ignore_file_size_signal();
   const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
   if (fd < 0) fail(ErrorKind::Io, "cannot open journal " + path.string() + ": " + errno_text());
+  lock_journal(fd, path);
   Journal j(path, fd);
   // Cut a torn last line off, so new lines start clean.
   if (::ftruncate(fd, static_cast<off_t>(contents.valid_bytes)) != 0)
@@ -94,7 +118,7 @@ void Journal::append_line(const std::string& line) {
   sync(fd_, path_);
 }
 
-JournalContents read_journal(const std::filesystem::path& path) { return parse_journal(read_file(path), path.string()); }
+JournalContents read_journal(const std::filesystem::path& path) { return parse_journal(read_input(path, kMaxJournalInputBytes, "journal"), path_text(path)); }
 
 JournalContents parse_journal(std::string_view text, const std::string& name) {
   JournalContents out;
@@ -130,10 +154,15 @@ JournalContents parse_journal(std::string_view text, const std::string& name) {
       s.erase("confirmations");
       out.header = session_from_json(s, where + ": session");
     } else if (j.contains(kConfirmationKey)) {
-      out.confirmations.push_back(confirmation_from_json(j[kConfirmationKey], where + ": confirmation"));
+      Confirmation c = confirmation_from_json(j[kConfirmationKey], where + ": confirmation");
+      if (!find_device(out.header, c.device)) fail(ErrorKind::BadInput, where + ": device " + std::to_string(c.device) + " is not in the journal's session");
+      out.confirmations.push_back(std::move(c));
     } else {
       // A whole line that parses as JSON but not as a result is damage, not a torn write: refused.
-      out.results.push_back(result_from_json(j, where));
+      Result r = result_from_json(j, where);
+      validate_result(r, where);
+      if (!find_device(out.header, r.device)) fail(ErrorKind::BadInput, where + ": device " + std::to_string(r.device) + " is not in the journal's session");
+      out.results.push_back(std::move(r));
     }
     out.valid_bytes = nl == std::string::npos ? text.size() : nl + 1;
     out.missing_newline = nl == std::string::npos;

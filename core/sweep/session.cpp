@@ -6,6 +6,8 @@
 
 #include "json_read.h"
 #include "temper/fileio.h"
+#include "temper/input.h"
+#include "temper/validate.h"
 #include "temper/gpu_backend.h"  // device and telemetry JSON, shared with `temper devices`
 #include "temper/quant/blocks.h"
 
@@ -448,7 +450,7 @@ double gemv_bytes(GgmlType type, int64_t n, int64_t k, int ncols) {
 }
 
 ModelIdentity model_identity(const Model& m) {
-  return {m.path.filename().string(), m.file_size, std::string(kHeaderHashPrefix) + hex64(m.header_hash), m.architecture};
+  return {path_text(m.path.filename()), m.file_size, std::string(kHeaderHashPrefix) + hex64(m.header_hash), m.architecture};
 }
 
 const SessionDevice* find_device(const Session& s, int device_index) {
@@ -625,6 +627,9 @@ Confirmation confirmation_from_json(const json& j, const std::string& where) {
 Session session_from_json(const json& j, const std::string& where) {
   const Node root{j, where};
   root.object();
+  // A profile opened where a session is expected used to say `missing field "id"`.
+  if (!j.contains("results") && ((j.contains("format") && j["format"] == "temper-profile") || j.contains("configs")))
+    fail(ErrorKind::BadInput, where + ": a tuning profile, not a sweep session (open it as a profile)");
   const int version = root["schema_version"].integer();
   if (version > kSessionSchemaVersion)
     fail(ErrorKind::BadInput, where + ": session written by a newer Temper (schema " + std::to_string(version) +
@@ -670,6 +675,7 @@ Session session_from_json(const json& j, const std::string& where) {
   s.estimates = list_from<Estimate>(root["estimates"], estimate_from);
   // Optional: absent in sessions from before the interleaved confirmation (none were made).
   if (root.has("confirmations")) s.confirmations = list_from<Confirmation>(root["confirmations"], confirmation_from);
+  validate_session(s, where);
   return s;
 }
 
@@ -678,14 +684,7 @@ void save_session(const Session& s, const std::filesystem::path& path) {
 }
 
 Session load_session(const std::filesystem::path& path) {
-  const std::string text = read_file(path);
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::parse_error& e) {
-    fail(ErrorKind::BadInput, path.string() + ": not valid JSON (byte " + std::to_string(e.byte) + "): " + e.what());
-  }
-  return session_from_json(j, path.string());
+  return session_from_json(read_json_input(path, "session"), path_text(path));
 }
 
 }  // namespace temper

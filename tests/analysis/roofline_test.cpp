@@ -58,6 +58,8 @@ TEST(Roofline, BandwidthBoundPointsAgainstMeasuredBandwidth) {
   EXPECT_DOUBLE_EQ(r.compute_roof(), 1978.9e12);   // int8 peak caps the roof; fp32 is a reference line
   ASSERT_EQ(r.points.size(), 2u);
   EXPECT_EQ(r.results_skipped, 1);
+  EXPECT_EQ(r.results_failed, 1);
+  EXPECT_EQ(r.results_invalid, 0);
   const RooflinePoint& p = r.points[0];
   const double bytes = 9458176, ops = 33554432;
   EXPECT_DOUBLE_EQ(p.bytes, bytes);
@@ -107,6 +109,24 @@ TEST(Roofline, DeviceNotInDatabaseUsesRuntimeFigures) {
   EXPECT_DOUBLE_EQ(r.compute_roof(), 0);  // peaks unknown: the roof is the bandwidth line alone
   EXPECT_DOUBLE_EQ(r.points.at(0).roof_ops_per_s, 900e9 * r.points[0].intensity);
   EXPECT_THROW(build_roofline(s, 3), Error);
+}
+
+// Issue 19 (14): the chart said "28 failed, not drawn" for 28 configs the plan excluded.
+TEST(Roofline, InvalidAndFailedAreCountedApart) {
+  Session s = session(3000);
+  s.results.push_back(result(GgmlType::Q4_0, 4096, 4096, 1, {4, 1}, 4.0, true));
+  for (int i = 0; i < 2; ++i) {
+    Result invalid = result(GgmlType::Q4_0, 4096, 4096, 1, {16, 8 + i}, 0);
+    invalid.status = ResultStatus::Invalid;
+    s.results.push_back(invalid);
+  }
+  const Roofline r = build_roofline(s, 0);
+  EXPECT_EQ(r.results_invalid, 2);
+  EXPECT_EQ(r.results_failed, 0);
+  EXPECT_EQ(r.skipped_text(), "2 invalid configs (never launched); not drawn");
+  const std::string svg = roofline_svg(r, "t");
+  EXPECT_NE(svg.find("1 results (2 invalid configs (never launched); not drawn)"), std::string::npos);
+  EXPECT_EQ(svg.find("failed"), std::string::npos);
 }
 
 TEST(Roofline, SvgIsAWellFormedLogLogChart) {

@@ -45,6 +45,7 @@ VecDot vec_dot_of(GgmlType t) {
     case GgmlType::IQ1_M: return call<kernels::kIQ1_M>;
     case GgmlType::NVFP4: return call<kernels::kNVFP4>;
     case GgmlType::Q1_0: return call<kernels::kQ1_0>;
+    case GgmlType::Q2_0: return call<kernels::kQ2_0>;
     default: return nullptr;
   }
 }
@@ -55,7 +56,7 @@ constexpr GgmlType kTypes[] = {GgmlType::Q4_0,    GgmlType::Q4_1,   GgmlType::Q5
                                GgmlType::Q5_K,    GgmlType::Q6_K,   GgmlType::IQ4_NL,  GgmlType::IQ4_XS,
                                GgmlType::MXFP4,   GgmlType::IQ2_XXS, GgmlType::IQ2_XS, GgmlType::IQ2_S,
                                GgmlType::IQ3_XXS, GgmlType::IQ3_S,  GgmlType::IQ1_S,   GgmlType::IQ1_M,
-                               GgmlType::NVFP4,   GgmlType::Q1_0};
+                               GgmlType::NVFP4,   GgmlType::Q1_0,   GgmlType::Q2_0};
 
 // One row as the kernel computes it with (nwarps, warp_size): every thread's strided K loop.
 double emulate_row(GgmlType type, VecDot dot, const void* row, const quant::BlockQ8_1* y, int k, int nwarps,

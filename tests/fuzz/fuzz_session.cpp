@@ -6,6 +6,7 @@
 
 #include "temper/error.h"
 #include "temper/estimate.h"
+#include "temper/input.h"
 #include "temper/sweep.h"
 
 namespace {
@@ -24,8 +25,7 @@ void use(temper::Session s) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   try {
-    const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (!j.is_discarded()) use(temper::session_from_json(j, "fuzz.json"));
+    use(temper::session_from_json(temper::parse_json_input(text, "fuzz.json"), "fuzz.json"));
   } catch (const temper::Error&) {
   }
   try {

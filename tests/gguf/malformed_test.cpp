@@ -127,8 +127,12 @@ TEST(GgufMalformed, BadTensorInfos) {
   expect_error(one({32, 2}, 8, 0, 67), "tensor \"w\": offset: expected data inside the file");
   expect_error(one({32, 2}, 8, 32, 68), "offset: expected data inside the file");
   expect_error(one({32, 2}, 8, 4, 200), "offset: expected a multiple of the alignment 32, got 4");
-  expect_error(one({32, 2}, 99, 0, 68), "tensor \"w\": type: expected a ggml type id, got 99 (unknown)");
-  expect_error(one({32, 2}, 4, 0, 68), "got 4 (unknown)");  // a retired id (Q4_2)
+  // Issue 19: ids Temper does not know (a newer ggml's, or retired like Q4_2 = 4) no longer refuse
+  // the file: the tensor is listed and left out. Its offset is still checked.
+  EXPECT_EQ(error_of(one({32, 2}, 99, 0, 68)), "");
+  EXPECT_EQ(error_of(one({32, 2}, 4, 0, 68)), "");
+  expect_error(one({32, 2}, 99, 4, 68), "tensor \"w\": offset: expected a multiple of the alignment 32, got 4");
+  expect_error(one({32, 2}, 99, 96, 68), "tensor \"w\": offset: expected data inside the file");
   expect_error(one({30, 2}, 8, 0, 68), "tensor \"w\": ne[0]: expected a multiple of 32 (the q8_0 block size), got 30");
   expect_error(one({32, 0}, 8, 0, 68), "tensor \"w\": ne[1]: expected a positive size, got 0");
   expect_error(one({1ull << 32, 1ull << 32}, 0, 0, 0), "ne[1]: expected an element count below 2^63 in total");

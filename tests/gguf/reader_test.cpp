@@ -181,12 +181,13 @@ TEST(GgufReader, GetterOfWrongKindNamesKeyAndOffset) {
   EXPECT_THROW(f.get_array("llama.block_count"), Error);
 }
 
-TEST(GgufReader, MissingFileIsIoError) {
+// Issue 19 (15): an input that cannot be opened is bad input (exit 2) for every reader.
+TEST(GgufReader, MissingFileIsBadInput) {
   try {
     GgufFile::open("/nonexistent/model.gguf");
     FAIL();
   } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::Io);
+    EXPECT_EQ(e.kind(), ErrorKind::BadInput);
     EXPECT_NE(std::string(e.what()).find("/nonexistent/model.gguf"), std::string::npos);
   }
   EXPECT_THROW(GgufFile::open("/"), Error);  // a directory

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "fixtures/fixtures.h"
 #include "temper/error.h"
@@ -112,6 +113,93 @@ TEST(Shapes, TiedEmbeddingIsTheOutputHead) {
   ASSERT_EQ(m.shapes.size(), 2u);
   expect_shape(m, GgmlType::Q6_K, 1000, 256, 1, 1000 * 210);
   EXPECT_TRUE(has_note(m, "tied"));
+}
+
+// Rewrites the ggml type id of tensor `name` in a GGUF image (as a newer ggml would have written it).
+std::string with_type_id(std::string image, std::string_view name, uint32_t id) {
+  const GgufFile f = GgufFile::from_bytes(image, "original.gguf");
+  const TensorInfo* t = f.find_tensor(name);
+  const uint64_t at = t->info_offset + 8 + name.size() + 4 + 8 * t->n_dims;
+  std::memcpy(image.data() + at, &id, 4);
+  return image;
+}
+
+// Issue 19 (1): one tensor of a type newer than this Temper used to refuse the whole file.
+TEST(Shapes, UnknownTypesAreListedAndLeftOutTheRestIsUsable) {
+  GgufWriter w;
+  w.add("general.architecture", V::string("llama"));
+  w.add("llama.block_count", V::u32(1));
+  w.add_sparse_tensor("blk.0.attn_q.weight", GgmlType::Q4_0, {256, 256});
+  w.add_sparse_tensor("blk.0.attn_k.weight", GgmlType::Q2_0, {256, 64});
+  w.add_sparse_tensor("blk.0.attn_v.weight", GgmlType::Q4_0, {256, 64});
+  w.add_sparse_tensor("blk.0.ffn_up.weight", GgmlType::Q4_0, {256, 512});
+  std::string image = with_type_id(w.image(), "blk.0.attn_v.weight", 77);
+  image = with_type_id(std::move(image), "blk.0.ffn_up.weight", 200);
+  const GgufFile f = GgufFile::from_bytes(image, "newer.gguf");
+  EXPECT_EQ(f.tensors().size(), 2u);
+  ASSERT_EQ(f.unknown_tensors().size(), 2u);
+  EXPECT_EQ(f.unknown_tensors()[0].name, "blk.0.attn_v.weight");
+  EXPECT_EQ(f.unknown_tensors()[0].type_id, 77u);
+  EXPECT_EQ(f.unknown_tensors()[1].dims[1], 512u);
+  EXPECT_EQ(f.find_tensor("blk.0.attn_v.weight"), nullptr);
+  const Model m = describe_model(f);
+  ASSERT_EQ(m.shapes.size(), 2u);
+  expect_shape(m, GgmlType::Q4_0, 256, 256, 1, 256 * 8 * 18);
+  expect_shape(m, GgmlType::Q2_0, 64, 256, 1, 64 * 4 * 18);  // q2_0: 64 values in 18 bytes
+  ASSERT_EQ(m.unknown_type_tensors.size(), 2u);
+  EXPECT_EQ(m.unknown_type_tensors[1].type_id, 200u);
+  EXPECT_TRUE(has_note(m, "1 tensor of ggml type id 77 (not supported by this Temper) left out: blk.0.attn_v.weight"));
+  EXPECT_TRUE(has_note(m, "type id 200"));
+}
+
+// A file with one tensor of every type ggml d99724f knows (ids 0..42 less the retired ones) opens
+// with every tensor known, q2_0 (id 42) included.
+TEST(Shapes, EveryTypeOfGgmlD99724fIsKnown) {
+  GgufWriter w;
+  w.add("general.architecture", V::string("llama"));
+  const uint32_t retired[] = {4, 5, 31, 32, 33, 36, 37, 38};
+  size_t expected = 0;
+  for (uint32_t id = 0; id <= 42; ++id) {
+    if (std::find(std::begin(retired), std::end(retired), id) != std::end(retired)) continue;
+    const TypeInfo* t = find_type(id);
+    ASSERT_TRUE(t) << "ggml type id " << id;
+    w.add_sparse_tensor("t." + std::string(t->name), t->type, {uint64_t{t->block_size} * 4, 2});
+    ++expected;
+  }
+  const GgufFile f = GgufFile::from_bytes(w.image(), "every-type.gguf");
+  EXPECT_EQ(f.tensors().size(), expected);
+  EXPECT_TRUE(f.unknown_tensors().empty());
+  EXPECT_EQ(find_type(42)->name, "q2_0");
+  EXPECT_EQ(find_type(42)->block_size, 64u);
+  EXPECT_EQ(find_type(42)->type_size, 18u);
+}
+
+TEST(Shapes, UnknownTypeTensorsAreStillCheckedForPlacementAndNames) {
+  GgufWriter w;
+  w.add_sparse_tensor("a", GgmlType::Q4_0, {32, 1});
+  w.add_sparse_tensor("b", GgmlType::Q4_0, {32, 1});
+  std::string image = with_type_id(w.image(), "b", 99);
+  const TensorInfo* b = GgufFile::from_bytes(w.image(), "x").find_tensor("b");
+  const uint64_t offset_at = b->info_offset + 8 + 1 + 4 + 8 * b->n_dims + 4;
+  const uint64_t far = uint64_t{1} << 40;
+  std::string beyond = image;
+  std::memcpy(beyond.data() + offset_at, &far, 8);
+  try {
+    GgufFile::from_bytes(beyond, "far.gguf");
+    FAIL() << "an unknown-type tensor placed beyond the file was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::BadInput);
+    EXPECT_NE(std::string(e.what()).find("far.gguf: byte " + std::to_string(offset_at) + ": tensor \"b\": offset"), std::string::npos)
+        << e.what();
+  }
+  // The same name once known and once unknown is a duplicate.
+  GgufWriter d;
+  d.add_sparse_tensor("a", GgmlType::Q4_0, {32, 1});
+  d.add_sparse_tensor("c", GgmlType::Q4_0, {32, 1});
+  std::string dup = with_type_id(d.image(), "c", 99);
+  const TensorInfo* c = GgufFile::from_bytes(d.image(), "x").find_tensor("c");
+  dup[c->info_offset + 8] = 'a';
+  EXPECT_THROW(GgufFile::from_bytes(dup, "dup.gguf"), Error);
 }
 
 TEST(Shapes, UnknownArchitectureUsesTheGenericRuleAndSaysSo) {

@@ -46,7 +46,7 @@ check 2 "csv needs a session" "$temper" profile export "$p" --format csv -o "$ou
 check 2 "unknown option" "$temper" profile show "$p" --frobnicate
 check 2 "newer version" sh -c "sed 's/\"schema_version\": 1/\"schema_version\": 99/' '$p' > '$out/new.json' && '$temper' profile show '$out/new.json'"
 has "$out/stderr" "newer Temper" "newer version message"
-check 6 "missing file" "$temper" profile show "$out/nope.json"
+check 2 "missing file" "$temper" profile show "$out/nope.json"
 check 3 "verify without that device" "$temper" profile verify "$p" --device 99
 has "$out/stderr" "device" "verify names the device problem"
 [ ! -e "$out/x" ] || { echo "FAIL: a failed export left a file"; fails=$((fails + 1)); }

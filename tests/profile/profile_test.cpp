@@ -317,6 +317,31 @@ TEST(ProfileMerge, KeepsTheMeasuredFasterAndReportsConflicts) {
   EXPECT_EQ(mi.conflicts[0].dropped_from, "import");
 }
 
+// Issue 19 (9): the same config approved in one file and rejected in the other merged as "0
+// conflicts", the first file's approval silently winning.
+TEST(ProfileMerge, ApprovalDifferencesAreConflictsAndARejectionStands) {
+  Profile a = profile_of({approved(measured("sm_90", GgmlType::Q4_K, 4096, 4096, 1, {2, 1}, {4, 1}, 1.10, 1, "A"))});
+  Profile b = a;
+  b.entries[0].approval = Approval::Rejected;
+  b.entries[0].note = "drift on the second card";
+  for (const auto& order : {std::vector<Profile>{a, b}, std::vector<Profile>{b, a}}) {
+    const MergeResult m = merge_profiles(order);
+    ASSERT_EQ(m.conflicts.size(), 1u);
+    EXPECT_NE(m.conflicts[0].reason.find("rejected in one and approved in the other: rejected stays"), std::string::npos)
+        << m.conflicts[0].reason;
+    ASSERT_EQ(m.profile.entries.size(), 1u);
+    EXPECT_EQ(m.profile.entries[0].approval, Approval::Rejected);
+    EXPECT_EQ(m.profile.entries[0].note, "drift on the second card");
+    EXPECT_NE(m.text().find("1 conflicts"), std::string::npos);
+  }
+  // A decision beats pending.
+  Profile pending = a;
+  pending.entries[0].approval = Approval::Pending;
+  const MergeResult p = merge_profiles({pending, a});
+  EXPECT_EQ(p.profile.entries[0].approval, Approval::Approved);
+  EXPECT_EQ(p.conflicts.size(), 1u);
+}
+
 TEST(ProfileDiff, AddedRemovedChangedAndSpeedupChanges) {
   const Profile a = profile_of({approved(measured("sm_90", GgmlType::Q4_K, 4096, 4096, 1, {2, 1}, {4, 1}, 1.10)),
                                 approved(measured("sm_90", GgmlType::Q6_K, 4096, 4096, 1, {2, 2}, {4, 1}, 1.05)),

@@ -201,6 +201,45 @@ TEST(DequantTier2, Q1_0Bits) {
   EXPECT_EQ(y[127], 0.25f);
 }
 
+// q2_0 (ggml d99724f): crumb j%4 of qs[j/4] is q, the value (q - 1)·d.
+TEST(DequantTier2, Q2_0Crumbs) {
+  auto b = zero_block<BlockQ2_0>();
+  b.d = h(0.5f);
+  b.qs[0] = 0xE4;   // crumbs 0, 1, 2, 3 -> -1, 0, 1, 2
+  b.qs[15] = 0x80;  // value 63: crumb 2 -> +1; values 60..62: crumb 0 -> -1
+  const auto y = dequant(GgmlType::Q2_0, b);
+  EXPECT_EQ(y[0], -0.5f);
+  EXPECT_EQ(y[1], 0.0f);
+  EXPECT_EQ(y[2], 0.5f);
+  EXPECT_EQ(y[3], 1.0f);
+  EXPECT_EQ(y[4], -0.5f);
+  EXPECT_EQ(y[62], -0.5f);
+  EXPECT_EQ(y[63], 0.5f);
+}
+
+// ggml's quantize_row_q2_0_ref: d = max |x|, q = round(x / d) + 1 clamped to 0..3.
+TEST(QuantizeTier2, Q2_0AsGgml) {
+  std::vector<float> x(64, 0.0f);
+  x[0] = -4.0f;   // amax: q 0
+  x[1] = 1.9f;    // 0.475 -> 0 -> q 1
+  x[2] = 2.0f;    // 0.5 rounds away from zero -> q 2
+  x[3] = -2.0f;   // -0.5 -> -1 -> q 0
+  x[63] = 3.9f;   // 0.975 -> q 2
+  std::vector<uint8_t> out(sizeof(BlockQ2_0));
+  quantize_row(GgmlType::Q2_0, x.data(), out.data(), 64);
+  BlockQ2_0 b;
+  std::memcpy(&b, out.data(), sizeof b);
+  EXPECT_EQ(b.d, h(4.0f));
+  EXPECT_EQ(b.qs[0], 0x00 | (1 << 2) | (2 << 4) | (0 << 6));
+  EXPECT_EQ(b.qs[1], 0x55);  // zeros -> q 1
+  EXPECT_EQ(b.qs[15], 0x15 | (2 << 6));
+  std::vector<float> zero(64, 0.0f);
+  quantize_row(GgmlType::Q2_0, zero.data(), out.data(), 64);
+  std::memcpy(&b, out.data(), sizeof b);
+  EXPECT_EQ(b.d, 0);
+  EXPECT_EQ(b.qs[7], 0x55);
+}
+
 TEST(DequantTier2, NVFP4) {
   auto b = zero_block<BlockNVFP4>();
   b.d[0] = 0x38;  // 1.0, halved for the doubled E2M1 table

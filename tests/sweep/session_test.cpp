@@ -96,7 +96,8 @@ TEST(Session, LoadRejectsGarbageWithByteOffset) {
   std::string msg;
   EXPECT_EQ(kind_of([&] { load_session(path); }, &msg), ErrorKind::BadInput);
   EXPECT_NE(msg.find("not valid JSON (byte"), std::string::npos) << msg;
-  EXPECT_EQ(kind_of([&] { load_session(temp_path("missing.json")); }), ErrorKind::Io);
+  // Issue 19 (15): an input that cannot be opened is bad input, as for models.
+  EXPECT_EQ(kind_of([&] { load_session(temp_path("missing.json")); }), ErrorKind::BadInput);
   fs::remove_all(path.parent_path());
 }
 

@@ -100,6 +100,17 @@ struct TensorInfo {
   uint64_t elements() const { return dims[0] * dims[1] * dims[2] * dims[3]; }
 };
 
+// A tensor whose ggml type id this Temper does not know (a newer ggml's): listed so callers can say
+// so, never read (its byte size is unknown, so its data is only checked to start inside the file).
+struct UnknownTensor {
+  std::string_view name;
+  uint32_t type_id;
+  uint32_t n_dims;
+  std::array<uint64_t, 4> dims;
+  uint64_t offset;       // relative to the data section
+  uint64_t info_offset;  // file offset of this tensor's entry in the header
+};
+
 // An opened GGUF file, mapped read-only. Move-only; views handed out stay valid while it lives.
 // Every malformed input throws Error(BadInput) "<file>: byte <offset>: <field>: expected <what>, got <what>".
 class GgufFile {
@@ -133,6 +144,8 @@ class GgufFile {
 
   std::span<const TensorInfo> tensors() const;
   const TensorInfo* find_tensor(std::string_view name) const;
+  // Tensors of unknown ggml types, in file order; absent from tensors().
+  std::span<const UnknownTensor> unknown_tensors() const;
 
  private:
   struct State;

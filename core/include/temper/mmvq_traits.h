@@ -44,6 +44,7 @@ TEMPER_HD constexpr TypeTraits type_traits(uint32_t type) {
     case 39: return {32, 4, 2};    // MXFP4
     case 40: return {64, 8, 4};    // NVFP4
     case 41: return {128, 4, 1};   // Q1_0: one 32-value chunk per call
+    case 42: return {64, 2, 1};    // Q2_0: one 32-value chunk per call
     default: return {};
   }
 }

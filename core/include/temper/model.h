@@ -44,6 +44,12 @@ struct Model {
   std::vector<Shape> shapes;          // largest bytes_per_token first
   uint64_t bytes_per_token = 0;       // sum over shapes
   std::vector<std::string> notes;     // assumptions and skipped tensors, one sentence each
+  // Tensors of ggml types this Temper does not know (a newer ggml's): left out of everything above.
+  struct UnknownTypeTensor {
+    std::string name;
+    uint32_t type_id = 0;
+  };
+  std::vector<UnknownTypeTensor> unknown_type_tensors;
 };
 
 // Architectures with dedicated knowledge (others get the generic rule, with a note).

@@ -41,6 +41,10 @@ struct Roofline {
   std::vector<RooflineCeiling> ceilings;
   std::vector<RooflinePoint> points;
   int results_skipped = 0;  // failed or errored results (not timed, so not drawn)
+  // results_skipped by why: configs the plan excluded (never launched) and those that ran but
+  // failed verification or errored.
+  int results_invalid = 0, results_failed = 0;
+  std::string skipped_text() const;  // "28 invalid configs (never launched), 3 failed; not drawn"; "" when none
   // The roof at intensity x: min(bandwidth roof × x, compute roof).
   double roof(double intensity) const;
   double bandwidth_roof() const;  // bytes/s: measured copy bandwidth, else the spec peak; 0 if neither

@@ -1,7 +1,8 @@
 #pragma once
 // ggml's tensor types: ids as stored in GGUF, block sizes and bytes per block, so byte counts
 // are exact even for types Temper has no kernel for. Values follow ggml.h / ggml-common.h
-// (ggml-org/ggml, 2026: ids up to Q1_0 = 41; gaps are ids upstream retired).
+// (ggml-org/ggml d99724f, 2026-08: ids up to Q2_0 = 42; gaps are ids upstream retired). Newer files
+// may hold ids beyond these: readers list such tensors and leave them out rather than refuse the file.
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -14,7 +15,7 @@ enum class GgmlType : uint32_t {
   Q2_K = 10, Q3_K = 11, Q4_K = 12, Q5_K = 13, Q6_K = 14, Q8_K = 15,
   IQ2_XXS = 16, IQ2_XS = 17, IQ3_XXS = 18, IQ1_S = 19, IQ4_NL = 20, IQ3_S = 21, IQ2_S = 22,
   IQ4_XS = 23, I8 = 24, I16 = 25, I32 = 26, I64 = 27, F64 = 28, IQ1_M = 29, BF16 = 30,
-  TQ1_0 = 34, TQ2_0 = 35, MXFP4 = 39, NVFP4 = 40, Q1_0 = 41,
+  TQ1_0 = 34, TQ2_0 = 35, MXFP4 = 39, NVFP4 = 40, Q1_0 = 41, Q2_0 = 42,
 };
 
 struct TypeInfo {

@@ -43,6 +43,8 @@ struct BlockIQ1_M { uint8_t qs[QK_K / 8]; uint8_t qh[QK_K / 16]; uint8_t scales[
 struct BlockNVFP4 { uint8_t d[QK_NVFP4 / QK_NVFP4_SUB]; uint8_t qs[QK_NVFP4 / 2]; };  // d: UE4M3 per 16 values
 constexpr int QK1_0 = 128;
 struct BlockQ1_0 { half_bits d; uint8_t qs[QK1_0 / 8]; };  // value j: bit j%8 of qs[j/8] ? +d : -d
+constexpr int QK2_0 = 64;
+struct BlockQ2_0 { half_bits d; uint8_t qs[QK2_0 / 4]; };  // value j: (crumb j%4 of qs[j/4] - 1) · d
 
 static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_1) == 20 && sizeof(BlockQ5_0) == 22 && sizeof(BlockQ5_1) == 24);
 static_assert(sizeof(BlockQ8_0) == 34 && sizeof(BlockQ8_1) == 36);
@@ -52,6 +54,7 @@ static_assert(sizeof(BlockIQ4_NL) == 18 && sizeof(BlockIQ4_XS) == 136 && sizeof(
 static_assert(sizeof(BlockIQ2_XXS) == 66 && sizeof(BlockIQ2_XS) == 74 && sizeof(BlockIQ2_S) == 82);
 static_assert(sizeof(BlockIQ3_XXS) == 98 && sizeof(BlockIQ3_S) == 110 && sizeof(BlockIQ1_S) == 50);
 static_assert(sizeof(BlockIQ1_M) == 56 && sizeof(BlockNVFP4) == 36 && sizeof(BlockQ1_0) == 18);
+static_assert(sizeof(BlockQ2_0) == 18);
 
 // Value tables, as initialiser lists so host (constexpr) and device (__constant__) copies come
 // from one definition: `constexpr int8_t t[16] = {TEMPER_KVALUES_IQ4NL};`.

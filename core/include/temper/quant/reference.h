@@ -82,6 +82,7 @@ struct DotQ8_1 {
 //   iq1_m   (qi 8, vdr 1)           (d·d8)·((sumi0 + sumf0)·sc0 + (sumi1 + sumf1)·sc1), sumf = Σ_g delta_g·Σu_g
 //   nvfp4   (qi 8, vdr 4: two 16-value sub-blocks)  Σ_s (ue4m3_s/2 · d8)·sumi_s
 //   q1_0    (qi 4, vdr 1: 32 values)  (d·d8)·sumi over ±1
+//   q2_0    (qi 2, vdr 1: 32 values)  (d·d8)·sumi over q − 1 ∈ {−1, 0, 1, 2}
 // Sums "Σ_i" run over i = 0, 1, ... in float starting from 0. A kernel is free to add its calls in any
 // order; tolerance_q8_1 covers that.
 //

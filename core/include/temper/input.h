@@ -1,0 +1,51 @@
+#pragma once
+// The one way Temper opens a file a user names as input (sessions, profiles, journals, code
+// objects, models): it must be a regular file of bounded size, so a FIFO, a device or a directory is
+// refused at once instead of hanging or reading without end. Exit codes follow one rule: an input
+// that cannot be opened or is not acceptable is bad input (Error(BadInput), exit 2, naming the
+// path); a read that fails after opening is Error(Io) (exit 6).
+#include <cstdint>
+#include <filesystem>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace temper {
+
+// Size limits, far above any real file of the kind, low enough that parsing stays well under 1 GiB.
+constexpr uint64_t kMaxJsonInputBytes = uint64_t{64} << 20;      // sessions, profiles, GPU lists
+constexpr uint64_t kMaxJournalInputBytes = uint64_t{256} << 20;  // sweep journals (one line a result)
+constexpr uint64_t kMaxBinaryInputBytes = uint64_t{512} << 20;   // code objects
+
+// An open regular file: the descriptor (close it with ::close) and its size at opening.
+struct InputFile {
+  int fd = -1;
+  uint64_t size = 0;
+};
+
+// Opens `path` read-only without blocking (a FIFO cannot hang it) and checks it is a regular file
+// of at most `max_bytes` (0: no limit). `what` names the kind in messages ("session").
+InputFile open_input(const std::filesystem::path& path, uint64_t max_bytes, std::string_view what);
+
+// open_input, then the whole content.
+std::string read_input(const std::filesystem::path& path, uint64_t max_bytes, std::string_view what);
+
+// JSON text as a document: Error(BadInput) "<name>: ..." for invalid JSON, numbers out of range
+// (1e999) and duplicate object keys (which nlohmann would silently resolve to the last one).
+nlohmann::json parse_json_input(std::string_view text, const std::string& name);
+
+// read_input (kMaxJsonInputBytes) + parse_json_input.
+nlohmann::json read_json_input(const std::filesystem::path& path, std::string_view what);
+
+// Error(BadInput) "<option> <output> is the input <input>: ..." when `output` names the same file as
+// one of `inputs`: the same file (inode, so links and other spellings count) or the same resolved
+// path. Commands call it before writing, so a mistyped -o never destroys what it was made from.
+void refuse_overwriting_inputs(const std::filesystem::path& output, std::initializer_list<std::filesystem::path> inputs,
+                               std::string_view option = "-o");
+
+// A path as text for messages and JSON: valid UTF-8 kept, other bytes as "\xNN".
+std::string path_text(const std::filesystem::path& path);
+
+}  // namespace temper
