@@ -16,6 +16,7 @@
 
 #include "temper/defaults.h"
 #include "temper/engine_device.h"
+#include "temper/profile.h"
 #include "temper/sweep.h"
 
 using namespace temper;
@@ -88,6 +89,13 @@ TEST(EngineSweep, StockBaselineVerifiedWinnersConfirmed) {
   const Session back = load_session(file);
   EXPECT_EQ(back.kernel_source, s.kernel_source);
   fs::remove(file);
+  // Profiles made from it say which kernel their numbers come from, through a JSON round trip.
+  const Profile p = profile_from_json(to_json(profile_from_session(s)), "profile");
+  ASSERT_EQ(p.entries.size(), 2u);
+  for (const ProfileEntry& e : p.entries) EXPECT_EQ(e.provenance->kernel, "engine ggml unknown hook fake-1");
+  nlohmann::json old = to_json(p);
+  old["entries"][0]["provenance"].erase("kernel");  // profiles from before the engine bridge
+  EXPECT_EQ(profile_from_json(old, "old").entries[0].provenance->kernel, "temper");
 }
 
 TEST(EngineSweep, EngineStockDifferentFromTheTableIsNoted) {
