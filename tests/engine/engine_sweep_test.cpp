@@ -201,6 +201,23 @@ TEST(EngineSweepCli, ProbeSweepWritesAnEngineSession) {
   fs::remove(out);
 }
 
+TEST(EngineSweepCli, EngineAndTemperKernelSessionsCompare) {
+  const fs::path engine = temp_file("cmp-engine.json"), temper_kernel = temp_file("cmp-temper.json");
+  ASSERT_EQ(temper(with(kSweep, {"-o", engine.string()})).code, 0);
+  std::vector<std::string> fake_args = kSweep;
+  fake_args[1] = "--backend", fake_args[2] = "fake";
+  const CliRun t = temper(with(fake_args, {"-o", temper_kernel.string()}));
+  ASSERT_EQ(t.code, 0) << t.output;
+  const CliRun r = temper({"session", engine.string(), "--compare", temper_kernel.string()});
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("kernels differ: the first timed engine ggml unknown hook fake-1, the second temper"),
+            std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("winners: "), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("winners: 0 of 0"), std::string::npos) << r.output;  // the same shapes, compared
+  fs::remove(engine);
+  fs::remove(temper_kernel);
+}
+
 TEST(EngineSweepCli, ProbeErrorsAreOneLineWithTheirExitCode) {
   CliRun r = temper({"sweep", "--probe", "/nonexistent/temper-probe", "--shape", "q4_0:128:256"});
   EXPECT_EQ(r.code, 2) << r.output;
