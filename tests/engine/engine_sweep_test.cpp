@@ -65,7 +65,8 @@ TEST(EngineSweep, StockBaselineVerifiedWinnersConfirmed) {
   for (const Result& r : s.results) EXPECT_EQ(r.status, ResultStatus::Ok) << r.failure;
   // The baseline is what the engine launches (the probe's StockConfig).
   for (const PlanItem& it : s.devices[0].plan.items) {
-    if (it.is_default) EXPECT_EQ(it.config, *dev.stock_config(it.type, it.ncols, it.k));
+    if (!it.is_default) continue;
+    EXPECT_EQ(it.config, *dev.stock_config(it.type, it.ncols, it.k));
   }
   ASSERT_EQ(s.winners.size(), 4u);
   for (const Winner& w : s.winners) {
