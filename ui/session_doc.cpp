@@ -40,7 +40,11 @@ QString SessionDocument::provenanceText() const {
   if (when.endsWith(QLatin1Char('Z'))) when = when.left(when.size() - 1) + QStringLiteral(" UTC");
   QString dev = d ? qstr(d->info.name) : QStringLiteral("no device");
   if (d && d->info.api == "fake") dev += QStringLiteral(" (simulated timings, not a measurement)");
-  return QStringLiteral("%1 · recorded %2").arg(dev, when);
+  // Which kernel was timed: Temper's own, or the engine's through temper-probe.
+  const QString kernel = session_->kernel_source.is_engine()
+                             ? QStringLiteral("llama.cpp's own kernel (%1)").arg(qstr(kernel_label(session_->kernel_source)))
+                             : QStringLiteral("Temper's kernel");
+  return QStringLiteral("%1 · %2 · recorded %3").arg(dev, kernel, when);
 }
 
 void SessionDocument::openSession(const QString& path, bool read_only) {

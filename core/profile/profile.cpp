@@ -85,6 +85,7 @@ Profile profile_from_session(const Session& s, std::optional<int> device) {
     pv.device_name = d->info.name;
     pv.device_arch = d->info.arch;
     pv.engine = d->plan.grid.engine.empty() ? s.grid.engine : d->plan.grid.engine;
+    pv.kernel = kernel_label(s.kernel_source);
     pv.default_us = w.default_us;
     pv.default_ci_low = w.default_ci_low;
     pv.default_ci_high = w.default_ci_high;
@@ -242,6 +243,7 @@ ProfileEntry read_entry(const Reader& r) {
     pv.device_name = pr.at("device_name").str();
     pv.device_arch = pr.at("device_arch").str();
     pv.engine = pr.at("engine").str();
+    if (pr.has("kernel")) pv.kernel = pr.at("kernel").str();  // optional: absent = Temper's kernel
     pv.default_us = pr.at("default_us").num();
     pv.default_ci_low = pr.at("default_ci_low").num();
     pv.default_ci_high = pr.at("default_ci_high").num();
@@ -312,7 +314,7 @@ json to_json(const Profile& p) {
             {"tuned_ci_low", v.tuned_ci_low},   {"tuned_ci_high", v.tuned_ci_high},
             {"speedup", v.speedup},             {"speedup_low", v.speedup_low},
             {"speedup_high", v.speedup_high},   {"calls_per_token", v.calls_per_token},
-            {"bytes_per_token", v.bytes_per_token}};
+            {"bytes_per_token", v.bytes_per_token}, {"kernel", v.kernel}};
     }
     entries.push_back({{"arch", e.key.arch},
                        {"type", std::string(type_name(e.key.type))},

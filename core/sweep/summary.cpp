@@ -148,6 +148,8 @@ std::string verdict_text(const Verdict& w) {
 
 SessionComparison compare_sessions(const Session& a, const Session& b) {
   SessionComparison c;
+  c.kernel_a = kernel_label(a.kernel_source);
+  c.kernel_b = kernel_label(b.kernel_source);
   const bool multi = a.devices.size() > 1;
   for (const auto& w : a.verdicts) c.confirmed_a += w.confirmed;
   for (const auto& w : b.verdicts) c.confirmed_b += w.confirmed;
@@ -186,6 +188,9 @@ SessionComparison compare_sessions(const Session& a, const Session& b) {
 
 std::string format_comparison(const SessionComparison& c) {
   std::ostringstream o;
+  if (c.kernel_a != c.kernel_b)
+    o << "kernels differ: the first timed " << c.kernel_a << ", the second " << c.kernel_b
+      << " (agreement and spreads compare the kernels, not two runs)\n";
   o << "winners: " << c.winners_agree << " of " << c.winners_compared << " agree";
   if (c.winners_compared > 0) o << " (" << fmt("%.0f%%", 100.0 * c.winners_agree / c.winners_compared) << ")";
   o << "\n";
@@ -206,7 +211,8 @@ nlohmann::json to_json(const SessionComparison& c) {
           {"disagreements", c.disagreements},       {"medians_compared", c.medians_compared},
           {"spread_median", c.spread_median},       {"spread_p90", c.spread_p90},
           {"spread_max", c.spread_max},             {"spread_max_at", c.spread_max_at},
-          {"confirmed_a", c.confirmed_a},           {"confirmed_b", c.confirmed_b}};
+          {"confirmed_a", c.confirmed_a},           {"confirmed_b", c.confirmed_b},
+          {"kernel_a", c.kernel_a},                 {"kernel_b", c.kernel_b}};
 }
 
 }  // namespace temper

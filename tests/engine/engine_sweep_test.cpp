@@ -16,6 +16,7 @@
 
 #include "temper/defaults.h"
 #include "temper/engine_device.h"
+#include "temper/profile.h"
 #include "temper/sweep.h"
 
 using namespace temper;
@@ -64,7 +65,8 @@ TEST(EngineSweep, StockBaselineVerifiedWinnersConfirmed) {
   for (const Result& r : s.results) EXPECT_EQ(r.status, ResultStatus::Ok) << r.failure;
   // The baseline is what the engine launches (the probe's StockConfig).
   for (const PlanItem& it : s.devices[0].plan.items) {
-    if (it.is_default) EXPECT_EQ(it.config, *dev.stock_config(it.type, it.ncols, it.k));
+    if (!it.is_default) continue;
+    EXPECT_EQ(it.config, *dev.stock_config(it.type, it.ncols, it.k));
   }
   ASSERT_EQ(s.verdicts.size(), 4u);
   for (const Verdict& w : s.verdicts) {
@@ -88,6 +90,13 @@ TEST(EngineSweep, StockBaselineVerifiedWinnersConfirmed) {
   const Session back = load_session(file);
   EXPECT_EQ(back.kernel_source, s.kernel_source);
   fs::remove(file);
+  // Profiles made from it say which kernel their numbers come from, through a JSON round trip.
+  const Profile p = profile_from_json(to_json(profile_from_session(s)), "profile");
+  ASSERT_EQ(p.entries.size(), 2u);
+  for (const ProfileEntry& e : p.entries) EXPECT_EQ(e.provenance->kernel, "engine ggml unknown hook fake-1");
+  nlohmann::json old = to_json(p);
+  old["entries"][0]["provenance"].erase("kernel");  // profiles from before the engine bridge
+  EXPECT_EQ(profile_from_json(old, "old").entries[0].provenance->kernel, "temper");
 }
 
 TEST(EngineSweep, EngineStockDifferentFromTheTableIsNoted) {
@@ -191,6 +200,23 @@ TEST(EngineSweepCli, ProbeSweepWritesAnEngineSession) {
   EXPECT_EQ(shown.code, 0) << shown.output;
   EXPECT_NE(shown.output.find("kernel: engine: "), std::string::npos) << shown.output;
   fs::remove(out);
+}
+
+TEST(EngineSweepCli, EngineAndTemperKernelSessionsCompare) {
+  const fs::path engine = temp_file("cmp-engine.json"), temper_kernel = temp_file("cmp-temper.json");
+  ASSERT_EQ(temper(with(kSweep, {"-o", engine.string()})).code, 0);
+  std::vector<std::string> fake_args = kSweep;
+  fake_args[1] = "--backend", fake_args[2] = "fake";
+  const CliRun t = temper(with(fake_args, {"-o", temper_kernel.string()}));
+  ASSERT_EQ(t.code, 0) << t.output;
+  const CliRun r = temper({"session", engine.string(), "--compare", temper_kernel.string()});
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("kernels differ: the first timed engine ggml unknown hook fake-1, the second temper"),
+            std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("winners: "), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("winners: 0 of 0"), std::string::npos) << r.output;  // the same shapes, compared
+  fs::remove(engine);
+  fs::remove(temper_kernel);
 }
 
 TEST(EngineSweepCli, ProbeErrorsAreOneLineWithTheirExitCode) {

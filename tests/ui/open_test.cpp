@@ -34,7 +34,18 @@ class TestOpenWithoutGpu : public QObject {
     QVERIFY(w.windowTitle().contains(QStringLiteral("Fake GPU")));
     QVERIFY(w.headerText().contains(QStringLiteral("recorded 2026-11-23 12:00:00 UTC")));
     QVERIFY(w.headerText().contains(QStringLiteral("read-only")));
+    QVERIFY(w.headerText().contains(QStringLiteral("Temper's kernel")));
     QCOMPARE(w.modelPanel()->model()->rowCount(), 2);
+    // An engine session says it timed llama.cpp's own kernel, and which build of it.
+    Session engine = uitest::sampleSession();
+    engine.kernel_source = {std::string(kKernelEngine), "", "/src/ggml", "abc1234", "1", "/x/temper-probe"};
+    const QString engine_path = dir.filePath(QStringLiteral("engine.temper-session.json"));
+    save_session(engine, engine_path.toStdString());
+    MainWindow e({});
+    e.setInteractive(false);
+    QVERIFY2(e.openPath(engine_path, &error), qPrintable(error));
+    QVERIFY2(e.headerText().contains(QStringLiteral("llama.cpp's own kernel (engine ggml abc1234 hook 1)")),
+             qPrintable(e.headerText()));
   }
 
   void badFilesAreErrorsNotCrashes() {

@@ -54,6 +54,8 @@ struct Provenance {
   std::string device_name;
   std::string device_arch;
   std::string engine;  // default tables version the default was taken from ("ggml-7180759")
+  // Which kernel was timed: kernel_label(session.kernel_source), "temper" or "engine ggml COMMIT hook V".
+  std::string kernel{kKernelTemper};
   double default_us = 0, default_ci_low = 0, default_ci_high = 0;  // median µs per launch, 95% CI
   double tuned_us = 0, tuned_ci_low = 0, tuned_ci_high = 0;
   double speedup = 1, speedup_low = 1, speedup_high = 1;  // default / tuned, with CI

@@ -141,6 +141,9 @@ struct SessionComparison {
   // |a − b| / mean of the two medians, over those results.
   double spread_median = 0, spread_p90 = 0, spread_max = 0;
   std::string spread_max_at;  // which result
+  // kernel_label of each session's kernel source: an engine sweep beside a Temper-kernel sweep of
+  // the same shapes compares the two kernels, not two runs.
+  std::string kernel_a, kernel_b;
 };
 SessionComparison compare_sessions(const Session& a, const Session& b);
 std::string format_comparison(const SessionComparison& c);
