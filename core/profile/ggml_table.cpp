@@ -414,7 +414,7 @@ std::string join_unique(const std::vector<std::string>& v, const std::string& no
   return s.empty() ? none : s;
 }
 
-void emit_evidence(std::ostream& o, const GgmlTableArch& a, const Profile& p) {
+void emit_evidence(std::ostream& o, const GgmlTableArch& a, const Profile& p, const Session* session) {
   std::vector<std::string> devices, drivers, engines, sessions;
   for (const auto& c : a.cells)
     for (const auto& s : c.shapes) {
@@ -425,6 +425,7 @@ void emit_evidence(std::ostream& o, const GgmlTableArch& a, const Profile& p) {
     << "- driver: " << join_unique(drivers, "(not recorded in a profile; export from the session to include it)") << "\n"
     << "- stock tables compared against: " << join_unique(engines, a.engine) << " (ggml commit after the dash)\n"
     << "- measured by: Temper " << plain(p.tool_version.empty() ? std::string(TEMPER_VERSION) : p.tool_version)
+    << (session ? " (build " + plain(session->build.git_commit) + ", " + plain(session->build.compiler) + ")" : "")
     << ", session(s) " << join_unique(sessions, "(none)") << (p.model.empty() ? "" : ", model " + plain(p.model)) << "\n"
     << "- times: a row sums its shapes' medians weighted by the model's calls per token (µs per token);\n"
     << "  speedup with its 95 % CI from the summed CI bounds; per-shape costs are µs per launch\n\n"
@@ -504,7 +505,7 @@ GgmlTable build_ggml_table(const Profile& p, const ExportOptions& o, const Sessi
   std::ostringstream ev;
   ev << "## mmvq launch parameters measured by Temper\n\n";
   if (t.arches.empty()) ev << "No approved entry: the table is upstream's.\n";
-  for (const auto& a : t.arches) emit_evidence(ev, a, p);
+  for (const auto& a : t.arches) emit_evidence(ev, a, p, session);
   t.evidence = ev.str();
 
   std::ostringstream c;
