@@ -105,6 +105,9 @@ void expect_compiles_and_launches(const Profile& p, const GgmlTable& t, const st
   const std::string flags = " -std=c++17 -Wall -Wextra -Werror -pedantic ";
   EXPECT_EQ(run(cxx + flags + "-o " + d + "/harness " + d + "/harness.cpp"), 0) << t.file.content;
   EXPECT_EQ(run(d + "/harness"), 0);
+  if (run("command -v clang++ >/dev/null 2>&1") == 0) {
+    EXPECT_EQ(run("clang++" + flags + "-fsyntax-only " + d + "/harness.cpp"), 0);
+  }
   // The harness can fail: one wrong expectation does not compile.
   if (t.arches.empty()) return std::filesystem::remove_all(dir), void();
   std::string wrong = h;
