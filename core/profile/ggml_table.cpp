@@ -354,7 +354,7 @@ void emit_arch(std::ostream& o, const GgmlTableArch& a) {
       rows[size_t(c - 1)][t] = v.rows_per_block;
     }
   }
-  o << "// ---- " << a.arch << ": upstream's table for it is MMVQ_PARAMETERS_" << a.stock_table << " (" << a.engine
+  o << "// ---- " << plain(a.arch) << ": upstream's table for it is MMVQ_PARAMETERS_" << a.stock_table << " (" << a.engine
     << "); values differing from it are Temper's measured winners. ----\n\n";
   emit_function(o, "static constexpr TEMPER_MMVQ_HD int calc_nwarps_" + a.suffix +
                        "(ggml_type type, int ncols_dst, bool small_k = false)",
@@ -500,6 +500,9 @@ GgmlTable build_ggml_table(const Profile& p, const ExportOptions& o, const Sessi
   for (const auto& [arch, entries] : by_arch) {
     t.arches.push_back(build_arch(arch, entries, session, t.file.report.notes));
     find_side_effects(t.arches.back(), p, session);
+    // Two arch strings that spell the same identifier ("gfx90a:xnack-", "gfx90a_xnack_") get apart.
+    for (size_t i = 0; i + 1 < t.arches.size(); ++i)
+      if (t.arches[i].suffix == t.arches.back().suffix) t.arches.back().suffix += "_" + std::to_string(t.arches.size());
   }
 
   std::ostringstream ev;

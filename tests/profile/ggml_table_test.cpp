@@ -223,5 +223,16 @@ TEST(GgmlTable, SmallKRuleMergesArchesAndDrops) {
   expect_compiles_and_launches(profile_of({}), none, "none");
 }
 
+TEST(GgmlTable, ArchesSpellingOneIdentifierStayApartAndCommentsStaySafe) {
+  ProfileEntry odd = approved(measured("gfx90a:xnack-", GgmlType::Q4_0, 4096, 4096, 1, {1, 1}, {2, 1}, 1.1));
+  odd.provenance->device_name = "GPU */ with\na comment end";
+  const Profile p = profile_of({odd, approved(measured("gfx90a_xnack_", GgmlType::Q4_0, 4096, 4096, 1, {4, 1}, {4, 1}, 1.1))});
+  const GgmlTable t = build_ggml_table(p);
+  ASSERT_EQ(t.arches.size(), 2u);
+  EXPECT_NE(t.arches[0].suffix, t.arches[1].suffix);
+  EXPECT_EQ(t.arches[0].warp_size, 64);  // GCN/CDNA waves
+  expect_compiles_and_launches(p, t, "odd");
+}
+
 }  // namespace
 }  // namespace temper
