@@ -234,5 +234,72 @@ TEST(GgmlTable, ArchesSpellingOneIdentifierStayApartAndCommentsStaySafe) {
   expect_compiles_and_launches(p, t, "odd");
 }
 
+// Cuts `from` ... the first line after it that is `until` alone out of `text`.
+std::string cut(const std::string& text, const std::string& from, const std::string& until) {
+  const size_t a = text.find(from);
+  if (a == std::string::npos) return {};
+  const size_t b = text.find("\n" + until + "\n", a);
+  return b == std::string::npos ? std::string() : text.substr(a, b + until.size() + 2 - a);
+}
+
+// Wherever the profile has no entry, the export agrees with upstream's own calc_nwarps and
+// calc_rows_per_block, cut at test time from the archived mmvq.cu of the version the entries
+// were measured against (test data beside the repository; skipped without it).
+TEST(GgmlTable, StockValuesAreUpstreamsOwn) {
+  const auto upstream = std::filesystem::path(TEMPER_SOURCE_DIR) / ".." / "shared" / "upstream";
+  if (!std::filesystem::exists(upstream / "ggml-d99724f.tar.gz") || !std::filesystem::exists(upstream / "ggml-7180759.tar.gz"))
+    GTEST_SKIP() << "no upstream archives in " << upstream;
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("temper-ggml-upstream-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+  std::filesystem::create_directories(dir);
+  const std::string d = dir.string(), cxx = TEMPER_HOST_CXX;
+  struct Case {
+    std::string commit, arch, table;
+  };
+  for (const Case& c : {Case{"7180759", "sm_90", "GENERIC"}, Case{"7180759", "gfx906", "GCN"},
+                        Case{"d99724f", "sm_75", "TURING"}, Case{"d99724f", "gfx1100", "RDNA3_0"},
+                        Case{"d99724f", "gfx1201", "RDNA4"}}) {
+    SCOPED_TRACE(c.arch + " at " + c.commit);
+    const std::string source = "ggml-" + c.commit + "/src/ggml-cuda/mmvq.cu";
+    ASSERT_EQ(run("tar -xzf " + (upstream / ("ggml-" + c.commit + ".tar.gz")).string() + " -C " + d + " " + source), 0);
+    const std::string mmvq = read_file(dir / source);
+    const std::string table_ids = cut(mmvq, "enum mmvq_parameter_table_id {", "};");
+    const std::string nwarps = cut(mmvq, "static constexpr __host__ __device__ int calc_nwarps(", "}");
+    const std::string rows = cut(mmvq, "static constexpr __host__ __device__ int calc_rows_per_block(", "}");
+    ASSERT_FALSE(table_ids.empty() || nwarps.empty() || rows.empty());
+    // One approved entry (q4_0 at ncols 3); everything else must be upstream's.
+    ProfileEntry e = approved(measured(c.arch, GgmlType::Q4_0, 4096, 4096, 3, {1, 1}, {2, 2}, 1.2));
+    e.provenance->engine = "ggml-" + c.commit;
+    const GgmlTable t = build_ggml_table(profile_of({e}));
+    ASSERT_EQ(t.arches.size(), 1u);
+    EXPECT_EQ(t.arches[0].stock_table, c.table);
+    write_file_atomic(dir / "table.h", t.file.content);
+    std::ostringstream h;
+    h << "#define __host__\n#define __device__\n" << kGgmlTypeEnum << table_ids << "\n" << nwarps << "\n" << rows
+      << "\n#include \"table.h\"\n";
+    const std::string sfx = t.arches[0].suffix, id = "MMVQ_PARAMETERS_" + c.table;
+    for (const TypeInfo& ti : all_types()) {
+      if (!mmvq::type_supported(uint32_t(ti.type))) continue;
+      const std::string type = enum_name(ti.type);
+      for (int ncols = 1; ncols <= mmvq::kMaxNcols; ++ncols) {
+        if (ti.type == GgmlType::Q4_0 && ncols == 3) continue;
+        h << "static_assert(calc_nwarps_" << sfx << "(" << type << ", " << ncols << ") == calc_nwarps(" << type << ", "
+          << ncols << ", " << id << ") && calc_rows_per_block_" << sfx << "(" << type << ", " << ncols
+          << ") == calc_rows_per_block(" << ncols << ", " << id << "), \"" << type << " " << ncols << "\");\n";
+      }
+      // Small K where upstream can launch it: rows_per_block = nwarps.
+      if (defaults::small_k_variant("ggml-" + c.commit, c.arch, ti.type, 1))
+        h << "static_assert(calc_rows_per_block_" << sfx << "(" << type << ", 1, true, calc_nwarps_" << sfx << "(" << type
+          << ", 1, true)) == calc_rows_per_block(1, " << id << ", true, calc_nwarps(" << type << ", 1, " << id
+          << ")), \"" << type << " small K\");\n";
+    }
+    h << "static_assert(calc_nwarps_" << sfx << "(GGML_TYPE_Q4_0, 3) == 1, \"the approved entry\");\n"
+      << "int main() { return 0; }\n";
+    write_file_atomic(dir / "upstream.cpp", h.str());
+    EXPECT_EQ(run(cxx + " -std=c++17 -fsyntax-only " + d + "/upstream.cpp"), 0) << h.str();
+  }
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace temper
