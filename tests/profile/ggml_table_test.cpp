@@ -42,6 +42,20 @@ std::string enum_name(GgmlType t) {
   return s;
 }
 
+// Removes a test's scratch directory however the test leaves (ASSERT returns early).
+struct ScratchDir {
+  std::filesystem::path path;
+  explicit ScratchDir(const std::string& name)
+      : path(std::filesystem::temp_directory_path() /
+             (name + std::to_string(::testing::UnitTest::GetInstance()->random_seed()))) {
+    std::filesystem::create_directories(path);
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
+
 int run(const std::string& command) {
   const int rc = std::system(command.c_str());
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
@@ -95,9 +109,8 @@ std::string harness(const Profile& p, const GgmlTable& t) {
 
 // Writes the export and the harness, compiles both as C++17 with warnings as errors, runs it.
 void expect_compiles_and_launches(const Profile& p, const GgmlTable& t, const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("temper-ggml-table-" + name + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
-  std::filesystem::create_directories(dir);
+  const ScratchDir scratch("temper-ggml-table-" + name);
+  const std::filesystem::path& dir = scratch.path;
   write_file_atomic(dir / "table.h", t.file.content);
   const std::string h = harness(p, t);
   write_file_atomic(dir / "harness.cpp", h);
@@ -109,7 +122,7 @@ void expect_compiles_and_launches(const Profile& p, const GgmlTable& t, const st
     EXPECT_EQ(run("clang++" + flags + "-fsyntax-only " + d + "/harness.cpp"), 0);
   }
   // The harness can fail: one wrong expectation does not compile.
-  if (t.arches.empty()) return std::filesystem::remove_all(dir), void();
+  if (t.arches.empty()) return;
   std::string wrong = h;
   const size_t at = wrong.find(", \"");  // the first check's message: change its rows_per_block
   ASSERT_NE(at, std::string::npos);
@@ -117,7 +130,6 @@ void expect_compiles_and_launches(const Profile& p, const GgmlTable& t, const st
   wrong.replace(rows, at - rows, ", 99)");
   write_file_atomic(dir / "wrong.cpp", wrong);
   EXPECT_NE(run(cxx + flags + "-fsyntax-only " + d + "/wrong.cpp 2>/dev/null"), 0);
-  std::filesystem::remove_all(dir);
 }
 
 TEST(GgmlTable, DemoSessionProfileCompilesAndLaunchesTheApprovedValues) {
@@ -249,9 +261,8 @@ TEST(GgmlTable, StockValuesAreUpstreamsOwn) {
   const auto upstream = std::filesystem::path(TEMPER_SOURCE_DIR) / ".." / "shared" / "upstream";
   if (!std::filesystem::exists(upstream / "ggml-d99724f.tar.gz") || !std::filesystem::exists(upstream / "ggml-7180759.tar.gz"))
     GTEST_SKIP() << "no upstream archives in " << upstream;
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("temper-ggml-upstream-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
-  std::filesystem::create_directories(dir);
+  const ScratchDir scratch("temper-ggml-upstream-");
+  const std::filesystem::path& dir = scratch.path;
   const std::string d = dir.string(), cxx = TEMPER_HOST_CXX;
   struct Case {
     std::string commit, arch, table;
@@ -298,7 +309,6 @@ TEST(GgmlTable, StockValuesAreUpstreamsOwn) {
     write_file_atomic(dir / "upstream.cpp", h.str());
     EXPECT_EQ(run(cxx + " -std=c++17 -fsyntax-only " + d + "/upstream.cpp"), 0) << h.str();
   }
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
