@@ -10,6 +10,7 @@
 #include "temper/error.h"
 #include "temper/fake_backend.h"
 #include "temper/fileio.h"
+#include "temper/ggml_table.h"
 #include "temper/gpu_backend.h"
 #include "temper/input.h"
 #include "temper/validate.h"
@@ -88,8 +89,8 @@ int run_export(const Args& args) {
   const auto pos = positionals(args, {"--approve", "--min-speedup", "--format", "-o", "--output", "--device", "--arch"});
   if (pos.size() != 1) fail(ErrorKind::BadInput, "expected one SESSION.json or PROFILE.json (see `temper help profile`)");
   const std::string format = option(args, "--format").value_or("");
-  if (format != "temper" && format != "kernel-anvil" && format != "header" && format != "csv")
-    fail(ErrorKind::BadInput, "--format must be temper, kernel-anvil, header or csv");
+  if (format != "temper" && format != "kernel-anvil" && format != "header" && format != "csv" && format != "ggml-table")
+    fail(ErrorKind::BadInput, "--format must be temper, kernel-anvil, header, ggml-table or csv");
   const std::string path = need_output(args);
   refuse_overwriting_inputs(path, {pos[0]});
   const bool json_out = has_flag(args, "--json");
@@ -133,7 +134,8 @@ int run_export(const Args& args) {
       if (!json_out)
         out(std::to_string(approved) + " of " + std::to_string(p.entries.size()) + " winners approved (" + policy +
             (policy == "significant" ? ", min speedup " + std::to_string(int(min_speedup * 1000 + 0.5) / 10.0).substr(0, 4) + "%" : "") + ")\n");
-      ex = format == "temper" ? export_temper(p) : format == "kernel-anvil" ? export_kernel_anvil(p, eo) : export_header(p, eo);
+      ex = format == "temper" ? export_temper(p) : format == "kernel-anvil" ? export_kernel_anvil(p, eo)
+           : format == "ggml-table" ? export_ggml_table(p, eo, &s) : export_header(p, eo);
       if (format == "kernel-anvil") {
         // What the engine will actually run with this file: less than the profile when entries drop.
         const Profile applied = as_applied(p, ex.report);
@@ -159,7 +161,8 @@ int run_export(const Args& args) {
     require_valid_profile(p, pos[0]);  // never export what `profile validate` rejects
     if (approve == "significant") approve_significant(p, min_speedup);
     if (approve == "all") approve_all(p);
-    ex = format == "temper" ? export_temper(p) : format == "kernel-anvil" ? export_kernel_anvil(p, eo) : export_header(p, eo);
+    ex = format == "temper" ? export_temper(p) : format == "kernel-anvil" ? export_kernel_anvil(p, eo)
+         : format == "ggml-table" ? export_ggml_table(p, eo) : export_header(p, eo);
   }
   write_file_atomic(path, ex.content);
   summary["report"] = report_json(ex.report);
@@ -393,7 +396,7 @@ const Registrar registrar{Command{
     "profile",
     "approve a session's winners and export them for engines; show, validate, diff, merge, verify profiles",
     "usage:\n"
-    "  temper profile export SESSION.json|PROFILE.json --format temper|kernel-anvil|header|csv -o FILE\n"
+    "  temper profile export SESSION.json|PROFILE.json --format temper|kernel-anvil|header|ggml-table|csv -o FILE\n"
     "                        [--approve significant|all|none] [--min-speedup 0.03] [--device N] [--arch A] [--json]\n"
     "  temper profile show PROFILE.json [--arch A] [--json]\n"
     "  temper profile validate PROFILE.json [--arch A] [--json]\n"
@@ -408,6 +411,9 @@ const Registrar registrar{Command{
     "  temper: lossless profile JSON. kernel-anvil: the JSON its llama.cpp patch reads (one arch; ncols 1\n"
     "  small-K winners only; shapes sharing a bucket cell merged); every dropped or merged entry is\n"
     "  listed. header: a standalone C++17 constexpr lookup. csv: every result of the session.\n"
+    "  ggml-table: per arch, calc_nwarps / calc_rows_per_block / should_use_small_k in upstream's form\n"
+    "  (one value per type and ncols; shapes it cannot carry are listed with their cost) and the\n"
+    "  evidence table for a llama.cpp pull request (all arches unless --arch).\n"
     "  From a profile, its approvals are kept unless --approve is given. --arch picks one arch.\n"
     "show/validate/diff/merge read Temper profiles and kernel-anvil files (imports carry no provenance;\n"
     "  give their arch with --arch). validate exits 2 when it finds problems. merge keeps, per key, the\n"

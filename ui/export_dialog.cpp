@@ -19,7 +19,7 @@
 namespace temper::ui {
 
 namespace {
-enum ItemId { ProfileTemper, ProfileAnvil, ProfileHeader, HeatmapPng, HeatmapSvg, RooflinePng, RooflineSvg, ResultsCsv, ShapesCsv };
+enum ItemId { ProfileTemper, ProfileAnvil, ProfileHeader, HeatmapPng, HeatmapSvg, RooflinePng, RooflineSvg, ResultsCsv, ShapesCsv, ProfileGgmlTable };
 }
 
 ExportDialog::ExportDialog(SessionDocument* doc, ExportTargets targets, QWidget* parent)
@@ -33,7 +33,8 @@ ExportDialog::ExportDialog(SessionDocument* doc, ExportTargets targets, QWidget*
             {QStringLiteral("Roofline: PNG"), QStringLiteral("-roofline.png")},
             {QStringLiteral("Roofline: SVG"), QStringLiteral("-roofline.svg")},
             {QStringLiteral("Results table: CSV"), QStringLiteral("-results.csv")},
-            {QStringLiteral("Shape table: CSV"), QStringLiteral("-shapes.csv")}};
+            {QStringLiteral("Shape table: CSV"), QStringLiteral("-shapes.csv")},
+            {QStringLiteral("Profile: ggml table for a llama.cpp pull request"), QStringLiteral(".mmvq-table.h")}};
   auto* lay = new QVBoxLayout(this);
   lay->addWidget(new QLabel(QStringLiteral("Profiles hold the approved entries for the current device's arch.")));
   for (auto& it : items_) {
@@ -92,6 +93,7 @@ QString ExportDialog::exportChecked() {
         case ProfileTemper: extra = qstr(exportProfile(*doc_, ProfileFormat::Temper, path).text()); break;
         case ProfileAnvil: extra = qstr(exportProfile(*doc_, ProfileFormat::KernelAnvil, path).text()); break;
         case ProfileHeader: extra = qstr(exportProfile(*doc_, ProfileFormat::Header, path).text()); break;
+        case ProfileGgmlTable: extra = qstr(exportProfile(*doc_, ProfileFormat::GgmlTable, path).text()); break;
         case HeatmapPng:
         case HeatmapSvg:
           if (!targets_.heatmap) fail(ErrorKind::Internal, "no heatmap view");

@@ -9,6 +9,7 @@
 
 #include "temper/error.h"
 #include "temper/fileio.h"
+#include "temper/ggml_table.h"
 
 namespace temper::ui {
 
@@ -23,6 +24,7 @@ ExportReport exportProfile(const SessionDocument& doc, ProfileFormat format, con
   if (const SessionDevice* d = doc.currentDevice()) o.arch = d->info.arch;
   const Export e = format == ProfileFormat::Temper        ? export_temper(p)
                    : format == ProfileFormat::KernelAnvil ? export_kernel_anvil(p, o)
+                   : format == ProfileFormat::GgmlTable   ? export_ggml_table(p, o, doc.hasSession() ? &doc.session() : nullptr)
                                                           : export_header(p, o);
   write(path, e.content);
   return e.report;

@@ -10,7 +10,7 @@ class QWidget;
 
 namespace temper::ui {
 
-enum class ProfileFormat { Temper, KernelAnvil, Header };
+enum class ProfileFormat { Temper, KernelAnvil, Header, GgmlTable };
 // The profile's approved entries for the current device's arch; returns what happened to each entry.
 ExportReport exportProfile(const SessionDocument& doc, ProfileFormat format, const QString& path);
 // Every result of the session, one row each (core's CSV).

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "temper/error.h"
+#include "temper/ggml_table.h"
 #include "temper/profile.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -28,10 +29,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     try {
       (void)temper::export_kernel_anvil(p, {arch});
       (void)temper::export_header(p, {arch});
+      (void)temper::export_ggml_table(p, {arch});
     } catch (const temper::Error&) {
       // e.g. an arch without approved entries, or a kernel-anvil file over 1 MiB
     }
   }
   (void)temper::export_temper(p);
+  (void)temper::export_ggml_table(p);  // every arch at once: never throws
   return 0;
 }

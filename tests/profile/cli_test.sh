@@ -33,6 +33,11 @@ check 0 "show kernel-anvil import" "$temper" profile show "$out/anvil.json" --ar
 has "$out/stdout" "(bucket)" "import is bucketed"
 check 0 "export header" "$temper" profile export "$p" --format header -o "$out/tuning.h"
 has "$out/tuning.h" "constexpr LaunchConfig lookup" "header has the lookup"
+check 0 "export ggml-table" "$temper" profile export "$p" --format ggml-table -o "$out/table.h"
+has "$out/table.h" "static constexpr TEMPER_MMVQ_HD int calc_nwarps_sm_90(ggml_type type, int ncols_dst" "ggml table in upstream's form"
+has "$out/table.h" "| q4_K | 1 | large | 4x1 |" "ggml table's evidence row"
+has "$out/stdout" "ggml-table export: 1 emitted, 0 merged, 1 dropped" "ggml table report"
+check 2 "ggml-table for an arch the profile lacks" "$temper" profile export "$p" --format ggml-table --arch gfx1100 -o "$out/x"
 check 0 "export all approved" "$temper" profile export "$p" --approve all --format temper -o "$out/all.json"
 check 0 "diff" "$temper" profile diff "$p" "$out/all.json"
 has "$out/stdout" "diff: 0 added, 0 removed, 1 changed, 1 same" "approval change shows in diff"
@@ -54,7 +59,7 @@ has "$out/stderr" "device" "verify names the device problem"
 # From a session (a quick sweep on the simulated device) to every format, then verify on it.
 s=$out/s.json
 check 0 "fake sweep" "$temper" sweep --shape q4_K:4096:4096,q6_K:1024:4096 --quick --backend fake --time-cap 0.02 --seed 3 -o "$s"
-for f in temper kernel-anvil header csv; do
+for f in temper kernel-anvil header ggml-table csv; do
   check 0 "export $f from a session" "$temper" profile export "$s" --approve all --format $f -o "$out/e.$f"
 done
 has "$out/e.csv" "session,device,device_name,arch,type,n,k,ncols,nwarps,rows_per_block" "csv header"

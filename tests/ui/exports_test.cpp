@@ -98,7 +98,7 @@ class TestExports : public QObject {
     const QImage img(png);
     QCOMPARE(img.size(), w.heatmap()->size() * w.heatmap()->devicePixelRatio());
     QVERIFY(readAll(svg).contains("<svg"));
-    // The dialog writes all nine files into one directory and reports each.
+    // The dialog writes all ten files into one directory and reports each.
     ExportDialog d(w.document(), {w.heatmap(), w.roofline(), w.modelPanel()->proxy()});
     const QString out = dir.filePath(QStringLiteral("out"));
     QVERIFY(QDir().mkpath(out));
@@ -108,6 +108,7 @@ class TestExports : public QObject {
     QCOMPARE(QDir(out).entryList(QDir::Files | QDir::Hidden).size(), d.itemCount());
     QVERIFY(d.fileFor(0).endsWith(QStringLiteral("llama-3-8b.Q4_K_M-sm_90.temper-profile.json")));
     QVERIFY(readAll(d.fileFor(6)).contains("<svg"));  // roofline SVG
+    QVERIFY(readAll(d.fileFor(9)).contains("calc_nwarps_sm_90"));  // the ggml table
   }
 };
 TEMPER_UI_TEST(TestExports);

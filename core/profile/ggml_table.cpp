@@ -1,0 +1,531 @@
+// The ggml-table export: approved entries folded into one value per (arch, type, ncols, small-K
+// branch) and written as upstream writes its mmvq tables, with the evidence a pull request needs.
+#include "temper/ggml_table.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "temper/defaults.h"
+#include "temper/error.h"
+#include "temper/mmvq_traits.h"
+
+namespace temper {
+
+namespace {
+
+std::string config_text(Config c) { return std::to_string(c.nwarps) + "x" + std::to_string(c.rows_per_block); }
+
+std::string num(double v, const char* fmt = "%.2f") {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, fmt, v);
+  return buf;
+}
+
+// One line of text safe inside a comment and a markdown table cell.
+std::string plain(std::string s) {
+  for (char& c : s)
+    if (c == '\n' || c == '\r' || c == '\\' || c == '|') c = ' ';
+  for (size_t at; (at = s.find("*/")) != std::string::npos;) s[at] = ' ';
+  return s;
+}
+
+std::string ggml_enum_name(GgmlType t) {
+  std::string s = "GGML_TYPE_";
+  for (char c : type_name(t)) s += char(std::toupper(uint8_t(c)));
+  return s;
+}
+
+std::string function_suffix(const std::string& arch) {
+  std::string s;
+  for (char c : arch) s += std::isalnum(uint8_t(c)) ? char(std::tolower(uint8_t(c))) : '_';
+  return s.empty() ? "any" : s;
+}
+
+std::vector<GgmlType> mmvq_types() {
+  std::vector<GgmlType> out;
+  for (const TypeInfo& t : all_types())
+    if (mmvq::type_supported(uint32_t(t.type))) out.push_back(t.type);
+  return out;
+}
+
+// The stock tables version most entries of the arch were measured against.
+std::string engine_of(const std::vector<const ProfileEntry*>& entries) {
+  std::map<std::string, int> count;
+  for (const ProfileEntry* e : entries)
+    if (e->provenance && defaults::is_known_engine(e->provenance->engine)) ++count[e->provenance->engine];
+  std::string best(defaults::known_engines().front());
+  int most = 0;
+  for (const auto& [engine, n] : count)
+    if (n > most) best = engine, most = n;
+  return best;
+}
+
+const SessionDevice* session_device(const Session* s, const ProfileEntry& e) {
+  if (!s || !e.provenance || e.provenance->session_id != s->id) return nullptr;
+  for (const SessionDevice& d : s->devices)
+    if (d.info.arch == e.key.arch && d.info.name == e.provenance->device_name) return &d;
+  return nullptr;
+}
+
+struct Timing {
+  double us = 0, lo = 0, hi = 0;
+  std::string source;
+};
+
+// The measured median of config `c` at the entry's shape, when anything measured it.
+std::optional<Timing> timing_of(const ProfileEntry& e, Config c, const Session* s) {
+  if (!e.provenance) return std::nullopt;
+  const Provenance& pv = *e.provenance;
+  if (c == e.config) return Timing{pv.tuned_us, pv.tuned_ci_low, pv.tuned_ci_high, "approved"};
+  if (c == e.default_config) return Timing{pv.default_us, pv.default_ci_low, pv.default_ci_high, "default"};
+  if (const SessionDevice* d = session_device(s, e))
+    if (const Result* r = find_result(*s, d->info.index, e.key.type, e.key.n, e.key.k, e.key.ncols, c))
+      if (r->status == ResultStatus::Ok && r->time_us.n > 0)
+        return Timing{r->time_us.median, r->time_us.ci_low, r->time_us.ci_high, "session " + s->id};
+  return std::nullopt;
+}
+
+// Per-token gain of running `c` at every entry of a cell (unmeasured: no gain), for picking its value.
+double gain_of(const std::vector<const ProfileEntry*>& members, Config c, const Session* s) {
+  double gain = 0;
+  for (const ProfileEntry* e : members) {
+    if (!e->provenance) continue;
+    const auto t = timing_of(*e, c, s);
+    const double calls = double(std::max<int64_t>(1, e->provenance->calls_per_token));
+    gain += calls * (e->provenance->default_us - (t ? t->us : e->provenance->default_us));
+  }
+  return gain;
+}
+
+std::optional<std::string> dropped_reason(const ProfileEntry& e, const std::string& only_arch) {
+  if (e.approval != Approval::Approved) return "not approved (" + std::string(approval_name(e.approval)) + ")";
+  if (e.key.arch.empty()) return "no arch: a table is per GPU family";
+  if (!only_arch.empty() && e.key.arch != only_arch) return "arch " + e.key.arch + ": this file holds " + only_arch + " only";
+  if (e.bucketed) return "kernel-anvil bucket: no measured shape to place in a per-type table";
+  if (!mmvq::type_supported(uint32_t(e.key.type))) return "type " + std::string(type_name(e.key.type)) + " has no mmvq kernel";
+  if (e.key.ncols < 1 || e.key.ncols > mmvq::kMaxNcols) return "ncols outside 1..8";
+  const std::string why =
+      defaults::config_invalid_reason(e.key.type, e.key.ncols, e.config, defaults::engine_warp_size(e.key.arch));
+  if (!why.empty()) return why;
+  return std::nullopt;
+}
+
+// ---- C++ in upstream's style ----
+
+constexpr int kNwarpsParam = -1;  // a rows_per_block value that is the nwarps argument itself
+
+std::string value_text(int v) { return v == kNwarpsParam ? "nwarps" : std::to_string(v); }
+
+// The value most types share (ties: the smaller), for the switch's default.
+int common_value(const std::map<GgmlType, int>& values) {
+  std::map<int, int> count;
+  for (const auto& [t, v] : values) ++count[v];
+  int best = 0, most = -1;
+  for (const auto& [v, n] : count)
+    if (n > most) best = v, most = n;
+  return best;
+}
+
+bool uniform(const std::map<GgmlType, int>& values) {
+  return std::all_of(values.begin(), values.end(), [&](const auto& kv) { return kv.second == values.begin()->second; });
+}
+
+// `switch (type) { case ...: return v; default: return d; }` indented by `in`.
+void emit_type_switch(std::ostream& o, const std::map<GgmlType, int>& values, const std::string& in,
+                      const std::function<std::string(int)>& text) {
+  const int def = common_value(values);
+  std::vector<int> order;  // exception values in order of their first type
+  for (const auto& [t, v] : values)
+    if (v != def && std::find(order.begin(), order.end(), v) == order.end()) order.push_back(v);
+  o << in << "switch (type) {\n";
+  for (int v : order) {
+    for (const auto& [t, tv] : values)
+      if (tv == v) o << in << "    case " << ggml_enum_name(t) << ":\n";
+    o << in << "        return " << text(v) << ";\n";
+  }
+  o << in << "    default:\n" << in << "        return " << text(def) << ";\n" << in << "}\n";
+}
+
+// One int function of (type, ncols_dst): `small` is the ncols 1 small-K branch, `by_ncols[c-1]` the rest.
+void emit_function(std::ostream& o, const std::string& signature, const std::map<GgmlType, int>& small,
+                   const std::vector<std::map<GgmlType, int>>& by_ncols, const std::string& unused_if_no_nwarps) {
+  auto text = [](int v) { return value_text(v); };
+  bool uses_type = !uniform(small);
+  const bool uses_nwarps = std::any_of(small.begin(), small.end(), [](const auto& kv) { return kv.second == kNwarpsParam; });
+  for (const auto& m : by_ncols) uses_type = uses_type || !uniform(m);
+  o << signature << " {\n";
+  if (!uses_type) o << "    (void) type;\n";
+  if (!unused_if_no_nwarps.empty() && !uses_nwarps) o << "    (void) " << unused_if_no_nwarps << ";\n";
+  o << "    if (ncols_dst == 1 && small_k) {\n";
+  if (uniform(small)) o << "        return " << text(small.begin()->second) << ";\n";
+  else emit_type_switch(o, small, "        ", text);
+  o << "    }\n";
+  // ncols with per-type values, consecutive equal ones together, as upstream's if-blocks.
+  for (int c = 1; c <= int(by_ncols.size());) {
+    int last = c;
+    while (last < int(by_ncols.size()) && by_ncols[size_t(last)] == by_ncols[size_t(c - 1)]) ++last;
+    if (!uniform(by_ncols[size_t(c - 1)])) {
+      o << "    if (" << (c == last ? "ncols_dst == " + std::to_string(c)
+                                     : "ncols_dst >= " + std::to_string(c) + " && ncols_dst <= " + std::to_string(last))
+        << ") {\n";
+      emit_type_switch(o, by_ncols[size_t(c - 1)], "        ", text);
+      o << "    }\n";
+    }
+    c = last + 1;
+  }
+  // The rest by ncols alone, as upstream's switch (ncols_dst).
+  std::vector<std::pair<int, std::vector<int>>> groups;  // value → ncols, in order
+  for (int c = 1; c <= int(by_ncols.size()); ++c) {
+    const auto& m = by_ncols[size_t(c - 1)];
+    if (!uniform(m)) continue;
+    const int v = m.begin()->second;
+    auto g = std::find_if(groups.begin(), groups.end(), [v](const auto& x) { return x.first == v; });
+    if (g == groups.end()) groups.push_back({v, {c}});
+    else g->second.push_back(c);
+  }
+  o << "    switch (ncols_dst) {\n";
+  for (const auto& [v, cs] : groups) {
+    for (int c : cs) o << "        case " << c << ":\n";
+    o << "            return " << text(v) << ";\n";
+  }
+  o << "        default:\n            return 1;\n    }\n}\n\n";
+}
+
+}  // namespace
+
+int GgmlTableArch::small_k_factor(GgmlType type) const {
+  if (std::find(small_k_off.begin(), small_k_off.end(), type) != small_k_off.end()) return 0;
+  const auto variant = defaults::small_k_variant(engine, arch, type, 1);
+  return variant ? variant->nwarps : 0;
+}
+
+Config GgmlTableArch::value(GgmlType type, int ncols, bool small_k) const {
+  small_k = small_k && ncols == 1;
+  for (const GgmlTableCell& c : cells)
+    if (c.type == type && c.ncols == ncols && c.small_k == small_k) return c.value;
+  const Config entry = defaults::table_entry(engine, defaults::table_for(engine, arch), type, ncols);
+  return small_k ? Config{entry.nwarps, entry.nwarps} : entry;
+}
+
+bool GgmlTableArch::uses_small_k(GgmlType type, int ncols, int k) const {
+  const int factor = small_k_factor(type);
+  if (ncols != 1 || factor == 0) return false;
+  const mmvq::TypeTraits t = mmvq::type_traits(uint32_t(type));
+  return k / t.qk < factor * (t.vdr * warp_size / t.qi);
+}
+
+namespace {
+
+GgmlTableArch build_arch(const std::string& arch, const std::vector<const ProfileEntry*>& entries, const Session* s,
+                         std::vector<ExportNote>& notes) {
+  GgmlTableArch a;
+  a.arch = arch;
+  a.suffix = function_suffix(arch);
+  a.engine = engine_of(entries);
+  a.stock_table = std::string(defaults::table_name(defaults::table_for(a.engine, arch)));
+  a.warp_size = defaults::engine_warp_size(arch);
+  // Branches by the stock small-K rule, so each value applies where its shapes were measured.
+  std::map<std::tuple<GgmlType, int, bool>, std::vector<const ProfileEntry*>> branches;
+  for (const ProfileEntry* e : entries) {
+    const bool small = e->key.ncols == 1 && defaults::small_k_applies(a.engine, arch, e->key.type, 1, e->key.k, a.warp_size);
+    branches[{e->key.type, e->key.ncols, small}].push_back(e);
+  }
+  for (auto& [branch, members] : branches) {
+    const auto [type, ncols, small] = branch;
+    GgmlTableCell cell;
+    cell.type = type, cell.ncols = ncols, cell.small_k = small;
+    cell.stock = a.value(type, ncols, small);  // no cells yet: the engine's own value
+    // The value: the approved config with the largest measured gain per token over the branch's
+    // shapes (then the larger share of decode bytes, then key order).
+    std::stable_sort(members.begin(), members.end(), [](const ProfileEntry* x, const ProfileEntry* y) {
+      const uint64_t bx = x->provenance ? x->provenance->bytes_per_token : 0, by = y->provenance ? y->provenance->bytes_per_token : 0;
+      return bx > by;
+    });
+    // Upstream's value stays unless an approved config gains over the branch as a whole.
+    cell.value = cell.stock;
+    double best = 0;
+    for (const ProfileEntry* e : members)
+      if (const double g = gain_of(members, e->config, s); g > best + 1e-9) best = g, cell.value = e->config;
+    const auto keeper = std::find_if(members.begin(), members.end(), [&](const ProfileEntry* e) { return e->config == cell.value; });
+    for (const ProfileEntry* e : members) {
+      GgmlTableShape sh;
+      sh.key = e->key;
+      sh.approved = e->config;
+      sh.default_config = e->default_config;
+      sh.table_config = cell.value;
+      if (e->provenance) {
+        const Provenance& pv = *e->provenance;
+        sh.default_us = pv.default_us, sh.default_ci_low = pv.default_ci_low, sh.default_ci_high = pv.default_ci_high;
+        sh.approved_us = pv.tuned_us, sh.approved_ci_low = pv.tuned_ci_low, sh.approved_ci_high = pv.tuned_ci_high;
+        sh.calls_per_token = pv.calls_per_token;
+        sh.device = pv.device_name, sh.engine = pv.engine, sh.session = pv.session_id;
+      }
+      if (const SessionDevice* d = session_device(s, *e))
+        sh.driver = d->info.driver_version + " (runtime " + d->info.runtime_version + ")";
+      if (const auto t = timing_of(*e, cell.value, s)) {
+        sh.table_us = t->us, sh.table_ci_low = t->lo, sh.table_ci_high = t->hi;
+        sh.table_us_source = t->source;
+      }
+      if (!sh.lost()) {
+        notes.push_back({e->key, e->config, ExportFate::Emitted,
+                         std::string(type_name(type)) + " ncols " + std::to_string(ncols) + (small ? " (small K)" : ""), {}});
+      } else {
+        std::string reason = "one value per type and ncols: the table carries " + config_text(cell.value) +
+                             (keeper == members.end() ? " (upstream's: no approved config gains over all of this branch's shapes)"
+                                                      : " (from " + key_text((*keeper)->key) + ")") +
+                             ", not this shape's " + config_text(e->config);
+        if (sh.table_us)
+          reason += "; measured " + num(*sh.table_us) + " µs vs " + num(sh.approved_us) + " µs approved (+" +
+                    num(*sh.table_us - sh.approved_us) + " µs per call)";
+        else
+          reason += "; " + config_text(cell.value) + " was not measured at this shape (up to its " +
+                    num(sh.default_us - sh.approved_us) + " µs gain per call at stake)";
+        if (keeper == members.end()) notes.push_back({e->key, e->config, ExportFate::Dropped, reason, {}});
+        else notes.push_back({e->key, e->config, ExportFate::Merged, reason, (*keeper)->key});
+      }
+      cell.shapes.push_back(sh);
+    }
+    a.cells.push_back(std::move(cell));
+  }
+  // Small K as a rule where the data says so: the same value on both sides of the threshold
+  // switches the rule off for that type; different values keep it, each branch with its own.
+  for (const GgmlType t : mmvq_types()) {
+    const GgmlTableCell *big = nullptr, *small = nullptr;
+    for (const auto& c : a.cells)
+      if (c.type == t && c.ncols == 1) (c.small_k ? small : big) = &c;
+    if (big && small && big->value == small->value && a.small_k_factor(t) > 0) a.small_k_off.push_back(t);
+  }
+  return a;
+}
+
+// Measured shapes outside the approved entries that the table's per-(type, ncols) values reach.
+void find_side_effects(GgmlTableArch& a, const Profile& p, const Session* s) {
+  auto table_config = [&](const ProfileKey& k) { return a.value(k.type, k.ncols, a.uses_small_k(k.type, k.ncols, k.k)); };
+  auto usable = [](GgmlType t, int ncols) { return mmvq::type_supported(uint32_t(t)) && ncols >= 1 && ncols <= mmvq::kMaxNcols; };
+  for (const ProfileEntry& e : p.entries) {
+    if (e.key.arch != a.arch || e.approval == Approval::Approved || e.bucketed || !e.provenance ||
+        !usable(e.key.type, e.key.ncols))
+      continue;
+    const Config tc = table_config(e.key);
+    if (tc == e.default_config) continue;
+    GgmlTableSideEffect x{e.key, std::string(approval_name(e.approval)), e.default_config, tc,
+                          e.provenance->default_us, std::nullopt, e.provenance->calls_per_token};
+    if (const auto t = timing_of(e, tc, s)) x.table_us = t->us;
+    a.side_effects.push_back(x);
+  }
+  const auto by_key = [](const GgmlTableSideEffect& x, const GgmlTableSideEffect& y) { return x.key < y.key; };
+  if (!s) return std::sort(a.side_effects.begin(), a.side_effects.end(), by_key);
+  for (const Winner& w : s->winners) {
+    const SessionDevice* d = find_device(*s, w.device);
+    const ProfileKey key{a.arch, w.type, w.n, w.k, w.ncols};
+    if (!d || d->info.arch != a.arch || find_entry(p, key) || !usable(w.type, w.ncols) || w.default_config.nwarps < 1)
+      continue;
+    const Config tc = table_config(key);
+    if (tc == w.default_config) continue;
+    GgmlTableSideEffect x{key, w.verdict, w.default_config, tc, w.default_us, std::nullopt, 0};
+    for (const Shape& sh : s->shapes)
+      if (sh.type == w.type && sh.n == w.n && sh.k == w.k) x.calls_per_token = sh.calls_per_token;
+    if (const Result* r = find_result(*s, w.device, w.type, w.n, w.k, w.ncols, tc))
+      if (r->status == ResultStatus::Ok && r->time_us.n > 0) x.table_us = r->time_us.median;
+    a.side_effects.push_back(x);
+  }
+  std::sort(a.side_effects.begin(), a.side_effects.end(), by_key);
+}
+
+void emit_arch(std::ostream& o, const GgmlTableArch& a) {
+  const std::vector<GgmlType> types = mmvq_types();
+  std::map<GgmlType, int> small_nwarps, small_rows, factor;
+  std::vector<std::map<GgmlType, int>> nwarps(mmvq::kMaxNcols), rows(mmvq::kMaxNcols);
+  for (const GgmlType t : types) {
+    bool tuned_small = false;
+    for (const auto& c : a.cells) tuned_small = tuned_small || (c.type == t && c.ncols == 1 && c.small_k);
+    const Config sk = a.value(t, 1, true);
+    small_nwarps[t] = sk.nwarps;
+    small_rows[t] = tuned_small || sk.rows_per_block != sk.nwarps ? sk.rows_per_block : kNwarpsParam;
+    factor[t] = a.small_k_factor(t);
+    for (int c = 1; c <= mmvq::kMaxNcols; ++c) {
+      const Config v = a.value(t, c, false);
+      nwarps[size_t(c - 1)][t] = v.nwarps;
+      rows[size_t(c - 1)][t] = v.rows_per_block;
+    }
+  }
+  o << "// ---- " << plain(a.arch) << ": upstream's table for it is MMVQ_PARAMETERS_" << a.stock_table << " (" << a.engine
+    << "); values differing from it are Temper's measured winners. ----\n\n";
+  emit_function(o, "static constexpr TEMPER_MMVQ_HD int calc_nwarps_" + a.suffix +
+                       "(ggml_type type, int ncols_dst, bool small_k = false)",
+                small_nwarps, nwarps, "");
+  emit_function(o, "static constexpr TEMPER_MMVQ_HD int calc_rows_per_block_" + a.suffix +
+                       "(ggml_type type, int ncols_dst, bool small_k = false, int nwarps = 1)",
+                small_rows, rows, "nwarps");
+  o << "// Small K: one pass of the block covers the row (upstream's should_use_small_k, at its\n"
+    << "// threshold; blocks_per_row_x = ncols_x / qk, blocks_per_iter_1warp = vdr * warp_size / qi).\n";
+  if (!a.small_k_off.empty()) {
+    o << "// Switched off where the same config won on both sides of the threshold:";
+    for (GgmlType t : a.small_k_off) o << " " << type_name(t);
+    o << ".\n";
+  }
+  o << "static constexpr TEMPER_MMVQ_HD bool should_use_small_k_" << a.suffix
+    << "(ggml_type type, int ncols_dst, int blocks_per_row_x, int blocks_per_iter_1warp) {\n";
+  const bool never = std::all_of(factor.begin(), factor.end(), [](const auto& kv) { return kv.second == 0; });
+  if (never) {
+    o << "    (void) type;\n    (void) ncols_dst;\n    (void) blocks_per_row_x;\n    (void) blocks_per_iter_1warp;\n"
+      << "    return false;\n}\n\n";
+    return;
+  }
+  o << "    if (ncols_dst != 1) {\n        return false;\n    }\n";
+  const auto rule = [](int f) {
+    return f == 0 ? std::string("false") : "blocks_per_row_x < " + std::to_string(f) + " * blocks_per_iter_1warp";
+  };
+  if (uniform(factor)) o << "    (void) type;\n    return " << rule(factor.begin()->second) << ";\n";
+  else emit_type_switch(o, factor, "    ", rule);
+  o << "}\n\n";
+}
+
+// ---- The evidence, as markdown ----
+
+struct Sum {
+  double stock = 0, stock_lo = 0, stock_hi = 0, tuned = 0, tuned_lo = 0, tuned_hi = 0;
+  bool estimated = false;  // a shape's table config was not measured: counted as its default
+  // Weighted by calls per token, as the table's value was chosen.
+  void add(const GgmlTableShape& s) {
+    const double w = double(std::max<int64_t>(1, s.calls_per_token));
+    stock += w * s.default_us, stock_lo += w * s.default_ci_low, stock_hi += w * s.default_ci_high;
+    if (s.table_us) tuned += w * *s.table_us, tuned_lo += w * *s.table_ci_low, tuned_hi += w * *s.table_ci_high;
+    else tuned += w * s.default_us, tuned_lo += w * s.default_ci_low, tuned_hi += w * s.default_ci_high, estimated = true;
+  }
+  std::string speedup() const {
+    if (tuned <= 0 || tuned_lo <= 0 || tuned_hi <= 0) return "-";
+    return num(stock / tuned, "%.3f") + " [" + num(stock_lo / tuned_hi, "%.3f") + ", " + num(stock_hi / tuned_lo, "%.3f") + "]" +
+           (estimated ? " (est.)" : "");
+  }
+};
+
+std::string join_unique(const std::vector<std::string>& v, const std::string& none) {
+  std::vector<std::string> u;
+  for (const auto& x : v)
+    if (!x.empty() && std::find(u.begin(), u.end(), x) == u.end()) u.push_back(x);
+  std::string s;
+  for (const auto& x : u) s += (s.empty() ? "" : "; ") + plain(x);
+  return s.empty() ? none : s;
+}
+
+void emit_evidence(std::ostream& o, const GgmlTableArch& a, const Profile& p, const Session* session) {
+  std::vector<std::string> devices, drivers, engines, sessions;
+  for (const auto& c : a.cells)
+    for (const auto& s : c.shapes) {
+      devices.push_back(s.device), drivers.push_back(s.driver), engines.push_back(s.engine), sessions.push_back(s.session);
+    }
+  o << "### " << plain(a.arch) << " (upstream table MMVQ_PARAMETERS_" << a.stock_table << ")\n\n"
+    << "- device: " << join_unique(devices, "(not recorded)") << "\n"
+    << "- driver: " << join_unique(drivers, "(not recorded in a profile; export from the session to include it)") << "\n"
+    << "- stock tables compared against: " << join_unique(engines, a.engine) << " (ggml commit after the dash)\n"
+    << "- measured by: Temper " << plain(p.tool_version.empty() ? std::string(TEMPER_VERSION) : p.tool_version)
+    << (session ? " (build " + plain(session->build.git_commit) + ", " + plain(session->build.compiler) + ")" : "")
+    << ", session(s) " << join_unique(sessions, "(none)") << (p.model.empty() ? "" : ", model " + plain(p.model)) << "\n"
+    << "- times: a row sums its shapes' medians weighted by the model's calls per token (µs per token);\n"
+    << "  speedup with its 95 % CI from the summed CI bounds; per-shape costs are µs per launch\n\n"
+    << "| type | ncols | K | stock nwarps×rows | table nwarps×rows | shapes measured (N×K) | stock µs/token | tuned µs/token | speedup [95 % CI] |\n"
+    << "|---|---|---|---|---|---|---|---|---|\n";
+  for (const auto& c : a.cells) {
+    Sum sum;
+    std::string shapes;
+    for (const auto& s : c.shapes) {
+      sum.add(s);
+      shapes += (shapes.empty() ? "" : ", ") + std::to_string(s.key.n) + "×" + std::to_string(s.key.k);
+    }
+    o << "| " << type_name(c.type) << " | " << c.ncols << " | " << (c.ncols == 1 ? (c.small_k ? "small" : "large") : "any")
+      << " | " << config_text(c.stock) << " | " << config_text(c.value) << " | " << shapes << " | " << num(sum.stock)
+      << " | " << num(sum.tuned) << " | " << sum.speedup() << " |\n";
+  }
+  std::vector<const GgmlTableShape*> lost;
+  for (const auto& c : a.cells)
+    for (const auto& s : c.shapes)
+      if (s.lost()) lost.push_back(&s);
+  o << "\nShapes whose approved config one value per (type, ncols) cannot carry: ";
+  if (lost.empty()) {
+    o << "none.\n";
+  } else {
+    o << lost.size() << ".\n\n"
+      << "| shape | approved | table keeps | approved µs | table's config µs | cost µs per call | cost µs per token |\n"
+      << "|---|---|---|---|---|---|---|\n";
+    for (const GgmlTableShape* s : lost) {
+      o << "| " << type_name(s->key.type) << " " << s->key.n << "×" << s->key.k << " ncols " << s->key.ncols << " | "
+        << config_text(s->approved) << " | " << config_text(s->table_config) << " | " << num(s->approved_us) << " | ";
+      if (s->table_us) {
+        const double cost = *s->table_us - s->approved_us;
+        o << num(*s->table_us) << " (" << s->table_us_source << ") | " << num(cost) << " | "
+          << (s->calls_per_token > 0 ? num(cost * double(s->calls_per_token)) : std::string("-")) << " |\n";
+      } else {
+        o << "not measured | up to " << num(s->default_us - s->approved_us) << " (its whole gain) | - |\n";
+      }
+    }
+  }
+  o << "\nOther measured shapes whose launch the table changes (no approved entry of their own): ";
+  if (a.side_effects.empty()) {
+    o << "none.\n";
+  } else {
+    o << a.side_effects.size() << ".\n\n"
+      << "| shape | status | stock | table | stock µs | table's config µs | change µs per call |\n"
+      << "|---|---|---|---|---|---|---|\n";
+    for (const auto& x : a.side_effects) {
+      o << "| " << type_name(x.key.type) << " " << x.key.n << "×" << x.key.k << " ncols " << x.key.ncols << " | "
+        << plain(x.status) << " | " << config_text(x.default_config) << " | " << config_text(x.table_config) << " | "
+        << num(x.default_us) << " | ";
+      if (x.table_us) o << num(*x.table_us) << " | " << (*x.table_us >= x.default_us ? "+" : "") << num(*x.table_us - x.default_us) << " |\n";
+      else o << "not measured | ? |\n";
+    }
+  }
+  o << "\nEvery other (type, ncols) keeps upstream's MMVQ_PARAMETERS_" << a.stock_table << " value.\n\n";
+}
+
+}  // namespace
+
+GgmlTable build_ggml_table(const Profile& p, const ExportOptions& o, const Session* session) {
+  GgmlTable t;
+  t.file.report.format = "ggml-table";
+  if (!o.arch.empty() && std::none_of(p.entries.begin(), p.entries.end(), [&](const ProfileEntry& e) {
+        return e.approval == Approval::Approved && e.key.arch == o.arch;
+      }))
+    fail(ErrorKind::BadInput, "profile has no approved entry for arch " + o.arch);
+  std::map<std::string, std::vector<const ProfileEntry*>> by_arch;
+  for (const auto& e : p.entries) {
+    if (auto why = dropped_reason(e, o.arch)) t.file.report.notes.push_back({e.key, e.config, ExportFate::Dropped, *why, {}});
+    else by_arch[e.key.arch].push_back(&e);
+  }
+  for (const auto& [arch, entries] : by_arch) {
+    t.arches.push_back(build_arch(arch, entries, session, t.file.report.notes));
+    find_side_effects(t.arches.back(), p, session);
+    // Two arch strings that spell the same identifier ("gfx90a:xnack-", "gfx90a_xnack_") get apart.
+    for (size_t i = 0; i + 1 < t.arches.size(); ++i)
+      if (t.arches[i].suffix == t.arches.back().suffix) t.arches.back().suffix += "_" + std::to_string(t.arches.size());
+  }
+
+  std::ostringstream ev;
+  ev << "## mmvq launch parameters measured by Temper\n\n";
+  if (t.arches.empty()) ev << "No approved entry: the table is upstream's.\n";
+  for (const auto& a : t.arches) emit_evidence(ev, a, p, session);
+  t.evidence = ev.str();
+
+  std::ostringstream c;
+  c << "// Generated by Temper " << TEMPER_VERSION << " from a profile created " << plain(p.created)
+    << (p.model.empty() ? "" : " (model " + plain(p.model) + ")") << ". Do not edit; re-export instead.\n"
+    << "// llama.cpp's mmvq launch table in upstream's form (ggml/src/ggml-cuda/mmvq.cu: calc_nwarps,\n"
+    << "// calc_rows_per_block, should_use_small_k), one set of functions per arch, named by its suffix.\n"
+    << "// A launch at ncols_dst = 1 uses the small_k values when should_use_small_k_<arch> is true.\n"
+    << "// Needs ggml_type (ggml.h) declared first; C++17, no includes. The evidence for a pull request\n"
+    << "// is the markdown comment at the end. docs/llama-cpp.md says how to use both.\n"
+    << "#ifndef TEMPER_GGML_TABLE_H\n#define TEMPER_GGML_TABLE_H\n\n"
+    << "#if defined(__CUDACC__) || defined(__HIPCC__)\n#define TEMPER_MMVQ_HD __host__ __device__\n#else\n"
+    << "#define TEMPER_MMVQ_HD\n#endif\n\n";
+  for (const auto& a : t.arches) emit_arch(c, a);
+  c << "/*\n" << t.evidence << "*/\n\n#endif  // TEMPER_GGML_TABLE_H\n";
+  t.file.content = c.str();
+  return t;
+}
+
+}  // namespace temper
