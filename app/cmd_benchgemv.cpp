@@ -103,7 +103,7 @@ int run_benchgemv(const Args& args) {
   for (GgmlType type : types) {
     Row row;
     row.type = type;
-    row.problem = {type, n, k, ncols};
+    row.problem = {type, n, k, ncols, defaults::kernel_variant(engine)};
     std::fprintf(stderr, "%s: ", std::string(type_name(type)).c_str());
     try {
       GemvBench bench(*device, row.problem, options);

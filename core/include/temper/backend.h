@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "temper/error.h"
+#include "temper/mmvq_traits.h"
 #include "temper/types.h"
 
 namespace temper {
@@ -63,6 +64,8 @@ struct GemvProblem {
   int n = 0;
   int k = 0;
   int ncols = 1;
+  // Which engine version's compiled kernel to run (defaults::kernel_variant of the session's engine).
+  mmvq::KernelVariant variant = mmvq::KernelVariant::Ggml7180759;
 };
 
 class Device;
