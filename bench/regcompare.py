@@ -44,7 +44,11 @@ def bad(why):
 
 
 def find_nvcc(given):
-    for c in [given, shutil.which("nvcc"), "/usr/local/cuda/bin/nvcc"]:
+    if given:
+        if not (os.path.isfile(given) and os.access(given, os.X_OK)):
+            bad(f"--nvcc {given}: not an executable")
+        return given
+    for c in [shutil.which("nvcc"), "/usr/local/cuda/bin/nvcc"]:
         if c and os.path.isfile(c) and os.access(c, os.X_OK):
             return c
     return None
