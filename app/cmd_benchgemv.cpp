@@ -101,7 +101,7 @@ int run_benchgemv(const Args& args) {
   for (GgmlType type : types) {
     Row row;
     row.type = type;
-    row.problem = {type, n, k, ncols};
+    row.problem = {type, n, k, ncols, defaults::kernel_variant(engine)};
     std::fprintf(stderr, "%s: ", std::string(type_name(type)).c_str());
     try {
       GemvBench bench(*device, row.problem, options);
@@ -210,7 +210,7 @@ const Registrar reg{
      "this build has) uploads random valid weights in enough copies to exceed twice the last-level\n"
      "cache, quantizes random activations on the device, verifies each config once against the exact\n"
      "integer q8_1 dot, and times COUNT samples with device events (weights rotating each launch).\n"
-     "Prints per type: the default config's median (llama.cpp's table, --engine picks the ggml version),\n"
+     "Prints per type: the default config's median (llama.cpp's table and kernel variant of --engine),\n"
      "the best config of the grid, its GB/s (weights + activations + outputs per launch) and its\n"
      "share of the measured copy bandwidth. Configs are written nwarps,rows_per_block.\n"
      "--back-to-back L times L launches between one event pair (no event between kernels, as decode's\n"

@@ -34,15 +34,21 @@ constexpr int kWarpSize = __AMDGCN_WAVEFRONT_SIZE;
 constexpr int kWarpSize = 64;
 #endif
 
-// Which dot-product instruction the AMD target has (as ggml picks them).
-#if defined(__gfx906__) || defined(__gfx908__) || defined(__gfx90a__) || defined(__gfx940__) || \
-    defined(__gfx941__) || defined(__gfx942__) || defined(__gfx950__) || defined(__gfx1030__) ||   \
-    defined(__gfx1031__) || defined(__gfx1032__) || defined(__gfx1033__) || defined(__gfx1034__) || \
-    defined(__gfx1035__) || defined(__gfx1036__)
+// Which dot-product instruction the AMD target has, per target as ggml's HIP build picks it:
+// sdot4 on gfx906 and CDNA1-4 (gfx908/90a/942/950) and RDNA2, sudot4 on RDNA3/3.5/4 (gfx11xx, gfx12xx),
+// a sequence of byte multiplies (v_mul_i32_i24 with SDWA byte selects) on gfx900 and RDNA1
+// (gfx1010/1012), and a plain byte loop elsewhere (e.g. gfx940/941, gfx803, gfx1011).
+#if defined(__gfx906__) || defined(__gfx908__) || defined(__gfx90a__) || defined(__gfx942__) ||                   \
+    defined(__gfx950__) || defined(__gfx1030__) || defined(__gfx1031__) || defined(__gfx1032__) ||                \
+    defined(__gfx1033__) || defined(__gfx1034__) || defined(__gfx1035__) || defined(__gfx1036__) ||               \
+    defined(__gfx1037__)
 #define TEMPER_AMD_SDOT4 1
-#elif defined(__gfx1100__) || defined(__gfx1101__) || defined(__gfx1102__) || defined(__gfx1103__) || \
-    defined(__gfx1150__) || defined(__gfx1151__) || defined(__gfx1200__) || defined(__gfx1201__)
+#elif defined(__GFX11__) || defined(__GFX12__) || defined(__gfx1100__) || defined(__gfx1101__) ||                  \
+    defined(__gfx1102__) || defined(__gfx1103__) || defined(__gfx1150__) || defined(__gfx1151__) ||               \
+    defined(__gfx1152__) || defined(__gfx1153__) || defined(__gfx1200__) || defined(__gfx1201__)
 #define TEMPER_AMD_SUDOT4 1
+#elif defined(__gfx900__) || defined(__gfx1010__) || defined(__gfx1012__)
+#define TEMPER_AMD_MUL_I24 1
 #endif
 
 // c + Σ a.byte[i]·b.byte[i] over signed bytes.
@@ -53,6 +59,19 @@ __device__ __forceinline__ int dp4a(int a, int b, int c) {
   return __builtin_amdgcn_sdot4(a, b, c, false);
 #elif defined(TEMPER_AMD_SUDOT4)
   return __builtin_amdgcn_sudot4(true, a, true, b, c, false);
+#elif defined(TEMPER_AMD_MUL_I24)
+  // No dot instruction: four sign-extended byte products (SDWA selects byte n of both operands),
+  // summed pairwise into c with v_add3_u32.
+  int p0, p1;
+  asm("v_mul_i32_i24 %1, sext(%3), sext(%4) dst_sel:DWORD dst_unused:UNUSED_PAD src0_sel:BYTE_0 src1_sel:BYTE_0\n\t"
+      "v_mul_i32_i24 %2, sext(%3), sext(%4) dst_sel:DWORD dst_unused:UNUSED_PAD src0_sel:BYTE_1 src1_sel:BYTE_1\n\t"
+      "v_add3_u32 %0, %1, %2, %0\n\t"
+      "v_mul_i32_i24 %1, sext(%3), sext(%4) dst_sel:DWORD dst_unused:UNUSED_PAD src0_sel:BYTE_2 src1_sel:BYTE_2\n\t"
+      "v_mul_i32_i24 %2, sext(%3), sext(%4) dst_sel:DWORD dst_unused:UNUSED_PAD src0_sel:BYTE_3 src1_sel:BYTE_3\n\t"
+      "v_add3_u32 %0, %1, %2, %0"
+      : "+v"(c), "=&v"(p0), "=&v"(p1)
+      : "v"(a), "v"(b));
+  return c;
 #else
   const int8_t* x = reinterpret_cast<const int8_t*>(&a);
   const int8_t* y = reinterpret_cast<const int8_t*>(&b);
@@ -127,8 +146,17 @@ __device__ __forceinline__ __half as_half(uint16_t bits) {
   return __ushort_as_half(bits);
 }
 __device__ __forceinline__ float half_to_float(uint16_t bits) { return __half2float(as_half(bits)); }
-// The (d, s) / (d, m) pair of a block as the half2 upstream loads in one go.
-__device__ __forceinline__ __half2 half2_of(uint16_t lo, uint16_t hi) { return __halves2half2(as_half(lo), as_half(hi)); }
+// A block's (d, s) / (d, m) pair as the half2 upstream keeps in a union: one 32-bit load. `pair`
+// points at the first half of two at a 4-byte aligned offset of a 4-byte aligned block.
+__device__ __forceinline__ __half2 load_half2(const uint16_t* pair) {
+#if defined(TEMPER_KERNELS_HOST)
+  return __halves2half2(as_half(pair[0]), as_half(pair[1]));
+#else
+  return *reinterpret_cast<const __half2*>(pair);
+#endif
+}
+// The first half of such a pair, read as upstream does (__low2float of the 32-bit load).
+__device__ __forceinline__ float load_low_float(const uint16_t* pair) { return __low2float(load_half2(pair)); }
 
 // Select 4 bytes out of a 16-byte table with the 8 nibble indices of q4: .x gets the low
 // nibbles (even values), .y the high nibbles (odd values).
@@ -140,8 +168,9 @@ __device__ __forceinline__ int2 lookup_table16(int q4, const int8_t* table) {
 #pragma unroll
   for (uint32_t i = 0; i < 2; ++i) {
     const uint32_t shift = 16 * i;
-    const uint32_t lo = __byte_perm(t32[0], t32[1], static_cast<uint32_t>(q4) >> shift);
-    const uint32_t hi = __byte_perm(t32[2], t32[3], static_cast<uint32_t>(q4) >> shift);
+    // q4 >> shift is an arithmetic shift as upstream's; __byte_perm reads only its low 16 bits.
+    const uint32_t lo = __byte_perm(t32[0], t32[1], q4 >> shift);
+    const uint32_t hi = __byte_perm(t32[2], t32[3], q4 >> shift);
     tmp[i] = __byte_perm(lo, hi, high_sel >> shift);
   }
   return make_int2(static_cast<int>(__byte_perm(tmp[0], tmp[1], 0x6420)),
@@ -183,10 +212,15 @@ __device__ __forceinline__ float warp_reduce_max(float x) {
   return x;
 }
 
-// E8M0 exponent to float (0 maps to 2^-127 as a denormal, as ggml does).
+// E8M0 exponent to float (0 maps to 2^-127 as a denormal, as ggml does). CUDA 12.8+ converts with
+// the e8m0 -> bf16 intrinsic as upstream does; elsewhere the exponent is placed by bit arithmetic.
 __device__ __forceinline__ float e8m0_to_float(uint8_t x) {
+#if defined(TEMPER_CUDA_DEVICE) && CUDART_VERSION >= 12080
+  return static_cast<float>(__nv_bfloat16(__nv_cvt_e8m0_to_bf16raw(x)));
+#else
   const uint32_t bits = x == 0 ? 0x00400000u : (static_cast<uint32_t>(x) << 23);
   return __uint_as_float(bits);
+#endif
 }
 
 // Unsigned E4M3 (NVFP4 sub-block scale) to float, halved: ggml pairs it with the doubled E2M1

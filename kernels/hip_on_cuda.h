@@ -75,7 +75,11 @@ using hipMemcpyKind = cudaMemcpyKind;
 #define hipOccupancyMaxActiveBlocksPerMultiprocessor cudaOccupancyMaxActiveBlocksPerMultiprocessor
 
 #if defined(__CUDACC__)
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#if CUDART_VERSION >= 12080
+#include <cuda_fp8.h>  // e8m0 conversion
+#endif
 #include <cuda_runtime.h>
 
 // Launch: HIP's macro form (the <<<>>> form is common to both dialects).

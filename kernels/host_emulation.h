@@ -33,6 +33,7 @@ inline __half __ushort_as_half(uint16_t b) { return {b}; }
 inline float __half2float(__half h) { return temper::quant::fp16_to_fp32(h.bits); }
 inline __half __float2half_rn(float f) { return {temper::quant::fp32_to_fp16(f)}; }
 inline __half2 __halves2half2(__half a, __half b) { return {a, b}; }
+inline float __low2float(__half2 h) { return __half2float(h.x); }
 inline float2 __half22float2(__half2 h) { return {__half2float(h.x), __half2float(h.y)}; }
 inline __half2 __hmul2(__half2 a, __half2 b) {
   return {__float2half_rn(__half2float(a.x) * __half2float(b.x)), __float2half_rn(__half2float(a.y) * __half2float(b.y))};

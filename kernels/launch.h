@@ -26,6 +26,7 @@ struct MmvqLaunch {
   int nwarps = 1;            // warps per block
   int rows_per_block = 1;    // rows each block owns
   int warp_size = 32;        // the device's wave size (the kernel is compiled for it)
+  int variant = 0;           // mmvq::KernelVariant: which engine version's kernel to launch
   const void* weights = nullptr;  // nrows rows of row_bytes(type, k), contiguous
   const void* act_q8_1 = nullptr; // ncols columns of k/32 q8_1 blocks, contiguous
   float* dst = nullptr;           // ncols columns of nrows floats, column-major (stride nrows)
@@ -47,9 +48,9 @@ bool mmvq_instantiated(uint32_t type, int ncols, int nwarps, int rows_per_block,
 
 // The kernel's function pointer, for hipFuncGetAttributes / cudaFuncGetAttributes and the runtime's
 // occupancy calculator; nullptr when not instantiated.
-const void* mmvq_function(uint32_t type, int ncols, int nwarps, int rows_per_block, int warp_size);
+const void* mmvq_function(uint32_t type, int ncols, int nwarps, int rows_per_block, int warp_size, int variant = 0);
 
-// The mangled-or-plain symbol name of the instantiation as it appears in code objects, so static
+// The mangled symbol name of the instantiation (engine variant 0, the one AMD code objects hold) as it appears in code objects, so static
 // analysis of AMD code objects can find its metadata. Empty when not instantiated.
 const char* mmvq_symbol(uint32_t type, int ncols, int nwarps, int rows_per_block, int warp_size);
 

@@ -13,78 +13,145 @@
 namespace temper::kernels {
 TEMPER_KERNELS_ABI_BEGIN
 
+// The engine's index arithmetic for channels and samples (fastdiv: n / d as a multiply-high and
+// a shift, d encoded as uint3 (multiplier, shift, d)). Temper launches one channel and one sample with
+// no expert ids, but keeps this arithmetic because it is part of the compiled kernel it models.
+__device__ __forceinline__ uint32_t fast_div(uint32_t n, const uint3 d) { return (__umulhi(n, d.x) + n) >> d.y; }
+__device__ __forceinline__ uint32_t fast_mod(uint32_t n, const uint3 d) { return n - fast_div(n, d) * d.z; }
+
+// The engine kernel's scalar arguments after the pointers, in its order: k, the per-channel and
+// per-sample strides and divisors. Spelled once, used by every kernel and launch below.
+#define TEMPER_MMVQ_SCALAR_PARAMS                                                                          \
+  const uint32_t ncols_x, const uint3 nchannels_y, const uint32_t stride_row_x, const uint32_t stride_col_y,   \
+      const uint32_t stride_col_dst, const uint3 channel_ratio, const uint32_t stride_channel_x,               \
+      const uint32_t stride_channel_y, const uint32_t stride_channel_dst, const uint3 sample_ratio,            \
+      const uint32_t stride_sample_x, const uint32_t stride_sample_y, const uint32_t stride_sample_dst
+#define TEMPER_MMVQ_SCALAR_ARGS                                                                               \
+  ncols_x, nchannels_y, stride_row_x, stride_col_y, stride_col_dst, channel_ratio, stride_channel_x,           \
+      stride_channel_y, stride_channel_dst, sample_ratio, stride_sample_x, stride_sample_y, stride_sample_dst
+
+// The work of one block, as upstream's mul_mat_vec_q without fusion: the K loop, the shared-memory
+// exchange between warps and the final warp reduction. Blocks of one launch: x = row groups,
+// y = channels, z = samples (Temper launches 1 × 1).
+template <unsigned Type, int Ncols, int Nwarps, int RowsPerBlock, bool GridDependencyWait>
+__device__ __forceinline__ void mmvq_block(const void* vx, const void* vy, const int32_t* ids, float* dst,
+                                           TEMPER_MMVQ_SCALAR_PARAMS) {
+  constexpr int warp_size = kWarpSize;
+  constexpr mmvq::TypeTraits traits = mmvq::type_traits(Type);
+  constexpr int qk = traits.qk, qi = traits.qi, vdr = traits.vdr;
+  constexpr int blocks_per_iter = vdr * Nwarps * warp_size / qi;
+  static_assert(blocks_per_iter >= 1, "a block must consume at least one weight block per iteration");
+
+  const int tid = warp_size * threadIdx.y + threadIdx.x;
+  const int row0 = RowsPerBlock * blockIdx.x;
+  const int blocks_per_row_x = ncols_x / qk;
+  const uint32_t channel_dst = blockIdx.y;
+
+#if defined(TEMPER_CUDA_DEVICE) && __CUDA_ARCH__ >= 900
+  // Programmatic dependent launch (d99724f on Hopper+): wait for the previous grid's memory here,
+  // after the index set-up, where upstream calls cudaGridDependencySynchronize.
+  if constexpr (GridDependencyWait) asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+  const uint32_t channel_x = Ncols == 1 && ids ? ids[channel_dst] : fast_div(channel_dst, channel_ratio);
+  const uint32_t channel_y = Ncols == 1 && ids ? fast_mod(channel_dst, nchannels_y) : channel_dst;
+  const uint32_t sample_dst = blockIdx.z;
+  const uint32_t sample_x = fast_div(sample_dst, sample_ratio);
+  const uint32_t sample_y = sample_dst;
+
+  float tmp[Ncols][RowsPerBlock] = {{0.0f}};
+
+  // The last block reads all its rows, past the matrix's end as upstream does: weight buffers carry
+  // mmvq::kWeightPaddingRows spare rows; results of rows past the end are never written.
+  const BlockQ8_1* y = static_cast<const BlockQ8_1*>(vy) + sample_y * stride_sample_y + channel_y * stride_channel_y;
+  const int kbx_offset = sample_x * stride_sample_x + channel_x * stride_channel_x + row0 * stride_row_x;
+
+  for (int kbx = tid / (qi / vdr); kbx < blocks_per_row_x; kbx += blocks_per_iter) {
+    const int kby = kbx * (qk / quant::QK8_1);  // the q8_1 block aligned with weight block kbx
+    const int kqs = vdr * (tid % (qi / vdr));   // this thread's first int of quants in the block
+#pragma unroll
+    for (int j = 0; j < Ncols; ++j) {
+#pragma unroll
+      for (int i = 0; i < RowsPerBlock; ++i)
+        tmp[j][i] += vec_dot<Type>(vx, &y[j * stride_col_y + kby], kbx_offset + i * stride_row_x + kbx, kqs);
+    }
+  }
+
+  __shared__ float tmp_shared[Nwarps - 1 > 0 ? Nwarps - 1 : 1][Ncols][RowsPerBlock][warp_size];
+  if (threadIdx.y > 0) {
+#pragma unroll
+    for (int j = 0; j < Ncols; ++j) {
+#pragma unroll
+      for (int i = 0; i < RowsPerBlock; ++i) tmp_shared[threadIdx.y - 1][j][i][threadIdx.x] = tmp[j][i];
+    }
+  }
+  __syncthreads();
+  if (threadIdx.y > 0) return;
+
+  dst += sample_dst * stride_sample_dst + channel_dst * stride_channel_dst + row0;
+#pragma unroll
+  for (int j = 0; j < Ncols; ++j) {
+#pragma unroll
+    for (int i = 0; i < RowsPerBlock; ++i) {
+#pragma unroll
+      for (int l = 0; l < Nwarps - 1; ++l) tmp[j][i] += tmp_shared[l][j][i][threadIdx.x];
+      tmp[j][i] = warp_reduce_sum<warp_size>(tmp[j][i]);
+      if (threadIdx.x == i && (RowsPerBlock == 1 || uint32_t(row0 + i) < stride_col_dst))
+        dst[j * stride_col_dst + i] = tmp[j][i];
+    }
+  }
+}
+
 #if defined(TEMPER_CUDA_DEVICE)
 #define TEMPER_TRAP() __trap()
 #else
 #define TEMPER_TRAP() __builtin_trap()
 #endif
 
-// vx: nrows_x rows of ncols_x/qk weight blocks; vy: Ncols columns of ncols_x/32 q8_1 blocks;
-// dst: Ncols columns of nrows_x floats.
+// The kernel as ggml 7180759 compiles it everywhere, and d99724f everywhere but NVIDIA Hopper+:
+// restrict-qualified pointers, no dependent launch.
+// vx: weight rows of ncols_x/qk blocks; vy: Ncols columns of ncols_x/32 q8_1 blocks; ids: expert
+// ids (Temper passes none); dst: Ncols columns of stride_col_dst floats.
 template <unsigned Type, int Ncols, int Nwarps, int RowsPerBlock>
 __launch_bounds__(Nwarps* kWarpSize, 1) __global__
-    void mmvq(const void* __restrict__ vx, const void* __restrict__ vy, float* __restrict__ dst, int ncols_x,
-              int nrows_x) {
-  constexpr int warp_size = kWarpSize;
-  if constexpr (!mmvq::launchable(Ncols, Nwarps, RowsPerBlock, warp_size)) {
+    void mmvq(const void* __restrict__ vx, const void* __restrict__ vy, const int32_t* __restrict__ ids,
+              float* __restrict__ dst, TEMPER_MMVQ_SCALAR_PARAMS) {
+  if constexpr (!mmvq::launchable(Ncols, Nwarps, RowsPerBlock, kWarpSize)) {
     // Same symbol set in every device pass of a fat binary; the host never launches this one.
     TEMPER_TRAP();
   } else {
-    constexpr mmvq::TypeTraits traits = mmvq::type_traits(Type);
-    constexpr int qk = traits.qk, qi = traits.qi, vdr = traits.vdr;
-    constexpr int blocks_per_iter = vdr * Nwarps * warp_size / qi;
-    static_assert(blocks_per_iter >= 1, "a block must consume at least one weight block per iteration");
-
-    const int tid = warp_size * threadIdx.y + threadIdx.x;
-    const int row0 = RowsPerBlock * blockIdx.x;
-    const int blocks_per_row_x = ncols_x / qk;
-    const int stride_row_x = blocks_per_row_x;
-    const int stride_col_y = ncols_x / quant::QK8_1;
-    const BlockQ8_1* y = static_cast<const BlockQ8_1*>(vy);
-
-    // The last block's rows past the end re-read the last row instead of reading past the buffer
-    // (upstream reads the padding there); their results are never written.
-    int row_offset[RowsPerBlock];
-#pragma unroll
-    for (int i = 0; i < RowsPerBlock; ++i)
-      row_offset[i] = (RowsPerBlock == 1 ? row0 : min(row0 + i, nrows_x - 1)) * stride_row_x;
-
-    float tmp[Ncols][RowsPerBlock] = {{0.0f}};
-
-    for (int kbx = tid / (qi / vdr); kbx < blocks_per_row_x; kbx += blocks_per_iter) {
-      const int kby = kbx * (qk / quant::QK8_1);  // the q8_1 block aligned with weight block kbx
-      const int kqs = vdr * (tid % (qi / vdr));   // this thread's first int of quants in the block
-#pragma unroll
-      for (int j = 0; j < Ncols; ++j) {
-#pragma unroll
-        for (int i = 0; i < RowsPerBlock; ++i)
-          tmp[j][i] += vec_dot<Type>(vx, &y[j * stride_col_y + kby], row_offset[i] + kbx, kqs);
-      }
-    }
-
-    __shared__ float tmp_shared[Nwarps - 1 > 0 ? Nwarps - 1 : 1][Ncols][RowsPerBlock][warp_size];
-    if (threadIdx.y > 0) {
-#pragma unroll
-      for (int j = 0; j < Ncols; ++j) {
-#pragma unroll
-        for (int i = 0; i < RowsPerBlock; ++i) tmp_shared[threadIdx.y - 1][j][i][threadIdx.x] = tmp[j][i];
-      }
-    }
-    __syncthreads();
-    if (threadIdx.y > 0) return;
-
-#pragma unroll
-    for (int j = 0; j < Ncols; ++j) {
-#pragma unroll
-      for (int i = 0; i < RowsPerBlock; ++i) {
-#pragma unroll
-        for (int l = 0; l < Nwarps - 1; ++l) tmp[j][i] += tmp_shared[l][j][i][threadIdx.x];
-        tmp[j][i] = warp_reduce_sum<warp_size>(tmp[j][i]);
-        if (threadIdx.x == i && (RowsPerBlock == 1 || row0 + i < nrows_x)) dst[j * nrows_x + row0 + i] = tmp[j][i];
-      }
-    }
+    mmvq_block<Type, Ncols, Nwarps, RowsPerBlock, false>(vx, vy, ids, dst, TEMPER_MMVQ_SCALAR_ARGS);
   }
 }
+
+#if defined(TEMPER_GPU_CUDA) || defined(TEMPER_CUDA_DEVICE)
+// The kernel as ggml d99724f compiles it for NVIDIA Hopper and newer: its launches use
+// programmatic dependent launch, which requires dropping __restrict__, and a block waits for the
+// previous grid after its index set-up. Before Hopper it compiles as mmvq.
+template <unsigned Type, int Ncols, int Nwarps, int RowsPerBlock>
+__launch_bounds__(Nwarps* kWarpSize, 1) __global__
+    void mmvq_pdl(const void* vx, const void* vy, const int32_t* ids, float* dst, TEMPER_MMVQ_SCALAR_PARAMS) {
+  if constexpr (!mmvq::launchable(Ncols, Nwarps, RowsPerBlock, kWarpSize)) {
+    TEMPER_TRAP();
+  } else {
+#if defined(TEMPER_CUDA_DEVICE) && __CUDA_ARCH__ >= 900
+    mmvq_block<Type, Ncols, Nwarps, RowsPerBlock, true>(vx, vy, ids, dst, TEMPER_MMVQ_SCALAR_ARGS);
+#else
+    // Restrict-qualified copies, as upstream's GGML_CUDA_RESTRICT locals where it has no PDL.
+    const void* __restrict__ vx_r = vx;
+    const void* __restrict__ vy_r = vy;
+    const int32_t* __restrict__ ids_r = ids;
+    float* __restrict__ dst_r = dst;
+    mmvq_block<Type, Ncols, Nwarps, RowsPerBlock, false>(vx_r, vy_r, ids_r, dst_r, TEMPER_MMVQ_SCALAR_ARGS);
+#endif
+  }
+}
+#endif
+
+// The scalar arguments of a plain GEMV: one channel, one sample, no expert ids (n / 1 is
+// (umulhi(n, 0) + n) >> 0).
+#define TEMPER_MMVQ_GEMV_ARGS(l)                                                                                  \
+  uint32_t(l.k), make_uint3(0, 0, 1), uint32_t(l.k / mmvq::type_traits(Type).qk), uint32_t(l.k / quant::QK8_1), \
+      uint32_t(l.nrows), make_uint3(0, 0, 1), 0u, 0u, 0u, make_uint3(0, 0, 1), 0u, 0u, 0u
 
 // Host side of one instantiation: grid and block as upstream's calc_launch_params.
 template <unsigned Type, int Ncols, int Nwarps, int RowsPerBlock>
@@ -92,14 +159,40 @@ int launch_instance(const MmvqLaunch& l) {
   const dim3 grid((l.nrows + RowsPerBlock - 1) / RowsPerBlock, 1, 1);
   const dim3 block(l.warp_size, Nwarps, 1);
   hipLaunchKernelGGL((mmvq<Type, Ncols, Nwarps, RowsPerBlock>), grid, block, 0, static_cast<hipStream_t>(l.stream),
-                     l.weights, l.act_q8_1, l.dst, l.k, l.nrows);
+                     l.weights, l.act_q8_1, static_cast<const int32_t*>(nullptr), l.dst, TEMPER_MMVQ_GEMV_ARGS(l));
   return static_cast<int>(hipGetLastError());
 }
 
-// Every config of the grid for one (type, ncols), as the table the dispatcher searches.
+#if defined(TEMPER_GPU_CUDA)
+// d99724f's launch: with the programmatic-stream-serialization attribute where the loaded kernel's
+// PTX is 9.0 or newer (upstream's ggml_cuda_kernel_can_use_pdl), else a plain launch.
+template <unsigned Type, int Ncols, int Nwarps, int RowsPerBlock>
+int launch_instance_pdl(const MmvqLaunch& l) {
+  auto* kernel = &mmvq_pdl<Type, Ncols, Nwarps, RowsPerBlock>;
+  static const bool can_use_pdl = [kernel] {
+    cudaFuncAttributes attr = {};
+    return cudaFuncGetAttributes(&attr, reinterpret_cast<const void*>(kernel)) == cudaSuccess && attr.ptxVersion >= 90;
+  }();
+  cudaLaunchAttribute attr = {};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3((l.nrows + RowsPerBlock - 1) / RowsPerBlock, 1, 1);
+  cfg.blockDim = dim3(l.warp_size, Nwarps, 1);
+  cfg.stream = static_cast<cudaStream_t>(l.stream);
+  cfg.attrs = can_use_pdl ? &attr : nullptr;
+  cfg.numAttrs = can_use_pdl ? 1 : 0;
+  return static_cast<int>(cudaLaunchKernelEx(&cfg, kernel, l.weights, l.act_q8_1, static_cast<const int32_t*>(nullptr),
+                                             l.dst, TEMPER_MMVQ_GEMV_ARGS(l)));
+}
+#endif
+
+// Every config of the grid for one (type, ncols), as the table the dispatcher searches: one kernel
+// per engine variant (mmvq::KernelVariant). Only NVIDIA builds have a separate d99724f kernel; on
+// AMD both engine versions compile to the same code, so both entries name mmvq.
 struct MmvqEntry {
-  const void* function = nullptr;
-  int (*launch)(const MmvqLaunch&) = nullptr;
+  const void* function[mmvq::kKernelVariants] = {};
+  int (*launch[mmvq::kKernelVariants])(const MmvqLaunch&) = {};
 };
 constexpr int kGridNwarpsCount = sizeof(mmvq::kGridNwarps) / sizeof(int);
 constexpr int kGridRowsCount = sizeof(mmvq::kGridRowsPerBlock) / sizeof(int);
@@ -112,7 +205,18 @@ struct MmvqTypeTable {
 template <unsigned Type, int Ncols, int W, int R>
 MmvqEntry make_entry() {
   constexpr int nwarps = mmvq::kGridNwarps[W], rows = mmvq::kGridRowsPerBlock[R];
-  return {reinterpret_cast<const void*>(&mmvq<Type, Ncols, nwarps, rows>), &launch_instance<Type, Ncols, nwarps, rows>};
+  MmvqEntry e;
+  e.function[0] = reinterpret_cast<const void*>(&mmvq<Type, Ncols, nwarps, rows>);
+  e.launch[0] = &launch_instance<Type, Ncols, nwarps, rows>;
+#if defined(TEMPER_GPU_CUDA)
+  e.function[1] = reinterpret_cast<const void*>(&mmvq_pdl<Type, Ncols, nwarps, rows>);
+  e.launch[1] = &launch_instance_pdl<Type, Ncols, nwarps, rows>;
+#else
+  e.function[1] = e.function[0];
+  e.launch[1] = e.launch[0];
+#endif
+  static_assert(mmvq::kKernelVariants == 2, "make_entry spells out the variants");
+  return e;
 }
 
 template <unsigned Type, int Ncols, int W>

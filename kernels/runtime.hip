@@ -83,9 +83,10 @@ int launch_mmvq(const MmvqLaunch& l) {
   const MmvqEntry* e = find_entry(l.type, l.ncols, l.nwarps, l.rows_per_block, l.warp_size);
   if (!e) return kNotInstantiated;
   const mmvq::TypeTraits t = mmvq::type_traits(l.type);
-  if (l.nrows <= 0 || l.k <= 0 || l.k % t.qk != 0 || !l.weights || !l.act_q8_1 || !l.dst)
+  if (l.nrows <= 0 || l.k <= 0 || l.k % t.qk != 0 || !l.weights || !l.act_q8_1 || !l.dst || l.variant < 0 ||
+      l.variant >= mmvq::kKernelVariants)
     return static_cast<int>(hipErrorInvalidValue);
-  return e->launch(l);
+  return e->launch[l.variant](l);
 }
 
 int launch_quantize_q8_1(const float* x, void* y_q8_1, int k, int ncols, void* stream) {
@@ -101,16 +102,17 @@ bool mmvq_instantiated(uint32_t type, int ncols, int nwarps, int rows_per_block,
   return find_entry(type, ncols, nwarps, rows_per_block, warp_size) != nullptr;
 }
 
-const void* mmvq_function(uint32_t type, int ncols, int nwarps, int rows_per_block, int warp_size) {
+const void* mmvq_function(uint32_t type, int ncols, int nwarps, int rows_per_block, int warp_size, int variant) {
   const MmvqEntry* e = find_entry(type, ncols, nwarps, rows_per_block, warp_size);
-  return e ? e->function : nullptr;
+  return e && variant >= 0 && variant < mmvq::kKernelVariants ? e->function[variant] : nullptr;
 }
 
 const char* mmvq_symbol(uint32_t type, int ncols, int nwarps, int rows_per_block, int warp_size) {
   const MmvqEntry* e = find_entry(type, ncols, nwarps, rows_per_block, warp_size);
   if (!e) return "";
   // Itanium mangling of temper::kernels[::cuda]::mmvq<type, ncols, nwarps, rows>(const void*,
-  // const void*, float*, int, int); built once (thread-safe static init) and kept for the process.
+  // const void*, const int*, float*, uint32_t, uint3, 3 × uint32_t, uint3, 3 × uint32_t, uint3,
+  // 3 × uint32_t) (HIP spells uint3 HIP_vector_type<unsigned, 3>); built once and kept.
   static const std::vector<std::pair<const MmvqEntry*, std::string>> names = [] {
     std::vector<std::pair<const MmvqEntry*, std::string>> v;
     for (const MmvqTypeTable* t : tables())
@@ -118,10 +120,10 @@ const char* mmvq_symbol(uint32_t type, int ncols, int nwarps, int rows_per_block
         for (int r = 0; r < kGridRowsCount; ++r) {
           char buf[128];
 #if defined(TEMPER_GPU_CUDA)
-          std::snprintf(buf, sizeof buf, "_ZN6temper7kernels4cuda4mmvqILj%uELi%dELi%dELi%dEEEvPKvS4_Pfii", t->type,
+          std::snprintf(buf, sizeof buf, "_ZN6temper7kernels4cuda4mmvqILj%uELi%dELi%dELi%dEEEvPKvS4_PKiPfj5uint3jjjS8_jjjS8_jjj", t->type,
                         t->ncols, mmvq::kGridNwarps[w], mmvq::kGridRowsPerBlock[r]);
 #else
-          std::snprintf(buf, sizeof buf, "_ZN6temper7kernels4mmvqILj%uELi%dELi%dELi%dEEEvPKvS3_Pfii", t->type,
+          std::snprintf(buf, sizeof buf, "_ZN6temper7kernels4mmvqILj%uELi%dELi%dELi%dEEEvPKvS3_PKiPfj15HIP_vector_typeIjLj3EEjjjS8_jjjS8_jjj", t->type,
                         t->ncols, mmvq::kGridNwarps[w], mmvq::kGridRowsPerBlock[r]);
 #endif
           v.emplace_back(&t->entries[w][r], buf);

@@ -17,8 +17,9 @@ enum : unsigned {
   kIQ2_S = 22, kIQ4_XS = 23, kIQ1_M = 29, kMXFP4 = 39, kNVFP4 = 40, kQ1_0 = 41,
 };
 
-__device__ __forceinline__ float q8_1_d(const BlockQ8_1& b) { return half_to_float(b.d); }
-__device__ __forceinline__ __half2 q8_1_ds(const BlockQ8_1& b) { return half2_of(b.d, b.s); }
+// q8_1's (d, s) is read as one 32-bit half2 (blocks are 36 bytes, 4-byte aligned), d as its low half.
+__device__ __forceinline__ float q8_1_d(const BlockQ8_1& b) { return load_low_float(&b.d); }
+__device__ __forceinline__ __half2 q8_1_ds(const BlockQ8_1& b) { return load_half2(&b.d); }
 
 // Value tables in device memory (as upstream keeps them), from the CPU reference's initialisers;
 // 4-byte aligned because the lookup reads them as 32-bit words.
@@ -30,18 +31,26 @@ __device__ __forceinline__ float vec_dot(const void* __restrict__ vbq, const Blo
                                          int iqs);
 
 // ---- 32-value legacy types -------------------------------------------------------------------------
-// q4_0: nibbles 0..15 with an implicit -8, folded in through the activation sum s.
+// q4_0: nibbles 0..15 with an implicit -8, folded in through the activation sum s. Like every
+// vec_dot here, all quants are loaded before any is used, in upstream's order: the compiler's
+// unrolling and register allocation follow the order of the source.
 template <>
 __device__ __forceinline__ float vec_dot<kQ4_0>(const void* __restrict__ vbq, const BlockQ8_1* __restrict__ y,
                                                 int kbx, int iqs) {
   constexpr int vdr = 2, qi = 4;
   const quant::BlockQ4_0* b = static_cast<const quant::BlockQ4_0*>(vbq) + kbx;
+  int v[vdr], u[2 * vdr];
+#pragma unroll
+  for (int i = 0; i < vdr; ++i) {
+    v[i] = get_int_b2(b->qs, iqs + i);
+    u[2 * i + 0] = get_int_b4(y->qs, iqs + i);
+    u[2 * i + 1] = get_int_b4(y->qs, iqs + i + qi);
+  }
   int sumi = 0;
 #pragma unroll
   for (int i = 0; i < vdr; ++i) {
-    const int v = get_int_b2(b->qs, iqs + i);
-    sumi = dp4a((v >> 0) & 0x0F0F0F0F, get_int_b4(y->qs, iqs + i), sumi);
-    sumi = dp4a((v >> 4) & 0x0F0F0F0F, get_int_b4(y->qs, iqs + i + qi), sumi);
+    sumi = dp4a((v[i] >> 0) & 0x0F0F0F0F, u[2 * i + 0], sumi);
+    sumi = dp4a((v[i] >> 4) & 0x0F0F0F0F, u[2 * i + 1], sumi);
   }
   const float2 ds8 = __half22float2(q8_1_ds(*y));
   return half_to_float(b->d) * (sumi * ds8.x - (8 * vdr / qi) * ds8.y);
@@ -53,14 +62,20 @@ __device__ __forceinline__ float vec_dot<kQ4_1>(const void* __restrict__ vbq, co
                                                 int kbx, int iqs) {
   constexpr int vdr = 2, qi = 4;
   const quant::BlockQ4_1* b = static_cast<const quant::BlockQ4_1*>(vbq) + kbx;
+  int v[vdr], u[2 * vdr];
+#pragma unroll
+  for (int i = 0; i < vdr; ++i) {
+    v[i] = get_int_b4(b->qs, iqs + i);
+    u[2 * i + 0] = get_int_b4(y->qs, iqs + i);
+    u[2 * i + 1] = get_int_b4(y->qs, iqs + i + qi);
+  }
   int sumi = 0;
 #pragma unroll
   for (int i = 0; i < vdr; ++i) {
-    const int v = get_int_b4(b->qs, iqs + i);
-    sumi = dp4a((v >> 0) & 0x0F0F0F0F, get_int_b4(y->qs, iqs + i), sumi);
-    sumi = dp4a((v >> 4) & 0x0F0F0F0F, get_int_b4(y->qs, iqs + i + qi), sumi);
+    sumi = dp4a((v[i] >> 0) & 0x0F0F0F0F, u[2 * i + 0], sumi);
+    sumi = dp4a((v[i] >> 4) & 0x0F0F0F0F, u[2 * i + 1], sumi);
   }
-  const float2 dm = __half22float2(__hmul2(half2_of(b->d, b->m), q8_1_ds(*y)));
+  const float2 dm = __half22float2(__hmul2(load_half2(&b->d), q8_1_ds(*y)));
   // Each of the qi/vdr threads on this block adds its share of the m·s8 term.
   return sumi * dm.x + dm.y / (8 / (vdr * 2));
 }
@@ -88,13 +103,19 @@ __device__ __forceinline__ float vec_dot<kQ5_0>(const void* __restrict__ vbq, co
                                                 int kbx, int iqs) {
   constexpr int vdr = 2, qi = 4;
   const quant::BlockQ5_0* b = static_cast<const quant::BlockQ5_0*>(vbq) + kbx;
+  int vl[vdr], vh[vdr], u[2 * vdr];
+#pragma unroll
+  for (int i = 0; i < vdr; ++i) {
+    vl[i] = get_int_b2(b->qs, iqs + i);
+    vh[i] = get_int_b2(b->qh, 0) >> (4 * (iqs + i));
+    u[2 * i + 0] = get_int_b4(y->qs, iqs + i);
+    u[2 * i + 1] = get_int_b4(y->qs, iqs + i + qi);
+  }
   int sumi = 0;
 #pragma unroll
   for (int i = 0; i < vdr; ++i) {
-    const int vl = get_int_b2(b->qs, iqs + i);
-    const int vh = get_int_b2(b->qh, 0) >> (4 * (iqs + i));
-    sumi = dp4a(q5_low(vl, vh), get_int_b4(y->qs, iqs + i), sumi);
-    sumi = dp4a(q5_high(vl, vh), get_int_b4(y->qs, iqs + i + qi), sumi);
+    sumi = dp4a(q5_low(vl[i], vh[i]), u[2 * i + 0], sumi);
+    sumi = dp4a(q5_high(vl[i], vh[i]), u[2 * i + 1], sumi);
   }
   const float2 ds8 = __half22float2(q8_1_ds(*y));
   return half_to_float(b->d) * (sumi * ds8.x - (16 * vdr / qi) * ds8.y);
@@ -105,15 +126,21 @@ __device__ __forceinline__ float vec_dot<kQ5_1>(const void* __restrict__ vbq, co
                                                 int kbx, int iqs) {
   constexpr int vdr = 2, qi = 4;
   const quant::BlockQ5_1* b = static_cast<const quant::BlockQ5_1*>(vbq) + kbx;
+  int vl[vdr], vh[vdr], u[2 * vdr];
+#pragma unroll
+  for (int i = 0; i < vdr; ++i) {
+    vl[i] = get_int_b4(b->qs, iqs + i);
+    vh[i] = get_int_b4(b->qh, 0) >> (4 * (iqs + i));
+    u[2 * i + 0] = get_int_b4(y->qs, iqs + i);
+    u[2 * i + 1] = get_int_b4(y->qs, iqs + i + qi);
+  }
   int sumi = 0;
 #pragma unroll
   for (int i = 0; i < vdr; ++i) {
-    const int vl = get_int_b4(b->qs, iqs + i);
-    const int vh = get_int_b4(b->qh, 0) >> (4 * (iqs + i));
-    sumi = dp4a(q5_low(vl, vh), get_int_b4(y->qs, iqs + i), sumi);
-    sumi = dp4a(q5_high(vl, vh), get_int_b4(y->qs, iqs + i + qi), sumi);
+    sumi = dp4a(q5_low(vl[i], vh[i]), u[2 * i + 0], sumi);
+    sumi = dp4a(q5_high(vl[i], vh[i]), u[2 * i + 1], sumi);
   }
-  const float2 dm = __half22float2(__hmul2(half2_of(b->d, b->m), q8_1_ds(*y)));
+  const float2 dm = __half22float2(__hmul2(load_half2(&b->d), q8_1_ds(*y)));
   return sumi * dm.x + dm.y / (qi / vdr);
 }
 
@@ -122,9 +149,15 @@ __device__ __forceinline__ float vec_dot<kQ8_0>(const void* __restrict__ vbq, co
                                                 int kbx, int iqs) {
   constexpr int vdr = 2;
   const quant::BlockQ8_0* b = static_cast<const quant::BlockQ8_0*>(vbq) + kbx;
+  int v[vdr], u[vdr];
+#pragma unroll
+  for (int i = 0; i < vdr; ++i) {
+    v[i] = get_int_b2(b->qs, iqs + i);
+    u[i] = get_int_b4(y->qs, iqs + i);
+  }
   int sumi = 0;
 #pragma unroll
-  for (int i = 0; i < vdr; ++i) sumi = dp4a(get_int_b2(b->qs, iqs + i), get_int_b4(y->qs, iqs + i), sumi);
+  for (int i = 0; i < vdr; ++i) sumi = dp4a(v[i], u[i], sumi);
   return half_to_float(b->d) * q8_1_d(*y) * float(sumi);
 }
 
@@ -134,12 +167,13 @@ __device__ __forceinline__ float vec_dot<kIQ4_NL>(const void* __restrict__ vbq, 
                                                   int kbx, int iqs) {
   constexpr int vdr = 2;
   const quant::BlockIQ4_NL* b = static_cast<const quant::BlockIQ4_NL*>(vbq) + kbx;
+  const int* q8 = reinterpret_cast<const int*>(y->qs) + iqs;
   int sumi = 0;
 #pragma unroll
   for (int l = 0; l < vdr; ++l) {
     const int2 v = lookup_table16(get_int_b2(b->qs, iqs + l), kValuesIq4nl);
-    sumi = dp4a(v.x, get_int_b4(y->qs, iqs + l), sumi);
-    sumi = dp4a(v.y, get_int_b4(y->qs, iqs + l + 4), sumi);
+    sumi = dp4a(v.x, q8[l + 0], sumi);
+    sumi = dp4a(v.y, q8[l + 4], sumi);
   }
   return half_to_float(b->d) * q8_1_d(*y) * sumi;
 }
@@ -172,21 +206,25 @@ __device__ __forceinline__ float vec_dot<kQ2_K>(const void* __restrict__ vbq, co
   const int scale_offset = iqs - iqs % qi8 + (iqs % qi8) / (qi8 / 2);
   const uint8_t* scales = b->scales + scale_offset;
   const int v = get_int_b4(b->qs, iqs);
+  int u[qr];
+  float d8[qr];
+#pragma unroll
+  for (int i = 0; i < qr; ++i) {
+    u[i] = get_int_b4(y[bq8_offset + i].qs, iqs % qi8);
+    d8[i] = q8_1_d(y[bq8_offset + i]);
+  }
   float sumf_d = 0.0f, sumf_m = 0.0f;
 #pragma unroll
   for (int i = 0; i < qr; ++i) {
-    const BlockQ8_1& q8 = y[bq8_offset + i];
-    const int u = get_int_b4(q8.qs, iqs % qi8);
-    const float d8 = q8_1_d(q8);
     const int sc = scales[2 * i];
     const int vi = (v >> (2 * i)) & 0x03030303;
-    sumf_d += d8 * (dp4a(vi, u, 0) * (sc & 0xF));
+    sumf_d += d8[i] * (dp4a(vi, u[i], 0) * (sc & 0xF));
     int m = sc >> 4;  // the min, broadcast to 4 bytes, times the sum of the q8 values
     m |= m << 8;
     m |= m << 16;
-    sumf_m += d8 * dp4a(m, u, 0);
+    sumf_m += d8[i] * dp4a(m, u[i], 0);
   }
-  const float2 dm = __half22float2(half2_of(b->d, b->dmin));
+  const float2 dm = __half22float2(load_half2(&b->d));
   return dm.x * sumf_d - dm.y * sumf_m;
 }
 
@@ -201,19 +239,23 @@ __device__ __forceinline__ float vec_dot<kQ3_K>(const void* __restrict__ vbq, co
   const float d = half_to_float(b->d);
   const int vl = get_int_b2(b->qs, iqs);
   const int vh = ~get_int_b2(b->hmask, iqs % (qi / 2)) >> bq8_offset;
+  int u[qr];
+  float d8[qr];
+#pragma unroll
+  for (int i = 0; i < qr; ++i) {
+    u[i] = get_int_b4(y[bq8_offset + i].qs, iqs % qi8);
+    d8[i] = q8_1_d(y[bq8_offset + i]);
+  }
   float sumf = 0.0f;
 #pragma unroll
   for (int i = 0; i < qr; ++i) {
-    const BlockQ8_1& q8 = y[bq8_offset + i];
-    const int u = get_int_b4(q8.qs, iqs % qi8);
-    const float d8 = q8_1_d(q8);
     const int isc = scale_offset + 2 * i;
     const int sc_low = (b->scales[isc % (qk_k / 32)] >> (4 * (isc / (qk_k / 32)))) & 0xF;
     const int sc_high = ((b->scales[(qk_k / 32) + isc % (qk_k / 64)] >> (2 * (isc / (qk_k / 64)))) & 3) << 4;
     const int sc = (sc_low | sc_high) - 32;
     const int vil = (vl >> (2 * i)) & 0x03030303;
     const int vih = ((vh >> i) << 2) & 0x04040404;
-    sumf += d8 * (dp4a(vsubss4(vil, vih), u, 0) * sc);
+    sumf += d8[i] * (dp4a(vsubss4(vil, vih), u[i], 0) * sc);
   }
   return d * sumf;
 }
@@ -237,24 +279,30 @@ __device__ __forceinline__ float vec_dot<kQ4_K>(const void* __restrict__ vbq, co
   const quant::BlockQ4_K* b = static_cast<const quant::BlockQ4_K*>(vbq) + kbx;
   const int bq8_offset = qr * ((iqs / 2) / 4);  // iqs in 0,2..30 -> 0,2,4,6
   const int* q4 = reinterpret_cast<const int*>(b->qs + 16 * bq8_offset + 4 * ((iqs / 2) % 4));
-  const int v0 = q4[0], v1 = q4[4];
+  const int v[2] = {q4[0], q4[4]};
   uint16_t aux[2];
   k_scales_mins(b->scales, bq8_offset / 2, aux);
   const uint8_t* sc = reinterpret_cast<const uint8_t*>(aux);
   const uint8_t* m = sc + 2;
+  int u[2 * qr];
+  float d8[qr];
+  for (int i = 0; i < qr; ++i) {
+    const BlockQ8_1& q8 = y[bq8_offset + i];
+    d8[i] = q8_1_d(q8);
+    const int* q8s = reinterpret_cast<const int*>(q8.qs) + ((iqs / 2) % 4);
+    u[2 * i + 0] = q8s[0];
+    u[2 * i + 1] = q8s[4];
+  }
   float sumf_d = 0.0f, sumf_m = 0.0f;
 #pragma unroll
   for (int i = 0; i < qr; ++i) {
-    const BlockQ8_1& q8 = y[bq8_offset + i];
-    const float d8 = q8_1_d(q8);
-    const int* u = reinterpret_cast<const int*>(q8.qs) + ((iqs / 2) % 4);
-    const int v0i = (v0 >> (4 * i)) & 0x0F0F0F0F, v1i = (v1 >> (4 * i)) & 0x0F0F0F0F;
-    const int dot1 = dp4a(v1i, u[4], dp4a(v0i, u[0], 0));
-    const int dot2 = dp4a(0x01010101, u[4], dp4a(0x01010101, u[0], 0));  // sum of the q8 values
-    sumf_d += d8 * (dot1 * sc[i]);
-    sumf_m += d8 * (dot2 * m[i]);
+    const int v0i = (v[0] >> (4 * i)) & 0x0F0F0F0F, v1i = (v[1] >> (4 * i)) & 0x0F0F0F0F;
+    const int dot1 = dp4a(v1i, u[2 * i + 1], dp4a(v0i, u[2 * i + 0], 0));
+    const int dot2 = dp4a(0x01010101, u[2 * i + 1], dp4a(0x01010101, u[2 * i + 0], 0));  // sum of the q8 values
+    sumf_d += d8[i] * (dot1 * sc[i]);
+    sumf_m += d8[i] * (dot2 * m[i]);
   }
-  const float2 dm = __half22float2(half2_of(b->d, b->dmin));
+  const float2 dm = __half22float2(load_half2(&b->d));
   return dm.x * sumf_d - dm.y * sumf_m;
 }
 
@@ -266,26 +314,33 @@ __device__ __forceinline__ float vec_dot<kQ5_K>(const void* __restrict__ vbq, co
   const int bq8_offset = qr * ((iqs / 2) / 4);
   const int* ql = reinterpret_cast<const int*>(b->qs + 16 * bq8_offset + 4 * ((iqs / 2) % 4));
   const int* qh = reinterpret_cast<const int*>(b->qh + 4 * ((iqs / 2) % 4));
-  const int vl0 = ql[0], vl1 = ql[4];
-  const int vh0 = qh[0] >> bq8_offset, vh1 = qh[4] >> bq8_offset;
+  const int vl[2] = {ql[0], ql[4]};
+  const int vh[2] = {qh[0] >> bq8_offset, qh[4] >> bq8_offset};
   uint16_t aux[2];
   k_scales_mins(b->scales, bq8_offset / 2, aux);
   const uint8_t* sc = reinterpret_cast<const uint8_t*>(aux);
   const uint8_t* m = sc + 2;
-  float sumf_d = 0.0f, sumf_m = 0.0f;
+  int u[2 * qr];
+  float d8[qr];
 #pragma unroll
   for (int i = 0; i < qr; ++i) {
     const BlockQ8_1& q8 = y[bq8_offset + i];
-    const float d8 = q8_1_d(q8);
-    const int* u = reinterpret_cast<const int*>(q8.qs) + ((iqs / 2) % 4);
-    const int v0i = ((vl0 >> (4 * i)) & 0x0F0F0F0F) | (((vh0 >> i) << 4) & 0x10101010);
-    const int v1i = ((vl1 >> (4 * i)) & 0x0F0F0F0F) | (((vh1 >> i) << 4) & 0x10101010);
-    const int dot1 = dp4a(v0i, u[0], dp4a(v1i, u[4], 0));
-    const int dot2 = dp4a(0x01010101, u[0], dp4a(0x01010101, u[4], 0));
-    sumf_d += d8 * (dot1 * sc[i]);
-    sumf_m += d8 * (dot2 * m[i]);
+    d8[i] = q8_1_d(q8);
+    const int* q8s = reinterpret_cast<const int*>(q8.qs) + ((iqs / 2) % 4);
+    u[2 * i + 0] = q8s[0];
+    u[2 * i + 1] = q8s[4];
   }
-  const float2 dm = __half22float2(half2_of(b->d, b->dmin));
+  float sumf_d = 0.0f, sumf_m = 0.0f;
+#pragma unroll
+  for (int i = 0; i < qr; ++i) {
+    const int v0i = ((vl[0] >> (4 * i)) & 0x0F0F0F0F) | (((vh[0] >> i) << 4) & 0x10101010);
+    const int v1i = ((vl[1] >> (4 * i)) & 0x0F0F0F0F) | (((vh[1] >> i) << 4) & 0x10101010);
+    const int dot1 = dp4a(v0i, u[2 * i + 0], dp4a(v1i, u[2 * i + 1], 0));
+    const int dot2 = dp4a(0x01010101, u[2 * i + 0], dp4a(0x01010101, u[2 * i + 1], 0));
+    sumf_d += d8[i] * (dot1 * sc[i]);
+    sumf_m += d8[i] * (dot2 * m[i]);
+  }
+  const float2 dm = __half22float2(load_half2(&b->d));
   return dm.x * sumf_d - dm.y * sumf_m;
 }
 
@@ -301,17 +356,24 @@ __device__ __forceinline__ float vec_dot<kQ6_K>(const void* __restrict__ vbq, co
   const int vl = get_int_b2(b->ql, iqs);
   const int vh = get_int_b2(b->qh, (qi / 4) * (iqs / (qi / 2)) + iqs % (qi / 4)) >> vh_shift;
   const int8_t* scales = b->scales + scale_offset;
+  int u[qr];
+  float d8[qr];
+#pragma unroll
+  for (int i = 0; i < qr; ++i) {
+    u[i] = get_int_b4(y[bq8_offset + 2 * i].qs, iqs % 8);
+    d8[i] = q8_1_d(y[bq8_offset + 2 * i]);
+  }
+  const float d = half_to_float(b->d);
   float sumf = 0.0f;
 #pragma unroll
   for (int i = 0; i < qr; ++i) {
-    const BlockQ8_1& q8 = y[bq8_offset + 2 * i];
-    const int u = get_int_b4(q8.qs, iqs % 8);
+    const int sc = scales[4 * i];
     const int vil = (vl >> (4 * i)) & 0x0F0F0F0F;
     const int vih = ((vh >> (4 * i)) << 4) & 0x30303030;
     const int vi = vsubss4(vil | vih, 0x20202020);
-    sumf += q8_1_d(q8) * (dp4a(vi, u, 0) * scales[4 * i]);
+    sumf += d8[i] * (dp4a(vi, u[i], 0) * sc);
   }
-  return half_to_float(b->d) * sumf;
+  return d * sumf;
 }
 
 // iq4_xs: iq4_nl values in 256-value super-blocks with 6-bit scales per 32 values (minus 32).

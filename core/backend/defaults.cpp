@@ -160,6 +160,11 @@ std::string_view table_name(Table table) {
 
 std::span<const std::string_view> known_engines() { return kEngines; }
 
+mmvq::KernelVariant kernel_variant(std::string_view engine) {
+  if (engine.empty()) engine = kEngines[0];  // sessions that name none use the default engine
+  return version_of(engine) == Version::VD99724f ? mmvq::KernelVariant::GgmlD99724f : mmvq::KernelVariant::Ggml7180759;
+}
+
 bool is_known_engine(std::string_view engine) {
   return std::find(std::begin(kEngines), std::end(kEngines), engine) != std::end(kEngines);
 }

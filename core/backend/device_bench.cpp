@@ -7,6 +7,7 @@
 
 #include "temper/error.h"
 #include "temper/gpus.h"
+#include "temper/mmvq_traits.h"
 #include "temper/quant/reference.h"
 #include "temper/session.h"
 #include "temper/verify.h"
@@ -52,7 +53,8 @@ GemvBench::GemvBench(Device& device, const GemvProblem& problem, const GemvBench
   // Device memory first: a shape too large for the device fails before any host work.
   const uint64_t llc = options.llc_bytes ? options.llc_bytes : device_llc_bytes(device.info());
   const int copies = rotation_copies(weight_bytes_, llc);
-  for (int i = 0; i < copies; ++i) weights_.push_back(device.alloc(weight_bytes_));
+  const uint64_t padded_bytes = *row * uint64_t(problem.n + mmvq::kWeightPaddingRows);
+  for (int i = 0; i < copies; ++i) weights_.push_back(device.alloc(padded_bytes));
   host_weights_.resize(weight_bytes_);
   quant::fill_random(problem.type, host_weights_.data(), problem.n, problem.k, options.seed);
   for (auto& w : weights_) device.upload(w, host_weights_.data(), weight_bytes_);

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "temper/error.h"
+#include "temper/mmvq_traits.h"
 #include "temper/quant/reference.h"
 #include "temper/session.h"
 
@@ -197,7 +198,7 @@ void FakeDevice::gemv(const GemvProblem& p, Config c, const DeviceBuffer& weight
   const auto row = row_bytes(p.type, uint64_t(p.k));
   if (!row || p.n < 1 || p.k % 32 != 0) fail(ErrorKind::BadInput, "gemv: bad problem size");
   const size_t outputs = size_t(p.n) * size_t(p.ncols);
-  check_buffer(weights, *row * size_t(p.n), 0, "gemv");
+  check_buffer(weights, *row * size_t(p.n + mmvq::kWeightPaddingRows), 0, "gemv");  // with the spare rows
   check_buffer(y_q8_1, size_t(p.k / 32) * size_t(p.ncols) * sizeof(quant::BlockQ8_1), 0, "gemv");
   check_buffer(dst, outputs * sizeof(float), 0, "gemv");
 

@@ -16,6 +16,7 @@
 #include "kernels/launch.h"
 #include "temper/error.h"
 #include "temper/gpu_backend.h"
+#include "temper/mmvq_traits.h"
 #if defined(TEMPER_WITH_RSMI) && !defined(TEMPER_GPU_CUDA)
 #include "telemetry_rsmi.h"
 #endif
@@ -389,7 +390,7 @@ class GpuDevice final : public Device {
 
   static size_t weight_bytes(const GemvProblem& p) {
     const auto row = row_bytes(p.type, uint64_t(p.k));
-    return row ? size_t(*row) * size_t(p.n) : 0;
+    return row ? size_t(*row) * size_t(p.n + mmvq::kWeightPaddingRows) : 0;  // with the spare rows
   }
 
   // Checks a problem against this build and the buffers; the launch without its weights.
@@ -408,6 +409,7 @@ class GpuDevice final : public Device {
     l.nwarps = c.nwarps;
     l.rows_per_block = c.rows_per_block;
     l.warp_size = info_.warp_size;
+    l.variant = static_cast<int>(p.variant);
     l.act_q8_1 = y_q8_1.get();
     l.dst = static_cast<float*>(dst.get());
     l.nrows = p.n;

@@ -12,6 +12,7 @@
 
 #include "temper/error.h"
 #include "temper/gpu_backend.h"
+#include "temper/mmvq_traits.h"
 #include "temper/quant/fp.h"
 #include "temper/quant/reference.h"
 
@@ -261,7 +262,7 @@ VerifyReport run_verification(Device& device, const VerifyOptions& options, cons
 
         std::vector<uint8_t> weights(size_t(*rb) * size_t(shape.n));
         quant::fill_random(type, weights.data(), shape.n, k, derive(report.seed, 2, uint64_t(type), uint64_t(k)));
-        DeviceBuffer w_device = device.alloc(weights.size());
+        DeviceBuffer w_device = device.alloc(weights.size() + size_t(*rb) * mmvq::kWeightPaddingRows);
         device.upload(w_device, weights.data(), weights.size());
 
         for (const auto& p : plan) {

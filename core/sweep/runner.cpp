@@ -10,8 +10,10 @@
 #include <thread>
 
 #include "internal.h"
+#include "temper/defaults.h"
 #include "temper/error.h"
 #include "temper/gpus.h"
+#include "temper/mmvq_traits.h"
 #include "temper/quant/reference.h"
 #include "temper/sweep.h"
 #include "temper/verify.h"
@@ -90,6 +92,7 @@ struct ShapeData {
   bool copies_capped = false;
   DeviceBuffer y_q8_1, dst;
   int ncols = 0;                   // columns prepared (the largest ncols still to measure)
+  mmvq::KernelVariant variant{};   // the session engine's kernel
   std::vector<Expected> expected;  // [col * n + row]
 };
 
@@ -123,7 +126,7 @@ ShapeData prepare_shape(Device& device, const PlanItem& shape, int ncols, const 
   }
   for (size_t c = 0; c < copies; ++c) {
     check_cancel(cancel);
-    d.copies.push_back(device.alloc(weight_bytes));
+    d.copies.push_back(device.alloc(weight_bytes + row * mmvq::kWeightPaddingRows));
     device.upload(d.copies.back(), weights.data(), weight_bytes);
   }
   for (const auto& b : d.copies) d.copy_ptrs.push_back(&b);
@@ -210,7 +213,7 @@ Result measure(Device& device, const PlanItem& it, ShapeData& d, const SweepOpti
   try {
     r.kernel = device.kernel_attributes(it.type, it.ncols, it.config);
     // 1. Verification: poisoned outputs, one launch, every value compared with the reference.
-    const GemvProblem p{it.type, it.n, it.k, it.ncols};
+    const GemvProblem p{it.type, it.n, it.k, it.ncols, d.variant};
     device.fill(d.dst, 0xFF);  // NaN everywhere: an unwritten output cannot pass
     device.gemv(p, it.config, *d.copy_ptrs[0], d.y_q8_1, d.dst);
     std::vector<float> out(size_t(it.n) * size_t(it.ncols));
@@ -262,7 +265,7 @@ Result measure(Device& device, const PlanItem& it, ShapeData& d, const SweepOpti
 // for one seed (the same session from the CLI and from the GUI), with no wall-time dependence.
 void warm_up_device(Device& device, const PlanItem& it, ShapeData& d, double seconds, const CancelFlag& cancel) {
   if (!(seconds > 0) || is_fake(device.info())) return;
-  const GemvProblem p{it.type, it.n, it.k, it.ncols};
+  const GemvProblem p{it.type, it.n, it.k, it.ncols, d.variant};
   const auto start = Clock::now();
   try {
     do {
@@ -285,7 +288,7 @@ Confirmation confirm_winner(Device& device, const Verdict& w, ShapeData& d, cons
   static_cast<GroupKey&>(c) = w.group();
   c.default_config = w.default_config;
   c.config = w.config;
-  const GemvProblem p{w.type, w.n, w.k, w.ncols};
+  const GemvProblem p{w.type, w.n, w.k, w.ncols, d.variant};
   try {
     for (Config cfg : {c.default_config, c.config})
       if (options.warmup > 0) (void)time_batch(device, p, cfg, d, options.warmup);
@@ -419,6 +422,7 @@ void run_device(Device& device, SessionDevice& sd, Shared& sh, const std::set<It
     std::optional<ShapeData> data;
     try {
       data = prepare_shape(device, first, max_ncols, options, shape_seed(seed, first.type, first.n, first.k), cancel);
+      data->variant = defaults::kernel_variant(sh.session.grid.engine);
     } catch (const Error& e) {
       // Out of memory on a huge shape: every item of the shape records why; a lost device stops.
       if (e.kind() == ErrorKind::Cancelled || !device_healthy(device)) throw;

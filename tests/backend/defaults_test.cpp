@@ -29,6 +29,20 @@ TEST(Defaults, EnginesAreVersionedAndOldestFirst) {
   }
 }
 
+// The engine version picks the kernel variant too: d99724f's is the PDL / no-restrict kernel.
+TEST(Defaults, EngineSelectsKernelVariant) {
+  EXPECT_EQ(kernel_variant(kOld), mmvq::KernelVariant::Ggml7180759);
+  EXPECT_EQ(kernel_variant(kNew), mmvq::KernelVariant::GgmlD99724f);
+  EXPECT_EQ(kernel_variant(""), kernel_variant(known_engines().front()));  // a session naming none
+  try {
+    kernel_variant("ggml-head");
+    FAIL() << "unknown engine accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::BadInput);
+    EXPECT_NE(std::string(e.what()).find("ggml-head"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Defaults, TableChosenPerArchitecture) {
   EXPECT_EQ(table_for(kOld, "sm_90"), Table::Generic);
   EXPECT_EQ(table_for(kNew, "sm_90"), Table::Generic);  // H100 keeps GENERIC in both

@@ -66,6 +66,22 @@ TEST(GemvBench, VerifiesThenTimesRotatingCopies) {
   EXPECT_FALSE(missing.ok());
 }
 
+// The bench launches the kernel variant its problem names (the engine version's), on weight
+// buffers with the spare rows the kernel's last block may read.
+TEST(GemvBench, LaunchesTheProblemsKernelVariantOnPaddedWeights) {
+  HostDevice dev;
+  GemvBenchOptions o;
+  o.count = 101;
+  o.per_sample = 1;
+  o.warmup = 1;
+  GemvProblem p{GgmlType::Q8_0, 5, 256, 1};
+  p.variant = mmvq::KernelVariant::GgmlD99724f;
+  GemvBench bench(dev, p, o);
+  EXPECT_EQ(bench.weight_bytes(), 5u * 8 * 34);  // the matrix itself; the spare rows are not counted
+  ASSERT_TRUE(bench.run({4, 4}).ok());           // 5 rows, 4 per block: the last block reads 3 past the end
+  EXPECT_EQ(dev.variants, std::set<mmvq::KernelVariant>{mmvq::KernelVariant::GgmlD99724f});
+}
+
 TEST(GemvBench, BackToBackSamplesAverageTheirLaunches) {
   FakeDeviceOptions fo;
   fo.jitter = 0;

@@ -9,6 +9,7 @@
 
 #include "temper/backend.h"
 #include "temper/error.h"
+#include "temper/mmvq_traits.h"
 #include "temper/quant/reference.h"
 
 namespace temper::testing {
@@ -30,6 +31,7 @@ class HostDevice final : public Device {
   std::map<Config, Bug> bugs;
   bool dead = false;
   std::set<const void*> timed_weights;  // every weight copy time_gemv launched on
+  std::set<mmvq::KernelVariant> variants;  // every kernel variant gemv / time_gemv was asked for
   int gemv_calls = 0;
 
   const DeviceInfo& info() const override { return info_; }
@@ -64,7 +66,11 @@ class HostDevice final : public Device {
             DeviceBuffer& dst) override {
     alive();
     ++gemv_calls;
+    variants.insert(p.variant);
     if (!has_kernel(p.type, p.ncols, c)) fail(ErrorKind::BadInput, "no kernel");
+    // As the GPU backend: the kernel's last block may read mmvq::kWeightPaddingRows rows past the end.
+    if (weights.size() < *row_bytes(p.type, uint64_t(p.k)) * size_t(p.n + mmvq::kWeightPaddingRows))
+      fail(ErrorKind::Internal, "gemv: weight buffer without the spare rows");
     const Bug bug = bugs.count(c) ? bugs.at(c) : Bug::None;
     if (bug == Bug::Fault) {
       dead = true;
@@ -86,6 +92,7 @@ class HostDevice final : public Device {
   std::vector<double> time_gemv(const GemvProblem& p, Config c, std::span<const DeviceBuffer* const> weight_copies,
                                 const DeviceBuffer&, DeviceBuffer&, int count) override {
     alive();
+    variants.insert(p.variant);
     if (!has_kernel(p.type, p.ncols, c)) fail(ErrorKind::BadInput, "no kernel");
     std::vector<double> us;
     for (int i = 0; i < count; ++i) {

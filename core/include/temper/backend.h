@@ -13,6 +13,7 @@
 
 #include "temper/error.h"
 #include "temper/keys.h"
+#include "temper/mmvq_traits.h"
 #include "temper/types.h"
 
 namespace temper {
@@ -54,6 +55,8 @@ struct Telemetry {
 // One GEMV problem: dst[ncols][n] = W[n][k] · y[ncols][k].
 struct GemvProblem : ShapeKey {
   int ncols = 1;
+  // Which engine version's compiled kernel to run (defaults::kernel_variant of the session's engine).
+  mmvq::KernelVariant variant = mmvq::KernelVariant::Ggml7180759;
 };
 
 class Device;

@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 
+#include "temper/mmvq_traits.h"
 #include "temper/backend.h"
 #include "temper/types.h"
 
@@ -28,6 +29,9 @@ std::string_view table_name(Table table);
 // default the sweep compares against.
 std::span<const std::string_view> known_engines();
 bool is_known_engine(std::string_view engine);
+
+// The kernel variant that models an engine version's compiled mmvq (Error(BadInput) if unknown).
+mmvq::KernelVariant kernel_variant(std::string_view engine);
 
 // The table an engine version picks for a device architecture: "sm_90" (NVIDIA compute capability),
 // "gfx1100" (AMD, feature suffixes ignored); anything else gets GENERIC. Error(BadInput) for an

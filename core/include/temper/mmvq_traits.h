@@ -57,6 +57,16 @@ constexpr int kMaxStaticSharedBytes = 48 * 1024;  // static __shared__ limit on 
 // The grid every kernel set is built over (TEMPER_KERNEL_SET picks types and ncols, never these).
 constexpr int kGridNwarps[] = {1, 2, 4, 8, 16};
 constexpr int kGridRowsPerBlock[] = {1, 2, 4, 8};
+// The kernel's last block reads all its rows_per_block rows, past the matrix's end as upstream's
+// does (ggml reads the padding after the tensor there); weight buffers carry this many spare rows
+// so those reads stay inside the allocation. Their results are never written.
+constexpr int kWeightPaddingRows = 7;  // largest rows_per_block of the grid - 1
+
+// The engine version whose compiled kernel a launch models. The two compile alike except on
+// NVIDIA Hopper and newer, where d99724f launches with programmatic dependent launch and so drops
+// __restrict__ (docs/kernels.md). Values index the kernel tables (kernels/mmvq.h).
+enum class KernelVariant : int { Ggml7180759 = 0, GgmlD99724f = 1 };
+constexpr int kKernelVariants = 2;
 
 // Shared memory of the partial-sum exchange, as upstream declares it: warps 1..nwarps-1 each hold
 // ncols × rows_per_block × warp_size floats (one warp's worth even when nwarps is 1).

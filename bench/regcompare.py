@@ -1,0 +1,247 @@
+#!/usr/bin/env python3
+"""Register fidelity of Temper's mmvq against upstream's, on the CPU (no GPU needed).
+
+Compiles upstream's mul_mat_vec_q (from the ggml archives in ../shared/upstream, extracted into a
+work folder) and Temper's kernels (kernels/mmvq.h) for sm_90 with `ptxas -v`, maps each upstream
+instantiation to Temper's launch config and prints registers and spills side by side, per engine
+version. Upstream compiles only its default-table configs, so on sm_90 at ncols 1 the comparable
+grid configs are (nwarps 4, rows 1) and, for small K, (4, 4) (calc_nwarps / calc_rows_per_block,
+GENERIC table); the rest of the grid has no upstream counterpart.
+
+Exit: 0 all within the allowed difference, 1 a difference beyond it (or a new spill), 2 bad
+arguments or input, 77 skipped (no nvcc, no archive, or the generated IQ tables missing).
+"""
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+
+SKIP = 77
+# Tier-1 types: name, ggml id.
+TYPES = [("q4_0", 2), ("q4_1", 3), ("q5_0", 6), ("q5_1", 7), ("q8_0", 8), ("q2_K", 10), ("q3_K", 11),
+         ("q4_K", 12), ("q5_K", 13), ("q6_K", 14), ("iq4_nl", 20), ("iq4_xs", 23), ("mxfp4", 39)]
+GGML_NAMES = {2: "Q4_0", 3: "Q4_1", 6: "Q5_0", 7: "Q5_1", 8: "Q8_0", 10: "Q2_K", 11: "Q3_K", 12: "Q4_K",
+              13: "Q5_K", 14: "Q6_K", 20: "IQ4_NL", 23: "IQ4_XS", 39: "MXFP4"}
+# Engine version -> (Temper kernel modelling it, upstream archive stem).
+ENGINES = {"ggml-d99724f": ("mmvq_pdl", "ggml-d99724f"), "ggml-7180759": ("mmvq", "ggml-7180759")}
+ARCH = "sm_90"
+NWARPS = 4  # upstream's GENERIC table at ncols 1 (every NVIDIA arch but Turing and GB10)
+CONFIGS = [(False, (NWARPS, 1)), (True, (NWARPS, NWARPS))]  # (small_k, (nwarps, rows_per_block))
+MOE_MARKER = "// Dedicated MoE multi-token kernel"
+
+
+def skip(why):
+    print(f"regcompare: skipped: {why}")
+    sys.exit(SKIP)
+
+
+def bad(why):
+    print(f"regcompare: {why}", file=sys.stderr)
+    sys.exit(2)
+
+
+def find_nvcc(given):
+    if given:
+        if not (os.path.isfile(given) and os.access(given, os.X_OK)):
+            bad(f"--nvcc {given}: not an executable")
+        return given
+    for c in [shutil.which("nvcc"), "/usr/local/cuda/bin/nvcc"]:
+        if c and os.path.isfile(c) and os.access(c, os.X_OK):
+            return c
+    return None
+
+
+def extract(archive, dest):
+    """The archive's include/ and src/ (headers and ggml-cuda) under dest, once."""
+    stamp = os.path.join(dest, ".extracted")
+    if os.path.exists(stamp):
+        return
+    with tarfile.open(archive) as tar:
+        members = [m for m in tar.getmembers() if (m.isfile() or m.isdir()) and
+                   re.search(r"(^|/)(include|src)(/|$)", m.name) and ".." not in m.name.split("/")]
+        if not members:
+            bad(f"{archive}: no include/ or src/ inside (expected a ggml source archive)")
+        tar.extractall(dest, members=members)
+    open(stamp, "w").close()
+
+
+def ggml_root(dest):
+    for root, dirs, files in os.walk(dest):
+        if "ggml-cuda" in dirs and os.path.basename(root) == "src":
+            return os.path.dirname(root)
+    bad(f"{dest}: no src/ggml-cuda after extraction")
+
+
+def ptxas_table(log):
+    """{mangled name: (registers, spill stores, spill loads)} from `ptxas -v` output."""
+    out, name, spills = {}, None, (0, 0)
+    for line in log.splitlines():
+        m = re.search(r"Compiling entry function '([^']+)'", line)
+        if m:
+            name, spills = m.group(1), (0, 0)
+            continue
+        m = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", line)
+        if m:
+            spills = (int(m.group(1)), int(m.group(2)))
+            continue
+        m = re.search(r"Used (\d+) registers", line)
+        if m and name:
+            out[name] = (int(m.group(1)),) + spills
+            name = None
+    return out
+
+
+def compile_ptxas(nvcc, src, flags, work):
+    obj = src[:-3] + ".o"
+    cmd = [nvcc, f"-arch={ARCH}", "-O3", "-DNDEBUG", "-std=c++17", "-Xptxas", "-v", "-c", src, "-o", obj] + flags
+    p = subprocess.run(cmd, cwd=work, capture_output=True, text=True)
+    if p.returncode != 0:
+        print(p.stdout + p.stderr, file=sys.stderr)
+        bad(f"nvcc failed on {src} (command: {' '.join(cmd)})")
+    return ptxas_table(p.stdout + p.stderr)
+
+
+def upstream_registers(nvcc, archive, work):
+    dest = os.path.join(work, os.path.basename(archive).split(".")[0])
+    extract(archive, dest)
+    root = ggml_root(dest)
+    cuda = os.path.join(root, "src", "ggml-cuda")
+    with open(os.path.join(cuda, "mmvq.cu")) as f:
+        text = f.read()
+    cut = text.find(MOE_MARKER)
+    if cut < 0:
+        cut = text.find("template<ggml_type type>\nstatic std::pair<dim3, dim3> calc_launch_params")
+    if cut < 0:
+        bad(f"{cuda}/mmvq.cu: neither '{MOE_MARKER}' nor calc_launch_params found to cut the kernel out at")
+    # The kernel and everything it needs, without the host dispatch that would instantiate all types.
+    head = os.path.join(work, os.path.basename(dest) + "_mmvq_kernel.cuh")
+    with open(head, "w") as f:
+        f.write(text[:cut])
+    src = os.path.join(work, os.path.basename(dest) + "_regs.cu")
+    with open(src, "w") as f:
+        f.write(f'#include "{head}"\n')
+        f.write("// Taking each kernel's address instantiates exactly the configs compared.\n")
+        f.write("__attribute__((used)) static const void* temper_regcompare_kernels[] = {\n")
+        for _, tid in TYPES:
+            for small_k, _ in CONFIGS:
+                f.write(f"  (const void*)&mul_mat_vec_q<GGML_TYPE_{GGML_NAMES[tid]}, 1, false, {str(small_k).lower()}>,\n")
+        f.write("};\n")
+    flags = ["-use_fast_math", "-extended-lambda", "-DGGML_USE_CUDA", f"-I{root}/include", f"-I{root}/src", f"-I{cuda}"]
+    table = ptxas_table_by(compile_ptxas(nvcc, src, flags, work),
+                           r"mul_mat_vec_qIL9ggml_type(\d+)ELi1ELb0ELb([01])E")
+    return {(t, CONFIGS[int(sk)][1]): v for (t, sk), v in table.items()}
+
+
+def ptxas_table_by(table, pattern):
+    out = {}
+    for name, v in table.items():
+        m = re.search(pattern, name)
+        if m:
+            out[tuple(int(g) for g in m.groups())] = v
+    return out
+
+
+def temper_registers(nvcc, source_dir, iq_tables_dir, work):
+    src = os.path.join(work, "temper_regs.cu")
+    with open(src, "w") as f:
+        f.write('#include "kernels/mmvq.h"\n')
+        f.write("namespace temper::kernels {\nTEMPER_KERNELS_ABI_BEGIN\n")
+        f.write("__attribute__((used)) static const void* temper_regcompare_kernels[] = {\n")
+        for kernel in sorted({k for k, _ in ENGINES.values()}):
+            for _, tid in TYPES:
+                for _, (w, r) in CONFIGS:
+                    f.write(f"  (const void*)&{kernel}<{tid}u, 1, {w}, {r}>,\n")
+        f.write("};\nTEMPER_KERNELS_ABI_END\n}\n")
+    # The flags of temper_kernels_cuda (cmake/TemperKernels.cmake, Release).
+    flags = ["-DTEMPER_GPU_CUDA", f"-I{source_dir}", f"-I{source_dir}/kernels", f"-I{source_dir}/core/include",
+             f"-I{iq_tables_dir}"]
+    table = compile_ptxas(nvcc, src, flags, work)
+    out = {}
+    for name, v in table.items():
+        m = re.search(r"(mmvq_pdl|mmvq)ILj(\d+)ELi1ELi(\d+)ELi(\d+)E", name)
+        if m:
+            out[(m.group(1), int(m.group(2)), (int(m.group(3)), int(m.group(4))))] = v
+    return out
+
+
+def read_allowed(path):
+    """{(engine, type name, (nwarps, rows)): allowed |difference|} from 'engine type nwarps,rows max # why'."""
+    allowed = {}
+    if not path:
+        return allowed
+    with open(path) as f:
+        for lineno, line in enumerate(f, 1):
+            body = line.split("#", 1)[0].split()
+            if not body:
+                continue
+            if len(body) != 4 or not re.fullmatch(r"\d+,\d+", body[2]) or not body[3].isdigit():
+                bad(f"{path}:{lineno}: expected 'ENGINE TYPE NWARPS,ROWS MAX_DIFF  # reason', got '{line.strip()}'")
+            w, r = (int(x) for x in body[2].split(","))
+            allowed[(body[0], body[1], (w, r))] = int(body[3])
+    return allowed
+
+
+def main():
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--source-dir", default=here)
+    ap.add_argument("--upstream-dir", help="folder with ggml-<commit>.tar.gz (default: SOURCE/../shared/upstream)")
+    ap.add_argument("--iq-tables-dir", required=True, help="folder of the generated iq_tables.h (build/kernels)")
+    ap.add_argument("--work-dir", required=True)
+    ap.add_argument("--engine", action="append", choices=sorted(ENGINES), help="engine versions to compare (default all)")
+    ap.add_argument("--allowed", default=os.path.join(here, "bench", "regcompare_allowed.txt"),
+                    help="allowed differences (default bench/regcompare_allowed.txt); others must be equal")
+    ap.add_argument("--nvcc")
+    a = ap.parse_args()
+
+    nvcc = find_nvcc(a.nvcc)
+    if not nvcc:
+        skip("nvcc not found (PATH, /usr/local/cuda/bin)")
+    upstream_dir = a.upstream_dir or os.path.join(os.path.dirname(os.path.abspath(a.source_dir)), "shared", "upstream")
+    engines = a.engine or sorted(ENGINES)
+    archives = {e: os.path.join(upstream_dir, ENGINES[e][1] + ".tar.gz") for e in engines}
+    missing = [p for p in archives.values() if not os.path.isfile(p)]
+    if missing:
+        skip(f"upstream archive absent: {', '.join(missing)}")
+    if not os.path.isfile(os.path.join(a.iq_tables_dir, "iq_tables.h")):
+        skip(f"{a.iq_tables_dir}/iq_tables.h not generated yet (build temper_iq_tables first)")
+    allowed = read_allowed(a.allowed)
+    os.makedirs(a.work_dir, exist_ok=True)
+
+    temper = temper_registers(nvcc, os.path.abspath(a.source_dir), os.path.abspath(a.iq_tables_dir), a.work_dir)
+    failures = 0
+    for engine in engines:
+        kernel = ENGINES[engine][0]
+        up = upstream_registers(nvcc, archives[engine], a.work_dir)
+        print(f"\n{engine} vs Temper's {kernel}, {ARCH}, ncols 1 (registers, spill stores/loads in bytes)")
+        print(f"{'type':8} {'config':7} {'upstream':>14} {'temper':>14} {'diff':>5}  verdict")
+        for name, tid in TYPES:
+            for _, cfg in CONFIGS:
+                u, t = up.get((tid, cfg)), temper.get((kernel, tid, cfg))
+                cfg_text = f"({cfg[0]},{cfg[1]})"
+                if u is None or t is None:
+                    print(f"{name:8} {cfg_text:7} {'missing' if u is None else u[0]:>14} "
+                          f"{'missing' if t is None else t[0]:>14}        FAIL (not compiled)")
+                    failures += 1
+                    continue
+                diff = t[0] - u[0]
+                limit = allowed.get((engine, name, cfg), 0)
+                new_spill = (t[1] or t[2]) and not (u[1] or u[2])
+                ok = abs(diff) <= limit and not new_spill
+                verdict = "ok" if ok else "FAIL"
+                if ok and diff:
+                    verdict = f"ok (allowed {limit})"
+                elif new_spill:
+                    verdict = "FAIL (spills)"
+                print(f"{name:8} {cfg_text:7} {u[0]:>5} ({u[1]}/{u[2]}) {t[0]:>5} ({t[1]}/{t[2]}) {diff:>+5}  {verdict}")
+                failures += 0 if ok else 1
+    print(f"\nregcompare: {failures} config(s) beyond the allowed difference" if failures else
+          "\nregcompare: every compared config within the allowed difference")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
