@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "temper/error.h"
+#include "temper/kernel_cache.h"
 #include "temper/types.h"
 
 namespace temper {
@@ -103,6 +104,14 @@ class Device {
   // x: ncols columns of k floats → y: ncols × k/32 q8_1 blocks (36 bytes each).
   virtual void quantize_q8_1(const DeviceBuffer& x, DeviceBuffer& y, int k, int ncols) = 0;
   virtual bool has_kernel(GgmlType type, int ncols, Config config) const = 0;
+  // Makes the kernels of these (type, ncols) pairs ready before work starts: those the build lacks
+  // are compiled for this device's arch (or found in the kernel cache), with progress; a no-op
+  // where every kernel is built in. Error(Cancelled) when `cancel` turns true. Work on a pair not
+  // prepared compiles it on first use, without progress.
+  virtual void prepare_kernels(std::span<const KernelPair> pairs, const CompileProgressFn& progress,
+                               const std::atomic<bool>* cancel) {
+    (void)pairs, (void)progress, (void)cancel;
+  }
   // One launch, synchronised and checked.
   virtual void gemv(const GemvProblem& p, Config c, const DeviceBuffer& weights, const DeviceBuffer& y_q8_1,
                     DeviceBuffer& dst) = 0;
