@@ -204,15 +204,35 @@ KernelCache::KernelCache(KernelToolchain toolchain, std::string arch, KernelArti
                                   " to its path)");
   compiler_ = *compiler;
   // The compiler's identity: its path and version text (a new ROCm or CUDA gets new entries).
+  // Running `hipcc --version` costs seconds, so its hash is kept on disk per (path, size, mtime).
   static std::mutex m;
   static std::vector<std::pair<fs::path, uint64_t>> versions;
   uint64_t compiler_hash = 0;
   {
     std::lock_guard lock(m);
     auto it = std::find_if(versions.begin(), versions.end(), [&](const auto& v) { return v.first == compiler_; });
-    if (it == versions.end())
-      it = versions.insert(versions.end(), {compiler_, fnv1a(fnv1a(kFnvBasis, compiler_.string()),
-                                                             output_of({compiler_.string(), "--version"}))});
+    if (it == versions.end()) {
+      std::error_code ec;
+      const fs::path real = fs::canonical(compiler_, ec);
+      const auto size = fs::file_size(real, ec);
+      const auto mtime = fs::last_write_time(real, ec).time_since_epoch().count();
+      const std::string stat_key = real.string() + ":" + std::to_string(size) + ":" + std::to_string(mtime);
+      const fs::path memo = kernel_cache_root() / ("compiler-" + hex8(fnv1a(kFnvBasis, stat_key)) + ".id");
+      std::ifstream in(memo);
+      std::string known;
+      if (!(in >> known) || known.size() != 16) {
+        char buf[17];
+        std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(fnv1a(
+            fnv1a(kFnvBasis, compiler_.string()), output_of({compiler_.string(), "--version"}))));
+        known = buf;
+        fs::create_directories(memo.parent_path(), ec);
+        if (!ec) try {
+            write_file_atomic(memo, known + "\n");
+          } catch (const Error&) {  // a read-only cache still works, only slower
+          }
+      }
+      it = versions.insert(versions.end(), {compiler_, std::stoull(known, nullptr, 16)});
+    }
     compiler_hash = it->second;
   }
   static const uint64_t sources = source_hash();
