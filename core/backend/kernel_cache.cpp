@@ -310,7 +310,7 @@ std::vector<fs::path> KernelCache::ensure(std::span<const KernelPair> pairs, con
   std::atomic<size_t> next{0};
   std::string failure;
   bool cancelled = false;
-  auto worker = [&] {
+  auto compile_all = [&] {
     for (size_t i; (i = next++) < missing.size();) {
       {
         std::lock_guard lock(m);
@@ -350,6 +350,14 @@ std::vector<fs::path> KernelCache::ensure(std::span<const KernelPair> pairs, con
                     log.string() + "):\n  " + first_lines(log, 6);
         }
       }
+    }
+  };
+  auto worker = [&] {  // an exception must not leave a thread: it becomes the failure
+    try {
+      compile_all();
+    } catch (const std::exception& e) {
+      std::lock_guard lock(m);
+      if (failure.empty()) failure = std::string("kernel compilation for ") + arch_ + ": " + e.what();
     }
   };
   const int n = std::max(1, std::min<int>(jobs > 0 ? jobs : int(std::max(1u, std::thread::hardware_concurrency())),
