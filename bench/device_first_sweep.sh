@@ -29,7 +29,8 @@ cmake --build build-rtc -j "$jobs" --target temper temper-fixture >"$out/build.l
   || { grep -E "error|FAILED" -A5 "$out/build.log" | head -40; exit 1; }
 build_ms=$(ms "$start")
 temper=build-rtc/app/temper
-"$temper" devices 2>&1 | tee "$out/devices.txt" | head -3
+"$temper" devices >"$out/devices.txt" 2>&1 || { cat "$out/devices.txt"; exit 3; }
+head -3 "$out/devices.txt"
 
 model="$out/llama3-8b-q4_k_m.gguf"
 build-rtc/tests/fixtures/temper-fixture llama3-8b-q4_k_m "$model"
