@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "cli.h"
+#include "compile_progress.h"
 #include "temper/defaults.h"
 #include "temper/device_bench.h"
 #include "temper/error.h"
@@ -80,6 +81,12 @@ int run_benchgemv(const Args& args) {
       if (!instantiated_configs(*device, type, ncols).empty()) types.push_back(type);
   }
   if (types.empty()) fail(ErrorKind::BadInput, "no type to time: this build has no kernel at ncols " + std::to_string(ncols));
+  {  // Kernels the build lacks: compiled (or taken from the kernel cache) before any timing.
+    std::vector<KernelPair> pairs;
+    for (GgmlType type : types) pairs.push_back({type, ncols});
+    CompileProgressPrinter compile_printer(device->info().arch + " kernels");
+    with_compile_cancel([&] { device->prepare_kernels(pairs, std::ref(compile_printer), &g_compile_cancel); });
+  }
 
   // The copy bandwidth of this run: the denominator of every percentage below.
   uint64_t copy_bytes = std::max<uint64_t>(256ULL << 20, 8 * device_llc_bytes(d));

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli.h"
+#include "compile_progress.h"
 #include "temper/backend.h"
 #include "temper/codeobject.h"
 #include "temper/defaults.h"
@@ -169,15 +170,36 @@ int run_occupancy(const Args& args) {
   std::vector<int> runtime_blocks;
   std::string source;
   if (gpu.is_amd()) {
-    const auto dir = option(args, "--codeobj-dir") ? std::filesystem::path(*option(args, "--codeobj-dir")) : default_codeobj_dir();
-    const auto objects = load_code_objects_for(dir, gpu.arch);
-    if (objects.empty())
-      fail(ErrorKind::BadInput, "no " + gpu.arch + " code objects in " + dir.string() +
-                                    " (build with -DTEMPER_HIP=ON and " + gpu.arch +
-                                    " in TEMPER_HIP_ARCHS, or pass --codeobj-dir DIR)");
+    const auto given = option(args, "--codeobj-dir");
+    auto dir = given ? std::filesystem::path(*given) : default_codeobj_dir();
+    auto objects = load_code_objects_for(dir, gpu.arch);
+    if (objects.empty() && given)
+      fail(ErrorKind::BadInput, "no " + gpu.arch + " code objects in " + dir.string());
     for (auto& c : static_mmvq_occupancy(gpu, objects))
       if (wanted(c.instance)) rows.push_back(std::move(c));
-    source = "code objects in " + dir.string() + " (static)";
+    if (rows.empty() && !given) {
+      // This build has none for the arch: compile them now (kernel cache; the next call is immediate).
+      std::vector<int> ncols_list;
+      if (ncols) ncols_list = {ncols};
+      else ncols_list = {1};
+      std::vector<KernelPair> pairs;
+      for (const KernelPair& p : all_kernel_pairs(ncols_list))
+        if (!type || p.type == *type) pairs.push_back(p);
+      if (pairs.empty()) fail(ErrorKind::BadInput, "--type " + std::string(type_name(*type)) + " has no GPU kernel");
+      KernelCache cache(KernelToolchain::Hip, gpu.arch, KernelArtifact::CodeObject);
+      CompileProgressPrinter printer(gpu.arch + " code objects");
+      const auto paths = with_compile_cancel([&] { return cache.ensure(pairs, std::ref(printer), &g_compile_cancel); });
+      objects.clear();
+      for (const auto& p : paths)
+        for (auto& co : load_code_objects(p)) objects.push_back(std::move(co));
+      dir = cache.directory();
+      source = "code objects compiled on demand in " + dir.string() + " (static" +
+               (ncols ? std::string(")") : std::string("; ncols 1, --ncols N for others)"));
+      for (auto& c : static_mmvq_occupancy(gpu, objects))
+        if (wanted(c.instance)) rows.push_back(std::move(c));
+    } else {
+      source = "code objects in " + dir.string() + " (static)";
+    }
   } else {
     if (option(args, "--codeobj-dir")) fail(ErrorKind::BadInput, "--codeobj-dir reads AMD code objects; " + gpu.arch + " is NVIDIA");
     std::string why_not;
@@ -244,9 +266,11 @@ const Registrar registrar{Command{
     "(warps per SM sub-partition on NVIDIA), occupancy and the resource that limits it, by each\n"
     "architecture's allocation rules (docs/occupancy.md).\n"
     "\n"
-    "AMD targets are analysed statically from this build's code objects, so no GPU is needed:\n"
-    "  --codeobj-dir DIR   where they are (default $TEMPER_CODEOBJ_DIR, else the build's codeobj/;\n"
-    "                      DIR/<arch>/ or any code object, offload bundle under DIR)\n"
+    "AMD targets are analysed statically from code objects, so no GPU is needed: this build's, or\n"
+    "when it has none for ARCH, compiled now with hipcc (ncols 1, or --ncols N; progress on stderr,\n"
+    "Ctrl-C cancels) into the kernel cache (~/.cache/temper/kernels), so the next call is immediate.\n"
+    "  --codeobj-dir DIR   read them from DIR instead (default $TEMPER_CODEOBJ_DIR, else the build's\n"
+    "                      codeobj/; DIR/<arch>/ or any code object, offload bundle under DIR)\n"
     "NVIDIA registers are known only at run time: with an ARCH device present its function\n"
     "attributes are used and the runtime's own blocks per SM shown beside ours.\n"
     "\n"

@@ -13,6 +13,7 @@
 #include <set>
 
 #include "cli.h"
+#include "compile_progress.h"
 #include "temper/engine_device.h"
 #include "temper/error.h"
 #include "temper/fake_backend.h"
@@ -355,9 +356,28 @@ int run_sweep(const Args& args) {
   std::fprintf(stderr, "journal: %s (Ctrl-C stops; `temper sweep --resume %s` continues)\n", journal_path.c_str(),
                journal_path.c_str());
 
-  ProgressPrinter printer(!json && ::isatty(1) && ::isatty(2));
   g_cancel = false;
   const auto previous = std::signal(SIGINT, temper_sweep_on_sigint);
+  // Kernels the build lacks are compiled now, before any timing: only this plan's (type, ncols),
+  // for each device's arch (cached, so a second sweep starts at once).
+  for (size_t i = 0; i < session.devices.size() && i < devices.ptrs.size(); ++i) {
+    std::vector<KernelPair> pairs;
+    for (const PlanItem& item : session.devices[i].plan.items)
+      if (const KernelPair p{item.type, item.ncols}; std::find(pairs.begin(), pairs.end(), p) == pairs.end())
+        pairs.push_back(p);
+    const DeviceInfo& info = devices.ptrs[i]->info();
+    CompileProgressPrinter compile_printer(info.arch + " kernels for device " + std::to_string(info.index));
+    try {
+      devices.ptrs[i]->prepare_kernels(pairs, std::ref(compile_printer), &g_cancel);
+    } catch (const Error& e) {
+      std::signal(SIGINT, previous);
+      if (e.kind() == ErrorKind::Cancelled)
+        std::fprintf(stderr, "temper sweep: cancelled while compiling kernels; `temper sweep --resume %s` continues\n",
+                     journal_path.c_str());
+      throw;
+    }
+  }
+  ProgressPrinter printer(!json && ::isatty(1) && ::isatty(2));
   run_session(session, devices.ptrs, &*journal, [&](const Progress& p) { printer(p); }, g_cancel);
   std::signal(SIGINT, previous);
   printer.finish();

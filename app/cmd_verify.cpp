@@ -3,12 +3,14 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <algorithm>
 #include <charconv>
 #include <csignal>
 #include <cstdio>
 #include <iostream>
 
 #include "cli.h"
+#include "compile_progress.h"
 #include "temper/error.h"
 #include "temper/fileio.h"
 #include "temper/gpu_backend.h"
@@ -49,6 +51,16 @@ int run_verify(const Args& args) {
 
   gpu::DeviceList list = gpu::list_devices(gpu_backends());
   auto device = gpu::open_device(list, device_number);
+  {  // Kernels the build lacks: compiled (or found in the kernel cache) first, with progress.
+    std::vector<KernelPair> pairs;
+    std::vector<int> ncols = options.ncols;
+    if (ncols.empty()) ncols = {1, 2, 3, 4, 5, 6, 7, 8};
+    for (const KernelPair& p : all_kernel_pairs(ncols))
+      if (options.types.empty() || std::find(options.types.begin(), options.types.end(), p.type) != options.types.end())
+        pairs.push_back(p);
+    CompileProgressPrinter compile_printer(device->info().arch + " kernels");
+    with_compile_cancel([&] { device->prepare_kernels(pairs, std::ref(compile_printer), &g_compile_cancel); });
+  }
 
   g_cancel = false;
   auto previous = std::signal(SIGINT, on_sigint);

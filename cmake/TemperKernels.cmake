@@ -58,9 +58,13 @@ function(temper_add_iq_tables)
 endfunction()
 
 # The (type id, ncols) pairs of a kernel set: full = every type × ncols 1..8; ci = every type at
-# ncols 1 plus all ncols for q4_0.
+# ncols 1 plus all ncols for q4_0; none = no instantiation ahead of time (the run-time kernel cache).
 function(temper_kernel_pairs set out)
   set(_pairs)
+  if(set STREQUAL "none")
+    set(${out} "" PARENT_SCOPE)
+    return()
+  endif()
   foreach(_entry IN LISTS TEMPER_KERNEL_TYPES_TIER1 TEMPER_KERNEL_TYPES_TIER2)
     string(REPLACE ":" ";" _e ${_entry})
     list(GET _e 0 _name)
@@ -167,5 +171,7 @@ function(temper_add_cuda_kernels)
   target_include_directories(temper_kernels_cuda PRIVATE ${PROJECT_SOURCE_DIR}/kernels ${PROJECT_SOURCE_DIR}/core/include
                                                          ${_gen} ${TEMPER_IQ_TABLES_DIR} PUBLIC ${PROJECT_SOURCE_DIR})
   add_dependencies(temper_kernels_cuda temper_iq_tables)
-  target_link_libraries(temper_kernels_cuda PUBLIC CUDA::cudart_static)
+  # The shared runtime: one CUDA runtime in the process for the built-in kernels and the run-time
+  # compiled ones (kernel cache libraries, linked with nvcc -cudart shared).
+  target_link_libraries(temper_kernels_cuda PUBLIC CUDA::cudart)
 endfunction()

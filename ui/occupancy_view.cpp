@@ -7,11 +7,13 @@
 #include <QLabel>
 #include <QPushButton>
 #include <QTableWidget>
+#include <QThread>
 #include <QVBoxLayout>
 #include <algorithm>
 #include <set>
 
 #include "temper/error.h"
+#include "temper/kernel_cache.h"
 
 namespace temper::ui {
 
@@ -27,6 +29,9 @@ OccupancyView::OccupancyView(SessionDocument* doc, QWidget* parent) : QWidget(pa
   dirButton->setToolTip(QStringLiteral("Directory with the per-arch code objects of a HIP build (codeobj/)"));
   note_ = new QLabel;
   note_->setWordWrap(true);
+  cancelCompile_ = new QPushButton(QStringLiteral("Cancel"));
+  cancelCompile_->setToolTip(QStringLiteral("Stop compiling code objects"));
+  cancelCompile_->hide();
   table_ = new QTableWidget;
   table_->setColumnCount(9);
   table_->setHorizontalHeaderLabels({QStringLiteral("config"), QStringLiteral("threads/block"), QStringLiteral("registers"),
@@ -42,9 +47,13 @@ OccupancyView::OccupancyView(SessionDocument* doc, QWidget* parent) : QWidget(pa
   top->addWidget(dirButton);
   auto* lay = new QVBoxLayout(this);
   lay->addLayout(top);
-  lay->addWidget(note_);
+  auto* noteRow = new QHBoxLayout;
+  noteRow->addWidget(note_, 1);
+  noteRow->addWidget(cancelCompile_);
+  lay->addLayout(noteRow);
   lay->addWidget(table_, 1);
   connect(target_, &QComboBox::currentIndexChanged, this, &OccupancyView::rebuild);
+  connect(cancelCompile_, &QPushButton::clicked, this, [this] { compileCancel_ = true; });
   connect(dirButton, &QPushButton::clicked, this, [this] {
     const QString d = QFileDialog::getExistingDirectory(this, QStringLiteral("Code object directory"), codeobj_dir_);
     if (!d.isEmpty()) setCodeObjectDir(d);
@@ -61,6 +70,57 @@ OccupancyView::OccupancyView(SessionDocument* doc, QWidget* parent) : QWidget(pa
   rebuild();
 }
 
+OccupancyView::~OccupancyView() { stopCompile(); }
+
+void OccupancyView::stopCompile() {
+  if (!compiler_) return;
+  compileCancel_ = true;
+  compiler_->wait();
+  delete compiler_;
+  compiler_ = nullptr;
+}
+
+void OccupancyView::compileOnDemand(const std::string& arch, GgmlType type, int ncols) {
+  const std::string key = arch + "/" + std::to_string(static_cast<uint32_t>(type)) + "/" + std::to_string(ncols);
+  if (compiled_.count(key) || compiler_ || !kernel_type_supported(type)) return;
+  const GpuSpec* g = find_gpu(arch);
+  if (!g) return;
+  compileCancel_ = false;
+  compileKey_ = key;
+  compileNote_ = QStringLiteral("Compiling %1 code objects for %2 ncols %3…").arg(qstr(arch), qstr(type_name(type))).arg(ncols);
+  cancelCompile_->show();
+  auto post = [this](auto fn) { QMetaObject::invokeMethod(this, std::move(fn), Qt::QueuedConnection); };
+  const GpuSpec spec = *g;
+  compiler_ = QThread::create([this, post, arch, type, ncols, key, spec] {
+    std::vector<ConfigOccupancy> found;
+    QString error;
+    try {
+      KernelCache cache(KernelToolchain::Hip, arch, KernelArtifact::CodeObject);
+      const KernelPair pair{type, ncols};
+      const auto paths = cache.ensure(std::span(&pair, 1), [&](const CompileProgress& p) {
+        const QString text = QStringLiteral("Compiling %1 code objects for %2 ncols %3: %4")
+                                 .arg(qstr(arch), qstr(type_name(type))).arg(ncols).arg(qstr(compile_progress_text(p)));
+        post([this, text] { compileNote_ = text; note_->setText(text); });
+      }, &compileCancel_);
+      found = static_mmvq_occupancy(spec, load_code_objects(paths.at(0)));
+    } catch (const std::exception& e) {
+      error = QString::fromStdString(e.what());
+    }
+    post([this, arch, key, found = std::move(found), error] {
+      compiler_->wait();
+      delete compiler_;
+      compiler_ = nullptr;
+      cancelCompile_->hide();
+      compiled_.insert(key);  // also after a failure: the note says why, no endless retries
+      auto& all = cache_[arch];
+      all.insert(all.end(), found.begin(), found.end());
+      compileNote_ = error.isEmpty() ? QString() : QStringLiteral("Could not compile code objects: %1").arg(error);
+      rebuild();
+    });
+  });
+  compiler_->start();
+}
+
 void OccupancyView::setTarget(const QString& arch) {
   const int i = target_->findData(arch);
   if (i >= 0) target_->setCurrentIndex(i);
@@ -68,6 +128,7 @@ void OccupancyView::setTarget(const QString& arch) {
 
 void OccupancyView::setCodeObjectDir(const QString& dir) {
   codeobj_dir_ = dir;
+  compiled_.clear();
   cache_.clear();
   load_errors_.clear();
   rebuild();
@@ -149,7 +210,15 @@ void OccupancyView::rebuild() {
       fillRow(row, c.instance.config, c.resources, c.occupancy);
     }
     const auto err = load_errors_.find(arch.toStdString());
-    if (err != load_errors_.end())
+    // Not built for this arch: compiled on demand (only with the build's own code object directory).
+    const bool default_dir = codeobj_dir_ == QString::fromStdString(default_codeobj_dir().string());
+    if (table_->rowCount() == 0 && err == load_errors_.end() && default_dir)
+      compileOnDemand(arch.toStdString(), sel.type, sel.ncols);
+    const std::string key = arch.toStdString() + "/" + std::to_string(static_cast<uint32_t>(sel.type)) + "/" +
+                            std::to_string(sel.ncols);
+    if (compiler_ || (!compileNote_.isEmpty() && compileKey_ == key))
+      note_->setText(compileNote_);
+    else if (err != load_errors_.end())
       note_->setText(QStringLiteral("Could not read code objects: %1").arg(err->second));
     else if (all.empty())
       note_->setText(QStringLiteral("No code objects for %1 in %2. Build with TEMPER_HIP=ON and this arch in "

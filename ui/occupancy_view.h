@@ -3,14 +3,18 @@
 // limiting resource, for the recording device (the runtime's kernel attributes in the session) or
 // for any AMD target from the compiled code objects (static analysis: works without that GPU).
 #include <QWidget>
+#include <atomic>
 #include <map>
+#include <set>
 
 #include "session_doc.h"
 #include "temper/codeobject.h"
 
 class QComboBox;
 class QLabel;
+class QPushButton;
 class QTableWidget;
+class QThread;
 
 namespace temper::ui {
 
@@ -18,6 +22,7 @@ class OccupancyView : public QWidget {
   Q_OBJECT
  public:
   explicit OccupancyView(SessionDocument* doc, QWidget* parent = nullptr);
+  ~OccupancyView() override;
   // "" = the recording device; else an AMD arch ("gfx90a").
   void setTarget(const QString& arch);
   void setCodeObjectDir(const QString& dir);
@@ -27,6 +32,10 @@ class OccupancyView : public QWidget {
   void rebuild();
   void fillRow(int row, Config c, const KernelResources& k, const Occupancy& o);
   const std::vector<ConfigOccupancy>& staticFor(const std::string& arch);
+  // Code objects of (type, ncols) for an arch the build lacks: from the kernel cache, else compiled
+  // in the background (progress in the note, Cancel); rebuild() shows them once there.
+  void compileOnDemand(const std::string& arch, GgmlType type, int ncols);
+  void stopCompile();
 
   SessionDocument* doc_;
   QComboBox* target_;
@@ -35,6 +44,12 @@ class OccupancyView : public QWidget {
   QString codeobj_dir_;
   std::map<std::string, std::vector<ConfigOccupancy>> cache_;
   std::map<std::string, QString> load_errors_;
+  QPushButton* cancelCompile_;
+  QThread* compiler_ = nullptr;
+  std::atomic<bool> compileCancel_{false};
+  QString compileNote_;                   // progress or failure of the last on-demand compile
+  std::string compileKey_;                // "arch/type/ncols" it is about
+  std::set<std::string> compiled_;        // "arch/type/ncols" already merged into cache_
 };
 
 }  // namespace temper::ui

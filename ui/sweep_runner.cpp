@@ -2,6 +2,7 @@
 
 #include <QDir>
 #include <QPointer>
+#include <algorithm>
 
 #include "temper/error.h"
 
@@ -39,6 +40,19 @@ void SweepRunner::start(SweepSetup setup, DeviceFactory open_devices, const QStr
       Session session = new_session(setup, devices);
       const double eta = estimated_seconds(session);
       post([this, session, eta] { Q_EMIT planned(session, eta); });
+      // Kernels the build lacks are compiled first (only this plan's (type, ncols), for each
+      // device's arch; cached), shown through the same progress signal; Cancel stops them.
+      for (size_t i = 0; i < devices.size() && i < session.devices.size(); ++i) {
+        std::vector<KernelPair> pairs;
+        for (const PlanItem& item : session.devices[i].plan.items)
+          if (const KernelPair kp{item.type, item.ncols}; std::find(pairs.begin(), pairs.end(), kp) == pairs.end())
+            pairs.push_back(kp);
+        const QString arch = QString::fromStdString(devices[i]->info().arch);
+        devices[i]->prepare_kernels(pairs, [&](const CompileProgress& c) {
+          const QString text = QStringLiteral("compiling %1 kernels: %2").arg(arch, QString::fromStdString(compile_progress_text(c)));
+          post([this, c, text] { Q_EMIT progress(qulonglong(c.done), qulonglong(c.total), text, c.eta_s); });
+        }, &cancel_);
+      }
       std::optional<Journal> journal;
       if (!journal_dir.isEmpty() && QDir().mkpath(journal_dir))
         journal.emplace(Journal::create((journal_dir + QStringLiteral("/")).toStdString() + session.id + ".journal", session));

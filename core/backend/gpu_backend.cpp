@@ -7,15 +7,20 @@
 #include <hip/hip_runtime_api.h>
 #endif
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "kernels/launch.h"
 #include "temper/error.h"
 #include "temper/gpu_backend.h"
+#include "temper/kernel_cache.h"
 #include "temper/mmvq_traits.h"
 #if defined(TEMPER_WITH_RSMI) && !defined(TEMPER_GPU_CUDA)
 #include "telemetry_rsmi.h"
@@ -26,9 +31,41 @@ namespace {
 
 #if defined(TEMPER_GPU_CUDA)
 constexpr const char* kApi = "cuda";
+constexpr KernelToolchain kToolchain = KernelToolchain::Cuda;
 #else
 constexpr const char* kApi = "hip";
+constexpr KernelToolchain kToolchain = KernelToolchain::Hip;
 #endif
+
+// Kernels compiled at run time: one shared library per (type, ncols) from the kernel cache (every
+// config of the grid), loaded once per process and kept (kernels stay registered with the runtime).
+struct RtcKernels {
+  int (*launch)(const void* mmvq_launch) = nullptr;
+  const void* (*function)(int nwarps, int rows_per_block, int warp_size) = nullptr;
+};
+
+const RtcKernels& load_rtc(const std::filesystem::path& so) {
+  static std::mutex m;
+  static std::map<std::string, RtcKernels> loaded;
+  std::lock_guard lock(m);
+  if (auto it = loaded.find(so.string()); it != loaded.end()) return it->second;
+  void* h = ::dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) fail(ErrorKind::GpuFault, "cannot load the compiled kernels " + so.string() + ": " + ::dlerror());
+  using Abi = int (*)();
+  const auto abi = reinterpret_cast<Abi>(::dlsym(h, "temper_rtc_abi"));
+  RtcKernels k;
+  k.launch = reinterpret_cast<decltype(k.launch)>(::dlsym(h, "temper_rtc_launch"));
+  k.function = reinterpret_cast<decltype(k.function)>(::dlsym(h, "temper_rtc_function"));
+  if (!abi || abi() != 1 || !k.launch || !k.function)
+    fail(ErrorKind::Internal, so.string() + " is not a Temper kernel library of this version (delete it to rebuild)");
+  return loaded.emplace(so.string(), k).first->second;
+}
+
+bool in_grid(Config c) {
+  return std::find(std::begin(mmvq::kGridNwarps), std::end(mmvq::kGridNwarps), c.nwarps) != std::end(mmvq::kGridNwarps) &&
+         std::find(std::begin(mmvq::kGridRowsPerBlock), std::end(mmvq::kGridRowsPerBlock), c.rows_per_block) !=
+             std::end(mmvq::kGridRowsPerBlock);
+}
 
 constexpr int kMaxNcols = 8;
 constexpr int kMaxThreadsPerBlock = 1024;
@@ -184,7 +221,26 @@ class GpuDevice final : public Device {
   bool has_kernel(GgmlType type, int ncols, Config c) const override {
     if (ncols < 1 || ncols > kMaxNcols || c.nwarps < 1 || c.rows_per_block < 1) return false;
     if (c.nwarps * info_.warp_size > kMaxThreadsPerBlock) return false;
-    return kernels::mmvq_instantiated(static_cast<uint32_t>(type), ncols, c.nwarps, c.rows_per_block, info_.warp_size);
+    if (built_in(type, ncols, c)) return true;
+    // Otherwise compiled at run time, when the compiler is there.
+    const bool warp_ok = kToolchain == KernelToolchain::Cuda ? info_.warp_size == 32
+                                                             : info_.warp_size == 32 || info_.warp_size == 64;
+    return warp_ok && rtc_compiler_ && kernel_type_supported(type) && in_grid(c) &&
+           mmvq::launchable(ncols, c.nwarps, c.rows_per_block, info_.warp_size);
+  }
+
+  void prepare_kernels(std::span<const KernelPair> pairs, const CompileProgressFn& progress,
+                       const std::atomic<bool>* cancel) override {
+    std::vector<KernelPair> needed;
+    for (const KernelPair& p : pairs)
+      if (!built_in_pair(p) && kernel_type_supported(p.type) &&
+          std::find(needed.begin(), needed.end(), p) == needed.end())
+        needed.push_back(p);
+    if (needed.empty()) return;
+    const auto paths = cache().ensure(needed, progress, cancel);
+    std::lock_guard lock(rtc_mutex_);
+    for (size_t i = 0; i < needed.size(); ++i)
+      rtc_[{static_cast<uint32_t>(needed[i].type), needed[i].ncols}] = &load_rtc(paths[i]);
   }
 
   void gemv(const GemvProblem& p, Config c, const DeviceBuffer& weights, const DeviceBuffer& y_q8_1,
@@ -194,7 +250,7 @@ class GpuDevice final : public Device {
     big_enough(weights, weight_bytes(p), what + " (weights)");
     usable();
     launch.weights = weights.get();
-    launched(kernels::launch_mmvq(launch), what);
+    launched(launcher_for(launch)(launch), what);
     sync(what);
   }
 
@@ -216,6 +272,7 @@ class GpuDevice final : public Device {
       big_enough(*w, weight_bytes(p), what + " (weight copy)");
     }
     usable();
+    const Launcher launch_with = launcher_for(launch);
     // A ring of event pairs: group i uses slot i % ring; the host waits for group i - window
     // before queueing group i, so a hung kernel is caught within the watchdog (and a full launch
     // queue can never block the host indefinitely).
@@ -239,7 +296,7 @@ class GpuDevice final : public Device {
       check(hipEventRecord(timing_events_[size_t(2 * (i % ring))], stream_), "hipEventRecord", what);
       for (int j = 0; j < per_group; ++j) {
         launch.weights = weight_copies[launches++ % weight_copies.size()]->get();
-        launched(kernels::launch_mmvq(launch), what);
+        launched(launch_with(launch), what);
       }
       check(hipEventRecord(timing_events_[size_t(2 * (i % ring) + 1)], stream_), "hipEventRecord", what);
     }
@@ -282,7 +339,9 @@ class GpuDevice final : public Device {
   std::optional<KernelAttributes> kernel_attributes(GgmlType type, int ncols, Config c) override {
     if (!has_kernel(type, ncols, c)) return std::nullopt;
     const void* f =
-        kernels::mmvq_function(static_cast<uint32_t>(type), ncols, c.nwarps, c.rows_per_block, info_.warp_size);
+        built_in(type, ncols, c)
+            ? kernels::mmvq_function(static_cast<uint32_t>(type), ncols, c.nwarps, c.rows_per_block, info_.warp_size)
+            : rtc(static_cast<uint32_t>(type), ncols).function(c.nwarps, c.rows_per_block, info_.warp_size);
     if (!f) return std::nullopt;
     usable();
     const std::string what = std::string(type_name(type)) + " ncols=" + std::to_string(ncols) + " config (" +
@@ -332,6 +391,45 @@ class GpuDevice final : public Device {
   std::string where() const { return "device " + std::to_string(info_.index) + " (" + info_.name + ", " + info_.arch + ")"; }
 
   void activate() { check(hipSetDevice(info_.index), "hipSetDevice"); }
+
+  bool built_in(GgmlType type, int ncols, Config c) const {
+    return kernels::mmvq_instantiated(static_cast<uint32_t>(type), ncols, c.nwarps, c.rows_per_block, info_.warp_size);
+  }
+  // Whether the build holds (type, ncols) at all (its default config is always in the grid).
+  bool built_in_pair(KernelPair p) const {
+    for (int w : mmvq::kGridNwarps)
+      for (int r : mmvq::kGridRowsPerBlock)
+        if (built_in(p.type, p.ncols, {w, r})) return true;
+    return false;
+  }
+
+  KernelCache& cache() {
+    std::lock_guard lock(rtc_mutex_);
+    if (!cache_) cache_ = std::make_unique<KernelCache>(kToolchain, info_.arch, KernelArtifact::SharedLibrary);
+    return *cache_;
+  }
+
+  // The run-time kernels of (type, ncols), compiled now when no prepare_kernels() did.
+  const RtcKernels& rtc(uint32_t type, int ncols) {
+    {
+      std::lock_guard lock(rtc_mutex_);
+      if (auto it = rtc_.find({type, ncols}); it != rtc_.end()) return *it->second;
+    }
+    const KernelPair p{static_cast<GgmlType>(type), ncols};
+    prepare_kernels(std::span(&p, 1), {}, nullptr);
+    std::lock_guard lock(rtc_mutex_);
+    return *rtc_.at({type, ncols});
+  }
+
+  // The built-in dispatcher or the run-time library of the launch's (type, ncols), found once per call.
+  struct Launcher {
+    const RtcKernels* rtc = nullptr;
+    int operator()(const kernels::MmvqLaunch& l) const { return rtc ? rtc->launch(&l) : kernels::launch_mmvq(l); }
+  };
+  Launcher launcher_for(const kernels::MmvqLaunch& l) {
+    if (kernels::mmvq_instantiated(l.type, l.ncols, l.nwarps, l.rows_per_block, l.warp_size)) return {};
+    return {&rtc(l.type, l.ncols)};
+  }
 
   // After a kernel fault or a hang the device's context is gone: refuse work with the first cause.
   void usable() {
@@ -433,6 +531,10 @@ class GpuDevice final : public Device {
   bool hung_ = false;
   bool telemetry_tried_ = false;
   std::unique_ptr<gpu::TelemetryReader> sensors_;
+  const bool rtc_compiler_ = kernel_compiler(kToolchain).has_value();
+  std::mutex rtc_mutex_;
+  std::unique_ptr<KernelCache> cache_;
+  std::map<std::pair<uint32_t, int>, const RtcKernels*> rtc_;
 };
 
 class GpuBackend final : public Backend {

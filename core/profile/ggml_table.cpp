@@ -18,7 +18,6 @@ namespace temper {
 
 namespace {
 
-std::string config_text(Config c) { return std::to_string(c.nwarps) + "x" + std::to_string(c.rows_per_block); }
 
 std::string num(double v, const char* fmt = "%.2f") {
   char buf[64];
@@ -84,7 +83,7 @@ std::optional<Timing> timing_of(const ProfileEntry& e, Config c, const Session* 
   if (c == e.config) return Timing{pv.tuned_us, pv.tuned_ci_low, pv.tuned_ci_high, "approved"};
   if (c == e.default_config) return Timing{pv.default_us, pv.default_ci_low, pv.default_ci_high, "default"};
   if (const SessionDevice* d = session_device(s, e))
-    if (const Result* r = find_result(*s, d->info.index, e.key.type, e.key.n, e.key.k, e.key.ncols, c))
+    if (const Result* r = find_result(*s, group_key(d->info.index, e.key.shape(), e.key.ncols), c))
       if (r->status == ResultStatus::Ok && r->time_us.n > 0)
         return Timing{r->time_us.median, r->time_us.ci_low, r->time_us.ci_high, "session " + s->id};
   return std::nullopt;
@@ -319,8 +318,11 @@ void find_side_effects(GgmlTableArch& a, const Profile& p, const Session* s) {
     a.side_effects.push_back(x);
   }
   const auto by_key = [](const GgmlTableSideEffect& x, const GgmlTableSideEffect& y) { return x.key < y.key; };
-  if (!s) return std::sort(a.side_effects.begin(), a.side_effects.end(), by_key);
-  for (const Winner& w : s->winners) {
+  if (!s) {
+    std::sort(a.side_effects.begin(), a.side_effects.end(), by_key);
+    return;
+  }
+  for (const Verdict& w : s->verdicts) {
     const SessionDevice* d = find_device(*s, w.device);
     const ProfileKey key{a.arch, w.type, w.n, w.k, w.ncols};
     if (!d || d->info.arch != a.arch || find_entry(p, key) || !usable(w.type, w.ncols) || w.default_config.nwarps < 1)
@@ -330,7 +332,7 @@ void find_side_effects(GgmlTableArch& a, const Profile& p, const Session* s) {
     GgmlTableSideEffect x{key, w.verdict, w.default_config, tc, w.default_us, std::nullopt, 0};
     for (const Shape& sh : s->shapes)
       if (sh.type == w.type && sh.n == w.n && sh.k == w.k) x.calls_per_token = sh.calls_per_token;
-    if (const Result* r = find_result(*s, w.device, w.type, w.n, w.k, w.ncols, tc))
+    if (const Result* r = find_result(*s, w.group(), tc))
       if (r->status == ResultStatus::Ok && r->time_us.n > 0) x.table_us = r->time_us.median;
     a.side_effects.push_back(x);
   }

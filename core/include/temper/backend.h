@@ -14,6 +14,7 @@
 #include "temper/error.h"
 #include "temper/keys.h"
 #include "temper/mmvq_traits.h"
+#include "temper/kernel_cache.h"
 #include "temper/types.h"
 
 namespace temper {
@@ -100,6 +101,14 @@ class Device {
   // The config the device's own engine launches for (type, ncols, K), when it knows (the engine
   // device asks its probe); nullopt: the sweep takes the default from Temper's tables.
   virtual std::optional<Config> stock_config(GgmlType, int /*ncols*/, int /*k*/) const { return std::nullopt; }
+  // Makes the kernels of these (type, ncols) pairs ready before work starts: those the build lacks
+  // are compiled for this device's arch (or found in the kernel cache), with progress; a no-op
+  // where every kernel is built in. Error(Cancelled) when `cancel` turns true. Work on a pair not
+  // prepared compiles it on first use, without progress.
+  virtual void prepare_kernels(std::span<const KernelPair> pairs, const CompileProgressFn& progress,
+                               const std::atomic<bool>* cancel) {
+    (void)pairs, (void)progress, (void)cancel;
+  }
   // One launch, synchronised and checked.
   virtual void gemv(const GemvProblem& p, Config c, const DeviceBuffer& weights, const DeviceBuffer& y_q8_1,
                     DeviceBuffer& dst) = 0;

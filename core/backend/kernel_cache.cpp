@@ -1,0 +1,382 @@
+// Run-time compilation of mmvq instantiations into an on-disk cache (see temper/kernel_cache.h).
+#include "temper/kernel_cache.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "kernel_sources.h"
+#include "temper/error.h"
+#include "temper/fileio.h"
+
+extern char** environ;
+
+namespace temper {
+namespace fs = std::filesystem;
+namespace {
+
+// The loadable wrapper around one (type, ncols): the build's own instance template, plus C entry
+// points the backend finds with dlsym (gpu_backend.cpp). Part of the source hash.
+constexpr const char* kEntryPoints = R"(
+namespace {
+using namespace temper::kernels;
+const MmvqEntry* temper_rtc_entry(int nwarps, int rows_per_block, int warp_size) {
+  if (!temper::mmvq::launchable(TEMPER_RTC_NCOLS, nwarps, rows_per_block, warp_size)) return nullptr;
+  int w = -1, r = -1;
+  for (int i = 0; i < kGridNwarpsCount; ++i) if (temper::mmvq::kGridNwarps[i] == nwarps) w = i;
+  for (int i = 0; i < kGridRowsCount; ++i) if (temper::mmvq::kGridRowsPerBlock[i] == rows_per_block) r = i;
+  if (w < 0 || r < 0) return nullptr;
+  return &TEMPER_RTC_TABLE().entries[w][r];
+}
+}  // namespace
+extern "C" __attribute__((visibility("default"))) int temper_rtc_abi() { return 1; }
+extern "C" __attribute__((visibility("default"))) int temper_rtc_launch(const void* launch) {
+  const MmvqLaunch& l = *static_cast<const MmvqLaunch*>(launch);
+  const MmvqEntry* e = temper_rtc_entry(l.nwarps, l.rows_per_block, l.warp_size);
+  return e ? e->launch(l) : kNotInstantiated;
+}
+extern "C" __attribute__((visibility("default"))) const void* temper_rtc_function(int nwarps, int rows_per_block,
+                                                                                   int warp_size) {
+  const MmvqEntry* e = temper_rtc_entry(nwarps, rows_per_block, warp_size);
+  return e ? e->function : nullptr;
+}
+)";
+
+uint64_t fnv1a(uint64_t h, std::string_view s) {
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+constexpr uint64_t kFnvBasis = 14695981039346656037ull;
+
+std::string hex8(uint64_t h) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return std::string(buf, 8);
+}
+
+const char* toolchain_name(KernelToolchain t) { return t == KernelToolchain::Hip ? "hip" : "cuda"; }
+
+std::string replace_all(std::string s, std::string_view from, std::string_view to) {
+  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
+    s.replace(at, from.size(), to);
+  return s;
+}
+
+std::string_view embedded(std::string_view path) {
+  for (size_t i = 0; i < detail::kKernelSourceCount; ++i)
+    if (detail::kKernelSources[i].path == path) return detail::kKernelSources[i].text;
+  fail(ErrorKind::Internal, "kernel source " + std::string(path) + " is not embedded in this build");
+}
+
+uint64_t source_hash() {
+  uint64_t h = fnv1a(kFnvBasis, kEntryPoints);
+  for (size_t i = 0; i < detail::kKernelSourceCount; ++i)
+    h = fnv1a(fnv1a(h, detail::kKernelSources[i].path), detail::kKernelSources[i].text);
+  return h;
+}
+
+// stdout and stderr of `argv`, or "" when it cannot run.
+std::string output_of(const std::vector<std::string>& argv) {
+  std::string cmd;
+  for (const auto& a : argv) cmd += "'" + replace_all(a, "'", "'\\''") + "' ";
+  cmd += "2>&1";
+  std::string out;
+  if (FILE* f = ::popen(cmd.c_str(), "r")) {
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
+    ::pclose(f);
+  }
+  return out;
+}
+
+bool executable(const fs::path& p) { return !p.empty() && ::access(p.c_str(), X_OK) == 0 && !fs::is_directory(p); }
+
+std::optional<fs::path> on_path(const std::string& name, std::initializer_list<const char*> extra) {
+  if (const char* path = std::getenv("PATH")) {
+    std::stringstream ss(path);
+    for (std::string dir; std::getline(ss, dir, ':');)
+      if (!dir.empty() && executable(fs::path(dir) / name)) return fs::path(dir) / name;
+  }
+  for (const char* dir : extra)
+    if (executable(fs::path(dir) / name)) return fs::path(dir) / name;
+  return std::nullopt;
+}
+
+// Runs argv in its own process group with output to `log`; polls `cancel` and stops the whole group.
+// Returns the exit status, or -1 when cancelled.
+int run_compiler(const std::vector<std::string>& argv, const fs::path& log, const std::atomic<bool>* cancel) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = 0;
+  const int rc = ::posix_spawn(&pid, args[0], &actions, &attr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  if (rc != 0) fail(ErrorKind::Internal, "could not start " + argv[0] + ": " + std::strerror(rc));
+  int status = 0;
+  for (;;) {
+    const pid_t done = ::waitpid(pid, &status, WNOHANG);
+    if (done == pid) break;
+    if (cancel && cancel->load()) {
+      ::kill(-pid, SIGTERM);
+      ::waitpid(pid, &status, 0);
+      return -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+std::string first_lines(const fs::path& log, int count) {
+  std::ifstream in(log);
+  std::string out, line;
+  for (int i = 0; i < count && std::getline(in, line);) {
+    if (line.find("error") == std::string::npos && !out.empty()) continue;
+    out += (out.empty() ? "" : "\n  ") + line;
+    ++i;
+  }
+  return out;
+}
+
+}  // namespace
+
+bool kernel_type_supported(GgmlType type) {
+  static constexpr uint32_t ids[] = {TEMPER_KERNEL_TYPE_IDS};
+  return std::find(std::begin(ids), std::end(ids), static_cast<uint32_t>(type)) != std::end(ids);
+}
+
+std::vector<KernelPair> all_kernel_pairs(std::span<const int> ncols) {
+  std::vector<KernelPair> out;
+  for (const TypeInfo& t : all_types())
+    if (kernel_type_supported(t.type))
+      for (int n : ncols) out.push_back({t.type, n});
+  return out;
+}
+
+std::optional<fs::path> kernel_compiler(KernelToolchain toolchain) {
+  const bool hip = toolchain == KernelToolchain::Hip;
+  if (const char* env = std::getenv(hip ? "TEMPER_HIPCC" : "TEMPER_NVCC"); env && *env)
+    return executable(env) ? std::optional<fs::path>(env) : std::nullopt;
+  const fs::path built = hip ? TEMPER_BUILD_HIPCC : TEMPER_BUILD_NVCC;
+  if (executable(built)) return built;
+  return hip ? on_path("hipcc", {"/opt/rocm/bin"}) : on_path("nvcc", {"/usr/local/cuda/bin"});
+}
+
+fs::path kernel_cache_root() {
+  if (const char* env = std::getenv("TEMPER_KERNEL_CACHE"); env && *env) return env;
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return fs::path(xdg) / "temper" / "kernels";
+  if (const char* home = std::getenv("HOME"); home && *home) return fs::path(home) / ".cache" / "temper" / "kernels";
+  return fs::temp_directory_path() / "temper-kernels";
+}
+
+KernelCache::KernelCache(KernelToolchain toolchain, std::string arch, KernelArtifact artifact)
+    : toolchain_(toolchain), arch_(std::move(arch)), artifact_(artifact) {
+  if (arch_.empty() || arch_.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos)
+    fail(ErrorKind::BadInput, "kernel arch '" + arch_ + "': expected a name like gfx90a or sm_90");
+  if (artifact_ == KernelArtifact::CodeObject && toolchain_ != KernelToolchain::Hip)
+    fail(ErrorKind::Internal, "code objects for static analysis exist for AMD (HIP) only");
+  const auto compiler = kernel_compiler(toolchain_);
+  const bool hip = toolchain_ == KernelToolchain::Hip;
+  if (!compiler)
+    fail(ErrorKind::NoDevice, std::string("compiling ") + arch_ + " kernels needs " + (hip ? "hipcc" : "nvcc") +
+                                  ", which is not installed (set " + (hip ? "TEMPER_HIPCC" : "TEMPER_NVCC") +
+                                  " to its path)");
+  compiler_ = *compiler;
+  // The compiler's identity: its path and version text (a new ROCm or CUDA gets new entries).
+  // Running `hipcc --version` costs seconds, so its hash is kept on disk per (path, size, mtime).
+  static std::mutex m;
+  static std::vector<std::pair<fs::path, uint64_t>> versions;
+  uint64_t compiler_hash = 0;
+  {
+    std::lock_guard lock(m);
+    auto it = std::find_if(versions.begin(), versions.end(), [&](const auto& v) { return v.first == compiler_; });
+    if (it == versions.end()) {
+      std::error_code ec;
+      const fs::path real = fs::canonical(compiler_, ec);
+      const auto size = fs::file_size(real, ec);
+      const auto mtime = fs::last_write_time(real, ec).time_since_epoch().count();
+      const std::string stat_key = real.string() + ":" + std::to_string(size) + ":" + std::to_string(mtime);
+      const fs::path memo = kernel_cache_root() / ("compiler-" + hex8(fnv1a(kFnvBasis, stat_key)) + ".id");
+      std::ifstream in(memo);
+      std::string known;
+      if (!(in >> known) || known.size() != 16) {
+        char buf[17];
+        std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(fnv1a(
+            fnv1a(kFnvBasis, compiler_.string()), output_of({compiler_.string(), "--version"}))));
+        known = buf;
+        fs::create_directories(memo.parent_path(), ec);
+        if (!ec) try {
+            write_file_atomic(memo, known + "\n");
+          } catch (const Error&) {  // a read-only cache still works, only slower
+          }
+      }
+      it = versions.insert(versions.end(), {compiler_, std::stoull(known, nullptr, 16)});
+    }
+    compiler_hash = it->second;
+  }
+  static const uint64_t sources = source_hash();
+  dir_ = kernel_cache_root() / (std::string(toolchain_name(toolchain_)) + "-" + arch_ + "-" + hex8(compiler_hash) + "-" +
+                                hex8(sources));
+  sources_ = dir_ / "src";
+}
+
+fs::path KernelCache::path(KernelPair pair) const {
+  return dir_ / ("mmvq_" + std::to_string(static_cast<uint32_t>(pair.type)) + "_nc" + std::to_string(pair.ncols) +
+                 (artifact_ == KernelArtifact::SharedLibrary ? ".so" : ".co"));
+}
+
+bool KernelCache::cached(KernelPair pair) const {
+  std::error_code ec;
+  return fs::is_regular_file(path(pair), ec);
+}
+
+std::vector<std::string> KernelCache::command(KernelPair pair, const fs::path& src, const fs::path& out) const {
+  (void)pair;
+  const std::string inc = sources_.string();
+  std::vector<std::string> c{compiler_.string()};
+  if (toolchain_ == KernelToolchain::Hip) {
+    c.insert(c.end(), {"-x", "hip", "-std=c++20", "-O3", "-DNDEBUG", "--offload-arch=" + arch_});
+    if (artifact_ == KernelArtifact::SharedLibrary)
+      c.insert(c.end(), {"-fPIC", "-shared"});
+    else
+      c.insert(c.end(), {"--cuda-device-only", "-c"});
+  } else {
+    c.insert(c.end(), {"-x", "cu", "-std=c++17", "-O3", "-DNDEBUG", "-DTEMPER_GPU_CUDA", "-arch=" + arch_,
+                       "-Xcompiler", "-fPIC", "-shared", "-cudart", "shared"});
+  }
+  c.insert(c.end(), {"-I" + inc, "-I" + inc + "/kernels", "-I" + inc + "/core/include", src.string(), "-o", out.string()});
+  return c;
+}
+
+std::vector<fs::path> KernelCache::ensure(std::span<const KernelPair> pairs, const CompileProgressFn& progress,
+                                          const std::atomic<bool>* cancel, int jobs) {
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<fs::path> out;
+  std::vector<KernelPair> missing;
+  for (const KernelPair& p : pairs) {
+    if (!kernel_type_supported(p.type) || p.ncols < 1 || p.ncols > 8)
+      fail(ErrorKind::BadInput, "no mmvq kernel source for " + std::string(type_name(p.type)) + " ncols " +
+                                    std::to_string(p.ncols));
+    out.push_back(path(p));
+    if (!cached(p) && std::find(missing.begin(), missing.end(), p) == missing.end()) missing.push_back(p);
+  }
+  CompileProgress state;
+  state.total = int(pairs.size());
+  state.done = state.cached = int(pairs.size() - missing.size());
+  if (progress) progress(state);
+  if (missing.empty()) return out;
+
+  // The embedded sources, once per source hash (written aside, then renamed into place).
+  std::error_code ec;
+  fs::create_directories(dir_, ec);
+  if (ec) fail(ErrorKind::Io, "cannot create the kernel cache " + dir_.string() + ": " + ec.message());
+  if (!fs::is_regular_file(sources_ / ".complete", ec)) {
+    const fs::path tmp = dir_ / ("src.tmp." + std::to_string(::getpid()));
+    fs::remove_all(tmp, ec);
+    for (size_t i = 0; i < detail::kKernelSourceCount; ++i) {
+      const fs::path f = tmp / detail::kKernelSources[i].path;
+      fs::create_directories(f.parent_path(), ec);
+      write_file_atomic(f, detail::kKernelSources[i].text);
+    }
+    write_file_atomic(tmp / ".complete", "");
+    fs::rename(tmp, sources_, ec);  // another process may have won the race: then its copy is used
+    if (ec) fs::remove_all(tmp, ec);
+  }
+
+  const std::string instance = std::string(embedded("kernels/mmvq_instance.hip.in"));
+  const std::string ext = toolchain_ == KernelToolchain::Hip ? ".hip" : ".cu";
+  std::mutex m;
+  std::atomic<size_t> next{0};
+  std::string failure;
+  bool cancelled = false;
+  auto compile_all = [&] {
+    for (size_t i; (i = next++) < missing.size();) {
+      {
+        std::lock_guard lock(m);
+        if (!failure.empty() || cancelled) return;
+      }
+      const KernelPair p = missing[i];
+      const std::string id = std::to_string(static_cast<uint32_t>(p.type)), nc = std::to_string(p.ncols);
+      const std::string stem = "mmvq_" + id + "_nc" + nc;
+      const fs::path src = sources_ / (stem + ext);
+      if (!fs::is_regular_file(src))
+        write_file_atomic(src, replace_all(replace_all(instance, "@TEMPER_TYPE_ID@", id), "@TEMPER_NCOLS@", nc) +
+                                   "#define TEMPER_RTC_NCOLS " + nc + "\n#define TEMPER_RTC_TABLE temper::kernels::mmvq_table_" +
+                                   id + "_" + nc + "\n" + kEntryPoints);
+      const std::string unique = "." + std::to_string(::getpid()) + "." + std::to_string(i);
+      const fs::path final_path = path(p), tmp = final_path.string() + unique + ".tmp", log = dir_ / (stem + unique + ".log");
+      const int rc = run_compiler(command(p, src, tmp), log, cancel);
+      std::error_code e;
+      std::lock_guard lock(m);
+      if (rc == 0) {
+        fs::rename(tmp, final_path, e);
+        fs::remove(log, e);
+        ++state.done;
+        const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        const int compiled = state.done - state.cached, left = state.total - state.done;
+        state.elapsed_s = elapsed;
+        state.eta_s = compiled > 0 ? elapsed / compiled * left : 0;
+        state.current = std::string(type_name(p.type)) + " ncols " + nc;
+        if (progress) progress(state);
+      } else {
+        fs::remove(tmp, e);
+        if (rc < 0) {
+          cancelled = true;
+          fs::remove(log, e);
+        } else if (failure.empty()) {
+          failure = "compiling the " + std::string(type_name(p.type)) + " ncols " + nc + " kernels for " + arch_ +
+                    " failed (" + compiler_.filename().string() + " exit " + std::to_string(rc) + ", log " +
+                    log.string() + "):\n  " + first_lines(log, 6);
+        }
+      }
+    }
+  };
+  auto worker = [&] {  // an exception must not leave a thread: it becomes the failure
+    try {
+      compile_all();
+    } catch (const std::exception& e) {
+      std::lock_guard lock(m);
+      if (failure.empty()) failure = std::string("kernel compilation for ") + arch_ + ": " + e.what();
+    }
+  };
+  const int n = std::max(1, std::min<int>(jobs > 0 ? jobs : int(std::max(1u, std::thread::hardware_concurrency())),
+                                          int(missing.size())));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < n; ++t) threads.emplace_back(worker);
+  for (auto& t : threads) t.join();
+  if (cancelled || (cancel && cancel->load())) fail(ErrorKind::Cancelled, "kernel compilation cancelled");
+  if (!failure.empty()) fail(ErrorKind::Internal, failure);
+  return out;
+}
+
+std::string compile_progress_text(const CompileProgress& p) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "%d/%d kernels compiled%s, %.0f s%s", p.done, p.total,
+                p.cached ? (" (" + std::to_string(p.cached) + " cached)").c_str() : "", p.elapsed_s,
+                p.done < p.total && p.eta_s > 0 ? (", about " + std::to_string(int(p.eta_s + 0.5)) + " s left").c_str()
+                                                : "");
+  return buf;
+}
+
+}  // namespace temper

@@ -1,0 +1,81 @@
+#pragma once
+// Run-time compilation of the mmvq kernels: only the (type, ncols) instantiations a job needs, only
+// for the GPU arch at hand, with the same compiler (hipcc / nvcc) and the kernel sources embedded in
+// the binary at build time. Results are cached on disk, keyed by arch, compiler and source hash:
+//   $TEMPER_KERNEL_CACHE, else $XDG_CACHE_HOME/temper/kernels, else ~/.cache/temper/kernels
+//     <toolchain>-<arch>-<compiler hash>-<source hash>/mmvq_<type>_nc<ncols>.{so,co}
+// so a second run is immediate. Compiles run in parallel, report progress and honour a cancel flag.
+#include <atomic>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "temper/types.h"
+
+namespace temper {
+
+enum class KernelToolchain { Hip, Cuda };
+
+// What to produce: a loadable shared library (every config of the grid for one (type, ncols), with
+// a C entry point, see gpu_backend.cpp), or AMD device code objects for static analysis.
+enum class KernelArtifact { SharedLibrary, CodeObject };
+
+struct KernelPair {
+  GgmlType type = GgmlType::Q4_0;
+  int ncols = 1;
+  bool operator==(const KernelPair&) const = default;
+};
+
+struct CompileProgress {
+  int done = 0, total = 0;  // translation units (one per (type, ncols)); cached ones count as done
+  int cached = 0;           // of `done`, found in the cache
+  double elapsed_s = 0, eta_s = 0;
+  std::string current;      // "q4_K ncols 1" just finished
+};
+using CompileProgressFn = std::function<void(const CompileProgress&)>;
+
+// Whether the device code has a vec_dot for `type` (the kernel build's type list).
+bool kernel_type_supported(GgmlType type);
+// Every supported type at ncols 1..8: what `temper occupancy` analyses by default.
+std::vector<KernelPair> all_kernel_pairs(std::span<const int> ncols);
+
+// The compiler for a toolchain: $TEMPER_HIPCC / $TEMPER_NVCC, else the one this build used, else
+// PATH and /opt/rocm/bin, /usr/local/cuda/bin. nullopt when none exists.
+std::optional<std::filesystem::path> kernel_compiler(KernelToolchain toolchain);
+std::filesystem::path kernel_cache_root();
+
+class KernelCache {
+ public:
+  // Throws Error(NoDevice) naming the missing compiler. arch: "gfx90a", "sm_90".
+  KernelCache(KernelToolchain toolchain, std::string arch, KernelArtifact artifact);
+
+  // Where (type, ncols) lives once compiled (it may not exist yet).
+  std::filesystem::path path(KernelPair pair) const;
+  bool cached(KernelPair pair) const;
+  const std::filesystem::path& directory() const { return dir_; }
+  const std::string& arch() const { return arch_; }
+
+  // Compiles every pair not cached yet, `jobs` at a time (0: one per core), and returns their paths
+  // in order. Error(Cancelled) when `cancel` becomes true (running compilers are stopped, nothing
+  // half-written stays), Error(Internal) with the compiler's first error lines when one fails.
+  std::vector<std::filesystem::path> ensure(std::span<const KernelPair> pairs, const CompileProgressFn& progress = {},
+                                            const std::atomic<bool>* cancel = nullptr, int jobs = 0);
+
+ private:
+  KernelToolchain toolchain_;
+  std::string arch_;
+  KernelArtifact artifact_;
+  std::filesystem::path compiler_;
+  std::filesystem::path dir_;      // this key's cache directory
+  std::filesystem::path sources_;  // the embedded sources, written out once per source hash
+  std::vector<std::string> command(KernelPair pair, const std::filesystem::path& src,
+                                   const std::filesystem::path& out) const;
+};
+
+// "3/7 kernels compiled (2 cached), 12 s, about 20 s left" — for the CLI's progress line.
+std::string compile_progress_text(const CompileProgress& p);
+
+}  // namespace temper

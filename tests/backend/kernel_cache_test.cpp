@@ -1,0 +1,157 @@
+// The run-time kernel cache: cache keys, progress, failure and cancel with a stand-in compiler (a
+// shell script), and one real hipcc compile of embedded sources into code objects when hipcc exists.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <thread>
+
+#include "temper/codeobject.h"
+#include "temper/error.h"
+#include "temper/kernel_cache.h"
+
+namespace temper {
+namespace {
+namespace fs = std::filesystem;
+
+// A temporary cache directory and stand-in nvcc (behaviour chosen by the script's body).
+class KernelCacheTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("temper-kcache-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    ::setenv("TEMPER_KERNEL_CACHE", (dir_ / "cache").c_str(), 1);
+  }
+  void TearDown() override {
+    ::unsetenv("TEMPER_KERNEL_CACHE");
+    ::unsetenv("TEMPER_NVCC");
+    fs::remove_all(dir_);
+  }
+  // body runs with $out = the -o argument; every call appends a line to calls.txt.
+  void fake_nvcc(const std::string& body) {
+    const fs::path script = dir_ / "nvcc";
+    std::ofstream(script) << "#!/bin/sh\n[ \"$1\" = --version ] && { echo fake nvcc 1; exit 0; }\n"
+                          << "echo x >> '" << (dir_ / "calls.txt").string() << "'\n"
+                          << "out=; prev=; for a in \"$@\"; do [ \"$prev\" = -o ] && out=$a; prev=$a; done\n"
+                          << body << "\n";
+    fs::permissions(script, fs::perms::owner_all);
+    ::setenv("TEMPER_NVCC", script.c_str(), 1);
+  }
+  int calls() const {
+    std::ifstream in(dir_ / "calls.txt");
+    int n = 0;
+    for (std::string line; std::getline(in, line);) ++n;
+    return n;
+  }
+  fs::path dir_;
+};
+
+const KernelPair kPairs[] = {{GgmlType::Q4_0, 1}, {GgmlType::Q4_K, 1}, {GgmlType::Q6_K, 2}};
+
+TEST_F(KernelCacheTest, CompilesMissingOnceThenServesFromCache) {
+  fake_nvcc("echo built > \"$out\"");
+  KernelCache cache(KernelToolchain::Cuda, "sm_90", KernelArtifact::SharedLibrary);
+  EXPECT_NE(cache.directory().filename().string().find("cuda-sm_90-"), std::string::npos);
+  std::vector<CompileProgress> seen;
+  const auto paths = cache.ensure(kPairs, [&](const CompileProgress& p) { seen.push_back(p); }, nullptr, 2);
+  ASSERT_EQ(paths.size(), 3u);
+  for (const auto& p : paths) EXPECT_TRUE(fs::is_regular_file(p)) << p;
+  EXPECT_EQ(paths[2].filename(), "mmvq_14_nc2.so");
+  EXPECT_EQ(calls(), 3);
+  ASSERT_EQ(seen.size(), 4u);  // the start, then one per compiled pair
+  EXPECT_EQ(seen.back().done, 3);
+  EXPECT_EQ(seen.back().cached, 0);
+  // The generated source holds the instance and the entry points.
+  std::ifstream src(cache.directory() / "src" / "mmvq_12_nc1.cu");
+  const std::string text((std::istreambuf_iterator<char>(src)), {});
+  EXPECT_NE(text.find("mmvq_table_12_1"), std::string::npos);
+  EXPECT_NE(text.find("temper_rtc_launch"), std::string::npos);
+  EXPECT_TRUE(fs::is_regular_file(cache.directory() / "src" / "kernels" / "mmvq.h"));
+  EXPECT_TRUE(fs::is_regular_file(cache.directory() / "src" / "kernels" / "iq_tables.h"));
+
+  seen.clear();
+  KernelCache again(KernelToolchain::Cuda, "sm_90", KernelArtifact::SharedLibrary);
+  EXPECT_EQ(again.ensure(kPairs, [&](const CompileProgress& p) { seen.push_back(p); }), paths);
+  EXPECT_EQ(calls(), 3);  // nothing compiled the second time
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].cached, 3);
+  // Another arch is another key.
+  EXPECT_NE(KernelCache(KernelToolchain::Cuda, "sm_89", KernelArtifact::SharedLibrary).directory(), cache.directory());
+}
+
+TEST_F(KernelCacheTest, CompilerFailureNamesThePairAndTheError) {
+  fake_nvcc("echo 'mmvq.h(12): error: something broke' >&2; exit 3");
+  KernelCache cache(KernelToolchain::Cuda, "sm_90", KernelArtifact::SharedLibrary);
+  try {
+    cache.ensure(std::span(kPairs, 1), {}, nullptr, 1);
+    FAIL() << "a failing compiler was not reported";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Internal);
+    EXPECT_NE(std::string(e.what()).find("q4_0 ncols 1"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("something broke"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(cache.cached(kPairs[0]));
+}
+
+TEST_F(KernelCacheTest, CancelStopsTheCompilerAndLeavesNothing) {
+  fake_nvcc("sleep 30; echo built > \"$out\"");
+  KernelCache cache(KernelToolchain::Cuda, "sm_90", KernelArtifact::SharedLibrary);
+  std::atomic<bool> cancel{false};
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    cancel = true;
+  });
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    cache.ensure(kPairs, {}, &cancel, 2);
+    ADD_FAILURE() << "cancel was ignored";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Cancelled);
+  }
+  stopper.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  for (const auto& e : fs::directory_iterator(cache.directory()))
+    EXPECT_TRUE(e.is_directory()) << "left behind: " << e.path();
+}
+
+TEST_F(KernelCacheTest, BadArchAndMissingCompilerAreClearErrors) {
+  fake_nvcc("exit 0");
+  EXPECT_THROW(KernelCache(KernelToolchain::Cuda, "sm_90; rm", KernelArtifact::SharedLibrary), Error);
+  ::setenv("TEMPER_NVCC", (dir_ / "no-such-nvcc").c_str(), 1);
+  try {
+    KernelCache(KernelToolchain::Cuda, "sm_90", KernelArtifact::SharedLibrary);
+    FAIL() << "a missing compiler was not reported";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::NoDevice);
+    EXPECT_NE(std::string(e.what()).find("nvcc"), std::string::npos);
+  }
+}
+
+TEST(KernelCacheText, ProgressLine) {
+  CompileProgress p;
+  p.done = 3, p.total = 7, p.cached = 2, p.elapsed_s = 12, p.eta_s = 19.6;
+  EXPECT_EQ(compile_progress_text(p), "3/7 kernels compiled (2 cached), 12 s, about 20 s left");
+  EXPECT_TRUE(kernel_type_supported(GgmlType::Q4_K));
+  EXPECT_FALSE(kernel_type_supported(GgmlType::F32));
+}
+
+// The embedded sources really compile: q4_0 at ncols 1 for gfx90a, as code objects with every
+// config of the grid (about 20 s of hipcc).
+TEST_F(KernelCacheTest, HipccCompilesEmbeddedSourcesToCodeObjects) {
+  if (!kernel_compiler(KernelToolchain::Hip)) GTEST_SKIP() << "no hipcc";
+  KernelCache cache(KernelToolchain::Hip, "gfx90a", KernelArtifact::CodeObject);
+  const KernelPair q4_0{GgmlType::Q4_0, 1};
+  const auto paths = cache.ensure(std::span(&q4_0, 1));
+  const auto objects = load_code_objects(paths.at(0));
+  ASSERT_FALSE(objects.empty());
+  EXPECT_EQ(objects[0].arch, "gfx90a");
+  int mmvq = 0;
+  for (const auto& k : objects[0].kernels)
+    if (const auto m = parse_mmvq_symbol(k.name); m && m->type == GgmlType::Q4_0 && m->ncols == 1) ++mmvq;
+  EXPECT_EQ(mmvq, 20);  // 5 nwarps × 4 rows_per_block
+}
+
+}  // namespace
+}  // namespace temper
