@@ -12,11 +12,12 @@
 #            profile; a profile for another arch, a truncated one and one with an uncompiled config
 #            must each be ignored with their line and leave every launch stock
 #   moe      the same sweep → profile → replay for the Qwen3-30B-A3B fixture (MUL_MAT_ID)
-# Everything goes to $OUT (else build-engine/evidence); the tables are printed last.
+# Everything goes to build-engine/evidence, packed into $OUT/evidence.tgz when $OUT is set (a device
+# call returns 8 files at most); the tables are printed last.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
-out="${OUT:-$here/build-engine/evidence}"
+out="$here/build-engine/evidence"
 mkdir -p "$out"
 log="$out/engine.log"
 say() { echo "$*" | tee -a "$log" >&2; }
@@ -127,3 +128,8 @@ for name in llama3 qwen3moe; do
     json "$out/$name-replay.json" '"stock %.1f us [%.1f, %.1f], profile %.1f us [%.1f, %.1f], speedup %.3f [%.3f, %.3f], predicted %.3f; mmvq launches/token %d, tuned %d; entries hit %d" % (d["stock"]["median_us"], d["stock"]["ci_low_us"], d["stock"]["ci_high_us"], d["profiled"]["median_us"], d["profiled"]["ci_low_us"], d["profiled"]["ci_high_us"], d["speedup"], d["speedup_low"], d["speedup_high"], d["predicted_speedup"], d["profiled"]["mmvq_launches"], d["profiled"]["tuned_launches"], d["profile_entries_hit"])'
   fi
 done
+
+if [[ -n "${OUT:-}" ]]; then
+  cp /tmp/temper-probe-*.log "$out/" 2>/dev/null || true
+  tar czf "$OUT/evidence.tgz" -C "$out" .
+fi
