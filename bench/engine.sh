@@ -27,11 +27,14 @@ upstream="${UPSTREAM:-$here/.upstream/ggml-d99724f}"
 engine_set="${ENGINE_SET:-full}"
 kernel_set="${KERNEL_SET:-full}"
 ncols="${NCOLS:-1,2,4,8}"
+temper_ncols="${TEMPER_NCOLS:-$ncols}"  # Temper-kernel sweep; kernels the build lacks compile at run time
 jobs="${JOBS:-$(nproc)}"
 cache="$here/build-engine/cache-$engine_set"
 export PATH="/usr/local/cuda/bin:$PATH" CUDACXX="${CUDACXX:-/usr/local/cuda/bin/nvcc}"
 temper="$here/build-device/app/temper"
 fixture_bin="$here/build-device/tests/fixtures/temper-fixture"
+pack() { if [[ -n "${OUT:-}" ]]; then cp /tmp/temper-probe-*.log "$out/" 2>/dev/null || true; tar czf "$OUT/evidence.tgz" -C "$out" .; fi; }
+trap pack EXIT
 json() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$@"; }
 say "== $(date -u +%FT%TZ) host $(uname -n), $(nproc) cores; $(nvcc --version | tail -1); commit $(git rev-parse --short HEAD 2>/dev/null || cat cmake/git-commit.txt); stages: $stages"
 
@@ -74,8 +77,9 @@ sweep_pair() {
     cp "$out/$name-engine-n1.json" "$out/$name-engine.json"
   fi
   t0=$(date +%s%N)
-  "$temper" sweep "$model" --ncols "$ncols" --engine ggml-d99724f -o "$out/$name-temper.json" >"$out/$name-temper.txt" 2>>"$log"
-  say "== $name: Temper-kernel sweep ncols $ncols: $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+  local rc=0
+  "$temper" sweep "$model" --ncols "$temper_ncols" --engine ggml-d99724f -o "$out/$name-temper.json" >"$out/$name-temper.txt" 2>>"$log" || rc=$?
+  say "== $name: Temper-kernel sweep ncols $temper_ncols: exit $rc, $(( ($(date +%s%N) - t0) / 1000000 )) ms"
 }
 
 # replay_model NAME: profile of the engine sweep at ncols 1, replay against stock.
@@ -129,7 +133,3 @@ for name in llama3 qwen3moe; do
   fi
 done
 
-if [[ -n "${OUT:-}" ]]; then
-  cp /tmp/temper-probe-*.log "$out/" 2>/dev/null || true
-  tar czf "$OUT/evidence.tgz" -C "$out" .
-fi
