@@ -45,12 +45,13 @@ extern "C" __attribute__((visibility("default"))) int temper_rtc_abi() { return 
 extern "C" __attribute__((visibility("default"))) int temper_rtc_launch(const void* launch) {
   const MmvqLaunch& l = *static_cast<const MmvqLaunch*>(launch);
   const MmvqEntry* e = temper_rtc_entry(l.nwarps, l.rows_per_block, l.warp_size);
-  return e ? e->launch(l) : kNotInstantiated;
+  if (!e || l.variant < 0 || l.variant >= temper::mmvq::kKernelVariants || !e->launch[l.variant]) return kNotInstantiated;
+  return e->launch[l.variant](l);
 }
 extern "C" __attribute__((visibility("default"))) const void* temper_rtc_function(int nwarps, int rows_per_block,
                                                                                    int warp_size) {
   const MmvqEntry* e = temper_rtc_entry(nwarps, rows_per_block, warp_size);
-  return e ? e->function : nullptr;
+  return e ? e->function[0] : nullptr;  // attributes: the first variant, as the built-in kernels report
 }
 )";
 

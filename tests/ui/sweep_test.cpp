@@ -119,7 +119,7 @@ class TestSweep : public QObject {
     cli.start(QStringLiteral(TEMPER_EXE),
               {QStringLiteral("sweep"), model, QStringLiteral("--backend"), QStringLiteral("fake"), QStringLiteral("--ncols"),
                QStringLiteral("1,2"), QStringLiteral("--nwarps"), QStringLiteral("1,2"), QStringLiteral("--rows-per-block"),
-               QStringLiteral("1,2"), QStringLiteral("--time-cap"), QStringLiteral("0.5"), QStringLiteral("--seed"),
+               QStringLiteral("1,2"), QStringLiteral("--seed"),
                QStringLiteral("7"), QStringLiteral("-o"), cli_path});
     QVERIFY(cli.waitForFinished(120000));
     QVERIFY2(cli.exitCode() == 0, cli.readAll().constData());
