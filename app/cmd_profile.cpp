@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli.h"
+#include "temper/engine_device.h"
 #include "temper/error.h"
 #include "temper/fake_backend.h"
 #include "temper/fileio.h"
@@ -323,8 +324,10 @@ int run_decide(const Args& args, Approval a) {
 }
 
 int run_verify(const Args& args) {
-  reject_unknown(args, {"--device", "--backend", "--update", "-o", "--output", "--json", "--engine", "--arch"});
-  const auto pos = positionals(args, {"--device", "--backend", "-o", "--output", "--engine", "--arch"});
+  reject_unknown(args, {"--device", "--backend", "--update", "-o", "--output", "--json", "--engine", "--arch", "--probe",
+                        "--engine-src", "--kernel-set"});
+  const auto pos = positionals(args, {"--device", "--backend", "-o", "--output", "--engine", "--arch", "--probe",
+                                      "--engine-src", "--kernel-set"});
   if (pos.size() != 1) fail(ErrorKind::BadInput, "expected one PROFILE.json");
   const Profile p = load_for_cli(args, pos[0]);
   const bool update = has_flag(args, "--update");
@@ -338,8 +341,13 @@ int run_verify(const Args& args) {
     backends = gpu_backends();
   else
     fail(ErrorKind::BadInput, "--backend must be gpu or fake, got \"" + backend + "\"");
-  gpu::DeviceList list = gpu::list_devices(std::move(backends));
-  std::unique_ptr<Device> device = gpu::open_device(list, number);  // Error(NoDevice) without one
+  // In the engine itself (docs/engine.md): the probe built from --engine-src, or --probe.
+  const bool in_engine = option(args, "--probe") || option(args, "--engine-src");
+  if (in_engine && (option(args, "--backend") || option(args, "--device")))
+    fail(ErrorKind::BadInput, "--backend and --device cannot be combined with --probe/--engine-src (the probe serves one device)");
+  gpu::DeviceList list = gpu::list_devices(in_engine ? std::vector<std::unique_ptr<Backend>>{} : std::move(backends));
+  std::unique_ptr<Device> device = in_engine ? std::make_unique<engine::EngineDevice>(engine_probe_options(args))
+                                             : gpu::open_device(list, number);  // Error(NoDevice) without one
 
   RecheckOptions vo;
   vo.engine = option(args, "--engine").value_or("");
@@ -404,6 +412,7 @@ const Registrar registrar{Command{
     "  temper profile merge A.json B.json... -o OUT.json [--json]\n"
     "  temper profile approve|reject PROFILE.json --type T --n N --k K [--ncols 1] [--arch A] [--note TEXT] [-o OUT]\n"
     "  temper profile verify PROFILE.json [--device N] [--backend gpu|fake] [--engine E] [--update [-o OUT]] [--json]\n"
+    "                        [--probe P | --engine-src DIR]   re-measure in the engine's own kernel (docs/engine.md)\n"
     "\n"
     "export: from a session, every winner becomes an entry; --approve significant (default) approves\n"
     "  winners whose CI is separated from the default's and whose speedup is at least --min-speedup\n"
