@@ -177,7 +177,8 @@ TEST_F(Cli, LargeDequantReportsProgress) {
 // (1) A tensor of a type newer than this Temper: listed, left out, the rest of the file usable.
 TEST_F(Cli, UnknownTensorTypeIsListedAndTheModelStillSweeps) {
   std::string image = fx::bytes(fx::Fixture::MiniLlama);
-  const TensorInfo* t = GgufFile::from_bytes(image, "x").find_tensor("blk.1.attn_k.weight");
+  const GgufFile parsed = GgufFile::from_bytes(image, "x");  // find_tensor points into it: keep it
+  const TensorInfo* t = parsed.find_tensor("blk.1.attn_k.weight");
   ASSERT_TRUE(t);
   const uint32_t newer = 77;
   std::memcpy(image.data() + t->info_offset + 8 + t->name.size() + 4 + 8 * t->n_dims, &newer, 4);

@@ -179,7 +179,8 @@ TEST(Shapes, UnknownTypeTensorsAreStillCheckedForPlacementAndNames) {
   w.add_sparse_tensor("a", GgmlType::Q4_0, {32, 1});
   w.add_sparse_tensor("b", GgmlType::Q4_0, {32, 1});
   std::string image = with_type_id(w.image(), "b", 99);
-  const TensorInfo* b = GgufFile::from_bytes(w.image(), "x").find_tensor("b");
+  const GgufFile parsed_b = GgufFile::from_bytes(w.image(), "x");  // find_tensor points into it: keep it
+  const TensorInfo* b = parsed_b.find_tensor("b");
   const uint64_t offset_at = b->info_offset + 8 + 1 + 4 + 8 * b->n_dims + 4;
   const uint64_t far = uint64_t{1} << 40;
   std::string beyond = image;
@@ -197,7 +198,8 @@ TEST(Shapes, UnknownTypeTensorsAreStillCheckedForPlacementAndNames) {
   d.add_sparse_tensor("a", GgmlType::Q4_0, {32, 1});
   d.add_sparse_tensor("c", GgmlType::Q4_0, {32, 1});
   std::string dup = with_type_id(d.image(), "c", 99);
-  const TensorInfo* c = GgufFile::from_bytes(d.image(), "x").find_tensor("c");
+  const GgufFile parsed_c = GgufFile::from_bytes(d.image(), "x");  // find_tensor points into it: keep it
+  const TensorInfo* c = parsed_c.find_tensor("c");
   dup[c->info_offset + 8] = 'a';
   EXPECT_THROW(GgufFile::from_bytes(dup, "dup.gguf"), Error);
 }
