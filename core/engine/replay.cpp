@@ -74,7 +74,8 @@ ReplayPlan plan_replay(const GgufFile& file) {
     plan.nodes.push_back(std::move(n));
   };
 
-  for (auto& [layer, tensors] : layers) {
+  for (auto& layer_tensors : layers) {
+    const std::vector<LayerTensor>& tensors = layer_tensors.second;  // a lambda below uses it (clang 14: no binding captures)
     auto find = [&](const std::string& role) -> const TensorInfo* {
       for (const auto& lt : tensors)
         if (lt.role == role) return lt.info;
