@@ -8,23 +8,25 @@
 namespace temper::cli {
 namespace {
 
-int run_session_command(const Args& args) {
-  reject_unknown(args, {"--json", "--compare"});
-  const auto pos = positionals(args, {"--compare"});
-  if (pos.size() != 1) fail(ErrorKind::BadInput, "usage: temper session SESSION.json [--compare OTHER.json] [--json]");
-  Session s = load_session(pos[0]);
+struct Options {
+  std::string path, compare;
+  bool json = false;
+};
+
+int run_session_command(const Options& o) {
+  Session s = load_session(o.path);
   if (s.winners.empty() && !s.results.empty()) finish_session(s);  // a session saved mid-way
-  if (const auto other_path = option(args, "--compare")) {
-    Session other = load_session(*other_path);
+  if (!o.compare.empty()) {
+    Session other = load_session(o.compare);
     if (other.winners.empty() && !other.results.empty()) finish_session(other);
     const SessionComparison c = compare_sessions(s, other);
-    if (has_flag(args, "--json"))
+    if (o.json)
       std::cout << to_json(c).dump(2) << "\n";
     else
       std::cout << format_comparison(c);
     return 0;
   }
-  if (has_flag(args, "--json"))
+  if (o.json)
     std::cout << summary_json(s).dump(2) << "\n";
   else
     std::cout << format_summary(s);
@@ -32,8 +34,6 @@ int run_session_command(const Args& args) {
 }
 
 const Registrar reg{{"session", "summarise a saved sweep session (devices, winners, estimate)",
-                     "usage: temper session SESSION.json [--json]\n"
-                     "       temper session A.json --compare B.json [--json]\n\n"
                      "Prints a session's devices, result counts, verification failures, the per-shape table\n"
                      "(default µs, best µs ± CI, config, speedup with its CI, % of copy bandwidth, verdict)\n"
                      "and the estimate of the GEMV share of decode tokens/s. No GPU needed. The verdict says\n"
@@ -46,7 +46,13 @@ const Registrar reg{{"session", "summarise a saved sweep session (devices, winne
                      "--compare: two sweeps of the same shapes (e.g. the same sweep run twice): how many winners\n"
                      "agree (same verdict and config) and the spread of the medians, |a - b| / mean, over the\n"
                      "results timed in both (median, p90, max), and how many winners each had confirmed.",
-                     run_session_command}};
+                     [](CLI::App& app) {
+                       auto o = std::make_shared<Options>();
+                       app.add_option("SESSION", o->path, "a session file")->required();
+                       app.add_option("--compare", o->compare, "a second sweep of the same shapes")->type_name("OTHER");
+                       add_json(app, o->json);
+                       return [o] { return run_session_command(*o); };
+                     }}};
 
 }  // namespace
 }  // namespace temper::cli
