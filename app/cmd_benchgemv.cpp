@@ -18,8 +18,6 @@
 namespace temper::cli {
 namespace {
 
-std::string config_text(Config c) { return std::to_string(c.nwarps) + "," + std::to_string(c.rows_per_block); }
-
 nlohmann::json timing_json(const ConfigTiming& t, const GemvProblem& p, double copy_gbs) {
   nlohmann::json j = {{"config", {{"nwarps", t.config.nwarps}, {"rows_per_block", t.config.rows_per_block}}},
                       {"ok", t.ok()}};
@@ -162,11 +160,11 @@ int run_benchgemv(const Options& o) {
     }
     char stock[48], best[48];
     if (r.stock.ok())
-      std::snprintf(stock, sizeof stock, "%.2f (%s)", r.stock.us.median, config_text(r.stock.config).c_str());
+      std::snprintf(stock, sizeof stock, "%.2f (%s)", r.stock.us.median, config_text(r.stock.config, ",").c_str());
     else
-      std::snprintf(stock, sizeof stock, "FAILED (%s)", config_text(r.stock.config).c_str());
+      std::snprintf(stock, sizeof stock, "FAILED (%s)", config_text(r.stock.config, ",").c_str());
     if (r.best)
-      std::snprintf(best, sizeof best, "%.2f (%s)", r.best->us.median, config_text(r.best->config).c_str());
+      std::snprintf(best, sizeof best, "%.2f (%s)", r.best->us.median, config_text(r.best->config, ",").c_str());
     else
       std::snprintf(best, sizeof best, "-");
     const double bgbs = r.best ? r.best->gbs : 0, sgbs = r.stock.ok() ? r.stock.gbs : 0;
@@ -176,7 +174,7 @@ int run_benchgemv(const Options& o) {
   for (const auto& r : rows)
     for (const auto& t : r.all)
       if (!t.ok())
-        std::printf("note: %s (%s): %s\n", std::string(type_name(r.type)).c_str(), config_text(t.config).c_str(),
+        std::printf("note: %s (%s): %s\n", std::string(type_name(r.type)).c_str(), config_text(t.config, ",").c_str(),
                     t.error.c_str());
   return any_failed ? int(ErrorKind::Verification) : 0;
 }

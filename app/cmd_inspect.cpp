@@ -172,8 +172,8 @@ void print_text(const Model& m, const GgufFile& file, const std::vector<const Gp
   for (const Shape& s : m.shapes) {
     std::string names = s.tensors.front();
     if (s.tensors.size() > 1) names += " (+" + std::to_string(s.tensors.size() - 1) + ")";
-    std::printf("%-8s %8" PRId64 " %8" PRId64 " %12" PRId64 " %10.1f %8.1f%%  %s\n", std::string(type_name(s.type)).c_str(), s.n, s.k,
-                s.calls_per_token, s.bytes_per_token / 1e6, 100 * share(s.bytes_per_token, m.bytes_per_token), names.c_str());
+    std::printf("%-8s %8" PRId64 " %8" PRId64 " %12" PRId64 " %10.1f %8.1f%%  %s\n", std::string(type_name(s.type)).c_str(), int64_t(s.n),
+                int64_t(s.k), s.calls_per_token, s.bytes_per_token / 1e6, 100 * share(s.bytes_per_token, m.bytes_per_token), names.c_str());
   }
   if (!m.notes.empty()) {
     std::printf("\nnotes\n");

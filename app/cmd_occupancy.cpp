@@ -175,8 +175,8 @@ int run_occupancy(const Options& opt) {
     for (const TypeInfo& t : all_types()) {
       if (!t.quantized) continue;
       for (int nc = 1; nc <= 8; ++nc)
-        for (int nw : {1, 2, 4, 8, 16})
-          for (int rpb : {1, 2, 4, 8}) {
+        for (int nw : grid_nwarps())
+          for (int rpb : grid_rows_per_block()) {
             const MmvqInstance m{t.type, nc, {nw, rpb}};
             if (!wanted(m) || !device->has_kernel(t.type, nc, m.config)) continue;
             const auto attr = device->kernel_attributes(t.type, nc, m.config);

@@ -54,7 +54,7 @@ json estimate_json(const Estimate& e) {
           {"shapes_total", e.shapes_total},
           {"shapes_measured", e.shapes_measured},
           {"default_tokens_per_s", e.default_tokens_per_s},
-          {"approved_tokens_per_s", e.tuned_tokens_per_s},
+          {"tuned_tokens_per_s", e.tuned_tokens_per_s},
           {"ceiling_tokens_per_s", e.ceiling_tokens_per_s}};
 }
 
@@ -83,7 +83,7 @@ int run_export(const Options& o) {
   json summary{{"input", pos[0]}, {"output", path}, {"format", format}};
   Export ex;
   if (is_session_file(pos[0])) {
-    const Session s = load_session(pos[0]);
+    const Session s = read_session(pos[0]);
     if (format == "csv") {
       ex = export_csv(s);
     } else {
@@ -164,10 +164,8 @@ int run_show(const Options& o) {
                 "default", "approval", "speedup [CI] / source");
   out(buf);
   for (const auto& e : p.entries) {
-    std::string cfg = std::to_string(e.config.nwarps) + "x" + std::to_string(e.config.rows_per_block);
-    std::string def = e.default_config.nwarps ? std::to_string(e.default_config.nwarps) + "x" +
-                                                    std::to_string(e.default_config.rows_per_block)
-                                              : "?";
+    std::string cfg = config_text(e.config);
+    std::string def = e.default_config.nwarps ? config_text(e.default_config) : "?";
     std::string tail = "imported (no provenance)";
     if (e.provenance) {
       char t[256];
@@ -274,11 +272,11 @@ int run_verify(const Options& o) {
   gpu::DeviceList list = gpu::list_devices(std::move(backends));
   std::unique_ptr<Device> device = gpu::open_device(list, std::max(o.device, 0));  // Error(NoDevice) without one
 
-  ProfileVerifyOptions vo;
+  RecheckOptions vo;
   vo.engine = o.engine;
   const bool json_out = o.json;
   std::string last;
-  const ProfileVerifyReport r = verify_profile(p, *device, vo, [&](const std::string& what) {
+  const RecheckReport r = recheck_profile(p, *device, vo, [&](const std::string& what) {
     if (!json_out && what != last) err("  " + what + "\n");
     last = what;
   });
@@ -304,7 +302,7 @@ int run_verify(const Options& o) {
   }
   if (update) {
     const std::string path = o.output.empty() ? o.files[0] : o.output;
-    save_profile(apply_verification(p, r), path);
+    save_profile(apply_recheck(p, r), path);
     if (!json_out) out("updated " + path + "\n");
   }
   return 0;

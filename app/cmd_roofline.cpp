@@ -10,6 +10,7 @@
 #include "temper/error.h"
 #include "temper/fileio.h"
 #include "temper/roofline.h"
+#include "temper/sweep.h"
 #include "temper/session.h"
 
 namespace temper::cli {
@@ -54,7 +55,7 @@ struct Options {
 };
 
 int run_roofline(const Options& o) {
-  const Session session = load_session(o.path);
+  const Session session = read_session(o.path);
   if (session.devices.empty()) fail(ErrorKind::BadInput, o.path + ": the session has no devices");
 
   std::vector<Roofline> rooflines;

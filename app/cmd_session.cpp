@@ -14,11 +14,9 @@ struct Options {
 };
 
 int run_session_command(const Options& o) {
-  Session s = load_session(o.path);
-  if (s.winners.empty() && !s.results.empty()) finish_session(s);  // a session saved mid-way
+  const Session s = read_session(o.path);
   if (!o.compare.empty()) {
-    Session other = load_session(o.compare);
-    if (other.winners.empty() && !other.results.empty()) finish_session(other);
+    const Session other = read_session(o.compare);
     const SessionComparison c = compare_sessions(s, other);
     if (o.json)
       std::cout << to_json(c).dump(2) << "\n";

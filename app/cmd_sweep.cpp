@@ -192,8 +192,7 @@ int run_sweep(const Options& o, const CLI::App& app) {
     if (!o.model.empty()) {
       const Model model = open_model(o.model);
       setup.shapes = model.shapes;
-      setup.model = {fs::path(o.model).filename().string(), model.file_size, "fnv1a64:" + hex64(model.header_hash),
-                     model.architecture};
+      setup.model = model_identity(model);
     } else if (!shapes_given.empty()) {
       for (const auto& s : shapes_given) setup.shapes.push_back(parse_shape(s));
       setup.model = {std::string(kSyntheticShape), 0, "", ""};

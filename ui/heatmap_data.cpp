@@ -30,7 +30,7 @@ double metricValue(const Session& s, const Result& r, HeatMetric metric) {
   switch (metric) {
     case HeatMetric::TokensPerS: {
       // Tokens per second this shape alone allows: ncols tokens per call, calls_per_token calls each.
-      const Shape* sh = findShape(s.shapes, r.type, r.n, r.k);
+      const Shape* sh = findShape(s.shapes, r);
       const double calls = sh && sh->calls_per_token > 0 ? double(sh->calls_per_token) : 1.0;
       return us > 0 ? 1e6 * r.ncols / (calls * us) : 0;
     }
@@ -41,8 +41,8 @@ double metricValue(const Session& s, const Result& r, HeatMetric metric) {
       return d && d->copy_bandwidth_gbs > 0 ? 100.0 * r.gbs / d->copy_bandwidth_gbs : 0;
     }
     case HeatMetric::Speedup: {
-      const Winner* w = find_winner(s, r.device, r.type, r.n, r.k, r.ncols);
-      const Result* def = w ? find_result(s, r.device, r.type, r.n, r.k, r.ncols, w->default_config) : nullptr;
+      const Verdict* w = find_verdict(s, r);
+      const Result* def = w ? find_result(s, r, w->default_config) : nullptr;
       return def && def->status == ResultStatus::Ok && us > 0 ? def->time_us.median / us : 0;
     }
   }
@@ -62,7 +62,7 @@ HeatGrid buildHeatGrid(const Session& s, const Selection& sel, HeatMetric metric
   }
   std::vector<const Result*> mine;
   for (const auto& r : s.results)
-    if (r.device == sel.device && r.type == sel.type && r.n == sel.n && r.k == sel.k && r.ncols == sel.ncols) {
+    if (r.group() == sel.group()) {
       mine.push_back(&r);
       nw.insert(r.config.nwarps);
       rows.insert(r.config.rows_per_block);
@@ -73,7 +73,7 @@ HeatGrid buildHeatGrid(const Session& s, const Selection& sel, HeatMetric metric
   for (size_t i = 0; i < g.nwarps.size(); ++i)
     for (size_t j = 0; j < g.rows.size(); ++j) g.at(int(i), int(j))->config = {g.nwarps[i], g.rows[j]};
 
-  const Winner* w = find_winner(s, sel.device, sel.type, sel.n, sel.k, sel.ncols);
+  const Verdict* w = find_verdict(s, sel);
   bool first = true;
   for (const Result* r : mine) {
     const auto i = std::find(g.nwarps.begin(), g.nwarps.end(), r->config.nwarps) - g.nwarps.begin();
@@ -104,7 +104,7 @@ HeatGrid buildHeatGrid(const Session& s, const Selection& sel, HeatMetric metric
   // Excluded configs (never launched) show as invalid even before their result rows exist.
   if (const SessionDevice* d = find_device(s, sel.device))
     for (const auto& e : d->plan.excluded)
-      if (e.type == sel.type && e.n == sel.n && e.k == sel.k && e.ncols == sel.ncols)
+      if (e.shape() == sel.shape() && e.ncols == sel.ncols)
         for (auto& c : g.cells)
           if (c.config == e.config && c.state == CellState::Empty) c.state = CellState::Invalid;
   return g;
@@ -146,7 +146,7 @@ QString cellTooltip(const Session& s, const HeatCell& c) {
   if (c.is_winner) {
     t += QStringLiteral(" · winner");
     // Whether the sweep's interleaved re-measure against the default confirmed it.
-    if (const Winner* w = r ? find_winner(s, r->device, r->type, r->n, r->k, r->ncols) : nullptr)
+    if (const Verdict* w = r ? find_verdict(s, *r) : nullptr)
       t += w->confirmed ? QStringLiteral(" (confirmed)") : QStringLiteral(" (not re-measured)");
   }
   if (!r) return t + (c.state == CellState::Invalid ? QStringLiteral("<br>excluded by the plan") : QStringLiteral("<br>not measured"));
@@ -159,7 +159,7 @@ QString cellTooltip(const Session& s, const HeatCell& c) {
   t += QStringLiteral("<br>%1 GB/s").arg(r->gbs, 0, 'f', 0);
   if (const SessionDevice* d = find_device(s, r->device); d && d->copy_bandwidth_gbs > 0)
     t += QStringLiteral(" (%1% of copy)").arg(100.0 * r->gbs / d->copy_bandwidth_gbs, 0, 'f', 1);
-  if (auto occ = resultOccupancy(s, *r))
+  if (auto occ = result_occupancy(s, *r))
     t += QStringLiteral("<br>occupancy %1 waves/SIMD of %2 (%3-limited), %4 regs")
              .arg(occ->waves_per_simd, 0, 'f', 1).arg(occ->max_waves_per_simd)
              .arg(qstr(limiter_name(occ->limiter))).arg(r->kernel->registers);

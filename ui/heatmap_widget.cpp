@@ -76,7 +76,7 @@ void HeatmapWidget::paintHeatmap(QPainter& p, QSize size) const {
   }
   const Layout l = layout(size);
   p.drawText(QRect(0, 4, size.width(), fm.height()), Qt::AlignHCenter,
-             QStringLiteral("%1 · ncols %2 · %3").arg(shapeText(sel.type, sel.n, sel.k)).arg(sel.ncols).arg(metricName(metric_)));
+             QStringLiteral("%1 · ncols %2 · %3").arg(shapeText(sel)).arg(sel.ncols).arg(metricName(metric_)));
   p.drawText(QRect(0, 4 + fm.height(), size.width(), fm.height()), Qt::AlignHCenter,
              QStringLiteral("■ outline: default   ★ winner   hatched: failed / invalid"));
   QFont bold = font();

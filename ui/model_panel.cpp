@@ -54,7 +54,7 @@ ModelPanel::ModelPanel(SessionDocument* doc, QWidget* parent)
     const Shape* sh = model_->shapeAt(proxy_->mapToSource(cur).row());
     if (!sh) return;
     Selection s = doc_->selection();
-    if (s.type == sh->type && s.n == sh->n && s.k == sh->k) return;
+    if (s.shape() == sh->shape()) return;
     s.type = sh->type, s.n = int(sh->n), s.k = int(sh->k);
     s.config.reset();
     doc_->select(s);

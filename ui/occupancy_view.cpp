@@ -113,30 +113,26 @@ void OccupancyView::rebuild() {
     note_->setText(QStringLiteral("Select a shape to see the occupancy of its configs."));
     return;
   }
-  const QString what = QStringLiteral("%1 at ncols %2").arg(shapeText(sel.type, sel.n, sel.k)).arg(sel.ncols);
+  const QString what = QStringLiteral("%1 at ncols %2").arg(shapeText(sel)).arg(sel.ncols);
   if (arch.isEmpty()) {
     const SessionDevice* d = doc_->currentDevice();
     if (!d) {
       note_->setText(QStringLiteral("No recording device: open a session, or pick an AMD target for static occupancy."));
       return;
     }
-    const GpuSpec* g = deviceSpec(*d);
+    const GpuSpec* g = device_spec(*d);
     std::set<Config> seen;
     std::vector<const Result*> rows;
     for (const auto& r : doc_->session().results) {
-      if (r.device != d->info.index || r.type != sel.type || r.n != sel.n || r.k != sel.k || r.ncols != sel.ncols) continue;
+      if (r.group() != group_key(d->info.index, sel, sel.ncols)) continue;
       if (!r.kernel || !g || !seen.insert(r.config).second) continue;
       rows.push_back(&r);
     }
     std::sort(rows.begin(), rows.end(), [](const Result* a, const Result* b) { return a->config < b->config; });
     for (const Result* rp : rows) {
       const Result& r = *rp;
-      KernelResources k;
-      k.vgprs = r.kernel->registers;
-      k.lds_bytes = r.kernel->shared_bytes;
-      k.scratch_bytes = r.kernel->local_bytes;
-      k.wave_size = d->info.warp_size;
-      const Occupancy o = compute_occupancy(*g, k, r.config.nwarps * d->info.warp_size);
+      const KernelResources k = resources_from_attributes(*r.kernel, d->info.warp_size);
+      const Occupancy o = occupancy_from_attributes(*g, *r.kernel, r.config, d->info.warp_size);
       const int row = table_->rowCount();
       table_->insertRow(row);
       fillRow(row, r.config, k, o);

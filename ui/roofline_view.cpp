@@ -68,7 +68,7 @@ void RooflineView::rebuild() {
     return;
   }
   for (const auto& pt : roof.points) {
-    const Winner* w = find_winner(ses, d->info.index, pt.type, pt.n, pt.k, pt.ncols);
+    const Verdict* w = find_verdict(ses, group_key(d->info.index, pt, pt.ncols));
     const int kind = w && w->is_winner() && w->config == pt.config ? 2 : pt.is_default ? 1 : 0;
     const double x = pt.intensity, y = gops(pt);
     if (x <= 0 || y <= 0) continue;
@@ -131,7 +131,7 @@ void RooflineView::updateSelection() {
   const Selection& sel = doc_->selection();
   for (const auto& ps : points_)
     for (const auto& r : ps.results)
-      if (r.type == sel.type && r.n == sel.n && r.k == sel.k && r.ncols == sel.ncols &&
+      if (r.shape() == sel.shape() && r.ncols == sel.ncols &&
           (!sel.config || *sel.config == r.config))
         selected_->append(r.intensity, gops(r));
 }

@@ -9,33 +9,12 @@
 namespace temper::ui {
 
 QString qstr(std::string_view s) { return QString::fromUtf8(s.data(), qsizetype(s.size())); }
-QString configText(Config c) { return QStringLiteral("%1×%2").arg(c.nwarps).arg(c.rows_per_block); }
-QString shapeText(GgmlType type, int64_t n, int64_t k) {
-  return QStringLiteral("%1 %2×%3").arg(qstr(type_name(type))).arg(n).arg(k);
-}
+QString configText(Config c) { return qstr(config_text(c, "×")); }
+QString shapeText(const ShapeKey& shape) { return qstr(shape_text(shape, "×")); }
 
-const GpuSpec* deviceSpec(const SessionDevice& d) {
-  if (d.spec_id != kNotInDatabase)
-    if (const GpuSpec* g = find_gpu(d.spec_id)) return g;
-  return match_device(d.info);
-}
-
-std::optional<Occupancy> resultOccupancy(const Session& s, const Result& r) {
-  const SessionDevice* d = find_device(s, r.device);
-  if (!d || !r.kernel) return std::nullopt;
-  const GpuSpec* g = deviceSpec(*d);
-  if (!g) return std::nullopt;
-  KernelResources k;
-  k.vgprs = r.kernel->registers;
-  k.lds_bytes = r.kernel->shared_bytes;
-  k.scratch_bytes = r.kernel->local_bytes;
-  k.wave_size = d->info.warp_size;
-  return compute_occupancy(*g, k, r.config.nwarps * d->info.warp_size);
-}
-
-const Shape* findShape(const std::vector<Shape>& shapes, GgmlType type, int64_t n, int64_t k) {
+const Shape* findShape(const std::vector<Shape>& shapes, const ShapeKey& key) {
   for (const auto& s : shapes)
-    if (s.type == type && s.n == n && s.k == k) return &s;
+    if (s.shape() == key) return &s;
   return nullptr;
 }
 
@@ -64,8 +43,7 @@ QString SessionDocument::provenanceText() const {
 }
 
 void SessionDocument::openSession(const QString& path, bool read_only) {
-  Session s = load_session(path.toStdString());
-  adopt(std::move(s), path, read_only);
+  adopt(read_session(path.toStdString()), path, read_only);
 }
 
 void SessionDocument::openSessionFromJson(const QByteArray& json, const QString& label, bool read_only) {
@@ -75,13 +53,10 @@ void SessionDocument::openSessionFromJson(const QByteArray& json, const QString&
   } catch (const nlohmann::json::exception& e) {
     fail(ErrorKind::BadInput, label.toStdString() + ": not JSON: " + e.what());
   }
-  adopt(session_from_json(j, label.toStdString()), QString(), read_only);
+  adopt(read_session(j, label.toStdString()), QString(), read_only);
 }
 
 void SessionDocument::adopt(Session s, const QString& path, bool read_only) {
-  // Winners and estimates are derived data: recompute them so a session from an older writer shows
-  // the same verdicts this build would give.
-  if (!s.results.empty()) finish_session(s);
   session_ = std::move(s);
   path_ = path;
   read_only_ = read_only;
@@ -147,7 +122,7 @@ void SessionDocument::beginSweep(Session planned) {
 void SessionDocument::appendResults(const std::vector<Result>& results) {
   if (!session_ || results.empty()) return;
   session_->results.insert(session_->results.end(), results.begin(), results.end());
-  session_->winners = select_winners(*session_);
+  session_->verdicts = select_verdicts(*session_);
   setDirty(true);
   Q_EMIT resultsChanged();
 }
@@ -162,7 +137,7 @@ void SessionDocument::finishSweep(Session final_session) {
 
 void SessionDocument::rebuildProfile() {
   profile_ = {};
-  if (!session_ || session_->winners.empty()) return;
+  if (!session_ || session_->verdicts.empty()) return;
   profile_ = profile_from_session(*session_);
   approve_significant(profile_);  // significant winners come preselected; the user decides
   Q_EMIT profileChanged();

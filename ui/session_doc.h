@@ -15,14 +15,10 @@
 namespace temper::ui {
 
 // What the user is looking at: one shape at one ncols on one device, optionally one config.
-struct Selection {
-  int device = 0;
-  GgmlType type = GgmlType::Q4_0;
-  int n = 0, k = 0;
-  int ncols = 1;
+struct Selection : GroupKey {
   std::optional<Config> config;
   bool valid() const { return n > 0 && k > 0; }
-  bool same_shape(const Selection& o) const { return type == o.type && n == o.n && k == o.k; }
+  bool same_shape(const Selection& o) const { return shape() == o.shape(); }
   bool operator==(const Selection&) const = default;
 };
 
@@ -88,15 +84,11 @@ class SessionDocument : public QObject {
   Selection selection_;
 };
 
-// The spec database entry of a session's device (its recorded spec id, else a runtime match).
-const GpuSpec* deviceSpec(const SessionDevice& d);
-// Occupancy of a result's kernel as the runtime reported its resources; nullopt when unknown.
-std::optional<Occupancy> resultOccupancy(const Session& s, const Result& r);
 // Shape of the session (calls and bytes per token), nullptr when absent.
-const Shape* findShape(const std::vector<Shape>& shapes, GgmlType type, int64_t n, int64_t k);
+const Shape* findShape(const std::vector<Shape>& shapes, const ShapeKey& key);
 
 QString qstr(std::string_view s);
 QString configText(Config c);  // "4×1"
-QString shapeText(GgmlType type, int64_t n, int64_t k);  // "q4_K 14336×4096"
+QString shapeText(const ShapeKey& shape);  // "q4_K 14336×4096"
 
 }  // namespace temper::ui

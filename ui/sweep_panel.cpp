@@ -14,13 +14,15 @@
 #include <QStackedWidget>
 #include <QVBoxLayout>
 
+#include <span>
+
 #include "temper/error.h"
 
 namespace temper::ui {
 
 namespace {
-const int kNwarps[] = {1, 2, 4, 8, 16};
-const int kRows[] = {1, 2, 4, 8, 16};
+const std::vector<int> kNwarps = grid_nwarps();
+const std::vector<int> kRows = grid_rows_per_block();
 const int kNcols[] = {1, 2, 3, 4, 5, 6, 7, 8};
 
 QString eta_text(double s) {
@@ -29,8 +31,7 @@ QString eta_text(double s) {
   return QStringLiteral("%1 h").arg(s / 3600, 0, 'f', 1);
 }
 
-template <size_t N>
-QWidget* checkRow(const int (&values)[N], std::vector<QCheckBox*>& boxes) {
+QWidget* checkRow(std::span<const int> values, std::vector<QCheckBox*>& boxes) {
   auto* w = new QWidget;
   auto* l = new QHBoxLayout(w);
   l->setContentsMargins(0, 0, 0, 0);
@@ -237,7 +238,7 @@ void SweepPanel::refreshShapes() {
   for (const auto& s : doc_->shapes()) total += s.bytes_per_token;
   for (const auto& s : doc_->shapes()) {
     auto* item = new QListWidgetItem(QStringLiteral("%1 · %2% of decode bytes")
-                                         .arg(shapeText(s.type, s.n, s.k))
+                                         .arg(shapeText(s))
                                          .arg(total ? 100.0 * double(s.bytes_per_token) / double(total) : 0, 0, 'f', 1));
     item->setCheckState(Qt::Checked);
     shapes_->addItem(item);
@@ -263,8 +264,9 @@ bool SweepPanel::startSweep() {
     setup.grid = grid();
     validate_grid(setup.grid);
     setup.options.time_cap_s = time_cap_->value();
+    setup.options.seed = seed_;
     if (const auto& m = doc_->model()) {
-      setup.model = {m->path.filename().string(), m->file_size, hex64(m->header_hash), m->architecture};
+      setup.model = model_identity(*m);
     } else if (doc_->hasSession()) {
       setup.model = doc_->session().model;
     }

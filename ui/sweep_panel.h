@@ -35,6 +35,8 @@ class SweepPanel : public QWidget {
   void setGrid(const PlanGrid& g);
   void saveSettings() const;
   void setJournalDir(const QString& dir) { journal_dir_ = dir; }
+  // The inputs' seed, to repeat a sweep exactly (`temper sweep --seed`); 0: a fresh one per sweep.
+  void setSeed(uint64_t seed) { seed_ = seed; }
   // Starts a sweep of the checked shapes on the picked device; false (with a dialog) when it cannot.
   bool startSweep();
 
@@ -66,6 +68,7 @@ class SweepPanel : public QWidget {
   QPushButton* start_;
   QPushButton* cancel_;
   QString journal_dir_;
+  uint64_t seed_ = 0;
 };
 
 }  // namespace temper::ui

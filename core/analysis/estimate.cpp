@@ -7,14 +7,14 @@ namespace temper {
 namespace {
 
 const Result* verified(const Session& s, int device, const Shape& sh, Config config) {
-  const Result* r = find_result(s, device, sh.type, int(sh.n), int(sh.k), 1, config);
+  const Result* r = find_result(s, group_key(device, sh, 1), config);
   return r && r->status == ResultStatus::Ok ? r : nullptr;
 }
 
 // The default config the plan recorded for a shape at ncols 1.
 std::optional<Config> planned_default(const SessionDevice& d, const Shape& sh) {
   for (const auto& it : d.plan.items)
-    if (it.is_default && it.ncols == 1 && it.type == sh.type && it.n == sh.n && it.k == sh.k) return it.config;
+    if (it.is_default && it.ncols == 1 && it.shape() == sh.shape()) return it.config;
   return std::nullopt;
 }
 
@@ -32,9 +32,7 @@ Estimate estimate_decode(const Session& session, int device, const ConfigChoice&
     ++e.shapes_total;
     e.bytes_per_token += double(sh.bytes_per_token);
     EstimateShape es;
-    es.type = sh.type;
-    es.n = int(sh.n);
-    es.k = int(sh.k);
+    static_cast<ShapeKey&>(es) = sh;
     es.calls_per_token = sh.calls_per_token;
     es.bytes_per_token = sh.bytes_per_token;
     const std::optional<Config> def = planned_default(*d, sh);
@@ -44,7 +42,7 @@ Estimate estimate_decode(const Session& session, int device, const ConfigChoice&
       es.default_config = es.tuned_config = *def;
       es.default_us = es.tuned_us = base->time_us.median;
       if (tuned) {
-        if (const std::optional<Config> choice = tuned(sh.type, es.n, es.k)) {
+        if (const std::optional<Config> choice = tuned(sh)) {
           if (const Result* r = verified(session, device, sh, *choice)) {
             es.tuned_config = *choice;
             es.tuned_us = r->time_us.median;
@@ -72,8 +70,8 @@ std::vector<Estimate> estimate_decode(const Session& session) {
   std::vector<Estimate> out;
   for (const auto& d : session.devices) {
     const int device = d.info.index;
-    out.push_back(estimate_decode(session, device, [&](GgmlType type, int n, int k) -> std::optional<Config> {
-      const Winner* w = find_winner(session, device, type, n, k, 1);
+    out.push_back(estimate_decode(session, device, [&](const ShapeKey& shape) -> std::optional<Config> {
+      const Verdict* w = find_verdict(session, group_key(device, shape, 1));
       if (w && w->is_winner()) return w->config;
       return std::nullopt;
     }));

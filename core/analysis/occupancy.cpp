@@ -1,5 +1,7 @@
 #include "temper/occupancy.h"
 
+#include "temper/session.h"
+
 #include <algorithm>
 #include <utility>
 
@@ -161,13 +163,31 @@ Occupancy compute_occupancy(const GpuSpec& gpu, const KernelResources& k, int th
   return o;
 }
 
-Occupancy occupancy_from_attributes(const GpuSpec& gpu, const KernelAttributes& attributes, Config config, int wave_size) {
+const GpuSpec* device_spec(const SessionDevice& d) {
+  if (d.spec_id != kNotInDatabase)
+    if (const GpuSpec* g = find_gpu(d.spec_id)) return g;
+  return match_device(d.info);
+}
+
+std::optional<Occupancy> result_occupancy(const Session& s, const Result& r) {
+  const SessionDevice* d = find_device(s, r.device);
+  if (!d || !r.kernel) return std::nullopt;
+  const GpuSpec* g = device_spec(*d);
+  if (!g) return std::nullopt;
+  return occupancy_from_attributes(*g, *r.kernel, r.config, d->info.warp_size);
+}
+
+KernelResources resources_from_attributes(const KernelAttributes& attributes, int wave_size) {
   KernelResources k;
   k.vgprs = attributes.registers;
   k.lds_bytes = attributes.shared_bytes;
   k.scratch_bytes = attributes.local_bytes;
   k.wave_size = wave_size;
-  return compute_occupancy(gpu, k, config.nwarps * wave_size);
+  return k;
+}
+
+Occupancy occupancy_from_attributes(const GpuSpec& gpu, const KernelAttributes& attributes, Config config, int wave_size) {
+  return compute_occupancy(gpu, resources_from_attributes(attributes, wave_size), config.nwarps * wave_size);
 }
 
 }  // namespace temper

@@ -7,15 +7,12 @@
 #include <sstream>
 
 #include "temper/error.h"
+#include "temper/format.h"
 
 namespace temper {
 namespace {
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
+std::string fmt(const char* f, double v) { return format_number(f, v); }
 
 // 3.35e12 → "3.35 T"; used for B/s and ops/s.
 std::string si(double v) {
@@ -46,8 +43,7 @@ const char* kind_name(RooflineCeiling::Kind k) { return k == RooflineCeiling::Ki
 double gemv_ops(int64_t n, int64_t k, int ncols) { return 2.0 * static_cast<double>(n) * static_cast<double>(k) * ncols; }
 
 std::string RooflinePoint::label() const {
-  return std::string(type_name(type)) + " " + std::to_string(n) + "×" + std::to_string(k) + " ncols " +
-         std::to_string(ncols) + " · " + std::to_string(config.nwarps) + "×" + std::to_string(config.rows_per_block) +
+  return shape_text(*this, "×") + " ncols " + std::to_string(ncols) + " · " + config_text(config, "×") +
          (is_default ? " (default)" : is_small_k ? " (small-K)" : "");
 }
 
@@ -110,9 +106,7 @@ Roofline build_roofline(const Session& session, int device, const GpuSpec* spec)
       continue;
     }
     RooflinePoint p;
-    p.type = res.type;
-    p.n = res.n;
-    p.k = res.k;
+    static_cast<ShapeKey&>(p) = res.shape();
     p.ncols = res.ncols;
     p.config = res.config;
     p.is_default = res.is_default;

@@ -236,9 +236,9 @@ std::string config_invalid_reason(GgmlType type, int ncols, Config c, int warp_s
     return "type " + std::string(type_name(type)) + " has no mmvq kernel";
   const auto in = [](const auto& grid, int v) { return std::find(std::begin(grid), std::end(grid), v) != std::end(grid); };
   if (!in(mmvq::kGridNwarps, c.nwarps))
-    return "nwarps " + std::to_string(c.nwarps) + " is outside the kernel grid {1, 2, 4, 8, 16}";
+    return "nwarps " + std::to_string(c.nwarps) + " is outside the kernel grid " + values_text(grid_nwarps());
   if (!in(mmvq::kGridRowsPerBlock, c.rows_per_block))
-    return "rows_per_block " + std::to_string(c.rows_per_block) + " is outside the kernel grid {1, 2, 4, 8}";
+    return "rows_per_block " + std::to_string(c.rows_per_block) + " is outside the kernel grid " + values_text(grid_rows_per_block());
   if (warp_size != 32 && warp_size != 64) return "wave size " + std::to_string(warp_size) + " is not 32 or 64";
   switch (mmvq::launch_invalid(ncols, c.nwarps, c.rows_per_block, warp_size)) {
     case mmvq::Invalid::None: return {};

@@ -47,8 +47,7 @@ std::string error_text(hipError_t e) {
 
 std::string describe(const GemvProblem& p, Config c) {
   return std::string(type_name(p.type)) + " n=" + std::to_string(p.n) + " k=" + std::to_string(p.k) +
-         " ncols=" + std::to_string(p.ncols) + " config (nwarps " + std::to_string(c.nwarps) + ", rows_per_block " +
-         std::to_string(c.rows_per_block) + ")";
+         " ncols=" + std::to_string(p.ncols) + " config (" + config_words(c) + ")";
 }
 
 std::string lower(std::string s) {
@@ -285,8 +284,8 @@ class GpuDevice final : public Device {
         kernels::mmvq_function(static_cast<uint32_t>(type), ncols, c.nwarps, c.rows_per_block, info_.warp_size);
     if (!f) return std::nullopt;
     usable();
-    const std::string what = std::string(type_name(type)) + " ncols=" + std::to_string(ncols) + " config (nwarps " +
-                             std::to_string(c.nwarps) + ", rows_per_block " + std::to_string(c.rows_per_block) + ")";
+    const std::string what = std::string(type_name(type)) + " ncols=" + std::to_string(ncols) + " config (" +
+                             config_words(c) + ")";
     hipFuncAttributes a{};
     check(hipFuncGetAttributes(&a, f), "hipFuncGetAttributes", what);
     int blocks = 0;

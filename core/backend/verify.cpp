@@ -36,9 +36,6 @@ std::string fmt(double v) {
   return buf;
 }
 
-std::string config_text(Config c) {
-  return "(nwarps " + std::to_string(c.nwarps) + ", rows_per_block " + std::to_string(c.rows_per_block) + ")";
-}
 
 // The `k` a shape asks for, made valid for `type`: 0 means the smallest K of the type.
 int shape_k(const VerifyShape& s, GgmlType type) {
@@ -294,9 +291,7 @@ VerifyReport run_verification(Device& device, const VerifyOptions& options, cons
               return report;
             }
             VerifyCase vc;
-            vc.type = type;
-            vc.n = shape.n;
-            vc.k = k;
+            static_cast<ShapeKey&>(vc) = {type, shape.n, k};
             vc.ncols = p.ncols;
             vc.config = config;
             try {
@@ -439,7 +434,7 @@ std::string format_report(const VerifyReport& report, int max_failures) {
     if (c.passed()) continue;
     if (listed++ < max_failures)
       o << "FAIL " << type_name(c.type) << " n=" << c.n << " k=" << c.k << " ncols=" << c.ncols << " "
-        << config_text(c.config) << ": " << (c.error.empty() ? c.check.first_failure : c.error) << "\n";
+        << "(" << config_words(c.config) << "): " << (c.error.empty() ? c.check.first_failure : c.error) << "\n";
   }
   if (listed > max_failures) o << "... and " << (listed - max_failures) << " more failures\n";
   if (!report.fault.empty()) o << "STOPPED: " << report.fault << "\n";

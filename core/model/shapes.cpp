@@ -2,6 +2,7 @@
 // for every generated token, grouped into distinct (type, N, K) shapes.
 #include <algorithm>
 #include <charconv>
+#include <limits>
 #include <map>
 #include <set>
 #include <tuple>
@@ -73,10 +74,13 @@ class ShapeBuilder {
   // Adds `calls` GEMVs of one (n × k) slice of tensor t; `names` lists the tensors behind them.
   void add(const TensorInfo& t, uint64_t n, uint64_t k, uint64_t calls, std::vector<std::string_view> names = {}) {
     const uint64_t slice = *row_bytes(t.type, k) * n;  // the reader checked divisibility and size
-    Shape& s = shapes_[{static_cast<uint32_t>(t.type), n, k}];
-    s.type = t.type;
-    s.n = static_cast<int64_t>(n);
-    s.k = static_cast<int64_t>(k);
+    constexpr uint64_t kMaxDim = uint64_t(std::numeric_limits<int>::max());
+    if (n > kMaxDim || k > kMaxDim)
+      fail(ErrorKind::BadInput, "tensor " + std::string(t.name) + ": a GEMV of " + std::to_string(n) + " x " + std::to_string(k) +
+                                    " exceeds the kernel's 32-bit row and column counts");
+    const ShapeKey key{t.type, static_cast<int>(n), static_cast<int>(k)};
+    Shape& s = shapes_[key];
+    static_cast<ShapeKey&>(s) = key;
     s.calls_per_token += static_cast<int64_t>(calls);
     s.bytes_per_token += slice * calls;
     if (names.empty()) names.push_back(t.name);
@@ -91,7 +95,7 @@ class ShapeBuilder {
   }
 
  private:
-  std::map<std::tuple<uint32_t, uint64_t, uint64_t>, Shape> shapes_;
+  std::map<ShapeKey, Shape> shapes_;
 };
 
 }  // namespace

@@ -25,7 +25,6 @@ namespace {
 int count_fate(const std::vector<ExportNote>& notes, ExportFate f) {
   return int(std::count_if(notes.begin(), notes.end(), [f](const ExportNote& n) { return n.fate == f; }));
 }
-std::string config_text(Config c) { return std::to_string(c.nwarps) + "x" + std::to_string(c.rows_per_block); }
 }  // namespace
 
 int ExportReport::emitted() const { return count_fate(notes, ExportFate::Emitted); }
@@ -289,7 +288,7 @@ Export export_csv(const Session& s) {
     const SessionDevice* d = find_device(s, r.device);
     const bool timed = r.status == ResultStatus::Ok && r.time_us.n > 0;
     std::string speedup, verdict;
-    const Winner* w = find_winner(s, r.device, r.type, r.n, r.k, r.ncols);
+    const Verdict* w = find_verdict(s, r);
     if (timed && w && w->default_us > 0 && r.time_us.median > 0) speedup = num(w->default_us / r.time_us.median);
     if (w && w->config == r.config) verdict = w->verdict;
     c << csv_field(s.id) << "," << r.device << "," << csv_field(d ? d->info.name : "") << ","
@@ -307,7 +306,7 @@ Export export_csv(const Session& s) {
     else
       c << ",,";
     c << speedup << "," << csv_field(verdict) << "," << csv_field(r.failure) << "\n";
-    out.report.notes.push_back({{d ? d->info.arch : "", r.type, r.n, r.k, r.ncols}, r.config, ExportFate::Emitted, "row", {}});
+    out.report.notes.push_back({{d ? d->info.arch : "", r, r.ncols}, r.config, ExportFate::Emitted, "row", {}});
   }
   out.content = c.str();
   return out;

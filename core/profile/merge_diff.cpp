@@ -12,7 +12,6 @@ namespace temper {
 
 namespace {
 std::string origin(const ProfileEntry& e) { return e.provenance ? e.provenance->session_id : std::string("import"); }
-std::string cfg(Config c) { return std::to_string(c.nwarps) + "x" + std::to_string(c.rows_per_block); }
 std::string fmt(double v) {
   char b[32];
   std::snprintf(b, sizeof b, "%.3f", v);
@@ -23,8 +22,8 @@ std::string fmt(double v) {
 std::string MergeResult::text() const {
   std::ostringstream o;
   for (const auto& c : conflicts)
-    o << "conflict: " << key_text(c.key) << ": kept " << cfg(c.kept) << " from " << c.kept_from << ", dropped "
-      << cfg(c.dropped) << " from " << c.dropped_from << " (" << c.reason << ")\n";
+    o << "conflict: " << key_text(c.key) << ": kept " << config_text(c.kept) << " from " << c.kept_from << ", dropped "
+      << config_text(c.dropped) << " from " << c.dropped_from << " (" << c.reason << ")\n";
   if (arches.size() > 1) {
     o << "note: the merged profile holds " << arches.size() << " arches (";
     for (size_t i = 0; i < arches.size(); ++i) o << (i ? ", " : "") << arches[i];
@@ -106,7 +105,7 @@ std::string ProfileDiff::text(bool include_same) const {
   std::ostringstream o;
   if (!by_arch) o << "comparing arch " << arch_a << " (a) with " << arch_b << " (b) by shape\n";
   auto side = [](const ProfileEntry& e) {
-    std::string s = cfg(e.config) + " " + std::string(approval_name(e.approval));
+    std::string s = config_text(e.config) + " " + std::string(approval_name(e.approval));
     if (e.provenance) s += " speedup " + fmt(e.provenance->speedup);
     return s;
   };

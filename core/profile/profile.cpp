@@ -33,10 +33,7 @@ std::optional<Approval> parse_approval(std::string_view name) {
 }
 
 std::string key_text(const ProfileKey& key) {
-  std::ostringstream o;
-  o << (key.arch.empty() ? "(no arch)" : key.arch) << " " << type_name(key.type) << " " << key.n << "x" << key.k
-    << " ncols " << key.ncols;
-  return o.str();
+  return (key.arch.empty() ? "(no arch)" : key.arch) + " " + shape_text(key) + " ncols " + std::to_string(key.ncols);
 }
 
 std::vector<std::string> profile_arches(const Profile& p) {
@@ -70,18 +67,18 @@ Profile profile_from_session(const Session& s, std::optional<int> device) {
   p.tool_version = TEMPER_VERSION;
   p.model = s.model.file_name;
   p.sessions = {s.id};
-  for (const Winner& w : s.winners) {
+  for (const Verdict& w : s.verdicts) {
     if (!w.is_winner() || (device && w.device != *device)) continue;
     const SessionDevice* d = find_device(s, w.device);
     if (!d) fail(ErrorKind::BadInput, "session " + s.id + ": winner on device " + std::to_string(w.device) +
                                           " which the session does not list");
     ProfileEntry e;
-    e.key = {d->info.arch, w.type, w.n, w.k, w.ncols};
+    e.key = {d->info.arch, w, w.ncols};
     e.config = w.config;
     e.default_config = w.default_config;
     e.is_small_k = w.ncols == 1 && w.default_config.nwarps > 1 && w.config.nwarps == w.default_config.nwarps &&
                    w.config.rows_per_block == w.config.nwarps;
-    if (const Result* r = find_result(s, w.device, w.type, w.n, w.k, w.ncols, w.config)) e.is_small_k = r->is_small_k;
+    if (const Result* r = find_result(s, w, w.config)) e.is_small_k = r->is_small_k;
     Provenance pv;
     pv.session_id = s.id;
     pv.device_name = d->info.name;
@@ -97,7 +94,7 @@ Profile profile_from_session(const Session& s, std::optional<int> device) {
     pv.speedup_low = w.speedup_low;
     pv.speedup_high = w.speedup_high;
     for (const Shape& sh : s.shapes)
-      if (sh.type == w.type && sh.n == w.n && sh.k == w.k) {
+      if (sh.shape() == w.shape()) {
         pv.calls_per_token = sh.calls_per_token;
         pv.bytes_per_token = sh.bytes_per_token;
       }
@@ -157,8 +154,8 @@ Estimate estimate_with_profile(const Session& s, int device, const Profile& p) {
   const SessionDevice* d = find_device(s, device);
   if (!d) fail(ErrorKind::BadInput, "session " + s.id + " has no device " + std::to_string(device));
   const std::string arch = d->info.arch;
-  return estimate_decode(s, device, [&](GgmlType type, int n, int k) -> std::optional<Config> {
-    const ProfileEntry* e = find_entry(p, {arch, type, n, k, 1});
+  return estimate_decode(s, device, [&](const ShapeKey& shape) -> std::optional<Config> {
+    const ProfileEntry* e = find_entry(p, {arch, shape, 1});
     if (e && e->approval == Approval::Approved) return e->config;
     return std::nullopt;
   });
@@ -286,7 +283,7 @@ Profile read_kernel_anvil(const json& j, const std::string& where, const std::st
       std::smatch m;
       if (!std::regex_match(cell, m, kCell)) cr.bad("cell key must be \"<n_bucket>,<k_bucket>\" with buckets 0..4");
       ProfileEntry e;
-      e.key = {arch, ti->type, kBucketEdge[std::stoi(m[1])], kBucketEdge[std::stoi(m[2])], 1};
+      e.key = ProfileKey{arch, ti->type, kBucketEdge[std::stoi(m[1])], kBucketEdge[std::stoi(m[2])], 1};
       e.config = {int(cr.at("nwarps").integer(1, kAnvilMaxValue)), int(cr.at("rows_per_block").integer(1, kAnvilMaxValue))};
       e.bucketed = true;
       e.is_small_k = e.config.rows_per_block > 1;  // the only thing its patch applies

@@ -13,17 +13,17 @@ namespace temper {
 
 inline constexpr std::string_view kStillWins = "still wins";
 
-int ProfileVerifyReport::still_winning() const {
-  return int(std::count_if(lines.begin(), lines.end(), [](const ProfileVerifyLine& l) { return l.verdict == kStillWins; }));
+int RecheckReport::still_winning() const {
+  return int(std::count_if(lines.begin(), lines.end(), [](const RecheckLine& l) { return l.verdict == kStillWins; }));
 }
 
-std::string ProfileVerifyReport::text() const {
+std::string RecheckReport::text() const {
   std::ostringstream o;
   o << "verified on " << device_name << " (" << device_arch << "), session " << session_id << "\n";
   char buf[256];
   for (const auto& l : lines) {
-    o << key_text(l.key) << " " << l.config.nwarps << "x" << l.config.rows_per_block << " vs default "
-      << l.default_config.nwarps << "x" << l.default_config.rows_per_block << ": " << l.verdict;
+    o << key_text(l.key) << " " << config_text(l.config) << " vs default " << config_text(l.default_config) << ": "
+      << l.verdict;
     if (l.verdict != "failed") {
       std::snprintf(buf, sizeof buf, " (%.2f us vs %.2f us, speedup %.3f [%.3f, %.3f]", l.tuned_us, l.default_us,
                     l.speedup, l.speedup_low, l.speedup_high);
@@ -43,10 +43,10 @@ std::string ProfileVerifyReport::text() const {
   return o.str();
 }
 
-ProfileVerifyReport verify_profile(const Profile& p, Device& device, const ProfileVerifyOptions& options,
+RecheckReport recheck_profile(const Profile& p, Device& device, const RecheckOptions& options,
                             const std::function<void(const std::string&)>& progress) {
   const DeviceInfo& info = device.info();
-  ProfileVerifyReport report;
+  RecheckReport report;
   report.device_name = info.name;
   report.device_arch = info.arch;
   std::vector<const ProfileEntry*> todo;
@@ -74,13 +74,11 @@ ProfileVerifyReport verify_profile(const Profile& p, Device& device, const Profi
     rows.insert(e->config.rows_per_block);
     if (engine.empty() && e->provenance && !e->provenance->engine.empty()) engine = e->provenance->engine;
     const bool known = std::any_of(setup.shapes.begin(), setup.shapes.end(), [&](const Shape& s) {
-      return s.type == e->key.type && s.n == e->key.n && s.k == e->key.k;
+      return s.shape() == e->key.shape();
     });
     if (known) continue;
     Shape s;
-    s.type = e->key.type;
-    s.n = e->key.n;
-    s.k = e->key.k;
+    static_cast<ShapeKey&>(s) = e->key.shape();
     s.calls_per_token = e->provenance ? std::max<int64_t>(1, e->provenance->calls_per_token) : 1;
     const auto rb = row_bytes(s.type, uint64_t(s.k));
     s.bytes_per_token = e->provenance && e->provenance->bytes_per_token
@@ -96,7 +94,7 @@ ProfileVerifyReport verify_profile(const Profile& p, Device& device, const Profi
   Plan& plan = s.devices.front().plan;
   std::erase_if(plan.items, [&](const PlanItem& it) {
     if (it.is_default) return false;
-    const ProfileEntry* e = find_entry(p, {info.arch, it.type, it.n, it.k, it.ncols});
+    const ProfileEntry* e = find_entry(p, {info.arch, it, it.ncols});
     return !(e && e->approval == Approval::Approved && e->config == it.config);
   });
   report.session_id = s.id;
@@ -108,26 +106,27 @@ ProfileVerifyReport verify_profile(const Profile& p, Device& device, const Profi
   if (!s.devices.front().error.empty()) fail(ErrorKind::GpuFault, "verification stopped: " + s.devices.front().error);
 
   for (const ProfileEntry* e : todo) {
-    ProfileVerifyLine l;
+    RecheckLine l;
     l.key = e->key;
     l.config = e->config;
     if (e->provenance) l.recorded_speedup = e->provenance->speedup;
     const PlanItem* def = nullptr;
     for (const auto& it : plan.items)
-      if (it.is_default && it.type == e->key.type && it.n == e->key.n && it.k == e->key.k && it.ncols == e->key.ncols)
+      if (it.is_default && it.shape() == e->key.shape() && it.ncols == e->key.ncols)
         def = &it;
     if (!def) {
       l.verdict = "failed";
       l.detail = "this device has no default config for the shape";
       for (const auto& sk : plan.skipped_shapes)
-        if (sk.type == e->key.type && sk.n == e->key.n && sk.k == e->key.k) l.detail = sk.reason;
+        if (sk.shape() == e->key.shape()) l.detail = sk.reason;
       report.lines.push_back(l);
       continue;
     }
     l.default_config = def->config;
-    const Result* rd = find_result(s, info.index, e->key.type, e->key.n, e->key.k, e->key.ncols, def->config);
-    const Result* rt = find_result(s, info.index, e->key.type, e->key.n, e->key.k, e->key.ncols, e->config);
-    const Winner* w = find_winner(s, info.index, e->key.type, e->key.n, e->key.k, e->key.ncols);
+    const GroupKey group = group_key(info.index, e->key, e->key.ncols);
+    const Result* rd = find_result(s, group, def->config);
+    const Result* rt = find_result(s, group, e->config);
+    const Verdict* w = find_verdict(s, group);
     auto failure_of = [](const Result* r, const char* what) -> std::string {
       if (!r) return std::string(what) + " was not measured";
       return std::string(what) + " " + std::string(result_status_name(r->status)) + ": " + r->failure;
@@ -138,7 +137,7 @@ ProfileVerifyReport verify_profile(const Profile& p, Device& device, const Profi
       l.verdict = "failed";
       bool excluded = false;
       for (const auto& x : plan.excluded)
-        if (x.type == e->key.type && x.n == e->key.n && x.k == e->key.k && x.ncols == e->key.ncols && x.config == e->config) {
+        if (x.shape() == e->key.shape() && x.ncols == e->key.ncols && x.config == e->config) {
           l.detail = "approved config excluded on this device: " + x.reason;
           excluded = true;
         }
@@ -165,7 +164,7 @@ ProfileVerifyReport verify_profile(const Profile& p, Device& device, const Profi
   return report;
 }
 
-Profile apply_verification(const Profile& p, const ProfileVerifyReport& r) {
+Profile apply_recheck(const Profile& p, const RecheckReport& r) {
   Profile out = p;
   for (const auto& l : r.lines) {
     ProfileEntry* e = find_entry(out, l.key);

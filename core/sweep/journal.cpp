@@ -145,24 +145,21 @@ JournalContents parse_journal(std::string_view text, const std::string& name) {
 
 Session resume_session(const JournalContents& contents) {
   Session s = contents.header;
-  s.winners.clear();
+  s.verdicts.clear();
   s.estimates.clear();
   s.status = "running";
   s.finished.clear();
   for (auto& d : s.devices) d.error.clear();
   // A result journaled twice keeps its first copy: a key is measured once per session.
-  using Key = std::tuple<int, GgmlType, int, int, int, int, int>;
-  std::set<Key> seen;
+  std::set<std::pair<GroupKey, Config>> seen;
   s.results.clear();
   for (const auto& r : contents.results)
-    if (seen.insert({r.device, r.type, r.n, r.k, r.ncols, r.config.nwarps, r.config.rows_per_block}).second)
-      s.results.push_back(r);
+    if (seen.insert({r.group(), r.config}).second) s.results.push_back(r);
   // Likewise a group is confirmed once: a second line for it (never written by Temper) is ignored.
-  using GroupKey = std::tuple<int, GgmlType, int, int, int>;
   std::set<GroupKey> confirmed;
   s.confirmations.clear();
   for (const auto& c : contents.confirmations)
-    if (confirmed.insert({c.device, c.type, c.n, c.k, c.ncols}).second) s.confirmations.push_back(c);
+    if (confirmed.insert(c.group()).second) s.confirmations.push_back(c);
   return s;
 }
 

@@ -44,7 +44,7 @@ std::optional<std::string> shape_unsupported(const Shape& s) {
 
 std::span<const std::string_view> known_engines() { return defaults::known_engines(); }
 
-PlanGrid full_grid(std::string engine) { return {{1, 2, 4, 8}, {1, 2, 4, 8, 16}, {1, 2, 4, 8}, std::move(engine), false}; }
+PlanGrid full_grid(std::string engine) { return {{1, 2, 4, 8}, grid_nwarps(), grid_rows_per_block(), std::move(engine), false}; }
 
 PlanGrid quick_grid(std::string engine) { return {{1}, {1, 2, 4, 8}, {1, 2}, std::move(engine), true}; }
 
@@ -72,12 +72,12 @@ Plan make_plan(std::span<const Shape> shapes, const PlanGrid& grid, const Device
   for (const auto& s : shapes) order.push_back(&s);
   std::stable_sort(order.begin(), order.end(),
                    [](const Shape* a, const Shape* b) { return a->bytes_per_token > b->bytes_per_token; });
-  std::set<std::tuple<GgmlType, int64_t, int64_t>> seen;
+  std::set<ShapeKey> seen;
   std::vector<int> ncols = grid.ncols;
   std::sort(ncols.begin(), ncols.end());
 
   for (const Shape* s : order) {
-    if (!seen.insert({s->type, s->n, s->k}).second) continue;
+    if (!seen.insert(s->shape()).second) continue;
     if (auto why = shape_unsupported(*s)) {
       plan.skipped_shapes.push_back({s->type, int(std::min<int64_t>(s->n, INT_MAX)),
                                      int(std::min<int64_t>(s->k, INT_MAX)), *why});
@@ -145,12 +145,12 @@ double shape_prep_seconds(const PlanItem& item, int max_ncols) {
 
 double estimated_seconds(const Plan& plan, const SweepOptions& options, double bandwidth_gbs) {
   double total = 0;
-  std::map<std::tuple<GgmlType, int, int>, std::pair<const PlanItem*, int>> shapes;
-  std::set<std::tuple<GgmlType, int, int, int>> groups;
+  std::map<ShapeKey, std::pair<const PlanItem*, int>> shapes;
+  std::set<std::pair<ShapeKey, int>> groups;  // shape, ncols
   for (const auto& it : plan.items) {
     total += detail::item_seconds(it, options, bandwidth_gbs);
-    if (groups.insert({it.type, it.n, it.k, it.ncols}).second) total += confirmation_seconds(it, options, bandwidth_gbs);
-    auto& entry = shapes[{it.type, it.n, it.k}];
+    if (groups.insert({it.shape(), it.ncols}).second) total += confirmation_seconds(it, options, bandwidth_gbs);
+    auto& entry = shapes[it.shape()];
     if (!entry.first) entry.first = &it;
     entry.second = std::max(entry.second, it.ncols);
   }

@@ -39,24 +39,18 @@ uint64_t shape_seed(uint64_t seed, GgmlType type, int n, int k) {
   return mix(mix(mix(seed ^ static_cast<uint64_t>(type)) ^ static_cast<uint64_t>(n)) ^ static_cast<uint64_t>(k));
 }
 
-std::string shape_text(GgmlType type, int n, int k) {
-  return std::string(type_name(type)) + " " + std::to_string(n) + "x" + std::to_string(k);
-}
-
 std::string item_text(const PlanItem& it) {
-  std::string s = shape_text(it.type, it.n, it.k) + " ncols " + std::to_string(it.ncols) + " · nwarps " +
+  std::string s = shape_text(it) + " ncols " + std::to_string(it.ncols) + " · nwarps " +
                   std::to_string(it.config.nwarps) + " rows " + std::to_string(it.config.rows_per_block);
   if (it.is_default) s += " (default)";
   if (it.is_small_k) s += " (small-K)";
   return s;
 }
 
-using ItemKey = std::tuple<int, GgmlType, int, int, int, int, int>;  // device, type, n, k, ncols, nwarps, rows
-ItemKey key_of(int device, GgmlType type, int n, int k, int ncols, Config c) {
-  return {device, type, n, k, ncols, c.nwarps, c.rows_per_block};
-}
-ItemKey key_of(int device, const PlanItem& it) { return key_of(device, it.type, it.n, it.k, it.ncols, it.config); }
-ItemKey key_of(const Result& r) { return key_of(r.device, r.type, r.n, r.k, r.ncols, r.config); }
+using ItemKey = std::pair<GroupKey, Config>;
+GroupKey group_of(int device, const PlanItem& it) { return group_key(device, it, it.ncols); }
+ItemKey key_of(int device, const PlanItem& it) { return {group_of(device, it), it.config}; }
+ItemKey key_of(const Result& r) { return {r.group(), r.config}; }
 
 bool is_fake(const DeviceInfo& info) { return info.api == "fake"; }
 
@@ -196,11 +190,7 @@ bool device_healthy(Device& device) {
 
 Result blank_result(const Device& device, const PlanItem& it) {
   Result r;
-  r.device = device.info().index;
-  r.type = it.type;
-  r.n = it.n;
-  r.k = it.k;
-  r.ncols = it.ncols;
+  static_cast<GroupKey&>(r) = group_key(device.info().index, it, it.ncols);
   r.config = it.config;
   r.is_default = it.is_default;
   r.is_small_k = it.is_small_k;
@@ -268,8 +258,10 @@ Result measure(Device& device, const PlanItem& it, ShapeData& d, const SweepOpti
 // The GPU idles while the host prepares a shape's data, and its clocks drop. A burst of real
 // launches (SweepOptions::shape_warmup_s of wall time) brings it back before anything is timed:
 // without it an H100 once timed a shape's first config 37% slow and flipped that shape's winner.
+// The fake device has no clocks to bring back, so it skips this: its sweeps then repeat exactly
+// for one seed (the same session from the CLI and from the GUI), with no wall-time dependence.
 void warm_up_device(Device& device, const PlanItem& it, ShapeData& d, double seconds, const CancelFlag& cancel) {
-  if (!(seconds > 0)) return;
+  if (!(seconds > 0) || is_fake(device.info())) return;
   const GemvProblem p{it.type, it.n, it.k, it.ncols};
   const auto start = Clock::now();
   try {
@@ -287,14 +279,10 @@ void warm_up_device(Device& device, const PlanItem& it, ShapeData& d, double sec
 // alternate (default first, then candidate first, ...) on the same buffers, so slow drift (clocks,
 // temperature, a cold first config) touches both alike, until both medians' CIs are within
 // ci_target or confirm_time_s has passed. The winner stands only if its CI is again wholly below.
-Confirmation confirm_winner(Device& device, const Winner& w, ShapeData& d, const SweepOptions& options,
+Confirmation confirm_winner(Device& device, const Verdict& w, ShapeData& d, const SweepOptions& options,
                             const CancelFlag& cancel) {
   Confirmation c;
-  c.device = w.device;
-  c.type = w.type;
-  c.n = w.n;
-  c.k = w.k;
-  c.ncols = w.ncols;
+  static_cast<GroupKey&>(c) = w.group();
   c.default_config = w.default_config;
   c.config = w.config;
   const GemvProblem p{w.type, w.n, w.k, w.ncols};
@@ -331,10 +319,8 @@ Confirmation confirm_winner(Device& device, const Winner& w, ShapeData& d, const
   return c;
 }
 
-std::string confirm_text(const Winner& w) {
-  return "confirming " + shape_text(w.type, w.n, w.k) + " ncols " + std::to_string(w.ncols) + " · " +
-         std::to_string(w.config.nwarps) + "x" + std::to_string(w.config.rows_per_block) + " vs default " +
-         std::to_string(w.default_config.nwarps) + "x" + std::to_string(w.default_config.rows_per_block);
+std::string confirm_text(const Verdict& w) {
+  return "confirming " + group_text(w) + " · " + config_text(w.config) + " vs default " + config_text(w.default_config);
 }
 
 // Shared between the device workers: results, journal, progress.
@@ -369,9 +355,6 @@ void record(Shared& sh, Confirmation c) {
   sh.session.confirmations.push_back(std::move(c));
 }
 
-using GroupKey = std::tuple<int, GgmlType, int, int, int>;  // device, type, n, k, ncols
-GroupKey group_of(int device, const PlanItem& it) { return {device, it.type, it.n, it.k, it.ncols}; }
-GroupKey group_of(const Result& r) { return {r.device, r.type, r.n, r.k, r.ncols}; }
 
 // What a device's worker knows before it starts: results and confirmed groups from a resumed journal.
 struct DeviceStart {
@@ -399,14 +382,14 @@ void run_device(Device& device, SessionDevice& sd, Shared& sh, const std::set<It
   // Per (shape, ncols) group: its results so far and how many planned items still lack one.
   std::map<GroupKey, std::vector<Result>> group_results;
   std::map<GroupKey, size_t> missing;
-  for (auto& r : start.results) group_results[group_of(r)].push_back(std::move(r));
+  for (auto& r : start.results) group_results[r.group()].push_back(std::move(r));
   for (const auto& it : items) missing[group_of(dev, it)] += !done.count(key_of(dev, it));
   // The winner a complete group's results pick, if it still needs its interleaved confirmation.
-  auto pending_winner = [&](const GroupKey& g) -> std::optional<Winner> {
+  auto pending_winner = [&](const GroupKey& g) -> std::optional<Verdict> {
     if (!options.confirm || start.confirmed.count(g) || missing[g] > 0) return std::nullopt;
     std::vector<const Result*> ptrs;
     for (const auto& r : group_results[g]) ptrs.push_back(&r);
-    std::optional<Winner> w = detail::group_verdict(ptrs);
+    std::optional<Verdict> w = detail::group_verdict(ptrs);
     if (!w || !w->is_winner()) return std::nullopt;
     return w;
   };
@@ -417,7 +400,7 @@ void run_device(Device& device, SessionDevice& sd, Shared& sh, const std::set<It
     // One shape at a time (the plan keeps a shape's items together): its data serves every ncols
     // and config still to measure, and the confirmations of its groups.
     size_t b = a;
-    while (b < items.size() && items[b].type == items[a].type && items[b].n == items[a].n && items[b].k == items[a].k)
+    while (b < items.size() && items[b].shape() == items[a].shape())
       ++b;
     const size_t todo_begin = next_todo;
     int max_ncols = 0;
@@ -432,7 +415,7 @@ void run_device(Device& device, SessionDevice& sd, Shared& sh, const std::set<It
     if (max_ncols == 0) continue;  // nothing left to do for this shape
 
     check_cancel(cancel);
-    report(sh, dev, "preparing " + shape_text(first.type, first.n, first.k), eta(), false);
+    report(sh, dev, "preparing " + shape_text(first), eta(), false);
     std::optional<ShapeData> data;
     try {
       data = prepare_shape(device, first, max_ncols, options, shape_seed(seed, first.type, first.n, first.k), cancel);
@@ -468,7 +451,7 @@ void run_device(Device& device, SessionDevice& sd, Shared& sh, const std::set<It
       }
       // After a group's last planned item: confirm its winner before the sweep moves on.
       if (i + 1 < b && group_of(dev, items[i + 1]) == g) continue;
-      if (const std::optional<Winner> w = pending_winner(g)) {
+      if (const std::optional<Verdict> w = pending_winner(g)) {
         report(sh, dev, confirm_text(*w), eta(), false);
         record(sh, confirm_winner(device, *w, *data, options, cancel));
         start.confirmed.insert(g);
@@ -571,7 +554,7 @@ void run_session(Session& session, std::span<Device* const> devices, Journal* jo
     for (const auto& r : session.results)
       if (r.device == index) starts[i].results.push_back(r);
     for (const auto& c : session.confirmations)
-      if (c.device == index) starts[i].confirmed.insert({c.device, c.type, c.n, c.k, c.ncols});
+      if (c.device == index) starts[i].confirmed.insert(c.group());
   }
   std::vector<std::exception_ptr> errors(devices.size());
   auto work = [&](size_t i) {

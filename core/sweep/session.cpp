@@ -19,11 +19,16 @@ using json_read::Node;
 
 json config_json(Config c) { return {{"nwarps", c.nwarps}, {"rows_per_block", c.rows_per_block}}; }
 
-void put_shape_key(json& j, GgmlType type, int n, int k, int ncols) {
-  j["type"] = type_name(type);
-  j["n"] = n;
-  j["k"] = k;
-  j["ncols"] = ncols;
+// The key fields as every record writes them: type, n, k; a group adds device and ncols.
+void put_shape(json& j, const ShapeKey& s) {
+  j["type"] = type_name(s.type);
+  j["n"] = s.n;
+  j["k"] = s.k;
+}
+void put_group(json& j, const GroupKey& g) {
+  j["device"] = g.device;
+  put_shape(j, g);
+  j["ncols"] = g.ncols;
 }
 
 json stats_json(const SampleStats& s) {
@@ -41,7 +46,8 @@ json plan_json(const Plan& p) {
   json items = json::array();
   for (const auto& it : p.items) {
     json j;
-    put_shape_key(j, it.type, it.n, it.k, it.ncols);
+    put_shape(j, it);
+    j["ncols"] = it.ncols;
     j["config"] = config_json(it.config);
     j["is_default"] = it.is_default;
     j["is_small_k"] = it.is_small_k;
@@ -50,7 +56,8 @@ json plan_json(const Plan& p) {
   json excluded = json::array();
   for (const auto& e : p.excluded) {
     json j;
-    put_shape_key(j, e.type, e.n, e.k, e.ncols);
+    put_shape(j, e);
+    j["ncols"] = e.ncols;
     j["config"] = config_json(e.config);
     j["reason"] = e.reason;
     j["is_default"] = e.is_default;
@@ -82,9 +89,9 @@ json shape_json(const Shape& s) {
           {"tensors", s.tensors}};
 }
 
-json winner_json(const Winner& w) {
-  json j = {{"device", w.device}};
-  put_shape_key(j, w.type, w.n, w.k, w.ncols);
+json winner_json(const Verdict& w) {
+  json j;
+  put_group(j, w);
   j["verdict"] = w.verdict;
   j["default_config"] = config_json(w.default_config);
   j["config"] = config_json(w.config);
@@ -103,8 +110,8 @@ json winner_json(const Winner& w) {
 }
 
 json confirmation_json(const Confirmation& c) {
-  json j = {{"device", c.device}};
-  put_shape_key(j, c.type, c.n, c.k, c.ncols);
+  json j;
+  put_group(j, c);
   j["default_config"] = config_json(c.default_config);
   j["config"] = config_json(c.config);
   j["default_us"] = stats_json(c.default_us);
@@ -162,6 +169,15 @@ GgmlType type_from(const Node& n) {
   const auto t = parse_type(name);
   if (!t) fail(ErrorKind::BadInput, n.where + ": unknown ggml type \"" + name + "\"");
   return *t;
+}
+
+ShapeKey shape_key_from(const Node& n) { return {type_from(n["type"]), n["n"].integer(), n["k"].integer()}; }
+GroupKey group_from(const Node& n) {
+  GroupKey g;
+  g.device = n["device"].integer();  // fields in order, so the first missing one is the one named
+  static_cast<ShapeKey&>(g) = shape_key_from(n);
+  g.ncols = n["ncols"].integer();
+  return g;
 }
 
 Config config_from(const Node& n) { return {n["nwarps"].integer(), n["rows_per_block"].integer()}; }
@@ -280,9 +296,7 @@ SweepOptions options_from(const Node& n) {
 
 Shape shape_from(const Node& n) {
   Shape s;
-  s.type = type_from(n["type"]);
-  s.n = n["n"].int64();
-  s.k = n["k"].int64();
+  static_cast<ShapeKey&>(s) = shape_key_from(n);
   s.calls_per_token = n["calls_per_token"].integer();
   s.bytes_per_token = n["bytes_per_token"].uint64();
   const Node tensors = n["tensors"];
@@ -310,11 +324,7 @@ std::optional<KernelAttributes> kernel_from(const Node& n) {
 
 Result result_from(const Node& n) {
   Result r;
-  r.device = n["device"].integer();
-  r.type = type_from(n["type"]);
-  r.n = n["n"].integer();
-  r.k = n["k"].integer();
-  r.ncols = n["ncols"].integer();
+  static_cast<GroupKey&>(r) = group_from(n);
   r.config = config_from(n["config"]);
   r.is_default = n["is_default"].boolean();
   r.is_small_k = n["is_small_k"].boolean();
@@ -333,13 +343,9 @@ Result result_from(const Node& n) {
   return r;
 }
 
-Winner winner_from(const Node& n) {
-  Winner w;
-  w.device = n["device"].integer();
-  w.type = type_from(n["type"]);
-  w.n = n["n"].integer();
-  w.k = n["k"].integer();
-  w.ncols = n["ncols"].integer();
+Verdict winner_from(const Node& n) {
+  Verdict w;
+  static_cast<GroupKey&>(w) = group_from(n);
   w.verdict = n["verdict"].str();
   w.default_config = config_from(n["default_config"]);
   w.config = config_from(n["config"]);
@@ -360,11 +366,7 @@ Winner winner_from(const Node& n) {
 
 Confirmation confirmation_from(const Node& n) {
   Confirmation c;
-  c.device = n["device"].integer();
-  c.type = type_from(n["type"]);
-  c.n = n["n"].integer();
-  c.k = n["k"].integer();
-  c.ncols = n["ncols"].integer();
+  static_cast<GroupKey&>(c) = group_from(n);
   c.default_config = config_from(n["default_config"]);
   c.config = config_from(n["config"]);
   c.default_us = stats_from(n["default_us"]);
@@ -439,28 +441,31 @@ double gemv_bytes(GgmlType type, int64_t n, int64_t k, int ncols) {
   return weights + activations + outputs;
 }
 
+ModelIdentity model_identity(const Model& m) {
+  return {m.path.filename().string(), m.file_size, std::string(kHeaderHashPrefix) + hex64(m.header_hash), m.architecture};
+}
+
 const SessionDevice* find_device(const Session& s, int device_index) {
   for (const auto& d : s.devices)
     if (d.info.index == device_index) return &d;
   return nullptr;
 }
 
-const Result* find_result(const Session& s, int device, GgmlType type, int n, int k, int ncols, Config config) {
+const Result* find_result(const Session& s, const GroupKey& group, Config config) {
   for (const auto& r : s.results)
-    if (r.device == device && r.type == type && r.n == n && r.k == k && r.ncols == ncols && r.config == config)
-      return &r;
+    if (r.group() == group && r.config == config) return &r;
   return nullptr;
 }
 
-const Winner* find_winner(const Session& s, int device, GgmlType type, int n, int k, int ncols) {
-  for (const auto& w : s.winners)
-    if (w.device == device && w.type == type && w.n == n && w.k == k && w.ncols == ncols) return &w;
+const Verdict* find_verdict(const Session& s, const GroupKey& group) {
+  for (const auto& w : s.verdicts)
+    if (w.group() == group) return &w;
   return nullptr;
 }
 
-const Confirmation* find_confirmation(const Session& s, int device, GgmlType type, int n, int k, int ncols) {
+const Confirmation* find_confirmation(const Session& s, const GroupKey& group) {
   for (const auto& c : s.confirmations)
-    if (c.device == device && c.type == type && c.n == n && c.k == k && c.ncols == ncols) return &c;
+    if (c.group() == group) return &c;
   return nullptr;
 }
 
@@ -486,8 +491,8 @@ std::string new_session_id() {
 }
 
 json to_json(const Result& r) {
-  json j = {{"device", r.device}};
-  put_shape_key(j, r.type, r.n, r.k, r.ncols);
+  json j;
+  put_group(j, r);
   j["config"] = config_json(r.config);
   j["is_default"] = r.is_default;
   j["is_small_k"] = r.is_small_k;
@@ -521,7 +526,7 @@ json to_json(const Session& s) {
   json results = json::array();
   for (const auto& r : s.results) results.push_back(to_json(r));
   json winners = json::array();
-  for (const auto& w : s.winners) winners.push_back(winner_json(w));
+  for (const auto& w : s.verdicts) winners.push_back(winner_json(w));
   json estimates = json::array();
   for (const auto& e : s.estimates) estimates.push_back(estimate_json(e));
   json confirmations = json::array();
@@ -582,6 +587,9 @@ Session session_from_json(const json& j, const std::string& where) {
              b["hip_archs"].str(),  b["cuda_archs"].str(), b["kernel_set"].str()};
   const Node m = root["model"];
   s.model = {m["file_name"].str(), m["size_bytes"].uint64(), m["header_hash"].str(), m["architecture"].str()};
+  // Sessions older GUIs wrote hold the bare 16 hex digits: read them as the prefixed form.
+  if (s.model.header_hash.size() == 16 && s.model.header_hash.find_first_not_of("0123456789abcdef") == std::string::npos)
+    s.model.header_hash = std::string(kHeaderHashPrefix) + s.model.header_hash;
   s.shapes = list_from<Shape>(root["shapes"], shape_from);
   s.grid = grid_from(root["grid"]);
   s.options = options_from(root["options"]);
@@ -597,7 +605,7 @@ Session session_from_json(const json& j, const std::string& where) {
     return sd;
   });
   s.results = list_from<Result>(root["results"], result_from);
-  s.winners = list_from<Winner>(root["winners"], winner_from);
+  s.verdicts = list_from<Verdict>(root["winners"], winner_from);
   s.estimates = list_from<Estimate>(root["estimates"], estimate_from);
   // Optional: absent in sessions from before the interleaved confirmation (none were made).
   if (root.has("confirmations")) s.confirmations = list_from<Confirmation>(root["confirmations"], confirmation_from);

@@ -5,18 +5,14 @@
 #include <map>
 #include <sstream>
 
+#include "temper/format.h"
 #include "temper/sweep.h"
 
 namespace temper {
 namespace {
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
+std::string fmt(const char* f, double v) { return format_number(f, v); }
 
-std::string config_text(Config c) { return std::to_string(c.nwarps) + "x" + std::to_string(c.rows_per_block); }
 
 std::string pad(std::string s, size_t width) {
   // Width in characters, not bytes: the table holds "±" and "×".
@@ -26,12 +22,12 @@ std::string pad(std::string s, size_t width) {
   return s;
 }
 
-const Result* best_result(const Session& s, const Winner& w) {
-  return find_result(s, w.device, w.type, w.n, w.k, w.ncols, w.config);
+const Result* best_result(const Session& s, const Verdict& w) {
+  return find_result(s, w, w.config);
 }
 
 // The verdict column: whether a winner survived its interleaved re-measure (or had none).
-std::string verdict_cell(const Winner& w) {
+std::string verdict_cell(const Verdict& w) {
   if (w.is_winner()) return w.confirmed ? "winner, confirmed" : "winner, not re-measured";
   if (!w.note.empty()) return w.verdict + " (not confirmed)";
   return w.verdict;
@@ -60,22 +56,22 @@ std::string format_summary(const Session& s) {
       << d.plan.defaults_table << "\n";
     if (!d.error.empty()) o << "  stopped early: " << d.error << "\n";
     for (const auto& sk : d.plan.skipped_shapes)
-      o << "  skipped " << type_name(sk.type) << " " << sk.n << "x" << sk.k << ": " << sk.reason << "\n";
+      o << "  skipped " << shape_text(sk) << ": " << sk.reason << "\n";
   }
   const auto counts = status_counts(s);
   o << "results: " << counts.at("ok") << " ok, " << counts.at("failed") << " failed verification, "
     << counts.at("invalid") << " invalid, " << counts.at("error") << " errors\n";
   for (const auto& r : s.results)
     if (r.status == ResultStatus::Failed)
-      o << "  FAILED " << (s.devices.size() > 1 ? "device " + std::to_string(r.device) + " " : "") << type_name(r.type) << " " << r.n << "x" << r.k << " ncols " << r.ncols << " config "
+      o << "  FAILED " << group_text(r, s.devices.size() > 1) << " config "
         << config_text(r.config) << ": " << r.failure << "\n";
 
-  if (!s.winners.empty()) {
+  if (!s.verdicts.empty()) {
     o << "\n";
     const bool multi = s.devices.size() > 1;
     o << (multi ? pad("dev", 4) : "") << pad("shape (type NxK)", 22) << pad("ncols", 6) << pad("default µs (cfg)", 20)
       << pad("best µs ± CI (cfg)", 26) << pad("speedup [CI]", 22) << pad("% copy BW", 10) << "verdict\n";
-    for (const auto& w : s.winners) {
+    for (const auto& w : s.verdicts) {
       const SessionDevice* d = find_device(s, w.device);
       const Result* best = best_result(s, w);
       std::string bw = "-";
@@ -84,7 +80,7 @@ std::string format_summary(const Session& s) {
       const bool have_default = w.verdict != kVerdictNoDefault;
       const double half = std::max(w.best_us - w.best_ci_low, w.best_ci_high - w.best_us);
       o << (multi ? pad(std::to_string(w.device), 4) : "")
-        << pad(std::string(type_name(w.type)) + " " + std::to_string(w.n) + "x" + std::to_string(w.k), 22)
+        << pad(shape_text(w), 22)
         << pad(std::to_string(w.ncols), 6)
         << pad(have_default ? fmt("%.2f", w.default_us) + " (" + config_text(w.default_config) + ")" : "-", 20)
         << pad(have_default ? fmt("%.2f", w.best_us) + " ± " + fmt("%.2f", half) + " (" + config_text(w.config) + ")"
@@ -96,7 +92,7 @@ std::string format_summary(const Session& s) {
                22)
         << pad(bw, 10) << verdict_cell(w) << "\n";
     }
-    for (const auto& w : s.winners)
+    for (const auto& w : s.verdicts)
       if (!w.note.empty())
         o << "  " << (multi ? "device " + std::to_string(w.device) + " " : "") << type_name(w.type) << " " << w.n << "x"
           << w.k << " ncols " << w.ncols << ": " << w.note << "\n";
@@ -142,35 +138,31 @@ nlohmann::json summary_json(const Session& s) {
 }
 
 namespace {
-std::string verdict_text(const Winner& w) {
+std::string verdict_text(const Verdict& w) {
   return w.is_winner() ? "winner " + config_text(w.config) : w.verdict;
-}
-std::string key_text(int device, GgmlType t, int n, int k, int ncols, bool multi) {
-  return (multi ? "device " + std::to_string(device) + " " : "") + std::string(type_name(t)) + " " +
-         std::to_string(n) + "x" + std::to_string(k) + " ncols " + std::to_string(ncols);
 }
 }  // namespace
 
 SessionComparison compare_sessions(const Session& a, const Session& b) {
   SessionComparison c;
   const bool multi = a.devices.size() > 1;
-  for (const auto& w : a.winners) c.confirmed_a += w.confirmed;
-  for (const auto& w : b.winners) c.confirmed_b += w.confirmed;
-  for (const auto& wa : a.winners) {
-    const Winner* wb = find_winner(b, wa.device, wa.type, wa.n, wa.k, wa.ncols);
+  for (const auto& w : a.verdicts) c.confirmed_a += w.confirmed;
+  for (const auto& w : b.verdicts) c.confirmed_b += w.confirmed;
+  for (const auto& wa : a.verdicts) {
+    const Verdict* wb = find_verdict(b, wa);
     if (!wb) continue;
     ++c.winners_compared;
     if (wa.verdict == wb->verdict && wa.config == wb->config) {
       ++c.winners_agree;
     } else {
-      c.disagreements.push_back(key_text(wa.device, wa.type, wa.n, wa.k, wa.ncols, multi) + ": " + verdict_text(wa) +
+      c.disagreements.push_back(group_text(wa, multi) + ": " + verdict_text(wa) +
                                 " vs " + verdict_text(*wb));
     }
   }
   std::vector<std::pair<double, const Result*>> spreads;
   for (const auto& ra : a.results) {
     if (ra.status != ResultStatus::Ok) continue;
-    const Result* rb = find_result(b, ra.device, ra.type, ra.n, ra.k, ra.ncols, ra.config);
+    const Result* rb = find_result(b, ra, ra.config);
     if (!rb || rb->status != ResultStatus::Ok) continue;
     const double mean = (ra.time_us.median + rb->time_us.median) / 2;
     if (mean > 0) spreads.push_back({std::abs(ra.time_us.median - rb->time_us.median) / mean, &ra});
@@ -184,7 +176,7 @@ SessionComparison compare_sessions(const Session& a, const Session& b) {
     c.spread_p90 = percentile(values, 0.9);
     c.spread_max = values.back();
     const Result& r = *spreads.back().second;
-    c.spread_max_at = key_text(r.device, r.type, r.n, r.k, r.ncols, multi) + " config " + config_text(r.config);
+    c.spread_max_at = group_text(r, multi) + " config " + config_text(r.config);
   }
   return c;
 }

@@ -21,18 +21,14 @@ int config_distance(Config a, Config b) {
 }
 }  // namespace
 
-std::optional<Winner> detail::group_verdict(std::span<const Result* const> group) {
+std::optional<Verdict> detail::group_verdict(std::span<const Result* const> group) {
   // Nothing launched in this group (only configs the plan excluded): no verdict to give.
   if (group.empty() ||
       std::all_of(group.begin(), group.end(), [](const Result* r) { return r->status == ResultStatus::Invalid; }))
     return std::nullopt;
   const Result& first = *group.front();
-  Winner w;
-  w.device = first.device;
-  w.type = first.type;
-  w.n = first.n;
-  w.k = first.k;
-  w.ncols = first.ncols;
+  Verdict w;
+  static_cast<GroupKey&>(w) = first.group();
   const Result* def = nullptr;
   for (const Result* r : group)
     if (r->is_default) def = r;
@@ -78,7 +74,7 @@ std::optional<Winner> detail::group_verdict(std::span<const Result* const> group
   return w;
 }
 
-void detail::apply_confirmation(Winner& w, const Confirmation* c) {
+void detail::apply_confirmation(Verdict& w, const Confirmation* c) {
   // A re-measure of another candidate (the results changed since) says nothing about this one.
   if (!w.is_winner() || !c || c->config != w.config || c->default_config != w.default_config) return;
   if (c->confirmed) {
@@ -88,8 +84,7 @@ void detail::apply_confirmation(Winner& w, const Confirmation* c) {
   char numbers[96];
   std::snprintf(numbers, sizeof numbers, "default %.2f µs, candidate %.2f µs", c->default_us.median,
                 c->candidate_us.median);
-  w.note = std::to_string(w.config.nwarps) + "x" + std::to_string(w.config.rows_per_block) +
-           " not confirmed by an interleaved re-measure (" +
+  w.note = config_text(w.config) + " not confirmed by an interleaved re-measure (" +
            (c->failure.empty() ? std::string(numbers) : "it could not run: " + c->failure) + ")";
   w.verdict = kVerdictDefaultStays;
   w.config = w.default_config;
@@ -99,27 +94,37 @@ void detail::apply_confirmation(Winner& w, const Confirmation* c) {
   w.speedup = w.speedup_low = w.speedup_high = 1;
 }
 
-std::vector<Winner> select_winners(const Session& session) {
+std::vector<Verdict> select_verdicts(const Session& session) {
   // Group results by (device, shape, ncols), in the order they first appear.
-  using Key = std::tuple<int, GgmlType, int, int, int>;
-  std::map<Key, size_t> index;
+  std::map<GroupKey, size_t> index;
   std::vector<std::vector<const Result*>> groups;
   for (const auto& r : session.results) {
-    const Key key{r.device, r.type, r.n, r.k, r.ncols};
-    auto [it, added] = index.try_emplace(key, groups.size());
+    auto [it, added] = index.try_emplace(r.group(), groups.size());
     if (added) groups.emplace_back();
     groups[it->second].push_back(&r);
   }
-  std::vector<Winner> out;
+  std::vector<Verdict> out;
   for (const auto& group : groups) {
-    std::optional<Winner> w = detail::group_verdict(group);
+    std::optional<Verdict> w = detail::group_verdict(group);
     if (!w) continue;
-    detail::apply_confirmation(*w, find_confirmation(session, w->device, w->type, w->n, w->k, w->ncols));
+    detail::apply_confirmation(*w, find_confirmation(session, *w));
     out.push_back(std::move(*w));
   }
   // Devices finish in any order; readers expect device 0's verdicts first.
-  std::stable_sort(out.begin(), out.end(), [](const Winner& a, const Winner& b) { return a.device < b.device; });
+  std::stable_sort(out.begin(), out.end(), [](const Verdict& a, const Verdict& b) { return a.device < b.device; });
   return out;
+}
+
+Session read_session(const std::filesystem::path& path) {
+  Session s = load_session(path);
+  if (!s.results.empty()) finish_session(s);
+  return s;
+}
+
+Session read_session(const nlohmann::json& j, const std::string& where) {
+  Session s = session_from_json(j, where);
+  if (!s.results.empty()) finish_session(s);
+  return s;
 }
 
 void finish_session(Session& session) {
@@ -127,13 +132,9 @@ void finish_session(Session& session) {
   // whole grid (they are never journaled: the plan in the journal's header carries them).
   for (const auto& d : session.devices)
     for (const auto& e : d.plan.excluded) {
-      if (find_result(session, d.info.index, e.type, e.n, e.k, e.ncols, e.config)) continue;
+      if (find_result(session, group_key(d.info.index, e, e.ncols), e.config)) continue;
       Result r;
-      r.device = d.info.index;
-      r.type = e.type;
-      r.n = e.n;
-      r.k = e.k;
-      r.ncols = e.ncols;
+      static_cast<GroupKey&>(r) = group_key(d.info.index, e, e.ncols);
       r.config = e.config;
       r.status = ResultStatus::Invalid;
       r.failure = e.reason;
@@ -141,7 +142,7 @@ void finish_session(Session& session) {
       r.is_small_k = e.is_small_k;
       session.results.push_back(std::move(r));
     }
-  session.winners = select_winners(session);
+  session.verdicts = select_verdicts(session);
   session.estimates = estimate_decode(session);
 }
 

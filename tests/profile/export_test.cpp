@@ -187,7 +187,7 @@ int main(int argc, char**) {
 
 TEST(Csv, OneRowPerResultWithQuotingAndVerdicts) {
   Session s = test::sample_session();
-  s.winners = select_winners(s);
+  s.verdicts = select_verdicts(s);
   const Export ex = export_csv(s);
   std::istringstream in(ex.content);
   std::vector<std::string> lines;

@@ -101,7 +101,7 @@ std::vector<std::string> schema_errors(const json& doc) {
 
 Session session_with_winners() {
   Session s = test::sample_session();
-  s.winners = select_winners(s);
+  s.verdicts = select_verdicts(s);
   return s;
 }
 

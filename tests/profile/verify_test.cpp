@@ -13,8 +13,8 @@ using test::approved;
 using test::measured;
 using test::profile_of;
 
-ProfileVerifyOptions quick() {
-  ProfileVerifyOptions o;
+RecheckOptions quick() {
+  RecheckOptions o;
   o.sweep.warmup = 1;
   o.sweep.batch = 8;
   o.sweep.min_samples = 16;
@@ -39,7 +39,7 @@ const Profile kProfile = profile_of({
     approved(measured("gfx942", GgmlType::Q4_0, 256, 4096, 1, {2, 1}, {2, 1}, 1.2)),  // other arch
 });
 
-const ProfileVerifyLine* line_for(const ProfileVerifyReport& r, GgmlType t, int n) {
+const RecheckLine* line_for(const RecheckReport& r, GgmlType t, int n) {
   for (const auto& l : r.lines)
     if (l.key.type == t && l.key.n == n) return &l;
   return nullptr;
@@ -48,19 +48,19 @@ const ProfileVerifyLine* line_for(const ProfileVerifyReport& r, GgmlType t, int 
 TEST(Verify, ReportsWhichApprovedEntriesStillWin) {
   // 2x1 is fast, 1x1 slow, the default in between.
   FakeDevice device(timed([](Config c) { return c == Config{2, 1} ? 10.0 : c == Config{1, 1} ? 30.0 : 20.0; }));
-  const ProfileVerifyReport r = verify_profile(kProfile, device, quick());
+  const RecheckReport r = recheck_profile(kProfile, device, quick());
   EXPECT_EQ(r.device_arch, "sm_90");
   ASSERT_EQ(r.lines.size(), 3u);
   ASSERT_EQ(r.skipped.size(), 1u);
   EXPECT_EQ(r.skipped[0].arch, "gfx942");
-  const ProfileVerifyLine* win = line_for(r, GgmlType::Q4_0, 256);
+  const RecheckLine* win = line_for(r, GgmlType::Q4_0, 256);
   ASSERT_TRUE(win);
   EXPECT_EQ(win->verdict, "still wins") << r.text();
   EXPECT_EQ(win->default_config, (Config{4, 1}));
   EXPECT_NEAR(win->speedup, 2.0, 0.1);
   EXPECT_LT(win->speedup_low, win->speedup);
   ASSERT_TRUE(win->recorded_speedup);
-  const ProfileVerifyLine* lost = line_for(r, GgmlType::Q4_0, 512);
+  const RecheckLine* lost = line_for(r, GgmlType::Q4_0, 512);
   ASSERT_TRUE(lost);
   EXPECT_EQ(lost->verdict, "no longer wins");
   EXPECT_NEAR(lost->speedup, 20.0 / 30.0, 0.05);
@@ -69,7 +69,7 @@ TEST(Verify, ReportsWhichApprovedEntriesStillWin) {
   EXPECT_NE(r.text().find("1 of 3 approved entries still win"), std::string::npos);
 
   // Nothing changes unless asked; applied, the loser goes back to pending with a note.
-  const Profile updated = apply_verification(kProfile, r);
+  const Profile updated = apply_recheck(kProfile, r);
   const ProfileEntry* e_win = find_entry(updated, {"sm_90", GgmlType::Q4_0, 256, 4096, 1});
   EXPECT_EQ(e_win->approval, Approval::Approved);
   EXPECT_EQ(e_win->provenance->session_id, r.session_id);
@@ -84,8 +84,8 @@ TEST(Verify, WrongOutputIsFailedNeverAWin) {
   FakeDeviceOptions f = timed([](Config c) { return c == Config{2, 1} ? 10.0 : 20.0; });
   f.wrong_configs = {{2, 1}};
   FakeDevice device(f);
-  const ProfileVerifyReport r = verify_profile(kProfile, device, quick());
-  const ProfileVerifyLine* l = line_for(r, GgmlType::Q4_0, 256);
+  const RecheckReport r = recheck_profile(kProfile, device, quick());
+  const RecheckLine* l = line_for(r, GgmlType::Q4_0, 256);
   ASSERT_TRUE(l);
   EXPECT_EQ(l->verdict, "failed");
   EXPECT_NE(l->detail.find("approved config failed"), std::string::npos) << l->detail;
@@ -96,7 +96,7 @@ TEST(Verify, NoApprovedEntryForTheArchIsBadInput) {
   f.arch = "sm_80";
   FakeDevice device(f);
   try {
-    verify_profile(kProfile, device, quick());
+    recheck_profile(kProfile, device, quick());
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::BadInput);

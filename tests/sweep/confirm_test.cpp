@@ -61,16 +61,15 @@ FakeDeviceOptions clear_winner_device() {
 }
 
 
-using GroupKey = std::tuple<int, GgmlType, int, int, int>;
 std::set<GroupKey> confirmed_groups(const std::vector<Confirmation>& cs) {
   std::set<GroupKey> out;
-  for (const auto& c : cs) EXPECT_TRUE(out.insert({c.device, c.type, c.n, c.k, c.ncols}).second) << "confirmed twice";
+  for (const auto& c : cs) EXPECT_TRUE(out.insert(c.group()).second) << "confirmed twice";
   return out;
 }
 std::set<GroupKey> winning_groups(const Session& s) {
   std::set<GroupKey> out;
-  for (const auto& w : s.winners)
-    if (w.is_winner()) out.insert({w.device, w.type, w.n, w.k, w.ncols});
+  for (const auto& w : s.verdicts)
+    if (w.is_winner()) out.insert(w.group());
   return out;
 }
 
@@ -96,17 +95,17 @@ TEST(Confirm, AGenuinelyFasterConfigIsConfirmedAndStaysTheWinner) {
   FakeDevice dev(clear_winner_device());
   const Session s = run(two_shapes(), dev);
   ASSERT_EQ(s.status, "complete");
-  ASSERT_EQ(s.winners.size(), 4u);
+  ASSERT_EQ(s.verdicts.size(), 4u);
   // Every group whose default is not 2x2 has a winner, and each was re-measured once.
   EXPECT_FALSE(winning_groups(s).empty());
   EXPECT_EQ(confirmed_groups(s.confirmations), winning_groups(s));
-  for (const auto& w : s.winners) {
+  for (const auto& w : s.verdicts) {
     if (w.default_config == Config{2, 2}) continue;
     EXPECT_EQ(w.verdict, kVerdictWinner);
     EXPECT_EQ(w.config, (Config{2, 2}));
     EXPECT_TRUE(w.confirmed);
     EXPECT_TRUE(w.note.empty()) << w.note;
-    const Confirmation* c = find_confirmation(s, w.device, w.type, w.n, w.k, w.ncols);
+    const Confirmation* c = find_confirmation(s, w);
     ASSERT_NE(c, nullptr);
     EXPECT_TRUE(c->confirmed);
     EXPECT_TRUE(c->failure.empty());
@@ -244,15 +243,15 @@ TEST(Confirm, AWinThatDriftManufacturedIsOverturned) {
   FakeDevice dev(cold_default_device(setup, def, candidate));
   const Session s = run(setup, dev);
   ASSERT_EQ(s.status, "complete");
-  ASSERT_EQ(s.winners.size(), 1u);
+  ASSERT_EQ(s.verdicts.size(), 1u);
   // The main pass alone would have crowned the candidate.
   Session unconfirmed = s;
   unconfirmed.confirmations.clear();
-  const Winner provisional = select_winners(unconfirmed)[0];
+  const Verdict provisional = select_verdicts(unconfirmed)[0];
   ASSERT_EQ(provisional.verdict, kVerdictWinner);
   ASSERT_EQ(provisional.config, candidate);
 
-  const Winner& w = s.winners[0];
+  const Verdict& w = s.verdicts[0];
   EXPECT_EQ(w.verdict, kVerdictDefaultStays);
   EXPECT_EQ(w.config, def);
   EXPECT_FALSE(w.confirmed);
@@ -280,11 +279,11 @@ TEST(Confirm, NoConfirmKeepsTheMainPassVerdicts) {
   FakeDevice dev(cold_default_device(setup, def, candidate));
   const Session s = run(setup, dev);
   EXPECT_TRUE(s.confirmations.empty());
-  ASSERT_EQ(s.winners.size(), 1u);
-  EXPECT_EQ(s.winners[0].verdict, kVerdictWinner);  // the spurious win stands, as before confirmation
-  EXPECT_EQ(s.winners[0].config, candidate);
-  EXPECT_FALSE(s.winners[0].confirmed);
-  EXPECT_TRUE(s.winners[0].note.empty());
+  ASSERT_EQ(s.verdicts.size(), 1u);
+  EXPECT_EQ(s.verdicts[0].verdict, kVerdictWinner);  // the spurious win stands, as before confirmation
+  EXPECT_EQ(s.verdicts[0].config, candidate);
+  EXPECT_FALSE(s.verdicts[0].confirmed);
+  EXPECT_TRUE(s.verdicts[0].note.empty());
   EXPECT_FALSE(session_from_json(to_json(s), "memory").options.confirm);
   EXPECT_NE(format_summary(s).find("winner, not re-measured"), std::string::npos);
 }
@@ -342,7 +341,7 @@ TEST(Confirm, JournalResumeConfirmsCompleteGroupsOnceAndNeverTwice) {
     CancelFlag never{false};
     run_session(again, devices2, &journal, {}, never);
     EXPECT_EQ(confirmed_groups(again.confirmations), winning_groups(whole));
-    for (const auto& w : again.winners) {
+    for (const auto& w : again.verdicts) {
       if (w.is_winner()) {
         EXPECT_TRUE(w.confirmed);
       }
@@ -417,14 +416,14 @@ TEST(Confirm, WinnersFollowTheirConfirmation) {
   c.candidate_us = {64, 90.1, 0, 0, 0, 0, 89.9, 90.3, 0.95};
   c.confirmed = true;
   s.confirmations = {c};
-  Winner w = select_winners(s)[0];
+  Verdict w = select_verdicts(s)[0];
   EXPECT_EQ(w.verdict, kVerdictWinner);
   EXPECT_TRUE(w.confirmed);
   EXPECT_NEAR(w.speedup, 100.0 / 90.0, 1e-12);  // from the main results
 
   s.confirmations[0].confirmed = false;
   s.confirmations[0].candidate_us.median = 100.7;
-  w = select_winners(s)[0];
+  w = select_verdicts(s)[0];
   EXPECT_EQ(w.verdict, kVerdictDefaultStays);
   EXPECT_EQ(w.config, (Config{4, 1}));
   EXPECT_FALSE(w.confirmed);
@@ -434,17 +433,17 @@ TEST(Confirm, WinnersFollowTheirConfirmation) {
   EXPECT_EQ(s.estimates[0].shapes[0].tuned_config, (Config{4, 1}));
 
   s.confirmations[0].failure = "GpuFault: launch failed";
-  EXPECT_NE(select_winners(s)[0].note.find("it could not run: GpuFault: launch failed"), std::string::npos);
+  EXPECT_NE(select_verdicts(s)[0].note.find("it could not run: GpuFault: launch failed"), std::string::npos);
 
   // A re-measure of another candidate says nothing about this winner.
   s.confirmations[0].config = {1, 2};
-  w = select_winners(s)[0];
+  w = select_verdicts(s)[0];
   EXPECT_EQ(w.verdict, kVerdictWinner);
   EXPECT_FALSE(w.confirmed);
   EXPECT_TRUE(w.note.empty());
   // The q6_K group (default stays) has no confirmation and is untouched.
-  EXPECT_EQ(select_winners(s)[1].verdict, kVerdictDefaultStays);
-  EXPECT_TRUE(select_winners(s)[1].note.empty());
+  EXPECT_EQ(select_verdicts(s)[1].verdict, kVerdictDefaultStays);
+  EXPECT_TRUE(select_verdicts(s)[1].note.empty());
 }
 
 TEST(Confirm, SessionsCarryConfirmationsThroughJsonAndOlderFilesLoad) {
@@ -481,7 +480,7 @@ TEST(Confirm, SessionsCarryConfirmationsThroughJsonAndOlderFilesLoad) {
     EXPECT_EQ(w["confirmed"], false);
     EXPECT_EQ(w["note"], "");
   }
-  EXPECT_EQ(loaded.winners[0].verdict, kVerdictWinner);
+  EXPECT_EQ(loaded.verdicts[0].verdict, kVerdictWinner);
 }
 
 TEST(Confirm, OptionsAreValidated) {

@@ -189,9 +189,9 @@ TEST(Sweep, MeasuresEveryItemAndNeverLetsAWrongKernelWin) {
       EXPECT_GE(r.weight_copies, 2);  // 2 × 1 MiB of L2 needs several copies of these small shapes
     }
   }
-  ASSERT_EQ(s.winners.size(), 4u);  // 2 shapes × 2 ncols
+  ASSERT_EQ(s.verdicts.size(), 4u);  // 2 shapes × 2 ncols
   int beaten = 0;  // verdicts whose default is not already the fastest config
-  for (const auto& w : s.winners) {
+  for (const auto& w : s.verdicts) {
     EXPECT_NE(w.config, (Config{1, 1}));
     if (w.default_config != Config{2, 2}) {
       ++beaten;
@@ -212,8 +212,8 @@ TEST(Sweep, NoiseKeepsTheDefault) {
   o.time_model = [](const GemvProblem&, Config) { return 50.0; };  // every config the same
   FakeDevice dev(o);
   const Session s = run(small_setup(), dev);
-  ASSERT_EQ(s.winners.size(), 4u);  // a verdict per shape and ncols, each keeping the default
-  for (const auto& w : s.winners) EXPECT_EQ(w.verdict, kVerdictDefaultStays);
+  ASSERT_EQ(s.verdicts.size(), 4u);  // a verdict per shape and ncols, each keeping the default
+  for (const auto& w : s.verdicts) EXPECT_EQ(w.verdict, kVerdictDefaultStays);
   EXPECT_DOUBLE_EQ(s.estimates[0].tuned_us_per_token, s.estimates[0].default_us_per_token);
 }
 

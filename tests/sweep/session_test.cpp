@@ -109,9 +109,9 @@ TEST(Session, GemvBytesCountWeightsActivationsAndOutputs) {
 
 TEST(Winners, ClearWinBeatsDefaultAndNoiseKeepsIt) {
   const Session s = test::sample_session();
-  const auto winners = select_winners(s);
+  const auto winners = select_verdicts(s);
   ASSERT_EQ(winners.size(), 2u);
-  const Winner& q4 = winners[0];
+  const Verdict& q4 = winners[0];
   EXPECT_EQ(q4.type, GgmlType::Q4_K);
   EXPECT_EQ(q4.verdict, kVerdictWinner);
   // {1,1} is faster but failed verification: never a winner.
@@ -120,7 +120,7 @@ TEST(Winners, ClearWinBeatsDefaultAndNoiseKeepsIt) {
   EXPECT_NEAR(q4.speedup, 100.0 / 90.0, 1e-12);
   EXPECT_NEAR(q4.speedup_low, 99.5 / 90.4, 1e-12);
   EXPECT_NEAR(q4.speedup_high, 100.5 / 89.6, 1e-12);
-  const Winner& q6 = winners[1];
+  const Verdict& q6 = winners[1];
   EXPECT_EQ(q6.verdict, kVerdictDefaultStays);  // 149 ± 1 overlaps 150 ± 1
   EXPECT_EQ(q6.config, (Config{4, 1}));
   EXPECT_DOUBLE_EQ(q6.speedup, 1.0);
@@ -131,9 +131,9 @@ TEST(Winners, AmongTiedConfigsTheSmallestStepFromTheDefaultWins) {
   // 16x1 is a little faster than 2x1 but their CIs overlap, and it is two steps from 4x1 where
   // 2x1 is one: 2x1 stays. 8x2 is clearly faster than both: it wins whatever its distance.
   s.results.push_back(test::ok_result(GgmlType::Q4_K, 14336, 4096, 1, {16, 1}, 89.8, 0.4));
-  EXPECT_EQ(select_winners(s)[0].config, (Config{2, 1}));
+  EXPECT_EQ(select_verdicts(s)[0].config, (Config{2, 1}));
   s.results.push_back(test::ok_result(GgmlType::Q4_K, 14336, 4096, 1, {8, 2}, 80.0, 0.3));
-  const Winner w = select_winners(s)[0];
+  const Verdict w = select_verdicts(s)[0];
   EXPECT_EQ(w.config, (Config{8, 2}));
   EXPECT_NEAR(w.speedup, 100.0 / 80.0, 1e-12);
 }
@@ -141,7 +141,7 @@ TEST(Winners, AmongTiedConfigsTheSmallestStepFromTheDefaultWins) {
 TEST(Winners, NoVerifiedDefaultMeansNoWinner) {
   Session s = test::sample_session();
   s.results[0].status = ResultStatus::Failed;
-  const auto winners = select_winners(s);
+  const auto winners = select_verdicts(s);
   EXPECT_EQ(winners[0].verdict, kVerdictNoDefault);
   EXPECT_FALSE(winners[0].is_winner());
 }
@@ -170,8 +170,8 @@ TEST(Estimate, SumsCallsTimesMediansAndLabelsItself) {
 TEST(Estimate, ChoicesWithoutVerifiedResultsFallBackToDefault) {
   const Session s = test::sample_session();
   // {1,1} failed verification; {8,8} was never measured.
-  const Estimate e = estimate_decode(s, 0, [](GgmlType t, int, int) -> std::optional<Config> {
-    return t == GgmlType::Q4_K ? Config{1, 1} : Config{8, 8};
+  const Estimate e = estimate_decode(s, 0, [](const ShapeKey& shape) -> std::optional<Config> {
+    return shape.type == GgmlType::Q4_K ? Config{1, 1} : Config{8, 8};
   });
   EXPECT_DOUBLE_EQ(e.tuned_us_per_token, e.default_us_per_token);
   EXPECT_EQ(kind_of([&] { estimate_decode(s, 3, {}); }), ErrorKind::BadInput);
@@ -192,7 +192,7 @@ TEST(Winners, GroupsWithOnlyExcludedConfigsGetNoVerdict) {
   Result invalid = s.results[3];
   invalid.ncols = 8;
   s.results.push_back(invalid);
-  EXPECT_EQ(select_winners(s).size(), 2u);
+  EXPECT_EQ(select_verdicts(s).size(), 2u);
 }
 
 TEST(Compare, SameSessionAgreesAndAShiftedOneShowsItsSpread) {

@@ -37,6 +37,6 @@ TEST(SweepOnDevice, SmallSweepVerifiesTimesAndPicksWinners) {
     EXPECT_LT(r.gbs, 2 * s.devices[0].copy_bandwidth_gbs);
   }
   EXPECT_GT(ok, 0);
-  EXPECT_EQ(s.winners.size(), 2u);
+  EXPECT_EQ(s.verdicts.size(), 2u);
   EXPECT_GT(s.estimates[0].default_tokens_per_s, 0);
 }

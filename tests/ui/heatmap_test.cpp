@@ -52,7 +52,7 @@ class TestHeatmap : public QObject {
     QVERIFY(qAbs(*sp.find({2, 1})->value - 100.0 / 90.0) < 1e-12);
     // 64 calls per token at 90 µs each: 1e6 / 5760 tokens/s from this shape alone.
     QVERIFY(qAbs(*tok.find({2, 1})->value - 1e6 / (64 * 90.0)) < 1e-9);
-    const Result* r = find_result(s, 0, GgmlType::Q4_K, 14336, 4096, 1, {2, 1});
+    const Result* r = find_result(s, group_key(0, {GgmlType::Q4_K, 14336, 4096}, 1), {2, 1});
     QVERIFY(qAbs(*bw.find({2, 1})->value - 100 * r->gbs / 3000) < 1e-9);
     // Lower µs is better, higher speedup is better: the winner is the best cell either way.
     QCOMPARE(goodness(us, 90, HeatMetric::Microseconds), 1.0);

@@ -45,7 +45,7 @@ QVariant ApprovalModel::data(const QModelIndex& index, int role) const {
   if (role != Qt::DisplayRole && role != Qt::EditRole) return {};
   switch (col) {
     case Approve: return qstr(approval_name(e->approval));
-    case Shape: return QStringLiteral("%1 %2").arg(qstr(e->key.arch), shapeText(e->key.type, e->key.n, e->key.k));
+    case Shape: return QStringLiteral("%1 %2").arg(qstr(e->key.arch), shapeText(e->key));
     case Ncols: return e->key.ncols;
     case Default: return configText(e->default_config);
     case Tuned: return configText(e->config) + (e->is_small_k ? QStringLiteral(" (small-K)") : QString());

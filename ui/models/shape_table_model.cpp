@@ -43,11 +43,11 @@ int ShapeTableModel::rowOf(GgmlType type, int64_t n, int64_t k) const {
 QString ShapeTableModel::status(const Shape& s) const {
   if (!doc_->hasSession()) return QStringLiteral("not swept");
   for (const auto& e : doc_->profile().entries)
-    if (e.approval == Approval::Approved && e.key.type == s.type && e.key.n == s.n && e.key.k == s.k)
+    if (e.approval == Approval::Approved && e.key.shape() == s.shape())
       return QStringLiteral("approved");
   bool any = false, failed = false;
   for (const auto& r : doc_->session().results) {
-    if (r.device != doc_->device() || r.type != s.type || r.n != s.n || r.k != s.k) continue;
+    if (r.device != doc_->device() || r.shape() != s.shape()) continue;
     any = any || r.status == ResultStatus::Ok || r.status == ResultStatus::Failed;
     failed = failed || r.status == ResultStatus::Failed;
   }
@@ -62,8 +62,7 @@ QVariant ShapeTableModel::data(const QModelIndex& index, int role) const {
     return index.column() == Type || index.column() == Status ? QVariant(Qt::AlignLeft | Qt::AlignVCenter)
                                                               : QVariant(Qt::AlignRight | Qt::AlignVCenter);
   if (role != Qt::DisplayRole && role != SortRole && role != Qt::ToolTipRole) return {};
-  const Winner* w = doc_->hasSession() ? find_winner(doc_->session(), doc_->device(), s->type, int(s->n), int(s->k),
-                                                     doc_->selection().ncols)
+  const Verdict* w = doc_->hasSession() ? find_verdict(doc_->session(), group_key(doc_->device(), *s, doc_->selection().ncols))
                                        : nullptr;
   const bool num = role == SortRole;
   switch (index.column()) {

@@ -12,16 +12,10 @@
 #include <vector>
 
 #include "temper/error.h"
+#include "temper/keys.h"
 #include "temper/types.h"
 
 namespace temper {
-
-// Kernel launch parameters: the thing Temper tunes.
-struct Config {
-  int nwarps = 1;
-  int rows_per_block = 1;
-  auto operator<=>(const Config&) const = default;
-};
 
 struct DeviceInfo {
   int index = 0;                 // index within its backend
@@ -58,10 +52,7 @@ struct Telemetry {
 };
 
 // One GEMV problem: dst[ncols][n] = W[n][k] · y[ncols][k].
-struct GemvProblem {
-  GgmlType type = GgmlType::Q4_0;
-  int n = 0;
-  int k = 0;
+struct GemvProblem : ShapeKey {
   int ncols = 1;
 };
 

@@ -13,7 +13,7 @@ namespace temper {
 
 // The config to count for a shape at ncols 1, or nullopt for "the default". Used by profiles to
 // estimate an approval set; the session's own estimate chooses the winners.
-using ConfigChoice = std::function<std::optional<Config>(GgmlType type, int n, int k)>;
+using ConfigChoice = std::function<std::optional<Config>(const ShapeKey& shape)>;
 
 // One device's estimate. A shape counts when a verified default result at ncols 1 exists; a chosen
 // config without a verified result falls back to the default (never a guess).

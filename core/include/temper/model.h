@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "temper/keys.h"
 #include "temper/types.h"
 
 namespace temper {
@@ -14,10 +15,8 @@ namespace temper {
 class GgufFile;
 
 // One distinct decode GEMV: dst[N] = W[N×K] · x[K] with W of `type`.
-struct Shape {
-  GgmlType type = GgmlType::Q4_0;
-  int64_t n = 0;                    // rows: GGUF ne[1]
-  int64_t k = 0;                    // row length: GGUF ne[0]
+// n: rows (GGUF ne[1]); k: row length (GGUF ne[0]).
+struct Shape : ShapeKey {
   int64_t calls_per_token = 0;      // dense: one per tensor; MoE experts: experts_used per layer
   uint64_t bytes_per_token = 0;     // weight bytes read per decoded token (all calls)
   std::vector<std::string> tensors; // the tensors that make up this shape

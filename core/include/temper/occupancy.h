@@ -3,6 +3,7 @@
 // which resource stops more from fitting. Each family's allocation rules are documented, with
 // their sources, in docs/occupancy.md.
 #include <climits>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -58,5 +59,14 @@ int allocated_vgprs(const GpuSpec& gpu, int arch_vgprs, int agprs);
 // Occupancy of a config from what the runtime reported for its kernel (a session Result's
 // `kernel`): registers per thread, static shared memory, at config.nwarps × wave_size threads.
 Occupancy occupancy_from_attributes(const GpuSpec& gpu, const KernelAttributes& attributes, Config config, int wave_size);
+KernelResources resources_from_attributes(const KernelAttributes& attributes, int wave_size);
+
+struct Session;
+struct SessionDevice;
+struct Result;
+// The spec a session's device was recorded against (its spec_id, else matched by name); nullptr when unknown.
+const GpuSpec* device_spec(const SessionDevice& d);
+// A session result's occupancy from its kernel attributes; nullopt without attributes or a known spec.
+std::optional<Occupancy> result_occupancy(const Session& s, const Result& r);
 
 }  // namespace temper

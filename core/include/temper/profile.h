@@ -31,12 +31,19 @@ std::string_view approval_name(Approval a);  // "pending", "approved", "rejected
 std::optional<Approval> parse_approval(std::string_view name);
 
 // What an entry is keyed by. Ordered: arch, type id, n, k, ncols.
-struct ProfileKey {
+struct ProfileKey : ShapeKey {
   std::string arch;  // "sm_90", "gfx942"; empty only for a kernel-anvil import without --arch
-  GgmlType type = GgmlType::Q4_0;
-  int n = 0, k = 0;  // rows, row length
   int ncols = 1;
-  auto operator<=>(const ProfileKey&) const = default;
+  ProfileKey() = default;
+  ProfileKey(std::string arch_, const ShapeKey& shape_, int ncols_) : ShapeKey(shape_), arch(std::move(arch_)), ncols(ncols_) {}
+  ProfileKey(std::string arch_, GgmlType type_, int n_, int k_, int ncols_)
+      : ProfileKey(std::move(arch_), ShapeKey{type_, n_, k_}, ncols_) {}
+  friend bool operator==(const ProfileKey&, const ProfileKey&) = default;
+  friend std::strong_ordering operator<=>(const ProfileKey& a, const ProfileKey& b) {
+    if (auto c = a.arch <=> b.arch; c != 0) return c;
+    if (auto c = a.shape() <=> b.shape(); c != 0) return c;
+    return a.ncols <=> b.ncols;
+  }
 };
 // "sm_90 q4_K 14336x4096 ncols 1"
 std::string key_text(const ProfileKey& key);
@@ -201,8 +208,9 @@ struct ProfileDiff {
 // (type, n, k, ncols) even when the arches differ, so one model on two GPUs lines up.
 ProfileDiff diff_profiles(const Profile& a, const Profile& b);
 
-// ---- Re-verification on the current device ----
-struct ProfileVerifyLine {
+// ---- Recheck: a profile's approved entries re-measured on the current device ----
+// ("verify" is kept for kernel verification against the CPU reference, verify.h.)
+struct RecheckLine {
   ProfileKey key;
   Config config, default_config;   // default_config: this device's table now
   std::string verdict;             // "still wins", "no longer wins", "now the default", "failed"
@@ -212,26 +220,24 @@ struct ProfileVerifyLine {
   std::optional<double> recorded_speedup;  // from the profile's provenance
   std::string detail;              // failure text for "failed"
 };
-// Named apart from verify.h's kernel VerifyReport/VerifyOptions: two classes of one name in
-// namespace temper broke the one-definition rule (ASan caught the wrong constructor running).
-struct ProfileVerifyReport {
+struct RecheckReport {
   std::string device_name, device_arch;
   std::string session_id;          // of the verification sweep
-  std::vector<ProfileVerifyLine> lines;
+  std::vector<RecheckLine> lines;
   std::vector<ProfileKey> skipped; // approved entries of other arches, or bucketed imports
   int still_winning() const;
   std::string text() const;
 };
-struct ProfileVerifyOptions {
+struct RecheckOptions {
   SweepOptions sweep;
   std::string engine;  // default tables version; empty: the entries' recorded engine or the first known
 };
 // Re-measures every approved entry of the device's arch against this device's default config,
 // through the sweep runner. Changes nothing. Error(BadInput) when no approved entry applies.
-ProfileVerifyReport verify_profile(const Profile& p, Device& device, const ProfileVerifyOptions& options,
+RecheckReport recheck_profile(const Profile& p, Device& device, const RecheckOptions& options,
                             const std::function<void(const std::string&)>& progress = {});
 // A copy of `p` with the verified entries' provenance replaced by the new measurements; entries
 // that no longer win (or failed) go back to pending with a note.
-Profile apply_verification(const Profile& p, const ProfileVerifyReport& r);
+Profile apply_recheck(const Profile& p, const RecheckReport& r);
 
 }  // namespace temper

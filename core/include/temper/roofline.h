@@ -22,9 +22,8 @@ struct RooflineCeiling {
   bool in_roof = false;  // part of the roof that "% of roof" is taken against
 };
 
-struct RooflinePoint {
-  GgmlType type = GgmlType::Q4_0;
-  int n = 0, k = 0, ncols = 1;
+struct RooflinePoint : ShapeKey {
+  int ncols = 1;
   Config config;
   bool is_default = false, is_small_k = false;
   double ops = 0, bytes = 0;

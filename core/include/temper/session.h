@@ -27,25 +27,21 @@ inline constexpr std::string_view kSyntheticShape = "synthetic shape";
 // they lie outside the grid.
 struct PlanGrid {
   std::vector<int> ncols{1, 2, 4, 8};
-  std::vector<int> nwarps{1, 2, 4, 8, 16};
-  std::vector<int> rows_per_block{1, 2, 4, 8};
+  std::vector<int> nwarps = grid_nwarps();
+  std::vector<int> rows_per_block = grid_rows_per_block();
   std::string engine;  // default tables version: "ggml-7180759", "ggml-d99724f"
   bool quick = false;
 };
 
 // One (shape, ncols, config) to measure. Shapes are named by (type, n, k), unique in a session.
-struct PlanItem {
-  GgmlType type = GgmlType::Q4_0;
-  int n = 0, k = 0;
+struct PlanItem : ShapeKey {
   int ncols = 1;
   Config config;
   bool is_default = false;  // what the engine's table picks for this device, type, K and ncols
   bool is_small_k = false;  // the small-K variant: rows_per_block = nwarps at ncols 1
 };
 
-struct ExcludedConfig {
-  GgmlType type = GgmlType::Q4_0;
-  int n = 0, k = 0;
+struct ExcludedConfig : ShapeKey {
   int ncols = 1;
   Config config;
   std::string reason;
@@ -53,9 +49,7 @@ struct ExcludedConfig {
 };
 
 // A shape with no mmvq sweep at all (e.g. an f16 tensor, or K not a whole number of blocks).
-struct SkippedShape {
-  GgmlType type = GgmlType::Q4_0;
-  int n = 0, k = 0;
+struct SkippedShape : ShapeKey {
   std::string reason;
 };
 
@@ -97,11 +91,7 @@ struct SweepOptions {
 enum class ResultStatus { Ok, Failed, Invalid, Error };
 std::string_view result_status_name(ResultStatus s);  // "ok", "failed", "invalid", "error"
 
-struct Result {
-  int device = 0;  // DeviceInfo::index
-  GgmlType type = GgmlType::Q4_0;
-  int n = 0, k = 0;
-  int ncols = 1;
+struct Result : GroupKey {
   Config config;
   bool is_default = false, is_small_k = false;
   ResultStatus status = ResultStatus::Ok;
@@ -127,11 +117,7 @@ inline constexpr std::string_view kVerdictDefaultStays = "default stays";
 inline constexpr std::string_view kVerdictNoDefault = "no verified default";
 
 // Per (device, shape, ncols): the verdict against the default config.
-struct Winner {
-  int device = 0;
-  GgmlType type = GgmlType::Q4_0;
-  int n = 0, k = 0;
-  int ncols = 1;
+struct Verdict : GroupKey {
   std::string verdict;            // kVerdictWinner, kVerdictDefaultStays or kVerdictNoDefault
   bool is_winner() const { return verdict == kVerdictWinner; }
   Config default_config;
@@ -149,11 +135,7 @@ struct Winner {
 
 // The interleaved re-measure of a provisional winner against the default, per (device, shape,
 // ncols): batches alternate default, candidate, then candidate, default, ... on the same buffers.
-struct Confirmation {
-  int device = 0;
-  GgmlType type = GgmlType::Q4_0;
-  int n = 0, k = 0;
-  int ncols = 1;
+struct Confirmation : GroupKey {
   Config default_config;
   Config config;                  // the candidate: the winner the results alone pick
   SampleStats default_us, candidate_us;  // µs per launch over the paired batches
@@ -163,9 +145,7 @@ struct Confirmation {
 };
 
 // One shape's part in an estimate.
-struct EstimateShape {
-  GgmlType type = GgmlType::Q4_0;
-  int n = 0, k = 0;
+struct EstimateShape : ShapeKey {
   int64_t calls_per_token = 0;
   uint64_t bytes_per_token = 0;
   bool measured = false;           // a verified default result exists at ncols 1
@@ -199,10 +179,14 @@ const BuildIdentity& this_build();
 struct ModelIdentity {
   std::string file_name;      // or "synthetic shape"
   uint64_t size_bytes = 0;
-  std::string header_hash;    // hex digest of the GGUF header (metadata + tensor infos)
+  std::string header_hash;    // "fnv1a64:" + 16 hex digits over the GGUF header (metadata + tensor infos)
   std::string architecture;   // general.architecture
   bool synthetic() const { return file_name == kSyntheticShape; }
 };
+
+inline constexpr std::string_view kHeaderHashPrefix = "fnv1a64:";
+// A model's identity as sessions record it: file name, size, "fnv1a64:<16 hex>" and architecture.
+ModelIdentity model_identity(const Model& m);
 
 struct SessionDevice {
   DeviceInfo info;
@@ -226,7 +210,7 @@ struct Session {
   SweepOptions options;
   std::vector<SessionDevice> devices;
   std::vector<Result> results;
-  std::vector<Winner> winners;
+  std::vector<Verdict> verdicts;  // one per (device, shape, ncols); JSON "winners"
   std::vector<Estimate> estimates;
   std::vector<Confirmation> confirmations;  // at most one per (device, shape, ncols)
 };
@@ -237,9 +221,9 @@ double gemv_bytes(GgmlType type, int64_t n, int64_t k, int ncols);
 
 // Look-ups for readers (GUI, roofline, profiles). nullptr when absent.
 const SessionDevice* find_device(const Session& s, int device_index);
-const Result* find_result(const Session& s, int device, GgmlType type, int n, int k, int ncols, Config config);
-const Winner* find_winner(const Session& s, int device, GgmlType type, int n, int k, int ncols);
-const Confirmation* find_confirmation(const Session& s, int device, GgmlType type, int n, int k, int ncols);
+const Result* find_result(const Session& s, const GroupKey& group, Config config);
+const Verdict* find_verdict(const Session& s, const GroupKey& group);
+const Confirmation* find_confirmation(const Session& s, const GroupKey& group);
 
 std::string utc_now_iso8601();
 std::string new_session_id();

@@ -113,8 +113,14 @@ void run_session(Session& session, std::span<Device* const> devices, Journal* jo
 // Winners and estimates from the results so far (run_session calls it; a loaded session may too).
 void finish_session(Session& session);
 
+// Opening a saved session for reading (GUI, `temper session`, `profile export`, `roofline`): verdicts
+// and estimates are derived data, recomputed from the results by this build, so every face shows
+// the same verdicts for one file (a session from an older writer included).
+Session read_session(const std::filesystem::path& path);
+Session read_session(const nlohmann::json& j, const std::string& where);
+
 // Per (device, shape, ncols): a config wins only when its CI lies wholly below the default's.
-std::vector<Winner> select_winners(const Session& session);
+std::vector<Verdict> select_verdicts(const Session& session);
 
 // Presentation: counts of results by status name ("ok", "failed", "invalid", "error"); the text
 // summary (devices, failures, the per-shape winner table, the estimate) that `temper sweep` ends

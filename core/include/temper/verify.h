@@ -76,9 +76,7 @@ struct VerifyOptions {
   uint64_t seed = 0;            // 0: a fresh random seed (reported)
 };
 
-struct VerifyCase {
-  GgmlType type = GgmlType::Q4_0;
-  int n = 0, k = 0;
+struct VerifyCase : ShapeKey {
   int ncols = 1;
   Config config;
   OutputCheck check;
