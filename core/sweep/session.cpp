@@ -429,16 +429,6 @@ std::string_view result_status_name(ResultStatus s) {
   return "error";
 }
 
-double gemv_bytes(GgmlType type, int64_t n, int64_t k, int ncols) {
-  const auto row = row_bytes(type, uint64_t(k));
-  if (!row) fail(ErrorKind::BadInput, std::string(type_name(type)) + ": row length " + std::to_string(k) +
-                                          " is not a whole number of blocks");
-  const double weights = double(*row) * double(n);
-  const double activations = double(ncols) * double(k / 32) * double(sizeof(quant::BlockQ8_1));
-  const double outputs = double(ncols) * double(n) * sizeof(float);
-  return weights + activations + outputs;
-}
-
 const SessionDevice* find_device(const Session& s, int device_index) {
   for (const auto& d : s.devices)
     if (d.info.index == device_index) return &d;
