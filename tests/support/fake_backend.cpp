@@ -10,7 +10,6 @@
 
 #include "temper/error.h"
 #include "temper/quant/reference.h"
-#include "temper/session.h"
 
 namespace temper {
 namespace {
