@@ -28,25 +28,27 @@ uint64_t parse_bytes(const std::string& text) {
     ++p;
   }
   if (ec != std::errc() || p != end || scale == 0 || v == 0 || v > (1ULL << 40) / scale)
-    fail(ErrorKind::BadInput, "--bytes expects a size such as 4096, 256M or 1G, got '" + text + "'");
+    fail(ErrorKind::BadInput, "expected a size such as 4096, 256M or 1G, got '" + text + "'");
   return v * scale;
 }
 
-int run_bandwidth(const Args& args) {
-  reject_unknown(args, {"--json", "--device", "--bytes"});
-  if (const auto extra = positionals(args, {"--device", "--bytes"}); !extra.empty())
-    fail(ErrorKind::BadInput, "bandwidth takes no arguments, got '" + extra.front() + "'");
-  const int number = gpu::parse_device_number(option(args, "--device").value_or("0"));
+struct Options {
+  int device = 0;
+  std::string bytes;
+  bool json = false;
+};
+
+int run_bandwidth(const Options& o) {
   gpu::DeviceList list = gpu::list_devices(gpu_backends());
-  auto device = gpu::open_device(list, number);
+  auto device = gpu::open_device(list, o.device);
   const DeviceInfo& d = device->info();
   // Large enough that caches do not help: 8 × LLC, at least 256 MiB, at most a quarter of memory.
   uint64_t bytes = std::max<uint64_t>(256ULL << 20, 8 * device_llc_bytes(d));
   if (d.memory_bytes) bytes = std::min(bytes, d.memory_bytes / 4);
-  if (const auto b = option(args, "--bytes")) bytes = parse_bytes(*b);
+  if (!o.bytes.empty()) bytes = parse_bytes(o.bytes);
   const double gbs = device->copy_bandwidth_gbs(bytes);
   const GpuSpec* spec = match_device(d);
-  if (has_flag(args, "--json")) {
+  if (o.json) {
     nlohmann::json j = {{"device", gpu::device_json(d)}, {"bytes", bytes}, {"copy_gbs", gbs}};
     if (spec && spec->memory_bandwidth_gbs > 0) {
       j["spec_gbs"] = spec->memory_bandwidth_gbs;
@@ -64,11 +66,18 @@ int run_bandwidth(const Args& args) {
 }
 
 const Registrar reg{{"bandwidth", "measure device-to-device copy bandwidth",
-                     "usage: temper bandwidth [--device N] [--bytes SIZE] [--json]\n\n"
                      "Copies a buffer on the device 20 times (after 2 warm-up copies), each timed with device\n"
                      "events, and prints the median in GB/s (10^9 bytes/s) counting the bytes read and written.\n"
                      "SIZE defaults to 8x the last-level cache, at least 256M (suffixes K, M, G are binary).",
-                     run_bandwidth}};
+                     [](CLI::App& app) {
+                       auto o = std::make_shared<Options>();
+                       add_device(app, o->device);
+                       app.add_option("--bytes", o->bytes, "bytes copied, e.g. 4096, 256M, 1G")
+                           ->type_name("SIZE")
+                           ->check(checked_by([](const std::string& t) { parse_bytes(t); }));
+                       add_json(app, o->json);
+                       return [o] { return run_bandwidth(*o); };
+                     }}};
 
 }  // namespace
 }  // namespace temper::cli

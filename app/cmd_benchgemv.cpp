@@ -33,49 +33,27 @@ nlohmann::json timing_json(const ConfigTiming& t, const GemvProblem& p, double c
   return j;
 }
 
-int run_benchgemv(const Args& args) {
-  const std::vector<std::string_view> valued = {"--device", "--types", "--n", "--k", "--ncols", "--count",
-                                                "--warmup", "--engine", "--seed", "--save", "--back-to-back"};
-  std::vector<std::string_view> known = valued;
-  known.insert(known.end(), {"--json", "--default-only"});
-  reject_unknown(args, known);
-  if (const auto extra = positionals(args, valued); !extra.empty())
-    fail(ErrorKind::BadInput, "bench-gemv takes no arguments, got '" + extra.front() + "'");
-  auto number = [&](const char* name, int fallback, int lo, int hi) {
-    const auto text = option(args, name);
-    if (!text) return fallback;
-    int v = 0;
-    const auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), v);
-    if (ec != std::errc() || end != text->data() + text->size() || v < lo || v > hi)
-      fail(ErrorKind::BadInput, std::string(name) + " expects a number " + std::to_string(lo) + ".." +
-                                    std::to_string(hi) + ", got '" + *text + "'");
-    return v;
-  };
-  const bool json = has_flag(args, "--json");
-  const bool default_only = has_flag(args, "--default-only");
-  const int n = number("--n", 4096, 1, 1 << 24);
-  const int k = number("--k", 14336, 32, 1 << 24);
-  const int ncols = number("--ncols", 1, 1, 8);
-  GemvBenchOptions options;
-  options.count = number("--count", 200, 1, 1'000'000);
-  options.warmup = number("--warmup", 20, 0, 1'000'000);
-  options.per_sample = number("--back-to-back", 8, 1, 64);
-  options.seed = uint64_t(number("--seed", 1, 1, 1 << 30));
-  const std::string engine = option(args, "--engine").value_or(std::string(defaults::known_engines().front()));
-  if (!defaults::is_known_engine(engine)) {
-    std::string engines;
-    for (auto e : defaults::known_engines()) engines += (engines.empty() ? "" : ", ") + std::string(e);
-    fail(ErrorKind::BadInput, "--engine '" + engine + "' is not a known engine version (" + engines + ")");
-  }
-  const int device_number = gpu::parse_device_number(option(args, "--device").value_or("0"));
+struct Options {
+  int device = 0, n = 4096, k = 14336, ncols = 1;
+  GemvBenchOptions bench;
+  std::string types, engine, save;
+  bool json = false, default_only = false;
+};
+
+int run_benchgemv(const Options& o) {
+  const bool json = o.json, default_only = o.default_only;
+  const int n = o.n, k = o.k, ncols = o.ncols;
+  const GemvBenchOptions& options = o.bench;
+  const std::string& engine = o.engine;
+  const int device_number = o.device;
 
   gpu::DeviceList list = gpu::list_devices(gpu_backends());
   auto device = gpu::open_device(list, device_number);
   const DeviceInfo& d = device->info();
 
   std::vector<GgmlType> types;
-  if (const auto t = option(args, "--types")) {
-    types = parse_type_list(*t);
+  if (!o.types.empty()) {
+    types = parse_type_list(o.types);
   } else {
     for (GgmlType type : tier1_types())
       if (!instantiated_configs(*device, type, ncols).empty()) types.push_back(type);
@@ -138,7 +116,7 @@ int run_benchgemv(const Args& args) {
     rows.push_back(std::move(row));
   }
 
-  if (json || option(args, "--save")) {
+  if (json || !o.save.empty()) {
     nlohmann::json out = {{"device", gpu::device_json(d)},
                           {"copy_gbs", copy_gbs},
                           {"copy_bytes", copy_bytes},
@@ -162,7 +140,7 @@ int run_benchgemv(const Args& args) {
       results.push_back(std::move(j));
     }
     out["results"] = std::move(results);
-    if (const auto save = option(args, "--save")) write_file_atomic(*save, out.dump(2) + "\n");
+    if (!o.save.empty()) write_file_atomic(o.save, out.dump(2) + "\n");
     if (json) {
       std::cout << out.dump(2) << "\n";
       return any_failed ? int(ErrorKind::Verification) : 0;
@@ -210,9 +188,6 @@ int run_benchgemv(const Args& args) {
 
 const Registrar reg{
     {"bench-gemv", "time one GEMV shape per type: default config vs the best of the grid",
-     "usage: temper bench-gemv [--device N] [--types q4_0,...] [--n 4096] [--k 14336] [--ncols 1]\n"
-     "                         [--count 200] [--warmup 20] [--engine VERSION] [--default-only] [--seed S]\n"
-     "                         [--back-to-back L] [--save FILE.json] [--json]\n\n"
      "Measures the device-to-device copy bandwidth, then for each type (default: every tier-1 type\n"
      "this build has) uploads random valid weights in enough copies to exceed twice the last-level\n"
      "cache, quantizes random activations on the device, verifies each config once against the exact\n"
@@ -225,7 +200,24 @@ const Registrar reg{
      "sweep`; 1 puts an event pair around every launch).\n"
      "--save also writes the JSON form to FILE. Exit code 5 when a config fails verification (it is\n"
      "then never the best).",
-     run_benchgemv}};
+     [](CLI::App& app) {
+       auto o = std::make_shared<Options>();
+       GemvBenchOptions& b = o->bench;
+       add_device(app, o->device);
+       add_types(app, o->types)->description("types to time (default: every tier-1 type this build has)");
+       app.add_option("--n", o->n, "rows (default 4096)")->check(integer_in(1, 1 << 24));
+       app.add_option("--k", o->k, "row length (default 14336)")->check(integer_in(32, 1 << 24));
+       app.add_option("--ncols", o->ncols, "batch width (default 1)")->check(integer_in(1, 8));
+       app.add_option("--count", b.count, "timed samples (default 200)")->check(integer_in(1, 1'000'000));
+       app.add_option("--warmup", b.warmup, "warm-up launches (default 20)")->check(integer_in(0, 1'000'000));
+       add_engine(app, o->engine);
+       app.add_flag("--default-only", o->default_only, "time only the default config");
+       app.add_option("--seed", b.seed, "inputs' seed (default 1)")->check(integer_in(1, 1 << 30));
+       app.add_option("--back-to-back", b.per_sample, "launches per timed sample (default 8)")->check(integer_in(1, 64));
+       app.add_option("--save", o->save, "also write the JSON form to FILE")->type_name("FILE");
+       add_json(app, o->json);
+       return [o] { return run_benchgemv(*o); };
+     }}};
 
 }  // namespace
 }  // namespace temper::cli

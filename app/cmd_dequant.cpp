@@ -60,13 +60,14 @@ class ProgressBuf : public std::streambuf {
 
 constexpr uint64_t kProgressFromBytes = uint64_t{64} << 20;
 
-int run_dequant(const Args& args) {
-  reject_unknown(args, {"--rows", "-o", "--output", "--json"});
-  const auto pos = positionals(args, {"--rows", "-o", "--output"});
-  if (pos.size() != 2) fail(ErrorKind::BadInput, "expected MODEL.gguf and TENSOR (see `temper help dequant`)");
-  auto out_path = option(args, "-o");
-  if (!out_path) out_path = option(args, "--output");
-  if (!out_path) fail(ErrorKind::BadInput, "missing -o OUT.f32");
+struct Options {
+  std::string model, tensor, rows, output;
+  bool json = false;
+};
+
+int run_dequant(const Options& o) {
+  const std::vector<std::string> pos = {o.model, o.tensor};
+  const auto* out_path = &o.output;
 
   refuse_overwriting_inputs(*out_path, {pos[0]});
   const GgufFile model = GgufFile::open(pos[0]);
@@ -76,8 +77,7 @@ int run_dequant(const Args& args) {
     fail(ErrorKind::BadInput, "tensor " + pos[1] + " has type " + std::string(type_name(tensor->type)) +
                                   ", which dequant does not read (it reads " + supported_list() + ")");
   const uint64_t rows = quant::tensor_rows(*tensor);
-  const auto rows_text = option(args, "--rows");
-  const quant::RowRange range = rows_text ? quant::parse_row_range(*rows_text, rows) : quant::RowRange{0, rows};
+  const quant::RowRange range = o.rows.empty() ? quant::RowRange{0, rows} : quant::parse_row_range(o.rows, rows);
 
   const uint64_t values = (range.end - range.begin) * tensor->dims[0];
   write_file_atomic(*out_path, [&](std::ostream& out) {
@@ -88,7 +88,7 @@ int run_dequant(const Args& args) {
     quant::dequantize_tensor(*tensor, range, counted);
   });
 
-  if (has_flag(args, "--json")) {
+  if (o.json) {
     nlohmann::json j{{"tensor", pos[1]},
                      {"type", type_name(tensor->type)},
                      {"row_length", tensor->dims[0]},
@@ -110,19 +110,22 @@ int run_dequant(const Args& args) {
 const Registrar registrar{Command{
     "dequant",
     "write a tensor (or rows of it) dequantized as little-endian float32",
-    "usage: temper dequant MODEL.gguf TENSOR [--rows A:B] -o OUT.f32 [--json]\n"
-    "\n"
     "Dequantizes TENSOR of MODEL.gguf with Temper's CPU reference (bit-identical to ggml's\n"
     "dequantize_row_*) and writes it row after row as little-endian float32: rows x row_length values,\n"
     "row_length being the tensor's ne[0] and rows the product of its other dimensions.\n"
     "\n"
-    "  --rows A:B    rows A to B-1 only; also A: (to the end), :B (from 0) and A (one row)\n"
-    "  -o, --output  the output file (written whole or not at all)\n"
-    "  --json        print a JSON summary (tensor, type, row_length, rows, values, output, bytes)\n"
-    "\n"
     "Types: f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q2_K..q6_K, iq4_nl, iq4_xs, mxfp4 and the\n"
     "other types Temper has a reference for; any other type is an error naming it (exit 2).",
-    run_dequant}};
+    [](CLI::App& app) {
+      auto o = std::make_shared<Options>();
+      app.add_option("MODEL", o->model, "the GGUF file")->required();
+      app.add_option("TENSOR", o->tensor, "the tensor's name")->required();
+      app.add_option("--rows", o->rows, "rows A to B-1 only; also A: (to the end), :B (from 0) and A (one row)")
+          ->type_name("A:B");
+      add_output(app, o->output, "the output file (written whole or not at all)")->required();
+      add_json(app, o->json);
+      return [o] { return run_dequant(*o); };
+    }}};
 
 }  // namespace
 }  // namespace temper::cli

@@ -16,11 +16,7 @@ std::string mib(uint64_t bytes) {
   return buf;
 }
 
-int run_devices(const Args& args) {
-  reject_unknown(args, {"--json"});
-  if (const auto extra = positionals(args, {}); !extra.empty())
-    fail(ErrorKind::BadInput, "devices takes no arguments, got '" + extra.front() + "'");
-  const bool json = has_flag(args, "--json");
+int run_devices(bool json) {
   gpu::DeviceList list = gpu::list_devices(gpu_backends());
   if (list.devices.empty()) fail(ErrorKind::NoDevice, list.why_none);
 
@@ -64,12 +60,15 @@ int run_devices(const Args& args) {
 }
 
 const Registrar reg{{"devices", "list the GPUs this build can use",
-                     "usage: temper devices [--json]\n\n"
                      "Lists every HIP and CUDA device this build can use, numbered as --device N counts them:\n"
                      "name, arch, CU/SM count, memory, L2, clocks, driver and runtime versions, the matching\n"
                      "entry of the GPU spec database and live telemetry where available (rocm-smi, NVML).\n"
                      "Exit code 3 when there is none.",
-                     run_devices}};
+                     [](CLI::App& app) {
+                       auto json = std::make_shared<bool>(false);
+                       add_json(app, *json);
+                       return [json] { return run_devices(*json); };
+                     }}};
 
 }  // namespace
 }  // namespace temper::cli

@@ -17,16 +17,17 @@
 namespace temper::cli {
 namespace {
 
-std::string one_dir(const Args& args, std::vector<std::string_view> valued, const char* sub) {
-  const auto pos = positionals(args, std::move(valued));
-  if (pos.size() != 2) fail(ErrorKind::BadInput, std::string("expected `temper engine ") + sub + " DIR` (see `temper help engine`)");
-  return pos[1];
-}
+// Every engine sub-command's options; each declares the ones it takes.
+struct Options {
+  std::string dir, model, profile, cache;
+  EngineProbeArgs probe;
+  int jobs = 0, tokens = 40, rounds = 5;
+  bool json = false, undo = false;
+};
 
-int run_check(const Args& args) {
-  reject_unknown(args, {"--json"});
-  const engine::CheckReport r = engine::check(one_dir(args, {}, "check"));
-  if (has_flag(args, "--json")) {
+int run_check(const Options& o) {
+  const engine::CheckReport r = engine::check(o.dir);
+  if (o.json) {
     nlohmann::json j = {{"path", r.tree.root.string()}, {"kind", engine::tree_kind_name(r.tree.kind)},
                         {"ggml_root", r.tree.ggml_root.string()}, {"mmvq", r.tree.mmvq.string()},
                         {"commit", r.tree.commit}, {"patched", r.state == engine::HookState::Patched},
@@ -47,25 +48,23 @@ int run_check(const Args& args) {
   return r.applies || r.state == engine::HookState::Patched ? 0 : 2;
 }
 
-int run_patch(const Args& args) {
-  reject_unknown(args, {"--undo", "--kernel-set"});
-  const std::string dir = one_dir(args, {"--kernel-set"}, "patch");
-  if (has_flag(args, "--undo")) {
-    engine::undo(dir);
+int run_patch(const Options& o) {
+  if (o.undo) {
+    engine::undo(o.dir);
     std::printf("restored %s byte for byte; the hook's files are removed (re-run cmake's configure step)\n",
-                engine::find_tree(dir).mmvq.string().c_str());
+                engine::find_tree(o.dir).mmvq.string().c_str());
     return 0;
   }
-  engine::patch(dir, engine::kernel_set(option(args, "--kernel-set").value_or("full")));
+  engine::patch(o.dir, engine::kernel_set(o.probe.kernel_set));
   std::printf("patched %s (hook v%d). Re-run cmake's configure step (the hook adds .cu files), then build as usual;\n"
               "the engine loads TEMPER_PROFILE, else ~/.config/temper/engine-profile.json. Undo: temper engine patch %s --undo\n",
-              engine::find_tree(dir).mmvq.string().c_str(), engine::kHookVersion, dir.c_str());
+              engine::find_tree(o.dir).mmvq.string().c_str(), engine::kHookVersion, o.dir.c_str());
   return 0;
 }
 
 // The arch to build for: --arch, else the first GPU this machine has.
-std::string arch_to_build(const Args& args) {
-  if (auto a = option(args, "--arch")) return *a;
+std::string arch_to_build(const std::string& arch) {
+  if (!arch.empty()) return arch;
   gpu::DeviceList list = gpu::list_devices(gpu_backends());
   if (list.devices.empty())
     fail(ErrorKind::NoDevice, list.why_none + "; name the target with --arch sm_90 (NVIDIA) or --arch gfx90a (AMD)");
@@ -81,61 +80,72 @@ std::string hipcc_version() {
   return got ? std::string(buf) : std::string();
 }
 
-int run_build(const Args& args) {
-  reject_unknown(args, {"--arch", "--kernel-set", "--jobs", "--cache", "--json"});
-  const std::string dir = one_dir(args, {"--arch", "--kernel-set", "--jobs", "--cache"}, "build");
-  engine::BuildOptions o;
-  o.arch = arch_to_build(args);
-  o.platform = engine::platform_for_arch(o.arch);
-  if (o.platform == engine::Platform::Hip) o.hip_version = hipcc_version();
-  o.set = engine::kernel_set(option(args, "--kernel-set").value_or("full"));
-  if (auto j = option(args, "--jobs")) o.jobs = std::atoi(j->c_str());
-  if (auto c = option(args, "--cache")) o.cache_root = *c;
-  const bool json_out = has_flag(args, "--json");
-  const engine::BuildResult r = engine::build(dir, o, [&](const engine::BuildStep& s) {
-    if (json_out) return;
-    if (s.total == 0) {
-      std::fprintf(stderr, "engine build: %s\n", s.line.c_str());
-    } else {
-      const double eta = s.done > 0 ? s.elapsed_s / s.done * (s.total - s.done) : 0;
-      std::fprintf(stderr, "\rengine build: %d/%d steps, %.0f s elapsed, ETA %.0f s   ", s.done, s.total, s.elapsed_s, eta);
-      if (s.done == s.total) std::fprintf(stderr, "\n");
-    }
+// The build of DIR's engine for --arch / --kernel-set (platform and compiler version filled in).
+engine::BuildOptions build_options(const EngineProbeArgs& e) {
+  engine::BuildOptions b;
+  b.arch = arch_to_build(e.arch);
+  b.platform = engine::platform_for_arch(b.arch);
+  if (b.platform == engine::Platform::Hip) b.hip_version = hipcc_version();
+  b.set = engine::kernel_set(e.kernel_set);
+  return b;
+}
+
+// Build progress on stderr: a line per message, a counter redrawn in place for the steps.
+void print_build_step(const engine::BuildStep& s) {
+  if (s.total == 0) {
+    std::fprintf(stderr, "engine build: %s\n", s.line.c_str());
+  } else {
+    const double eta = s.done > 0 ? s.elapsed_s / s.done * (s.total - s.done) : 0;
+    std::fprintf(stderr, "\rengine build: %d/%d steps, %.0f s elapsed, ETA %.0f s   ", s.done, s.total, s.elapsed_s, eta);
+    if (s.done == s.total) std::fprintf(stderr, "\n");
+  }
+}
+
+int run_build(const Options& o) {
+  engine::BuildOptions b = build_options(o.probe);
+  b.jobs = o.jobs;
+  if (!o.cache.empty()) b.cache_root = o.cache;
+  const engine::BuildResult r = engine::build(o.dir, b, [&](const engine::BuildStep& s) {
+    if (!o.json) print_build_step(s);
   });
-  if (json_out) {
+  if (o.json) {
     nlohmann::json j = {{"probe", r.probe.string()}, {"dir", r.dir.string()}, {"log", r.log.string()},
-                        {"hash", r.hash}, {"cached", r.cached}, {"arch", o.arch},
-                        {"platform", engine::platform_name(o.platform)}, {"kernel_set", o.set.name},
+                        {"hash", r.hash}, {"cached", r.cached}, {"arch", b.arch},
+                        {"platform", engine::platform_name(b.platform)}, {"kernel_set", b.set.name},
                         {"commit", r.tree.commit}, {"hook_version", engine::kHookVersion}};
     std::printf("%s\n", j.dump(2).c_str());
   } else {
-    std::printf("%s engine for %s: %s\n", r.cached ? "cached" : "built", o.arch.c_str(), r.probe.string().c_str());
+    std::printf("%s engine for %s: %s\n", r.cached ? "cached" : "built", b.arch.c_str(), r.probe.string().c_str());
   }
   return 0;
 }
 
 }  // namespace
 
-engine::ProbeOptions engine_probe_options(const Args& args) {
+void add_engine_probe(CLI::App& app, EngineProbeArgs& e, bool with_arch) {
+  app.add_option("--probe", e.probe,
+                 "time the engine's own mmvq through this temper-probe (built against a hooked ggml, docs/engine.md)")
+      ->type_name("PATH");
+  app.add_option("--engine-src", e.engine_src,
+                 "build (or find in the cache) the hooked engine of this ggml / llama.cpp tree and use its temper-probe")
+      ->type_name("DIR");
+  if (with_arch)
+    app.add_option("--arch", e.arch, "with --engine-src: the arch to build for (default: this machine's first GPU)")
+        ->type_name("ARCH");
+  app.add_option("--kernel-set", e.kernel_set, "with --engine-src: the hook's kernel instantiations (default full)")
+      ->check(one_of({"full", "ci"}));
+}
+
+engine::ProbeOptions engine_probe_options(const EngineProbeArgs& e) {
   engine::ProbeOptions o;
-  if (auto p = option(args, "--probe")) {
-    o.probe = *p;
+  if (!e.probe.empty()) {
+    o.probe = e.probe;
     return o;
   }
-  const auto src = option(args, "--engine-src");
-  if (!src) fail(ErrorKind::BadInput, "expected --probe PATH or --engine-src DIR (see `temper help engine`)");
-  engine::BuildOptions b;
-  b.arch = arch_to_build(args);
-  b.platform = engine::platform_for_arch(b.arch);
-  if (b.platform == engine::Platform::Hip) b.hip_version = hipcc_version();
-  b.set = engine::kernel_set(option(args, "--kernel-set").value_or("full"));
-  const engine::BuildResult r = engine::build(*src, b, [](const engine::BuildStep& s) {
-    if (s.total == 0) std::fprintf(stderr, "engine build: %s\n", s.line.c_str());
-    else std::fprintf(stderr, "\rengine build: %d/%d steps, ETA %.0f s   %s", s.done, s.total,
-                      s.done > 0 ? s.elapsed_s / s.done * (s.total - s.done) : 0.0, s.done == s.total ? "\n" : "");
-  });
+  if (e.engine_src.empty()) fail(ErrorKind::BadInput, "expected --probe PATH or --engine-src DIR (see `temper help engine`)");
+  const engine::BuildResult r = engine::build(e.engine_src, build_options(e), print_build_step);
   o.probe = r.probe;
-  o.source_path = std::filesystem::absolute(*src).string();
+  o.source_path = std::filesystem::absolute(e.engine_src).string();
   o.ggml_commit = r.tree.commit;
   o.hook_version = std::to_string(engine::kHookVersion);
   return o;
@@ -143,21 +153,16 @@ engine::ProbeOptions engine_probe_options(const Args& args) {
 
 namespace {
 
-int run_replay(const Args& args) {
-  reject_unknown(args, {"--probe", "--engine-src", "--arch", "--kernel-set", "--profile", "--tokens", "--rounds", "--json"});
-  const auto pos = positionals(args, {"--probe", "--engine-src", "--arch", "--kernel-set", "--profile", "--tokens", "--rounds"});
-  if (pos.size() != 2) fail(ErrorKind::BadInput, "expected `temper engine replay MODEL.gguf --probe P|--engine-src DIR --profile P`");
-  const auto profile = option(args, "--profile");
-  if (!profile) fail(ErrorKind::BadInput, "--profile PATH: the profile to replay against stock");
+int run_replay(const Options& o) {
+  if (o.profile.empty()) fail(ErrorKind::BadInput, "--profile PATH: the profile to replay against stock");
   engine::ReplayOptions ro;
-  ro.profile = *profile;
-  if (auto t = option(args, "--tokens")) ro.tokens = std::atoi(t->c_str());
-  if (auto r = option(args, "--rounds")) ro.rounds = std::atoi(r->c_str());
-  if (ro.tokens < 1 || ro.rounds < 1) fail(ErrorKind::BadInput, "--tokens and --rounds must be positive");
-  const GgufFile file = GgufFile::open(pos[1]);
+  ro.profile = o.profile;
+  ro.tokens = o.tokens;
+  ro.rounds = o.rounds;
+  const GgufFile file = GgufFile::open(o.model);
   const engine::ReplayPlan plan = engine::plan_replay(file);
-  engine::EngineDevice device(engine_probe_options(args));
-  const bool json_out = has_flag(args, "--json");
+  engine::EngineDevice device(engine_probe_options(o.probe));
+  const bool json_out = o.json;
   const engine::ReplayReport r = engine::run_replay(device, file, plan, ro, [&](int done, int total) {
     if (!json_out) std::fprintf(stderr, "\rreplay: %d/%d runs   %s", done, total, done == total ? "\n" : "");
   });
@@ -168,7 +173,7 @@ int run_replay(const Args& args) {
       return nlohmann::json{{"median_us", a.median}, {"ci_low_us", a.ci_low}, {"ci_high_us", a.ci_high},
                             {"tokens", a.token_us.size()}, {"mmvq_launches", a.launches}, {"tuned_launches", a.tuned}};
     };
-    nlohmann::json j = {{"model", pos[1]}, {"device", device.info().name}, {"arch", device.info().arch},
+    nlohmann::json j = {{"model", o.model}, {"device", device.info().name}, {"arch", device.info().arch},
                         {"profile", ro.profile.string()}, {"graph_nodes", plan.nodes.size()}, {"gemvs_per_token", gemvs},
                         {"real_bytes", r.real_bytes}, {"stock", arm(r.stock)}, {"profiled", arm(r.profiled)},
                         {"speedup", r.speedup}, {"speedup_low", r.speedup_low}, {"speedup_high", r.speedup_high},
@@ -178,7 +183,7 @@ int run_replay(const Args& args) {
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
-  std::printf("decode replay of %s on %s (kernel: the engine's; %s weights)\n", pos[1].c_str(), device.info().name.c_str(),
+  std::printf("decode replay of %s on %s (kernel: the engine's; %s weights)\n", o.model.c_str(), device.info().name.c_str(),
               r.real_bytes ? "the file's" : "random valid");
   std::printf("  %zu graph nodes, %lld GEMVs per token; mmvq launches per token: %lld stock, %lld with the profile (%lld tuned)\n",
               plan.nodes.size(), static_cast<long long>(gemvs), static_cast<long long>(r.stock.launches),
@@ -191,16 +196,43 @@ int run_replay(const Args& args) {
   return 0;
 }
 
-int run_engine(const Args& args) {
-  if (args.empty() || args[0] == "--help") {
-    std::printf("%s", "usage: temper engine check|patch|build|replay ... (see `temper help engine`)\n");
-    return args.empty() ? 2 : 0;
-  }
-  if (args[0] == "check") return run_check(args);
-  if (args[0] == "patch") return run_patch(args);
-  if (args[0] == "build") return run_build(args);
-  if (args[0] == "replay") return run_replay(args);
-  fail(ErrorKind::BadInput, "unknown `temper engine` command \"" + args[0] + "\" (expected check, patch, build or replay)");
+// The sub-commands of `temper engine`, each with its options.
+Action define_engine(CLI::App& app) {
+  auto o = std::make_shared<Options>();
+  std::vector<std::pair<CLI::App*, Action>> subs;
+  auto sub = [&](const char* name, const char* summary, int (*run)(const Options&)) {
+    CLI::App* s = app.add_subcommand(name, summary);
+    subs.emplace_back(s, [o, run] { return run(*o); });
+    s->add_option("DIR", o->dir, "a ggml or llama.cpp source tree")->required();
+    return s;
+  };
+  auto kernel_set = [&](CLI::App* s) {
+    s->add_option("--kernel-set", o->probe.kernel_set, "the hook's kernel instantiations (default full)")
+        ->check(one_of({"full", "ci"}));
+  };
+  add_json(*sub("check", "whether Temper's tuning hook applies to DIR (exit 2 when it does not)", run_check), o->json);
+  CLI::App* patch = sub("patch", "apply the hook to DIR in place (or --undo it)", run_patch);
+  patch->add_flag("--undo", o->undo, "restore mmvq.cu byte for byte and remove the hook's files");
+  kernel_set(patch);
+  CLI::App* build = sub("build", "a private hooked build of DIR's ggml with temper-probe, in Temper's cache", run_build);
+  build->add_option("--arch", o->probe.arch, "the arch to build for (default: this machine's first GPU)")->type_name("ARCH");
+  kernel_set(build);
+  build->add_option("--jobs", o->jobs, "parallel build jobs (default: the build tool's)")->check(integer_in(1, 1024));
+  build->add_option("--cache", o->cache, "the build cache (default ~/.cache/temper/engine)")->type_name("DIR");
+  add_json(*build, o->json);
+  CLI::App* replay = app.add_subcommand("replay", "one decode token's GEMVs in the engine, stock vs a profile");
+  subs.emplace_back(replay, [o] { return run_replay(*o); });
+  replay->add_option("MODEL", o->model, "a GGUF file")->required();
+  add_engine_probe(*replay, o->probe);
+  replay->add_option("--profile", o->profile, "the profile to replay against stock")->type_name("PATH");
+  replay->add_option("--tokens", o->tokens, "decode tokens per round (default 40)")->check(integer_in(1, 1 << 20));
+  replay->add_option("--rounds", o->rounds, "rounds, stock and profile in turn (default 5)")->check(integer_in(1, 1 << 20));
+  add_json(*replay, o->json);
+  return [subs] {
+    for (const auto& [s, run] : subs)
+      if (s->parsed()) return run();
+    fail(ErrorKind::BadInput, "expected a sub-command: check, patch, build or replay (see `temper help engine`)");
+  };
 }
 
 const Registrar reg{{"engine", "the tuning hook on your ggml / llama.cpp tree; the engine build Temper times",
@@ -221,7 +253,7 @@ const Registrar reg{{"engine", "the tuning hook on your ggml / llama.cpp tree; t
                      "    One decode token's GEMVs in the model's order (fused gate/up, MUL_MAT_ID for experts, the\n"
                      "    head) as one graph in the hooked engine, timed per token, stock and with the profile in\n"
                      "    turn: medians with 95% CI, the measured speedup and the profile's prediction beside it.\n",
-                     run_engine}};
+                     define_engine}};
 
 }  // namespace
 }  // namespace temper::cli

@@ -53,15 +53,18 @@ void print_full(const GpuSpec& g) {
   if (!g.notes.empty()) std::printf("  notes: %s\n", g.notes.c_str());
 }
 
-int run_gpus(const Args& args) {
-  reject_unknown(args, {"--json", "--devices"});
-  const auto pos = positionals(args, {});
-  if (pos.size() > 1) fail(ErrorKind::BadInput, "expected at most one QUERY (see `temper help gpus`)");
-  const bool json_out = has_flag(args, "--json");
+struct Options {
+  std::vector<std::string> pos;  // QUERY, at most one
+  bool devices = false, json = false;
+};
+
+int run_gpus(const Options& o) {
+  const auto& pos = o.pos;
+  const bool json_out = o.json;
 
   std::vector<GpuSpec> shown;
   std::vector<std::string> device_names;
-  if (has_flag(args, "--devices")) {
+  if (o.devices) {
     if (!pos.empty()) fail(ErrorKind::BadInput, "--devices takes no QUERY");
     for (auto& backend : gpu_backends())
       for (const DeviceInfo& d : backend->devices()) {
@@ -103,19 +106,20 @@ int run_gpus(const Args& args) {
 const Registrar registrar{Command{
     "gpus",
     "the GPU spec database: list it, show an entry, or match this machine's devices",
-    "usage: temper gpus [QUERY] [--json]\n"
-    "       temper gpus --devices [--json]\n"
-    "\n"
     "Without QUERY: one line per GPU (id, arch, family, CUs/SMs, bandwidth, last-level cache,\n"
     "fp32 and int8 peaks). With QUERY (an id, an arch such as gfx942 or sm_90, or part of a\n"
     "marketing name): every matching entry in full, with the documents its numbers come from.\n"
     "\n"
-    "  --devices  the entry each device of this machine matches, or the limits its runtime\n"
-    "             reports when it is not in the database\n"
-    "  --json     print a JSON array of entries (resources/gpus.json field names)\n"
-    "\n"
     "The database is resources/gpus.json, compiled into temper (docs/gpus.md).",
-    run_gpus}};
+    [](CLI::App& app) {
+      auto o = std::make_shared<Options>();
+      app.add_option("QUERY", o->pos, "an id, an arch (gfx942, sm_90) or part of a name")->expected(0, 1);
+      app.add_flag("--devices", o->devices,
+                   "the entry each device of this machine matches, or the limits its runtime reports when it is "
+                   "not in the database");
+      add_json(app, o->json)->description("print a JSON array of entries (resources/gpus.json field names)");
+      return [o] { return run_gpus(*o); };
+    }}};
 
 }  // namespace
 }  // namespace temper::cli

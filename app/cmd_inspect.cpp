@@ -40,8 +40,8 @@ const GpuSpec& resolve_gpu(const std::string& query) {
   fail(ErrorKind::BadInput, msg);
 }
 
-std::vector<const GpuSpec*> ceiling_gpus(const Args& args) {
-  if (const auto q = option(args, "--gpu")) return {&resolve_gpu(*q)};
+std::vector<const GpuSpec*> ceiling_gpus(const std::string& query) {
+  if (!query.empty()) return {&resolve_gpu(query)};
   std::vector<const GpuSpec*> out;
   for (auto id : kDefaultGpus)
     if (const GpuSpec* g = find_gpu(id)) out.push_back(g);
@@ -192,8 +192,8 @@ void print_text(const Model& m, const GgufFile& file, const std::vector<const Gp
   for (const Shape& s : m.shapes) {
     std::string names = s.tensors.front();
     if (s.tensors.size() > 1) names += " (+" + std::to_string(s.tensors.size() - 1) + ")";
-    std::printf("%-8s %8" PRId64 " %8" PRId64 " %12" PRId64 " %10.1f %8.1f%%  %s\n", std::string(type_name(s.type)).c_str(), s.n, s.k,
-                s.calls_per_token, s.bytes_per_token / 1e6, 100 * share(s.bytes_per_token, m.bytes_per_token), names.c_str());
+    std::printf("%-8s %8" PRId64 " %8" PRId64 " %12" PRId64 " %10.1f %8.1f%%  %s\n", std::string(type_name(s.type)).c_str(), int64_t(s.n),
+                int64_t(s.k), s.calls_per_token, s.bytes_per_token / 1e6, 100 * share(s.bytes_per_token, m.bytes_per_token), names.c_str());
   }
   if (!m.notes.empty()) {
     std::printf("\nnotes\n");
@@ -216,23 +216,25 @@ void print_text(const Model& m, const GgufFile& file, const std::vector<const Gp
   }
 }
 
-int run(const Args& args) {
-  reject_unknown(args, {"--json", "--gpu", "--tensors", "--metadata"});
-  const auto files = positionals(args, {"--gpu"});
-  if (files.size() != 1) fail(ErrorKind::BadInput, "expected one MODEL.gguf, got " + std::to_string(files.size()) + " (see temper inspect --help)");
-  const auto gpus = ceiling_gpus(args);
-  const bool tensors = has_flag(args, "--tensors"), metadata = has_flag(args, "--metadata");
+struct Options {
+  std::string path, gpu;
+  bool json = false, tensors = false, metadata = false;
+};
+
+int run(const Options& o) {
+  const auto gpus = ceiling_gpus(o.gpu);
+  const bool tensors = o.tensors, metadata = o.metadata;
 
   // An input that cannot be opened is bad input for this command (exit 2), like a damaged one.
   std::optional<GgufFile> file;
   try {
-    file.emplace(GgufFile::open(files[0]));
+    file.emplace(GgufFile::open(o.path));
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::Io) throw;
     fail(ErrorKind::BadInput, e.what());
   }
   const Model m = describe_model(*file);
-  if (has_flag(args, "--json"))
+  if (o.json)
     std::cout << model_json(m, *file, gpus, tensors, metadata).dump(2, ' ', false, json::error_handler_t::replace) << "\n";
   else
     print_text(m, *file, gpus, tensors, metadata);
@@ -241,18 +243,23 @@ int run(const Args& args) {
 
 const Registrar reg{Command{
     "inspect", "a model's decode GEMV shapes, bytes per token and bandwidth ceiling",
-    "usage: temper inspect MODEL.gguf [--json] [--gpu NAME] [--tensors] [--metadata]\n\n"
     "Opens a GGUF file (v2 or v3; tensor data is mapped, never read) and prints the model summary\n"
     "(architecture, layers, parameters, file size, quant mix), the distinct GEMV shapes of decode\n"
     "(type, N rows, K row length, calls per token, MB per token, share of decode bytes) largest\n"
     "first, and the bandwidth-bound decode ceiling (peak bandwidth / bytes per token: an estimate).\n\n"
-    "  --json        one JSON document on stdout (schema temper.inspect/1, docs/json.md)\n"
-    "  --gpu NAME    the ceiling for this GPU (id, arch or name from the GPU database;\n"
-    "                default: h100-sxm, mi300x, rtx4090, rx7900xtx)\n"
-    "  --tensors     also list every tensor (name, type, dims, bytes)\n"
-    "  --metadata    also list every metadata key (arrays: kind, size and first elements)\n\n"
     "A damaged or unreadable file exits with code 2 and one line naming the file, byte offset and field.",
-    run}};
+    [](CLI::App& app) {
+      auto o = std::make_shared<Options>();
+      app.add_option("MODEL", o->path, "a GGUF file")->required();
+      add_json(app, o->json)->description("one JSON document on stdout (schema temper.inspect/1, docs/json.md)");
+      app.add_option("--gpu", o->gpu,
+                     "the ceiling for this GPU (id, arch or name from the GPU database; default: h100-sxm, mi300x, "
+                     "rtx4090, rx7900xtx)")
+          ->type_name("NAME");
+      app.add_flag("--tensors", o->tensors, "also list every tensor (name, type, dims, bytes)");
+      app.add_flag("--metadata", o->metadata, "also list every metadata key (arrays: kind, size and first elements)");
+      return [o] { return run(*o); };
+    }}};
 
 }  // namespace
 }  // namespace temper::cli

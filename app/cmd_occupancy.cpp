@@ -18,17 +18,12 @@
 namespace temper::cli {
 namespace {
 
-int int_option(const Args& args, std::string_view name, int fallback, int lo, int hi) {
-  const auto v = option(args, name);
-  if (!v) return fallback;
-  try {
-    size_t used = 0;
-    const int x = std::stoi(*v, &used);
-    if (used == v->size() && x >= lo && x <= hi) return x;
-  } catch (const std::exception&) {
-  }
-  fail(ErrorKind::BadInput, std::string(name) + " " + *v + ": expected an integer in " + std::to_string(lo) + ".." + std::to_string(hi));
-}
+struct Options {
+  std::string arch, type, codeobj_dir;
+  int ncols = 0;                                            // 0: every ncols
+  int regs = -1, sgprs = -1, lds = -1, threads = -1, wave = -1;  // -1: not given
+  bool json = false;
+};
 
 const GpuSpec& resolve_gpu(const std::string& query) {
   if (const GpuSpec* g = find_gpu(query)) return *g;
@@ -112,26 +107,18 @@ std::unique_ptr<Device> open_device_for(const GpuSpec& g, std::string& why_not) 
   return nullptr;
 }
 
-int run_occupancy(const Args& args) {
-  reject_unknown(args, {"--arch", "--type", "--ncols", "--codeobj-dir", "--json", "--regs", "--vgprs", "--sgprs",
-                        "--lds", "--threads", "--wave"});
-  const auto arch = option(args, "--arch");
-  if (!arch) fail(ErrorKind::BadInput, "missing --arch ARCH (e.g. gfx90a, sm_90, mi300x; see `temper gpus`)");
-  if (!positionals(args, {"--arch", "--type", "--ncols", "--codeobj-dir", "--regs", "--vgprs", "--sgprs", "--lds", "--threads", "--wave"}).empty())
-    fail(ErrorKind::BadInput, "unexpected argument (see `temper help occupancy`)");
-  const GpuSpec& gpu = resolve_gpu(*arch);
-  const bool json_out = has_flag(args, "--json");
+int run_occupancy(const Options& opt) {
+  const GpuSpec& gpu = resolve_gpu(opt.arch);
+  const bool json_out = opt.json;
 
   // One kernel described by hand.
-  auto regs = option(args, "--regs");
-  if (!regs) regs = option(args, "--vgprs");
-  if (regs) {
+  if (opt.regs >= 0) {
     KernelResources k;
-    k.vgprs = int_option(args, option(args, "--regs") ? "--regs" : "--vgprs", 0, 0, 512);
-    k.sgprs = int_option(args, "--sgprs", 0, 0, 128);
-    k.lds_bytes = int_option(args, "--lds", 0, 0, 1 << 20);
-    k.wave_size = int_option(args, "--wave", gpu.wave_sizes.at(0), 32, 64);
-    const int threads = int_option(args, "--threads", 4 * k.wave_size, 1, 4096);
+    k.vgprs = opt.regs;
+    k.sgprs = std::max(opt.sgprs, 0);
+    k.lds_bytes = std::max(opt.lds, 0);
+    k.wave_size = opt.wave > 0 ? opt.wave : gpu.wave_sizes.at(0);
+    const int threads = opt.threads > 0 ? opt.threads : 4 * k.wave_size;
     const Occupancy o = compute_occupancy(gpu, k, threads);
     if (json_out) {
       nlohmann::json j = {{"gpu", gpu_json(gpu)}, {"threads_per_block", threads}, {"wave_size", o.wave_size},
@@ -155,23 +142,20 @@ int run_occupancy(const Args& args) {
     }
     return 0;
   }
-  for (const char* only_manual : {"--sgprs", "--lds", "--threads", "--wave"})
-    if (option(args, only_manual)) fail(ErrorKind::BadInput, std::string(only_manual) + " describes a kernel by hand: give --regs too");
+  for (auto [name, value] : {std::pair{"--sgprs", opt.sgprs}, {"--lds", opt.lds}, {"--threads", opt.threads}, {"--wave", opt.wave}})
+    if (value >= 0) fail(ErrorKind::BadInput, std::string(name) + " describes a kernel by hand: give --regs too");
 
   std::optional<GgmlType> type;
-  if (const auto t = option(args, "--type")) {
-    type = parse_type(*t);
-    if (!type) fail(ErrorKind::BadInput, "--type " + *t + ": not a ggml type name (q4_0, q4_K, iq4_xs, ...)");
-  }
-  const int ncols = int_option(args, "--ncols", 0, 1, 8);
+  if (!opt.type.empty()) type = parse_type(opt.type);
+  const int ncols = opt.ncols;
   auto wanted = [&](const MmvqInstance& m) { return (!type || m.type == *type) && (ncols == 0 || m.ncols == ncols); };
 
   std::vector<ConfigOccupancy> rows;
   std::vector<int> runtime_blocks;
   std::string source;
   if (gpu.is_amd()) {
-    const auto given = option(args, "--codeobj-dir");
-    auto dir = given ? std::filesystem::path(*given) : default_codeobj_dir();
+    const bool given = !opt.codeobj_dir.empty();
+    auto dir = given ? std::filesystem::path(opt.codeobj_dir) : default_codeobj_dir();
     auto objects = load_code_objects_for(dir, gpu.arch);
     if (objects.empty() && given)
       fail(ErrorKind::BadInput, "no " + gpu.arch + " code objects in " + dir.string());
@@ -179,9 +163,7 @@ int run_occupancy(const Args& args) {
       if (wanted(c.instance)) rows.push_back(std::move(c));
     if (rows.empty() && !given) {
       // This build has none for the arch: compile them now (kernel cache; the next call is immediate).
-      std::vector<int> ncols_list;
-      if (ncols) ncols_list = {ncols};
-      else ncols_list = {1};
+      const std::vector<int> ncols_list = {ncols ? ncols : 1};
       std::vector<KernelPair> pairs;
       for (const KernelPair& p : all_kernel_pairs(ncols_list))
         if (!type || p.type == *type) pairs.push_back(p);
@@ -201,7 +183,7 @@ int run_occupancy(const Args& args) {
       source = "code objects in " + dir.string() + " (static)";
     }
   } else {
-    if (option(args, "--codeobj-dir")) fail(ErrorKind::BadInput, "--codeobj-dir reads AMD code objects; " + gpu.arch + " is NVIDIA");
+    if (!opt.codeobj_dir.empty()) fail(ErrorKind::BadInput, "--codeobj-dir reads AMD code objects; " + gpu.arch + " is NVIDIA");
     std::string why_not;
     auto device = open_device_for(gpu, why_not);
     if (!device)
@@ -258,9 +240,6 @@ int run_occupancy(const Args& args) {
 const Registrar registrar{Command{
     "occupancy",
     "registers, LDS, waves per SIMD and the limiting resource of every kernel config",
-    "usage: temper occupancy --arch ARCH [--type T] [--ncols N] [--codeobj-dir DIR] [--json]\n"
-    "       temper occupancy --arch ARCH --regs N [--sgprs N] [--lds BYTES] [--threads T] [--wave 32|64] [--json]\n"
-    "\n"
     "Per mmvq instantiation (type, ncols, nwarps, rows_per_block): threads per block, registers\n"
     "(VGPRs, AGPRs and SGPRs on AMD), LDS / shared memory, scratch and spills, waves per SIMD\n"
     "(warps per SM sub-partition on NVIDIA), occupancy and the resource that limits it, by each\n"
@@ -269,18 +248,29 @@ const Registrar registrar{Command{
     "AMD targets are analysed statically from code objects, so no GPU is needed: this build's, or\n"
     "when it has none for ARCH, compiled now with hipcc (ncols 1, or --ncols N; progress on stderr,\n"
     "Ctrl-C cancels) into the kernel cache (~/.cache/temper/kernels), so the next call is immediate.\n"
-    "  --codeobj-dir DIR   read them from DIR instead (default $TEMPER_CODEOBJ_DIR, else the build's\n"
-    "                      codeobj/; DIR/<arch>/ or any code object, offload bundle under DIR)\n"
     "NVIDIA registers are known only at run time: with an ARCH device present its function\n"
     "attributes are used and the runtime's own blocks per SM shown beside ours.\n"
-    "\n"
-    "  --arch ARCH     gfx90a, sm_90, or a GPU id / name from `temper gpus` (mi300x, \"RX 7900 XTX\")\n"
-    "  --type T        only this ggml type (q4_0, q4_K, ...)\n"
-    "  --ncols N       only this batch width (1..8)\n"
-    "  --regs N        describe one kernel by hand instead: registers (VGPRs) per thread,\n"
-    "                  with --sgprs, --lds bytes per block, --threads per block (default 4 waves), --wave\n"
-    "  --json          print one JSON document (gpu, source, configs[])",
-    run_occupancy}};
+    "Or describe one kernel by hand: --regs N [--sgprs N] [--lds BYTES] [--threads T] [--wave 32|64].",
+    [](CLI::App& app) {
+      auto o = std::make_shared<Options>();
+      app.add_option("--arch", o->arch, "gfx90a, sm_90, or a GPU id / name from `temper gpus` (mi300x, \"RX 7900 XTX\")")
+          ->required();
+      add_type(app, o->type, "only this ggml type (q4_0, q4_K, ...)");
+      app.add_option("--ncols", o->ncols, "only this batch width")->check(integer_in(1, 8));
+      app.add_option("--codeobj-dir", o->codeobj_dir,
+                     "read AMD code objects from DIR instead (default $TEMPER_CODEOBJ_DIR, else the build's codeobj/; "
+                     "DIR/<arch>/ or any code object, offload bundle under DIR)")
+          ->type_name("DIR");
+      app.add_option("--regs,--vgprs", o->regs, "describe one kernel by hand: registers (VGPRs) per thread")
+          ->check(integer_in(0, 512));
+      app.add_option("--sgprs", o->sgprs, "its SGPRs (with --regs)")->check(integer_in(0, 128));
+      app.add_option("--lds", o->lds, "its LDS bytes per block (with --regs)")->check(integer_in(0, 1 << 20));
+      app.add_option("--threads", o->threads, "its threads per block (with --regs; default 4 waves)")
+          ->check(integer_in(1, 4096));
+      app.add_option("--wave", o->wave, "its wave size (with --regs)")->check(integer_in(32, 64));
+      add_json(app, o->json)->description("print one JSON document (gpu, source, configs[])");
+      return [o] { return run_occupancy(*o); };
+    }}};
 
 }  // namespace
 }  // namespace temper::cli

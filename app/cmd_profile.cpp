@@ -14,7 +14,6 @@
 #include "temper/ggml_table.h"
 #include "temper/gpu_backend.h"
 #include "temper/input.h"
-#include "temper/validate.h"
 #include "temper/profile.h"
 #include "temper/session.h"
 #include "temper/sweep.h"
@@ -27,17 +26,15 @@ using nlohmann::json;
 void out(const std::string& s) { std::fputs(s.c_str(), stdout); }
 void err(const std::string& s) { std::fputs(s.c_str(), stderr); }
 
-std::string need_output(const Args& args) {
-  auto o = option(args, "-o");
-  if (!o) o = option(args, "--output");
-  if (!o) fail(ErrorKind::BadInput, "missing -o FILE");
-  return *o;
-}
-
-std::optional<std::string> output_opt(const Args& args) {
-  auto o = option(args, "-o");
-  return o ? o : option(args, "--output");
-}
+// Every profile sub-command's options; each declares the ones it takes.
+struct Options {
+  std::vector<std::string> files;
+  std::string format, output, approve, arch, type, note, backend = "gpu", engine;
+  double min_speedup = kDefaultMinSpeedup;
+  int device = -1, n = 0, k = 0, ncols = 1;
+  bool json = false, all = false, update = false;
+  EngineProbeArgs probe;
+};
 
 json key_json(const ProfileKey& k) {
   return {{"arch", k.arch}, {"type", std::string(type_name(k.type))}, {"n", k.n}, {"k", k.k}, {"ncols", k.ncols}};
@@ -71,38 +68,17 @@ bool is_session_file(const std::string& path) {
   return j.is_object() && j.contains("results") && j.contains("devices");
 }
 
-double parse_min_speedup(const Args& args) {
-  const auto text = option(args, "--min-speedup");
-  if (!text) return kDefaultMinSpeedup;
-  size_t used = 0;
-  double v = -1;
-  try {
-    v = std::stod(*text, &used);
-  } catch (...) {
-  }
-  if (used != text->size() || !(v >= 0) || v > 10)
-    fail(ErrorKind::BadInput, "--min-speedup expects a fraction ≥ 0 (0.03 = 3%), got \"" + *text + "\"");
-  return v;
-}
-
-int run_export(const Args& args) {
-  reject_unknown(args, {"--approve", "--min-speedup", "--format", "-o", "--output", "--device", "--arch", "--json"});
-  const auto pos = positionals(args, {"--approve", "--min-speedup", "--format", "-o", "--output", "--device", "--arch"});
-  if (pos.size() != 1) fail(ErrorKind::BadInput, "expected one SESSION.json or PROFILE.json (see `temper help profile`)");
-  const std::string format = option(args, "--format").value_or("");
-  if (format != "temper" && format != "kernel-anvil" && format != "header" && format != "csv" && format != "ggml-table")
-    fail(ErrorKind::BadInput, "--format must be temper, kernel-anvil, header, ggml-table or csv");
-  const std::string path = need_output(args);
-  refuse_overwriting_inputs(path, {pos[0]});
-  const bool json_out = has_flag(args, "--json");
-  const double min_speedup = parse_min_speedup(args);
-  const auto approve = option(args, "--approve");
-  if (approve && *approve != "significant" && *approve != "all" && *approve != "none")
-    fail(ErrorKind::BadInput, "--approve must be significant, all or none, got \"" + *approve + "\"");
-  std::optional<int> device;
-  if (auto d = option(args, "--device")) device = gpu::parse_device_number(*d);
+int run_export(const Options& o) {
+  const auto& pos = o.files;
+  const std::string& format = o.format;
+  const std::string& path = o.output;
+  const bool json_out = o.json;
+  const double min_speedup = o.min_speedup;
+  const std::optional<std::string> approve = o.approve.empty() ? std::nullopt : std::optional(o.approve);
+  const std::optional<int> device = o.device >= 0 ? std::optional(o.device) : std::nullopt;
   ExportOptions eo;
-  eo.arch = option(args, "--arch").value_or("");
+  eo.arch = o.arch;
+  refuse_overwriting_inputs(path, {pos[0]});
 
   json summary{{"input", pos[0]}, {"output", path}, {"format", format}};
   Export ex;
@@ -181,14 +157,11 @@ int run_export(const Args& args) {
   return 0;
 }
 
-Profile load_for_cli(const Args& args, const std::string& path) { return load_profile(path, option(args, "--arch").value_or("")); }
+Profile load_for_cli(const Options& o, const std::string& path) { return load_profile(path, o.arch); }
 
-int run_show(const Args& args) {
-  reject_unknown(args, {"--arch", "--json"});
-  const auto pos = positionals(args, {"--arch"});
-  if (pos.size() != 1) fail(ErrorKind::BadInput, "expected one PROFILE.json");
-  const Profile p = load_for_cli(args, pos[0]);
-  if (has_flag(args, "--json")) {
+int run_show(const Options& o) {
+  const Profile p = load_for_cli(o, o.files[0]);
+  if (o.json) {
     out(to_json(p).dump(2) + "\n");
     return 0;
   }
@@ -216,13 +189,11 @@ int run_show(const Args& args) {
   return 0;
 }
 
-int run_validate(const Args& args) {
-  reject_unknown(args, {"--arch", "--json"});
-  const auto pos = positionals(args, {"--arch"});
-  if (pos.size() != 1) fail(ErrorKind::BadInput, "expected one PROFILE.json");
-  const Profile p = load_for_cli(args, pos[0]);
+int run_validate(const Options& o) {
+  const auto& pos = o.files;
+  const Profile p = load_for_cli(o, pos[0]);
   const auto problems = validate_profile(p);
-  if (has_flag(args, "--json")) {
+  if (o.json) {
     out(json{{"file", pos[0]}, {"valid", problems.empty()}, {"entries", p.entries.size()}, {"problems", problems}}.dump(2) + "\n");
   } else {
     for (const auto& pr : problems) err(pos[0] + ": " + pr + "\n");
@@ -232,12 +203,9 @@ int run_validate(const Args& args) {
   return problems.empty() ? 0 : static_cast<int>(ErrorKind::BadInput);
 }
 
-int run_diff(const Args& args) {
-  reject_unknown(args, {"--arch", "--json", "--all"});
-  const auto pos = positionals(args, {"--arch"});
-  if (pos.size() != 2) fail(ErrorKind::BadInput, "expected two profiles: A.json B.json");
-  const ProfileDiff d = diff_profiles(load_for_cli(args, pos[0]), load_for_cli(args, pos[1]));
-  if (has_flag(args, "--json")) {
+int run_diff(const Options& o) {
+  const ProfileDiff d = diff_profiles(load_for_cli(o, o.files[0]), load_for_cli(o, o.files[1]));
+  if (o.json) {
     json lines = json::array();
     for (const auto& l : d.lines) {
       json j{{"kind", std::string(diff_kind_name(l.kind))}, {"key", key_json(l.key)}};
@@ -252,21 +220,18 @@ int run_diff(const Args& args) {
             .dump(2) +
         "\n");
   } else {
-    out(d.text(has_flag(args, "--all")));
+    out(d.text(o.all));
   }
   return 0;
 }
 
-int run_merge(const Args& args) {
-  reject_unknown(args, {"--arch", "--json", "-o", "--output"});
-  const auto pos = positionals(args, {"--arch", "-o", "--output"});
-  if (pos.size() < 2) fail(ErrorKind::BadInput, "expected two or more profiles to merge");
-  const std::string path = need_output(args);
+int run_merge(const Options& o) {
+  const std::string& path = o.output;
   std::vector<Profile> profiles;
-  for (const auto& f : pos) profiles.push_back(load_for_cli(args, f));
+  for (const auto& f : o.files) profiles.push_back(load_for_cli(o, f));
   const MergeResult m = merge_profiles(profiles);
   save_profile(m.profile, path);
-  if (has_flag(args, "--json")) {
+  if (o.json) {
     json conflicts = json::array();
     for (const auto& c : m.conflicts)
       conflicts.push_back({{"key", key_json(c.key)}, {"kept", config_json(c.kept)}, {"dropped", config_json(c.dropped)},
@@ -279,79 +244,56 @@ int run_merge(const Args& args) {
 }
 
 // approve / reject one entry, in place (or to -o).
-int run_decide(const Args& args, Approval a) {
-  reject_unknown(args, {"--arch", "--type", "--n", "--k", "--ncols", "--note", "-o", "--output", "--json"});
-  const auto pos = positionals(args, {"--arch", "--type", "--n", "--k", "--ncols", "--note", "-o", "--output"});
-  if (pos.size() != 1) fail(ErrorKind::BadInput, "expected one PROFILE.json");
-  Profile p = load_for_cli(args, pos[0]);
-  auto need = [&](std::string_view name) {
-    auto v = option(args, name);
-    if (!v) fail(ErrorKind::BadInput, "missing " + std::string(name));
-    return *v;
-  };
-  auto integer = [&](std::string_view name, const std::string& v) {
-    size_t used = 0;
-    int x = 0;
-    try {
-      x = std::stoi(v, &used);
-    } catch (...) {
-    }
-    if (used != v.size() || x < 1) fail(ErrorKind::BadInput, std::string(name) + " expects a positive integer, got \"" + v + "\"");
-    return x;
-  };
+int run_decide(const Options& o, Approval a) {
+  Profile p = load_for_cli(o, o.files[0]);
   ProfileKey key;
-  const auto t = parse_type(need("--type"));
-  if (!t) fail(ErrorKind::BadInput, "unknown ggml type \"" + need("--type") + "\"");
-  key.type = *t;
-  key.n = integer("--n", need("--n"));
-  key.k = integer("--k", need("--k"));
-  key.ncols = integer("--ncols", option(args, "--ncols").value_or("1"));
-  if (auto arch = option(args, "--arch")) {
-    key.arch = *arch;
+  key.type = *parse_type(o.type);
+  key.n = o.n;
+  key.k = o.k;
+  key.ncols = o.ncols;
+  if (!o.arch.empty()) {
+    key.arch = o.arch;
   } else {
     const auto arches = profile_arches(p);
     if (arches.size() != 1) fail(ErrorKind::BadInput, "the profile holds several arches: give --arch");
     key.arch = arches.front();
   }
-  set_approval(p, key, a, option(args, "--note").value_or(""));
-  const std::string path = output_opt(args).value_or(pos[0]);
+  set_approval(p, key, a, o.note);
+  const std::string path = o.output.empty() ? o.files[0] : o.output;
   save_profile(p, path);
-  if (has_flag(args, "--json"))
+  if (o.json)
     out(json{{"key", key_json(key)}, {"approval", std::string(approval_name(a))}, {"output", path}}.dump(2) + "\n");
   else
     out(key_text(key) + ": " + std::string(approval_name(a)) + " (wrote " + path + ")\n");
   return 0;
 }
 
-int run_verify(const Args& args) {
-  reject_unknown(args, {"--device", "--backend", "--update", "-o", "--output", "--json", "--engine", "--arch", "--probe",
-                        "--engine-src", "--kernel-set"});
-  const auto pos = positionals(args, {"--device", "--backend", "-o", "--output", "--engine", "--arch", "--probe",
-                                      "--engine-src", "--kernel-set"});
-  if (pos.size() != 1) fail(ErrorKind::BadInput, "expected one PROFILE.json");
-  const Profile p = load_for_cli(args, pos[0]);
-  const bool update = has_flag(args, "--update");
-  if (output_opt(args) && !update) fail(ErrorKind::BadInput, "-o is for --update (verify changes nothing otherwise)");
-  const int number = gpu::parse_device_number(option(args, "--device").value_or("0"));
-  const std::string backend = option(args, "--backend").value_or("gpu");
-  std::vector<std::unique_ptr<Backend>> backends;
-  if (backend == "fake")
-    backends.push_back(std::make_unique<FakeBackend>(fake_options_from_env()));
-  else if (backend == "gpu")
-    backends = gpu_backends();
-  else
-    fail(ErrorKind::BadInput, "--backend must be gpu or fake, got \"" + backend + "\"");
+int run_verify(const Options& o, const CLI::App& app) {
+  const Profile p = load_for_cli(o, o.files[0]);
+  const bool update = o.update;
+  if (!o.output.empty() && !update) fail(ErrorKind::BadInput, "-o is for --update (verify changes nothing otherwise)");
   // In the engine itself (docs/engine.md): the probe built from --engine-src, or --probe.
-  const bool in_engine = option(args, "--probe") || option(args, "--engine-src");
-  if (in_engine && (option(args, "--backend") || option(args, "--device")))
+  const bool in_engine = o.probe.given();
+  if (in_engine && (app.count("--backend") || app.count("--device")))
     fail(ErrorKind::BadInput, "--backend and --device cannot be combined with --probe/--engine-src (the probe serves one device)");
-  gpu::DeviceList list = gpu::list_devices(in_engine ? std::vector<std::unique_ptr<Backend>>{} : std::move(backends));
-  std::unique_ptr<Device> device = in_engine ? std::make_unique<engine::EngineDevice>(engine_probe_options(args))
-                                             : gpu::open_device(list, number);  // Error(NoDevice) without one
+  std::unique_ptr<Device> device;
+  if (in_engine) {
+    EngineProbeArgs probe = o.probe;
+    probe.arch = o.arch;  // --arch: the profile's arch, and the one the engine is built for
+    device = std::make_unique<engine::EngineDevice>(engine_probe_options(probe));
+  } else {
+    std::vector<std::unique_ptr<Backend>> backends;
+    if (o.backend == "fake")
+      backends.push_back(std::make_unique<FakeBackend>(fake_options_from_env()));
+    else
+      backends = gpu_backends();
+    gpu::DeviceList list = gpu::list_devices(std::move(backends));
+    device = gpu::open_device(list, std::max(o.device, 0));  // Error(NoDevice) without one
+  }
 
   RecheckOptions vo;
-  vo.engine = option(args, "--engine").value_or("");
-  const bool json_out = has_flag(args, "--json");
+  vo.engine = o.engine;
+  const bool json_out = o.json;
   std::string last;
   const RecheckReport r = recheck_profile(p, *device, vo, [&](const std::string& what) {
     if (!json_out && what != last) err("  " + what + "\n");
@@ -378,42 +320,104 @@ int run_verify(const Args& args) {
     out(r.text());
   }
   if (update) {
-    const std::string path = output_opt(args).value_or(pos[0]);
+    const std::string path = o.output.empty() ? o.files[0] : o.output;
     save_profile(apply_recheck(p, r), path);
     if (!json_out) out("updated " + path + "\n");
   }
   return 0;
 }
 
-int run_profile(const Args& args) {
-  if (args.empty()) fail(ErrorKind::BadInput, "expected a sub-command: export, show, validate, diff, merge, approve, reject, verify");
-  const std::string sub = args[0];
-  const Args rest(args.begin() + 1, args.end());
-  if (sub == "export") return run_export(rest);
-  if (sub == "show") return run_show(rest);
-  if (sub == "validate") return run_validate(rest);
-  if (sub == "diff") return run_diff(rest);
-  if (sub == "merge") return run_merge(rest);
-  if (sub == "approve") return run_decide(rest, Approval::Approved);
-  if (sub == "reject") return run_decide(rest, Approval::Rejected);
-  if (sub == "verify") return run_verify(rest);
-  fail(ErrorKind::BadInput, "unknown profile sub-command \"" + sub + "\" (see `temper help profile`)");
+// The sub-commands of `temper profile`, each with its options.
+Action define_profile(CLI::App& app) {
+  auto o = std::make_shared<Options>();
+  std::vector<std::pair<CLI::App*, Action>> subs;
+  auto sub = [&](const char* name, const char* summary, std::function<int(const Options&)> run) {
+    CLI::App* s = app.add_subcommand(name, summary);
+    subs.emplace_back(s, [o, run] { return run(*o); });
+    return s;
+  };
+  auto files = [&](CLI::App* s, const char* name, int min, int max) {
+    s->add_option(name, o->files, "")->required()->expected(min, max);
+  };
+  auto arch = [&](CLI::App* s) {
+    s->add_option("--arch", o->arch, "one arch of the profile (an import's arch: kernel-anvil files carry none)");
+  };
+  auto json_flag = [&](CLI::App* s) { add_json(*s, o->json); };
+
+  CLI::App* ex = sub("export", "a session's winners, or a profile, as temper, kernel-anvil, header or csv", run_export);
+  files(ex, "SESSION|PROFILE", 1, 1);
+  ex->add_option("--format", o->format, "temper, kernel-anvil, header, ggml-table or csv")
+      ->required()
+      ->check(one_of({"temper", "kernel-anvil", "header", "ggml-table", "csv"}));
+  add_output(*ex, o->output)->required();
+  ex->add_option("--approve", o->approve, "which winners to approve (default significant; a profile keeps its own)")
+      ->check(one_of({"significant", "all", "none"}));
+  ex->add_option("--min-speedup", o->min_speedup, "least speedup --approve significant accepts (0.03 = 3%)")
+      ->type_name("FRACTION")
+      ->check(CLI::Validator(
+          [](std::string& t) -> std::string {
+            char* end = nullptr;
+            const double v = std::strtod(t.c_str(), &end);
+            return !t.empty() && *end == '\0' && v >= 0 && v <= 10 ? "" : "expected a fraction 0..10 (0.03 = 3%), got '" + t + "'";
+          },
+          ""));
+  add_device(*ex, o->device)->description("one device of the session");
+  arch(ex);
+  json_flag(ex);
+
+  for (auto [name, summary, run] : {std::tuple{"show", "a profile's entries", &run_show},
+                                    {"validate", "a profile's problems (exit 2 when any)", &run_validate}}) {
+    CLI::App* s = sub(name, summary, run);
+    files(s, "PROFILE", 1, 1);
+    arch(s);
+    json_flag(s);
+  }
+  CLI::App* diff = sub("diff", "what changed between two profiles", run_diff);
+  files(diff, "A B", 2, 2);
+  diff->add_flag("--all", o->all, "also list the entries that are the same");
+  arch(diff);
+  json_flag(diff);
+  CLI::App* merge = sub("merge", "profiles into one, the measured faster entry per key", run_merge);
+  files(merge, "PROFILES", 2, -1);
+  add_output(*merge, o->output)->required();
+  arch(merge);
+  json_flag(merge);
+  for (auto [name, approval] : {std::pair{"approve", Approval::Approved}, {"reject", Approval::Rejected}}) {
+    CLI::App* s = sub(name, "one entry of a profile, in place (or to -o)",
+                      [a = approval](const Options& opt) { return run_decide(opt, a); });
+    files(s, "PROFILE", 1, 1);
+    add_type(*s, o->type, "the entry's ggml type")->required();
+    s->add_option("--n", o->n, "the entry's rows")->required()->check(integer_in(1, INT32_MAX));
+    s->add_option("--k", o->k, "the entry's row length")->required()->check(integer_in(1, INT32_MAX));
+    s->add_option("--ncols", o->ncols, "the entry's batch width (default 1)")->check(integer_in(1, INT32_MAX));
+    s->add_option("--note", o->note, "why, kept with the entry");
+    add_output(*s, o->output, "write here instead of in place");
+    arch(s);
+    json_flag(s);
+  }
+  CLI::App* verify = app.add_subcommand("verify", "re-measure approved entries against the default on this device");
+  subs.emplace_back(verify, [o, verify] { return run_verify(*o, *verify); });
+  files(verify, "PROFILE", 1, 1);
+  add_device(*verify, o->device);
+  verify->add_option("--backend", o->backend, "gpu (default) or fake (tests and demos)")->check(one_of({"gpu", "fake"}));
+  verify->add_option("--engine", o->engine, "whose default config is the baseline (default: the profile's)");
+  verify->add_flag("--update", o->update, "entries that no longer win go back to pending");
+  add_output(*verify, o->output, "with --update: write here instead of in place");
+  arch(verify);
+  add_engine_probe(*verify, o->probe, false);  // --arch above also picks the engine build's arch
+  verify->get_option("--probe")->description("re-measure in the engine's own kernel through this temper-probe (docs/engine.md)");
+  json_flag(verify);
+
+  return [subs] {
+    for (const auto& [s, run] : subs)
+      if (s->parsed()) return run();
+    fail(ErrorKind::BadInput, "expected a sub-command: export, show, validate, diff, merge, approve, reject, verify");
+  };
 }
 
 const Registrar registrar{Command{
     "profile",
     "approve a session's winners and export them for engines; show, validate, diff, merge, verify profiles",
-    "usage:\n"
-    "  temper profile export SESSION.json|PROFILE.json --format temper|kernel-anvil|header|ggml-table|csv -o FILE\n"
-    "                        [--approve significant|all|none] [--min-speedup 0.03] [--device N] [--arch A] [--json]\n"
-    "  temper profile show PROFILE.json [--arch A] [--json]\n"
-    "  temper profile validate PROFILE.json [--arch A] [--json]\n"
-    "  temper profile diff A.json B.json [--all] [--json]\n"
-    "  temper profile merge A.json B.json... -o OUT.json [--json]\n"
-    "  temper profile approve|reject PROFILE.json --type T --n N --k K [--ncols 1] [--arch A] [--note TEXT] [-o OUT]\n"
-    "  temper profile verify PROFILE.json [--device N] [--backend gpu|fake] [--engine E] [--update [-o OUT]] [--json]\n"
-    "                        [--probe P | --engine-src DIR]   re-measure in the engine's own kernel (docs/engine.md)\n"
-    "\n"
     "export: from a session, every winner becomes an entry; --approve significant (default) approves\n"
     "  winners whose CI is separated from the default's and whose speedup is at least --min-speedup\n"
     "  (0.03 = 3%); it prints the estimated tokens/s (GEMV share of decode) default vs approved.\n"
@@ -429,9 +433,10 @@ const Registrar registrar{Command{
     "  measured faster entry and reports every conflict; arches are part of the key and never mix.\n"
     "verify re-measures every approved entry of the device's arch against the default on this device\n"
     "  and reports which still win; it changes nothing unless --update (entries that no longer win go\n"
-    "  back to pending). Without a device it fails with exit code 3.\n"
+    "  back to pending). Without a device it fails with exit code 3. --probe P or --engine-src DIR\n"
+    "  re-measures in the engine's own kernel instead (docs/engine.md).\n"
     "All files are written atomically (temporary sibling + rename).",
-    run_profile}};
+    define_profile}};
 
 }  // namespace
 }  // namespace temper::cli

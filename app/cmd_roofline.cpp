@@ -49,39 +49,36 @@ void print_text(const Roofline& r) {
   if (r.results_skipped) std::printf("(%s)\n", r.skipped_text().c_str());
 }
 
-int run_roofline(const Args& args) {
-  reject_unknown(args, {"--svg", "--json", "--device"});
-  const auto pos = positionals(args, {"--svg", "--device"});
-  if (pos.size() != 1) fail(ErrorKind::BadInput, "expected one SESSION.json (see `temper help roofline`)");
-  const Session session = read_session(pos[0]);
-  if (session.devices.empty()) fail(ErrorKind::BadInput, pos[0] + ": the session has no devices");
+struct Options {
+  std::string path, svg;
+  int device = -1;  // all
+  bool json = false;
+};
+
+int run_roofline(const Options& o) {
+  const Session session = read_session(o.path);
+  if (session.devices.empty()) fail(ErrorKind::BadInput, o.path + ": the session has no devices");
 
   std::vector<Roofline> rooflines;
-  if (const auto d = option(args, "--device")) {
-    int index = -1;
-    try {
-      size_t used = 0;
-      index = std::stoi(*d, &used);
-      if (used != d->size()) index = -1;
-    } catch (const std::exception&) {
-    }
-    if (index < 0 || !find_device(session, index))
-      fail(ErrorKind::BadInput, "--device " + *d + ": the session has no such device");
-    rooflines.push_back(build_roofline(session, index));
+  if (o.device >= 0) {
+    if (!find_device(session, o.device))
+      fail(ErrorKind::BadInput, "--device " + std::to_string(o.device) + ": the session has no such device");
+    rooflines.push_back(build_roofline(session, o.device));
   } else {
     rooflines = build_rooflines(session);
   }
 
-  if (const auto svg_path = option(args, "--svg")) {
-    refuse_overwriting_inputs(*svg_path, {pos[0]}, "--svg");
-    if (rooflines.size() > 1 && !option(args, "--device"))
+  if (!o.svg.empty()) {
+    const std::string* svg_path = &o.svg;
+    refuse_overwriting_inputs(*svg_path, {o.path}, "--svg");
+    if (rooflines.size() > 1 && o.device < 0)
       fail(ErrorKind::BadInput, "the session has " + std::to_string(rooflines.size()) +
                                     " devices: choose one for the chart with --device N");
     const std::string title = "Roofline · " + session.model.file_name + " · session " + session.id;
     write_file_atomic(*svg_path, roofline_svg(rooflines.front(), title));
-    if (!has_flag(args, "--json")) std::fprintf(stderr, "wrote %s\n", svg_path->c_str());
+    if (!o.json) std::fprintf(stderr, "wrote %s\n", svg_path->c_str());
   }
-  if (has_flag(args, "--json")) {
+  if (o.json) {
     nlohmann::json j = {{"session", session.id}, {"rooflines", nlohmann::json::array()}};
     for (const auto& r : rooflines) j["rooflines"].push_back(to_json(r));
     std::printf("%s\n", j.dump(2).c_str());
@@ -97,19 +94,22 @@ int run_roofline(const Args& args) {
 const Registrar registrar{Command{
     "roofline",
     "arithmetic intensity, achieved ops/s and % of roof of a session's results; SVG chart",
-    "usage: temper roofline SESSION.json [--device N] [--svg OUT.svg] [--json]\n"
-    "\n"
     "For every timed result of the session: arithmetic intensity AI = ops / bytes with\n"
     "ops = 2*N*K*ncols and bytes = weights + q8_1 activations + outputs, achieved ops/s (from the\n"
     "median time) and its % of the roof at that AI. The roof is the measured copy bandwidth (else\n"
     "the spec's memory peak) times AI, capped by the spec's int8 peak (else its fp32 peak); the\n"
-    "fp32 peak is drawn for reference. Failed results are counted, not drawn. See docs/roofline.md.\n"
-    "\n"
-    "  --device N     only device N of the session (needed for --svg when it has several)\n"
-    "  --svg OUT.svg  write a log-log chart (ceilings, roof, points coloured by type, default\n"
-    "                 configs outlined, tooltips) readable in any browser\n"
-    "  --json         print one JSON document: {session, rooflines: [{ceilings, points, ...}]}",
-    run_roofline}};
+    "fp32 peak is drawn for reference. Failed results are counted, not drawn. See docs/roofline.md.",
+    [](CLI::App& app) {
+      auto o = std::make_shared<Options>();
+      app.add_option("SESSION", o->path, "a session file")->required();
+      add_device(app, o->device)->description("only device N of the session (needed for --svg when it has several)");
+      app.add_option("--svg", o->svg,
+                     "write a log-log chart (ceilings, roof, points coloured by type, default configs outlined, "
+                     "tooltips) readable in any browser")
+          ->type_name("OUT.svg");
+      add_json(app, o->json)->description("print one JSON document: {session, rooflines: [{ceilings, points, ...}]}");
+      return [o] { return run_roofline(*o); };
+    }}};
 
 }  // namespace
 }  // namespace temper::cli

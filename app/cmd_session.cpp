@@ -8,24 +8,26 @@
 namespace temper::cli {
 namespace {
 
-int run_session_command(const Args& args) {
-  reject_unknown(args, {"--json", "--compare"});
-  const auto pos = positionals(args, {"--compare"});
-  if (pos.size() != 1) fail(ErrorKind::BadInput, "usage: temper session SESSION.json [--compare OTHER.json] [--json]");
-  const Session s = read_session(pos[0]);
-  if (const auto other_path = option(args, "--compare")) {
-    const Session other = read_session(*other_path);
+struct Options {
+  std::string path, compare;
+  bool json = false;
+};
+
+int run_session_command(const Options& o) {
+  const Session s = read_session(o.path);
+  if (!o.compare.empty()) {
+    const Session other = read_session(o.compare);
     const SessionComparison c = compare_sessions(s, other);
     // Two different models used to compare as "0 of 0 agree; median 0.00 %".
     if (c.winners_compared == 0 && c.medians_compared == 0)
-      fail(ErrorKind::BadInput, pos[0] + " and " + *other_path + " have no shapes in common (different models?): nothing to compare");
-    if (has_flag(args, "--json"))
+      fail(ErrorKind::BadInput, o.path + " and " + o.compare + " have no shapes in common (different models?): nothing to compare");
+    if (o.json)
       std::cout << to_json(c).dump(2) << "\n";
     else
       std::cout << format_comparison(c);
     return 0;
   }
-  if (has_flag(args, "--json"))
+  if (o.json)
     std::cout << summary_json(s).dump(2) << "\n";
   else
     std::cout << format_summary(s);
@@ -33,8 +35,6 @@ int run_session_command(const Args& args) {
 }
 
 const Registrar reg{{"session", "summarise a saved sweep session (devices, winners, estimate)",
-                     "usage: temper session SESSION.json [--json]\n"
-                     "       temper session A.json --compare B.json [--json]\n\n"
                      "Prints a session's devices, result counts, verification failures, the per-shape table\n"
                      "(default µs, best µs ± CI, config, speedup with its CI, % of copy bandwidth, verdict)\n"
                      "and the estimate of the GEMV share of decode tokens/s. No GPU needed. The verdict says\n"
@@ -47,7 +47,13 @@ const Registrar reg{{"session", "summarise a saved sweep session (devices, winne
                      "--compare: two sweeps of the same shapes (e.g. the same sweep run twice): how many winners\n"
                      "agree (same verdict and config) and the spread of the medians, |a - b| / mean, over the\n"
                      "results timed in both (median, p90, max), and how many winners each had confirmed.",
-                     run_session_command}};
+                     [](CLI::App& app) {
+                       auto o = std::make_shared<Options>();
+                       app.add_option("SESSION", o->path, "a session file")->required();
+                       app.add_option("--compare", o->compare, "a second sweep of the same shapes")->type_name("OTHER");
+                       add_json(app, o->json);
+                       return [o] { return run_session_command(*o); };
+                     }}};
 
 }  // namespace
 }  // namespace temper::cli

@@ -35,34 +35,7 @@ extern "C" void temper_sweep_on_sigint(int) {
   std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends the process at once (the journal is safe)
 }
 
-int parse_int(std::string_view s, std::string_view what, int lo, int hi) {
-  int v = 0;
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (s.empty() || ec != std::errc() || end != s.data() + s.size() || v < lo || v > hi)
-    fail(ErrorKind::BadInput, std::string(what) + " '" + std::string(s) + "': expected a number " +
-                                  std::to_string(lo) + ".." + std::to_string(hi));
-  return v;
-}
-
-double parse_seconds(const std::string& s, std::string_view what) {
-  char* end = nullptr;
-  const double v = std::strtod(s.c_str(), &end);
-  if (s.empty() || *end != '\0' || !std::isfinite(v) || v <= 0 || v > 3600)
-    fail(ErrorKind::BadInput, std::string(what) + " '" + s + "': expected seconds in (0, 3600]");
-  return v;
-}
-
-std::vector<int> parse_int_list(const std::string& text, std::string_view what, int hi) {
-  std::vector<int> out;
-  size_t pos = 0;
-  while (true) {
-    const size_t comma = text.find(',', pos);
-    out.push_back(parse_int(std::string_view(text).substr(pos, comma - pos), what, 1, hi));
-    if (comma == std::string::npos) break;
-    pos = comma + 1;
-  }
-  return out;
-}
+int parse_int(std::string_view s, std::string_view what, int lo, int hi) { return int(parse_integer(s, what, lo, hi)); }
 
 // TYPE:N:K[:CALLS], e.g. q4_K:4096:14336 (N rows, K values per row; CALLS per token, default 1).
 Shape parse_shape(const std::string& text) {
@@ -87,30 +60,6 @@ Shape parse_shape(const std::string& text) {
   s.bytes_per_token = *row * uint64_t(s.n) * uint64_t(s.calls_per_token);
   s.tensors = {"--shape " + text};
   return s;
-}
-
-// Every shape value of `--shape` (repeatable, or comma-separated).
-std::vector<std::string> shape_options(const Args& args) {
-  std::vector<std::string> out;
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string v;
-    if (args[i] == "--shape") {
-      if (i + 1 >= args.size()) fail(ErrorKind::BadInput, "--shape needs a value");
-      v = args[++i];
-    } else if (args[i].rfind("--shape=", 0) == 0) {
-      v = args[i].substr(8);
-    } else {
-      continue;
-    }
-    size_t pos = 0;
-    while (true) {
-      const size_t comma = v.find(',', pos);
-      out.push_back(v.substr(pos, comma - pos));
-      if (comma == std::string::npos) break;
-      pos = comma + 1;
-    }
-  }
-  return out;
 }
 
 struct OpenDevices {
@@ -229,35 +178,36 @@ fs::path default_output(const Session& s) {
   return fs::path(stem + "." + s.id + ".session.json");
 }
 
-int run_sweep(const Args& args) {
-  const std::vector<std::string_view> valued = {"-o",      "--output", "--device", "--ncols",   "--nwarps",
-                                                "--rows-per-block",   "--types",  "--resume", "--shape",
-                                                "--engine", "--backend", "--journal", "--time-cap", "--seed",
-                                                "--confirm-time", "--back-to-back", "--probe", "--engine-src",
-                                                "--arch", "--kernel-set"};
-  std::vector<std::string_view> known = valued;
-  known.insert(known.end(), {"--quick", "--json", "--no-confirm"});
-  reject_unknown(args, known);
-  const bool json = has_flag(args, "--json");
-  const auto pos = positionals(args, valued);
-  if (pos.size() > 1) fail(ErrorKind::BadInput, "sweep takes one model file, got '" + pos[1] + "' too");
-  const auto resume = option(args, "--resume");
-  const auto shapes_given = shape_options(args);
+struct Options {
+  std::string model, resume, output, journal, device = "0", backend = "gpu", engine, types, ncols;
+  std::vector<std::string> shapes;
+  std::vector<int> nwarps, rows_per_block;
+  double time_cap_s = 0, confirm_time_s = 0;  // 0: the default
+  int back_to_back = 0;                       // 0: the default
+  uint64_t seed = 0;                          // 0: random
+  bool quick = false, json = false, no_confirm = false;
+  EngineProbeArgs probe;
+};
+
+int run_sweep(const Options& o, const CLI::App& app) {
+  const bool json = o.json;
+  const auto& shapes_given = o.shapes;
+  auto given = [&](const char* name) { return app.count(name) > 0; };
 
   Session session;
   OpenDevices devices;
   fs::path journal_path;
   std::optional<Journal> journal;
 
-  if (resume) {
+  if (!o.resume.empty()) {
     // Everything comes from the journal: only output options may be given with it.
     for (auto opt : {"--device", "--ncols", "--nwarps", "--rows-per-block", "--types", "--shape", "--engine",
                      "--backend", "--time-cap", "--seed", "--quick", "--journal", "--no-confirm", "--confirm-time",
                      "--back-to-back", "--probe", "--engine-src", "--arch", "--kernel-set"})
-      if (has_flag(args, opt) || option(args, opt))
+      if (given(opt))
         fail(ErrorKind::BadInput, std::string(opt) + " cannot be combined with --resume (the journal holds the plan)");
-    if (!pos.empty()) fail(ErrorKind::BadInput, "--resume takes no model file (the journal names it)");
-    journal_path = *resume;
+    if (!o.model.empty()) fail(ErrorKind::BadInput, "--resume takes no model file (the journal names it)");
+    journal_path = o.resume;
     const JournalContents contents = read_journal(journal_path);
     session = resume_session(contents);
     devices = reopen_devices(session);
@@ -267,10 +217,10 @@ int run_sweep(const Args& args) {
     journal.emplace(Journal::reopen(journal_path, contents));
   } else {
     SweepSetup setup;
-    if (!pos.empty() && !shapes_given.empty())
+    if (!o.model.empty() && !shapes_given.empty())
       fail(ErrorKind::BadInput, "give either a model file or --shape, not both");
-    if (!pos.empty()) {
-      const Model model = open_model(pos[0]);
+    if (!o.model.empty()) {
+      const Model model = open_model(o.model);
       setup.shapes = model.shapes;
       setup.model = model_identity(model);
     } else if (!shapes_given.empty()) {
@@ -279,58 +229,47 @@ int run_sweep(const Args& args) {
     } else {
       fail(ErrorKind::BadInput, "nothing to sweep: give MODEL.gguf or --shape TYPE:N:K (see temper help sweep)");
     }
-    if (const auto t = option(args, "--types")) {
-      const auto types = parse_type_list(*t);
+    if (!o.types.empty()) {
+      const auto types = parse_type_list(o.types);
       std::erase_if(setup.shapes, [&](const Shape& s) {
         return std::find(types.begin(), types.end(), s.type) == types.end();
       });
-      if (setup.shapes.empty()) fail(ErrorKind::BadInput, "--types " + *t + " leaves no shape to sweep");
+      if (setup.shapes.empty()) fail(ErrorKind::BadInput, "--types " + o.types + " leaves no shape to sweep");
     }
-    const std::string engine = option(args, "--engine").value_or(std::string(known_engines()[0]));
-    setup.grid = has_flag(args, "--quick") ? quick_grid(engine) : full_grid(engine);
-    if (const auto v = option(args, "--ncols")) setup.grid.ncols = parse_ncols_list(*v);
-    if (const auto v = option(args, "--nwarps")) setup.grid.nwarps = parse_int_list(*v, "--nwarps", 64);
-    if (const auto v = option(args, "--rows-per-block"))
-      setup.grid.rows_per_block = parse_int_list(*v, "--rows-per-block", 64);
+    setup.grid = o.quick ? quick_grid(o.engine) : full_grid(o.engine);
+    if (!o.ncols.empty()) setup.grid.ncols = parse_ncols_list(o.ncols);
+    if (!o.nwarps.empty()) setup.grid.nwarps = o.nwarps;
+    if (!o.rows_per_block.empty()) setup.grid.rows_per_block = o.rows_per_block;
     validate_grid(setup.grid);
-    if (const auto v = option(args, "--time-cap")) setup.options.time_cap_s = parse_seconds(*v, "--time-cap");
-    if (const auto v = option(args, "--back-to-back"))
-      setup.options.launches_per_sample = parse_int(*v, "--back-to-back", 1, 64);
-    setup.options.confirm = !has_flag(args, "--no-confirm");
-    if (const auto v = option(args, "--confirm-time")) {
+    if (o.time_cap_s > 0) setup.options.time_cap_s = o.time_cap_s;
+    if (o.back_to_back > 0) setup.options.launches_per_sample = o.back_to_back;
+    setup.options.confirm = !o.no_confirm;
+    if (o.confirm_time_s > 0) {
       if (!setup.options.confirm) fail(ErrorKind::BadInput, "--confirm-time has no effect with --no-confirm");
-      setup.options.confirm_time_s = parse_seconds(*v, "--confirm-time");
+      setup.options.confirm_time_s = o.confirm_time_s;
     }
-    if (const auto v = option(args, "--seed")) {
-      uint64_t seed = 0;
-      const auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), seed);
-      if (ec != std::errc() || end != v->data() + v->size() || seed == 0)
-        fail(ErrorKind::BadInput, "--seed '" + *v + "': expected a positive integer");
-      setup.options.seed = seed;
-    }
-    std::optional<engine::ProbeOptions> probe;
-    if (option(args, "--probe") || option(args, "--engine-src")) probe = engine_probe_options(args);
-    if (probe) {
+    if (o.seed) setup.options.seed = o.seed;
+    if (o.probe.given()) {
       for (auto opt : {"--backend", "--device"})
-        if (option(args, opt)) fail(ErrorKind::BadInput, std::string(opt) + " cannot be combined with --probe (the probe serves one device)");
-      devices = open_engine(*probe);
+        if (given(opt)) fail(ErrorKind::BadInput, std::string(opt) + " cannot be combined with --probe (the probe serves one device)");
+      devices = open_engine(engine_probe_options(o.probe));
       setup.kernel_source = static_cast<engine::EngineDevice&>(*devices.owned.front()).kernel_source();
     } else {
-      devices = open_devices(option(args, "--backend").value_or("gpu"), option(args, "--device").value_or("0"));
+      devices = open_devices(o.backend, o.device);
     }
     session = new_session(setup, devices.ptrs);
     for (const auto& d : session.devices)
       for (const auto& note : d.plan.notes) std::fprintf(stderr, "note: %s\n", note.c_str());
   }
 
-  const fs::path output = option(args, "-o")        ? fs::path(*option(args, "-o"))
-                          : option(args, "--output") ? fs::path(*option(args, "--output"))
-                          : resume && journal_path.extension() == ".journal" ? journal_path.parent_path() / journal_path.stem()
-                                                                              : default_output(session);
-  const fs::path model_path = pos.empty() ? fs::path() : fs::path(pos[0]);
-  refuse_overwriting_inputs(output, {model_path, resume ? journal_path : fs::path()});
+  const fs::path output = !o.output.empty() ? fs::path(o.output)
+                          : !o.resume.empty() && journal_path.extension() == ".journal"
+                              ? journal_path.parent_path() / journal_path.stem()
+                              : default_output(session);
+  const fs::path model_path = o.model.empty() ? fs::path() : fs::path(o.model);
+  refuse_overwriting_inputs(output, {model_path, !o.resume.empty() ? journal_path : fs::path()});
   if (!journal) {
-    journal_path = option(args, "--journal").value_or(output.string() + ".journal");
+    journal_path = o.journal.empty() ? output.string() + ".journal" : o.journal;
     refuse_overwriting_inputs(journal_path, {model_path, output}, "--journal");
     journal.emplace(Journal::create(journal_path, session));
   }
@@ -411,11 +350,67 @@ int run_sweep(const Args& args) {
   return 0;
 }
 
+Action define_sweep(CLI::App& app) {
+  auto o = std::make_shared<Options>();
+  app.add_option("MODEL", o->model, "a GGUF file (or give --shape)");
+  add_output(app, o->output, "session file (default MODEL.ID.session.json in the current directory)");
+  app.add_option("--device", o->device,
+                 "device number as `temper devices` lists them (default 0); `all` runs one worker per GPU in "
+                 "parallel, results tagged with their device")
+      ->type_name("N|all")
+      ->check(CLI::Validator(
+          [](std::string& t) { return t == "all" ? std::string() : integer_in(0, 1 << 20)(t); }, ""));
+  app.add_option("--shape", o->shapes,
+                 "TYPE:N:K[:CALLS], repeatable or comma-separated: N rows of K values, CALLS per token (default 1)")
+      ->delimiter(',')
+      ->type_name("SHAPE");
+  add_ncols(app, o->ncols)->description("batch widths, e.g. 1,2,4,8 or 1-8 (default 1,2,4,8; --quick: 1)");
+  app.add_option("--nwarps", o->nwarps, "powers of two up to 16 (default 1,2,4,8,16; --quick: 1,2,4,8)")
+      ->delimiter(',')
+      ->type_name("LIST")
+      ->check(integer_in(1, 64));
+  app.add_option("--rows-per-block", o->rows_per_block, "powers of two up to 16 (default 1,2,4,8; --quick: 1,2)")
+      ->delimiter(',')
+      ->type_name("LIST")
+      ->check(integer_in(1, 64));
+  add_types(app, o->types)->description("only shapes of these types, e.g. q4_K,q6_K");
+  app.add_flag("--quick", o->quick, "ncols 1 and a coarse grid");
+  add_engine(app, o->engine)->description(
+      "the engine version modelled: its default tables are the baseline and its kernel variant runs "
+      "(docs/kernels.md)");
+  add_engine_probe(app, o->probe);
+  app.get_option("--probe")->description(
+      "time the engine's own mmvq through temper-probe (built against a hooked ggml, docs/engine.md) instead of "
+      "Temper's kernel; the baseline is the engine's own stock config, and the session records kernel source "
+      "\"engine\"");
+  app.add_option("--time-cap", o->time_cap_s, "longest timing per result (default 0.3)")->check(seconds_up_to(3600));
+  app.add_option("--back-to-back", o->back_to_back,
+                 "launches per timed sample, back to back inside one event pair, as decode runs them (default 8); "
+                 "1 puts an event pair around every launch")
+      ->check(integer_in(1, 64));
+  app.add_option("--seed", o->seed, "inputs' seed (default: random, recorded in the session)")
+      ->check(integer_in(1, UINT64_MAX));
+  app.add_flag("--no-confirm", o->no_confirm, "declare winners from the main pass alone (no interleaved re-measure)");
+  app.add_option("--confirm-time", o->confirm_time_s, "longest interleaved re-measure per winner (default 0.2)")
+      ->check(seconds_up_to(3600));
+  app.add_option("--journal", o->journal,
+                 "where results are appended as they land (default OUTPUT.journal); kept when the sweep stops "
+                 "early, removed once the session is saved")
+      ->type_name("FILE");
+  app.add_option("--resume", o->resume, "continue an interrupted sweep (same devices); nothing is measured twice")
+      ->type_name("JOURNAL");
+  add_json(app, o->json)->description("print a JSON summary on stdout (winners, estimates, counts, file names)");
+  app.add_option("--backend", o->backend,
+                 "gpu (default), or fake for tests and demos: a simulated device (host memory, CPU reference "
+                 "results, synthetic timings; sessions say api \"fake\"). Knobs in the environment: "
+                 "TEMPER_FAKE_DEVICES, TEMPER_FAKE_SLEEP_US, TEMPER_FAKE_WRONG, TEMPER_FAKE_LOSE_AFTER, "
+                 "TEMPER_FAKE_ARCH, TEMPER_FAKE_SEED")
+      ->check(one_of({"gpu", "fake"}));
+  return [o, &app] { return run_sweep(*o, app); };
+}
+
 const Registrar reg{
     {"sweep", "measure every launch config of a model's GEMV shapes; pick winners; estimate tokens/s",
-     "usage: temper sweep MODEL.gguf [options]\n"
-     "       temper sweep --shape TYPE:N:K[:CALLS][,...] [options]\n"
-     "       temper sweep --resume JOURNAL [-o SESSION.json] [--json]\n\n"
      "For every distinct GEMV shape of the model (or each --shape: N rows of K values, e.g.\n"
      "q4_K:4096:14336; CALLS per token for the estimate, default 1), every ncols and every config (nwarps x rows_per_block) of the grid: verify the\n"
      "kernel against the CPU reference (a failing config is recorded, never timed), then time it with\n"
@@ -426,38 +421,10 @@ const Registrar reg{
      "first, ...) so both see the same device state; otherwise the default stays, with the reason.\n"
      "Ends with a table per shape and the model-level\n"
      "estimate (GEMV share of decode tokens/s, default -> tuned, and the bandwidth ceiling).\n\n"
-     "options:\n"
-     "  -o, --output FILE     session file (default MODEL.ID.session.json in the current directory)\n"
-     "  --device N|all        device number as `temper devices` lists them (default 0); `all` runs one\n"
-     "                        worker per GPU in parallel, results tagged with their device\n"
-     "  --ncols LIST          batch widths, e.g. 1,2,4,8 or 1-8 (default 1,2,4,8; --quick: 1)\n"
-     "  --nwarps LIST         powers of two up to 16 (default 1,2,4,8,16; --quick: 1,2,4,8)\n"
-     "  --rows-per-block LIST powers of two up to 16 (default 1,2,4,8; --quick: 1,2)\n"
-     "  --types LIST          only shapes of these types, e.g. q4_K,q6_K\n"
-     "  --quick               ncols 1 and a coarse grid\n"
-     "  --engine VERSION      the engine version modelled: its default tables are the baseline and its\n"
-     "                        kernel variant runs (docs/kernels.md): ggml-7180759 (default), ggml-d99724f\n"
-     "  --probe PATH          time the engine's own mmvq through temper-probe (built against a hooked ggml,\n"
-     "                        docs/engine.md) instead of Temper's kernel; the baseline is the engine's own\n"
-     "                        stock config, and the session records kernel source \"engine\"\n"
-     "  --time-cap SECONDS    longest timing per result (default 0.3)\n"
-     "  --back-to-back L      launches per timed sample, back to back inside one event pair, as decode\n"
-     "                        runs them (default 8); 1 puts an event pair around every launch\n"
-     "  --seed N              inputs' seed (default: random, recorded in the session)\n"
-     "  --no-confirm          declare winners from the main pass alone (no interleaved re-measure)\n"
-     "  --confirm-time SECONDS  longest interleaved re-measure per winner (default 0.2)\n"
-     "  --journal FILE        where results are appended as they land (default OUTPUT.journal);\n"
-     "                        kept when the sweep stops early, removed once the session is saved\n"
-     "  --resume JOURNAL      continue an interrupted sweep (same devices); nothing is measured twice\n"
-     "  --json                print a JSON summary on stdout (winners, estimates, counts, file names)\n"
-     "  --backend fake        for tests and demos only: a simulated device (host memory, CPU reference\n"
-     "                        results, synthetic timings; sessions say api \"fake\"). Knobs in the\n"
-     "                        environment: TEMPER_FAKE_DEVICES, TEMPER_FAKE_SLEEP_US, TEMPER_FAKE_WRONG,\n"
-     "                        TEMPER_FAKE_LOSE_AFTER, TEMPER_FAKE_ARCH, TEMPER_FAKE_SEED\n\n"
      "Progress goes to stderr (a bar on a terminal, plain lines otherwise). Ctrl-C stops within a second,\n"
      "saves what was measured and keeps the journal. Exit codes: 0 complete, 2 bad input, 3 no device,\n"
      "4 a device stopped early (its reason is in the session), 6 I/O, 7 interrupted.",
-     run_sweep}};
+     define_sweep}};
 
 }  // namespace
 }  // namespace temper::cli

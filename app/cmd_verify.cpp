@@ -22,35 +22,24 @@ namespace {
 std::atomic<bool> g_cancel{false};
 extern "C" void on_sigint(int) { g_cancel.store(true); }
 
-int run_verify(const Args& args) {
-  const std::vector<std::string_view> valued = {"--device", "--types", "--ncols", "--seed", "--n", "--k", "--save"};
-  reject_unknown(args, {"--json", "--device", "--types", "--ncols", "--seed", "--n", "--k", "--save"});
-  if (const auto extra = positionals(args, valued); !extra.empty())
-    fail(ErrorKind::BadInput, "verify takes no arguments, got '" + extra.front() + "'");
-  const bool json = has_flag(args, "--json");
+struct Options {
+  int device = 0, n = 0, k = 0;  // n, k: 0 = the default shapes
+  std::string types, ncols, save;
+  uint64_t seed = 0;
+  bool json = false;
+};
 
+int run_verify(const Options& o) {
+  const bool json = o.json;
   VerifyOptions options;
-  if (const auto t = option(args, "--types")) options.types = parse_type_list(*t);
-  if (const auto c = option(args, "--ncols")) options.ncols = parse_ncols_list(*c);
-  auto number = [](const std::string& text, const char* name, uint64_t lo, uint64_t hi) {
-    uint64_t v = 0;
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (ec != std::errc() || end != text.data() + text.size() || v < lo || v > hi)
-      fail(ErrorKind::BadInput, std::string(name) + " expects a number " + std::to_string(lo) + ".." +
-                                    std::to_string(hi) + ", got '" + text + "'");
-    return v;
-  };
-  if (const auto s = option(args, "--seed")) options.seed = number(*s, "--seed", 1, UINT64_MAX);
-  if (option(args, "--n") || option(args, "--k")) {
-    // One shape instead of the two defaults (rows not a multiple of any rows_per_block; long and short K).
-    const int n = int(number(option(args, "--n").value_or("67"), "--n", 1, 1 << 20));
-    const int k = int(number(option(args, "--k").value_or("4096"), "--k", 32, 1 << 20));
-    options.shapes = {{n, k}};
-  }
-  const int device_number = gpu::parse_device_number(option(args, "--device").value_or("0"));
+  if (!o.types.empty()) options.types = parse_type_list(o.types);
+  if (!o.ncols.empty()) options.ncols = parse_ncols_list(o.ncols);
+  if (o.seed) options.seed = o.seed;
+  // One shape instead of the two defaults (rows not a multiple of any rows_per_block; long and short K).
+  if (o.n || o.k) options.shapes = {{o.n ? o.n : 67, o.k ? o.k : 4096}};
 
   gpu::DeviceList list = gpu::list_devices(gpu_backends());
-  auto device = gpu::open_device(list, device_number);
+  auto device = gpu::open_device(list, o.device);
   {  // Kernels the build lacks: compiled (or found in the kernel cache) first, with progress.
     std::vector<KernelPair> pairs;
     std::vector<int> ncols = options.ncols;
@@ -82,7 +71,7 @@ int run_verify(const Args& args) {
       &g_cancel);
   std::signal(SIGINT, previous);
 
-  if (const auto save = option(args, "--save")) write_file_atomic(*save, to_json(report).dump(2) + "\n");
+  if (!o.save.empty()) write_file_atomic(o.save, to_json(report).dump(2) + "\n");
   if (json)
     std::cout << to_json(report).dump(2) << "\n";
   else
@@ -99,8 +88,6 @@ int run_verify(const Args& args) {
 }
 
 const Registrar reg{{"verify", "check every kernel instantiation on the device against the CPU reference",
-                     "usage: temper verify [--device N] [--types q4_0,q4_K,...] [--ncols 1-8] [--seed S]\n"
-                     "                     [--n ROWS --k COLS] [--save FILE.json] [--json]\n\n"
                      "Runs every mmvq instantiation (type x ncols x config) this build has for the device on\n"
                      "random valid blocks and random activations, with outputs poisoned (NaN) first, and checks\n"
                      "  - the device's q8_1 quantizer: quants exact, scale and sum within 1 ulp;\n"
@@ -110,7 +97,20 @@ const Registrar reg{{"verify", "check every kernel instantiation on the device a
                      "Prints a pass table (rows: types, columns: ncols, cells: passed/instantiations); --save also\n"
                      "writes the JSON report to FILE.\n"
                      "Exit codes: 0 all passed, 5 a check failed, 4 the device faulted, 3 no device, 7 interrupted.",
-                     run_verify}};
+                     [](CLI::App& app) {
+                       auto o = std::make_shared<Options>();
+                       add_device(app, o->device);
+                       add_types(app, o->types);
+                       add_ncols(app, o->ncols);
+                       app.add_option("--seed", o->seed, "inputs' seed (default: random)")->check(integer_in(1, UINT64_MAX));
+                       app.add_option("--n", o->n, "rows of the one shape to verify (default 67)")
+                           ->check(integer_in(1, 1 << 20));
+                       app.add_option("--k", o->k, "row length of the one shape to verify (default 4096)")
+                           ->check(integer_in(32, 1 << 20));
+                       app.add_option("--save", o->save, "also write the JSON report to FILE")->type_name("FILE");
+                       add_json(app, o->json);
+                       return [o] { return run_verify(*o); };
+                     }}};
 
 }  // namespace
 }  // namespace temper::cli

@@ -1,9 +1,14 @@
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 
 #include "cli.h"
+#include "temper/defaults.h"
 #include "temper/error.h"
+#include "temper/types.h"
+#include "temper/verify.h"
 
 namespace temper::cli {
 
@@ -12,43 +17,111 @@ std::vector<Command>& registry() {
   return commands;
 }
 
-bool has_flag(const Args& args, std::string_view flag) {
-  return std::find(args.begin(), args.end(), flag) != args.end();
+namespace {
+// "" when TEXT is a decimal integer in lo..hi, else what was expected.
+std::string integer_error(std::string_view text, int64_t lo, uint64_t hi) {
+  bool ok = false;
+  if (!text.empty() && text[0] == '-') {
+    int64_t v = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    ok = ec == std::errc() && end == text.data() + text.size() && v >= lo;
+  } else {
+    uint64_t v = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    ok = !text.empty() && ec == std::errc() && end == text.data() + text.size() && v <= hi && (lo <= 0 || v >= uint64_t(lo));
+  }
+  if (ok) return "";
+  return "expected an integer " + std::to_string(lo) + ".." + std::to_string(hi) + ", got '" + std::string(text) + "'";
+}
+}  // namespace
+
+int64_t parse_integer(std::string_view text, std::string_view what, int64_t lo, int64_t hi) {
+  if (const auto why = integer_error(text, lo, uint64_t(hi)); !why.empty()) fail(ErrorKind::BadInput, std::string(what) + ": " + why);
+  int64_t v = 0;
+  std::from_chars(text.data(), text.data() + text.size(), v);
+  return v;
 }
 
-std::optional<std::string> option(const Args& args, std::string_view name) {
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == name) {
-      if (i + 1 >= args.size()) fail(ErrorKind::BadInput, std::string(name) + " needs a value");
-      return args[i + 1];
-    }
-    if (a.size() > name.size() && a.compare(0, name.size(), name) == 0 && a[name.size()] == '=')
-      return a.substr(name.size() + 1);
-  }
-  return std::nullopt;
+CLI::Validator integer_in(int64_t lo, uint64_t hi) {
+  return CLI::Validator([lo, hi](std::string& text) { return integer_error(text, lo, hi); },
+                        std::to_string(lo) + ".." + std::to_string(hi));
 }
 
-std::vector<std::string> positionals(const Args& args, std::vector<std::string_view> valued) {
-  std::vector<std::string> out;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a.size() > 1 && a[0] == '-') {
-      if (std::find(valued.begin(), valued.end(), a) != valued.end()) ++i;
-      continue;
-    }
-    out.push_back(a);
-  }
-  return out;
+CLI::Validator seconds_up_to(double hi) {
+  return CLI::Validator(
+      [hi](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        if (text.empty() || *end != '\0' || !std::isfinite(v) || v <= 0 || v > hi)
+          return "expected seconds in (0, " + std::to_string(int(hi)) + "], got '" + text + "'";
+        return "";
+      },
+      "");
 }
 
-void reject_unknown(const Args& args, std::vector<std::string_view> known) {
-  for (const auto& a : args) {
-    if (a.size() < 2 || a[0] != '-') continue;
-    const std::string_view key = std::string_view(a).substr(0, a.find('='));
-    if (std::find(known.begin(), known.end(), key) == known.end())
-      fail(ErrorKind::BadInput, "unknown option " + std::string(key));
-  }
+CLI::Validator one_of(std::vector<std::string> words) {
+  std::string list;
+  for (const auto& w : words) list += (list.empty() ? "" : ", ") + w;
+  return CLI::Validator(
+      [words, list](std::string& text) -> std::string {
+        if (std::find(words.begin(), words.end(), text) != words.end()) return "";
+        return "expected one of " + list + ", got '" + text + "'";
+      },
+      "{" + list + "}");
+}
+
+CLI::Validator checked_by(std::function<void(const std::string&)> parse) {
+  return CLI::Validator(
+      [parse](std::string& text) -> std::string {
+        try {
+          parse(text);
+        } catch (const Error& e) {
+          return e.what();
+        }
+        return "";
+      },
+      "");
+}
+
+CLI::Option* add_json(CLI::App& app, bool& json) {
+  return app.add_flag("--json", json, "print one JSON document on stdout (docs/json.md)");
+}
+
+CLI::Option* add_output(CLI::App& app, std::string& path, std::string what) {
+  return app.add_option("-o,--output", path, std::move(what))->type_name("FILE");
+}
+
+CLI::Option* add_device(CLI::App& app, int& device) {
+  return app.add_option("--device", device, "device number as `temper devices` lists them (default 0)")
+      ->check(integer_in(0, 1 << 20))
+      ->type_name("N");
+}
+
+CLI::Option* add_type(CLI::App& app, std::string& type, std::string what) {
+  return app.add_option("--type", type, std::move(what))->type_name("T")->check(checked_by([](const std::string& t) {
+    if (!parse_type(t)) fail(ErrorKind::BadInput, "not a ggml type name (q4_0, q4_K, iq4_xs, ...), got '" + t + "'");
+  }));
+}
+
+CLI::Option* add_types(CLI::App& app, std::string& list) {
+  return app.add_option("--types", list, "only these types, e.g. q4_K,q6_K")
+      ->type_name("LIST")
+      ->check(checked_by([](const std::string& t) { parse_type_list(t); }));
+}
+
+CLI::Option* add_ncols(CLI::App& app, std::string& list) {
+  return app.add_option("--ncols", list, "batch widths, e.g. 1,2,4,8 or 1-8")
+      ->type_name("LIST")
+      ->check(checked_by([](const std::string& t) { parse_ncols_list(t); }));
+}
+
+CLI::Option* add_engine(CLI::App& app, std::string& engine) {
+  std::vector<std::string> known;
+  for (auto e : defaults::known_engines()) known.emplace_back(e);
+  engine = known.front();
+  return app.add_option("--engine", engine, "whose default tables are the baseline (default " + known.front() + ")")
+      ->type_name("VERSION")
+      ->check(one_of(known));
 }
 
 }  // namespace temper::cli
@@ -57,6 +130,9 @@ namespace {
 
 using namespace temper::cli;
 
+constexpr const char* kExitCodes =
+    "exit codes: 0 ok, 1 internal, 2 bad input, 3 no device, 4 GPU fault, 5 verification failed, 6 I/O, 7 cancelled";
+
 void print_help() {
   std::printf("temper %s: profile and tune quantized GEMV (mmvq) kernels for LLM decode\n\n", TEMPER_VERSION);
   std::printf("usage: temper COMMAND [ARGS]\n\ncommands:\n");
@@ -64,28 +140,30 @@ void print_help() {
   std::sort(cmds.begin(), cmds.end(), [](const Command& a, const Command& b) { return a.name < b.name; });
   for (const auto& c : cmds) std::printf("  %-12.*s %.*s\n", int(c.name.size()), c.name.data(), int(c.summary.size()), c.summary.data());
   std::printf("  %-12s %s\n  %-12s %s\n", "help", "this list, or `temper help COMMAND`", "--version", "print the version");
-  std::printf("\nexit codes: 0 ok, 1 internal, 2 bad input, 3 no device, 4 GPU fault, 5 verification failed, 6 I/O, 7 cancelled\n");
+  std::printf("\n%s\n", kExitCodes);
 }
 
-const Command* find(std::string_view name) {
-  for (const auto& c : registry())
-    if (c.name == name) return &c;
-  return nullptr;
+// "temper sweep", "temper profile export": the deepest subcommand the parser reached.
+std::string command_path(const CLI::App& app) {
+  std::string path = "temper";
+  for (const CLI::App* a = &app; a;) {
+    const auto subs = a->get_subcommands();
+    a = subs.empty() ? nullptr : subs.front();
+    if (a) path += " " + a->get_name();
+  }
+  return path;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<std::string> args(argv + 1, argv + argc);
-  if (args.empty() || args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
-    if (args.size() > 1) {
-      if (const Command* c = find(args[1])) {
-        std::cout << c->usage << "\n";
-        return 0;
-      }
-      std::fprintf(stderr, "temper: no command '%s' (see `temper help`)\n", args[1].c_str());
-      return 2;
-    }
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  auto find = [](std::string_view name) {
+    const auto& r = registry();
+    const auto it = std::find_if(r.begin(), r.end(), [&](const Command& c) { return c.name == name; });
+    return it == r.end() ? nullptr : &*it;
+  };
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || (args[0] == "help" && args.size() == 1)) {
     print_help();
     return args.empty() ? 2 : 0;
   }
@@ -93,23 +171,43 @@ int main(int argc, char** argv) {
     std::printf("temper %s\n", TEMPER_VERSION);
     return 0;
   }
-  const Command* cmd = find(args[0]);
+  const bool help = args[0] == "help";
+  const std::string name = help ? args[1] : args[0];
+  const Command* cmd = find(name);
   if (!cmd) {
-    std::fprintf(stderr, "temper: unknown command '%s' (see `temper help`)\n", args[0].c_str());
+    std::fprintf(stderr, "temper: %s command '%s' (see `temper help`)\n", help ? "no" : "unknown", name.c_str());
     return 2;
   }
-  const Args rest(args.begin() + 1, args.end());
-  if (has_flag(rest, "--help") || has_flag(rest, "-h")) {
-    std::cout << cmd->usage << "\n";
+
+  CLI::App app("temper", "temper");
+  app.get_formatter()->column_width(28);
+  app.set_help_flag();  // help of a command, never of the root (main prints that)
+  CLI::App* sub = app.add_subcommand(std::string(cmd->name), std::string(cmd->summary));
+  sub->footer(std::string(cmd->details) + "\n\n" + kExitCodes);
+  sub->set_help_flag("-h,--help", "print this help");
+  Action action;
+  try {
+    action = cmd->define(*sub);
+    if (help) {
+      std::cout << sub->help("temper");
+      return 0;
+    }
+    std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 consumes from the back
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << app.help();
     return 0;
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "%s: %s\n", command_path(app).c_str(), e.what());
+    return 2;
   }
   try {
-    return cmd->run(rest);
+    return action();
   } catch (const temper::Error& e) {
-    std::fprintf(stderr, "temper %s: %s\n", args[0].c_str(), e.what());
+    std::fprintf(stderr, "temper %s: %s\n", name.c_str(), e.what());
     return e.exit_code();
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "temper %s: internal error: %s\n", args[0].c_str(), e.what());
+    std::fprintf(stderr, "temper %s: internal error: %s\n", name.c_str(), e.what());
     return 1;
   }
 }

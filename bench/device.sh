@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Device evidence for issue 5, on an NVIDIA host with nvcc, cmake and ninja (no Qt, gtest, package
-# manager or network needed; the nlohmann/json header travels in .deps/include when the system
-# lacks it). From a clean tree:
+# manager or network needed; the nlohmann/json and CLI11 headers travel in .deps/include when the
+# system lacks them: scripts/device-deps). From a clean tree:
 #   1. configures the `device` preset (CUDA on, every kernel instantiation) and builds `temper`
 #      with all cores, timing the build;
 #   2. lists the device and measures its device-to-device copy bandwidth;
@@ -39,10 +39,12 @@ command -v nvcc >/dev/null 2>&1 || { say "device.sh: nvcc not found (install the
 command -v cmake >/dev/null 2>&1 || { say "device.sh: cmake not found"; exit 3; }
 command -v ninja >/dev/null 2>&1 || { say "device.sh: ninja not found"; exit 3; }
 export CUDACXX="$(command -v nvcc)"
-if [[ ! -f .deps/include/nlohmann/json.hpp && ! -f /usr/include/nlohmann/json.hpp ]]; then
-  say "device.sh: nlohmann/json.hpp is neither installed nor in .deps/include (copy it there first)"
-  exit 3
-fi
+for h in nlohmann/json.hpp CLI/CLI.hpp; do
+  if [[ ! -f .deps/include/$h && ! -f /usr/include/$h ]]; then
+    say "device.sh: $h is neither installed nor in .deps/include (run scripts/device-deps first)"
+    exit 3
+  fi
+done
 
 say "== host: $(uname -n), $(nproc) cores; $(nvcc --version | tail -1); cmake $(cmake --version | head -1 | awk '{print $3}')"
 command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format=csv,noheader 2>&1 | tee -a "$log" >&2 || true

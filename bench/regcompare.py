@@ -156,7 +156,7 @@ def temper_registers(nvcc, source_dir, iq_tables_dir, work):
                     f.write(f"  (const void*)&{kernel}<{tid}u, 1, {w}, {r}>,\n")
         f.write("};\nTEMPER_KERNELS_ABI_END\n}\n")
     # The flags of temper_kernels_cuda (cmake/TemperKernels.cmake, Release).
-    flags = ["-DTEMPER_GPU_CUDA", f"-I{source_dir}", f"-I{source_dir}/kernels", f"-I{source_dir}/core/include",
+    flags = ["-DTEMPER_GPU_CUDA", f"-I{source_dir}", f"-I{source_dir}/kernels", f"-I{source_dir}/core/common/include", f"-I{source_dir}/core/quant/include",
              f"-I{iq_tables_dir}"]
     table = compile_ptxas(nvcc, src, flags, work)
     out = {}

@@ -48,7 +48,8 @@ function(temper_add_iq_tables)
   add_executable(temper_gen_iq_tables ${PROJECT_SOURCE_DIR}/kernels/gen_iq_tables.cpp
                  ${PROJECT_SOURCE_DIR}/core/quant/iq_tier2.cpp ${PROJECT_SOURCE_DIR}/core/quant/fp.cpp
                  ${PROJECT_SOURCE_DIR}/core/common/error.cpp ${PROJECT_SOURCE_DIR}/core/common/types.cpp)
-  target_include_directories(temper_gen_iq_tables PRIVATE ${PROJECT_SOURCE_DIR}/core/include)
+  target_include_directories(temper_gen_iq_tables PRIVATE ${PROJECT_SOURCE_DIR}/core/common/include
+  ${PROJECT_SOURCE_DIR}/core/quant/include)
   set(_out ${CMAKE_BINARY_DIR}/kernels/iq_tables.h)
   add_custom_command(OUTPUT ${_out} COMMAND temper_gen_iq_tables ${_out} DEPENDS temper_gen_iq_tables
                      COMMENT "IQ lookup tables for the kernels" VERBATIM)
@@ -102,8 +103,8 @@ function(temper_generate_kernel_sources dir ext pairs out_sources)
 endfunction()
 
 file(GLOB TEMPER_KERNEL_HEADERS CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/kernels/*.h)
-list(APPEND TEMPER_KERNEL_HEADERS ${PROJECT_SOURCE_DIR}/core/include/temper/mmvq_traits.h
-     ${PROJECT_SOURCE_DIR}/core/include/temper/quant/blocks.h)
+list(APPEND TEMPER_KERNEL_HEADERS ${PROJECT_SOURCE_DIR}/core/common/include/temper/mmvq_traits.h
+     ${PROJECT_SOURCE_DIR}/core/quant/include/temper/quant/blocks.h)
 
 function(temper_add_hip_kernels)
   find_program(TEMPER_OFFLOAD_BUNDLER NAMES clang-offload-bundler
@@ -133,7 +134,8 @@ function(temper_add_hip_kernels)
     add_custom_command(
       OUTPUT ${_obj} ${_cos}
       COMMAND ${TEMPER_HIPCC} -c -x hip -std=c++20 -O3 -fPIC -DNDEBUG ${_arch_flags}
-              -I${PROJECT_SOURCE_DIR} -I${PROJECT_SOURCE_DIR}/kernels -I${PROJECT_SOURCE_DIR}/core/include -I${_gen}
+              -I${PROJECT_SOURCE_DIR} -I${PROJECT_SOURCE_DIR}/kernels -I${PROJECT_SOURCE_DIR}/core/common/include
+              -I${PROJECT_SOURCE_DIR}/core/quant/include -I${_gen}
               -I${TEMPER_IQ_TABLES_DIR} ${_src} -o ${_obj}
       COMMAND ${CMAKE_COMMAND} -DOBJ=${_obj} -DOUT_DIR=${_codeobj} -DNAME=${_stem} -DBUNDLER=${TEMPER_OFFLOAD_BUNDLER}
               -DOBJCOPY=${TEMPER_OBJCOPY} -P ${PROJECT_SOURCE_DIR}/cmake/TemperKernels.cmake
@@ -168,7 +170,8 @@ function(temper_add_cuda_kernels)
   set_target_properties(temper_kernels_cuda PROPERTIES CUDA_ARCHITECTURES "${TEMPER_CUDA_ARCHS}" CUDA_STANDARD 17
                                                        CUDA_STANDARD_REQUIRED ON POSITION_INDEPENDENT_CODE ON)
   target_compile_definitions(temper_kernels_cuda PRIVATE TEMPER_GPU_CUDA)
-  target_include_directories(temper_kernels_cuda PRIVATE ${PROJECT_SOURCE_DIR}/kernels ${PROJECT_SOURCE_DIR}/core/include
+  target_include_directories(temper_kernels_cuda PRIVATE ${PROJECT_SOURCE_DIR}/kernels ${PROJECT_SOURCE_DIR}/core/common/include
+    ${PROJECT_SOURCE_DIR}/core/quant/include
                                                          ${_gen} ${TEMPER_IQ_TABLES_DIR} PUBLIC ${PROJECT_SOURCE_DIR})
   add_dependencies(temper_kernels_cuda temper_iq_tables)
   # The shared runtime: one CUDA runtime in the process for the built-in kernels and the run-time

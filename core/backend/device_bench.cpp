@@ -9,7 +9,6 @@
 #include "temper/gpus.h"
 #include "temper/mmvq_traits.h"
 #include "temper/quant/reference.h"
-#include "temper/session.h"
 #include "temper/verify.h"
 
 namespace temper {
@@ -18,10 +17,6 @@ std::vector<GgmlType> tier1_types() {
   using T = GgmlType;
   return {T::Q4_0, T::Q4_1, T::Q5_0, T::Q5_1, T::Q8_0, T::Q2_K, T::Q3_K,
           T::Q4_K, T::Q5_K, T::Q6_K, T::IQ4_NL, T::IQ4_XS, T::MXFP4};
-}
-
-uint64_t gemv_bytes(const GemvProblem& p) {
-  return uint64_t(gemv_bytes(p.type, p.n, p.k, p.ncols));  // one byte count for sweep, roofline and bench
 }
 
 int rotation_copies(uint64_t weight_bytes, uint64_t llc_bytes) {

@@ -266,7 +266,8 @@ std::vector<std::string> KernelCache::command(KernelPair pair, const fs::path& s
     c.insert(c.end(), {"-x", "cu", "-std=c++17", "-O3", "-DNDEBUG", "-DTEMPER_GPU_CUDA", "-arch=" + arch_,
                        "-Xcompiler", "-fPIC", "-shared", "-cudart", "shared"});
   }
-  c.insert(c.end(), {"-I" + inc, "-I" + inc + "/kernels", "-I" + inc + "/core/include", src.string(), "-o", out.string()});
+  c.insert(c.end(), {"-I" + inc, "-I" + inc + "/kernels", "-I" + inc + "/core/common/include", "-I" + inc + "/core/quant/include",
+                     src.string(), "-o", out.string()});
   return c;
 }
 

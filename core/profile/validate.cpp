@@ -1,5 +1,3 @@
-#include "temper/validate.h"
-
 #include "temper/error.h"
 #include "temper/profile.h"
 

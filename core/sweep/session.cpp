@@ -439,16 +439,6 @@ std::string_view result_status_name(ResultStatus s) {
   return "error";
 }
 
-double gemv_bytes(GgmlType type, int64_t n, int64_t k, int ncols) {
-  const auto row = row_bytes(type, uint64_t(k));
-  if (!row) fail(ErrorKind::BadInput, std::string(type_name(type)) + ": row length " + std::to_string(k) +
-                                          " is not a whole number of blocks");
-  const double weights = double(*row) * double(n);
-  const double activations = double(ncols) * double(k / 32) * double(sizeof(quant::BlockQ8_1));
-  const double outputs = double(ncols) * double(n) * sizeof(float);
-  return weights + activations + outputs;
-}
-
 ModelIdentity model_identity(const Model& m) {
   return {path_text(m.path.filename()), m.file_size, std::string(kHeaderHashPrefix) + hex64(m.header_hash), m.architecture};
 }

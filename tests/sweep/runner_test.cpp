@@ -190,14 +190,17 @@ TEST(Sweep, MeasuresEveryItemAndNeverLetsAWrongKernelWin) {
     }
   }
   ASSERT_EQ(s.verdicts.size(), 4u);  // 2 shapes × 2 ncols
+  int beaten = 0;  // verdicts whose default is not already the fastest config
   for (const auto& w : s.verdicts) {
     EXPECT_NE(w.config, (Config{1, 1}));
     if (w.default_config != Config{2, 2}) {
+      ++beaten;
       EXPECT_EQ(w.verdict, kVerdictWinner);
       EXPECT_EQ(w.config, (Config{2, 2}));
       EXPECT_GT(w.speedup_low, 1.0);
     }
   }
+  EXPECT_EQ(beaten, 4);  // no default here is 2×2: every verdict is a checked win
   ASSERT_EQ(s.estimates.size(), 1u);
   EXPECT_EQ(s.estimates[0].shapes_measured, 2);
   EXPECT_LT(s.estimates[0].tuned_us_per_token, s.estimates[0].default_us_per_token);
@@ -209,6 +212,7 @@ TEST(Sweep, NoiseKeepsTheDefault) {
   o.time_model = [](const GemvProblem&, Config) { return 50.0; };  // every config the same
   FakeDevice dev(o);
   const Session s = run(small_setup(), dev);
+  ASSERT_EQ(s.verdicts.size(), 4u);  // a verdict per shape and ncols, each keeping the default
   for (const auto& w : s.verdicts) EXPECT_EQ(w.verdict, kVerdictDefaultStays);
   EXPECT_DOUBLE_EQ(s.estimates[0].tuned_us_per_token, s.estimates[0].default_us_per_token);
 }

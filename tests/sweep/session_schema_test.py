@@ -1,15 +1,15 @@
 #!/usr/bin/env python3
 """Validates sessions written by `temper sweep --backend fake` (complete, stopped by a lost device
 with a failing config, with interleaved confirmations of its winners, and with --no-confirm)
-against resources/session.schema.json. Exit 77 (skipped) without the jsonschema module.
-With a third argument (a fake temper-probe, tests/engine/) it validates an engine sweep instead."""
+against resources/session.schema.json. Fails (never skips) without the jsonschema module: scripts/setup
+installs it (Debian python3-jsonschema). With a third argument (a fake temper-probe, tests/engine/) it
+validates an engine sweep instead."""
 import json, os, subprocess, sys, tempfile
 
 try:
     import jsonschema
 except ImportError:
-    print("jsonschema not installed: skipped")
-    sys.exit(77)
+    sys.exit("the jsonschema module is missing: run scripts/setup (Debian package python3-jsonschema)")
 
 temper, schema_path = sys.argv[1], sys.argv[2]
 probe = sys.argv[3] if len(sys.argv) > 3 else None

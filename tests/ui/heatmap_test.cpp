@@ -2,6 +2,7 @@
 // invalid marks, the colour scale, and the widget's geometry (cell under the mouse, click selects).
 #include <QPainter>
 #include <QTest>
+#include <set>
 
 #include "heatmap_widget.h"
 #include "ui_test_util.h"
@@ -115,10 +116,28 @@ class TestHeatmap : public QObject {
     QTest::mouseClick(&w, Qt::LeftButton, {}, w.cellRect(1, 0).center());
     QVERIFY(doc.selection().config);
     QCOMPARE(*doc.selection().config, (Config{2, 1}));
-    // Painting works (and fast enough to matter in a bench, not here).
+    // Painting fills every measured cell with its metric's colour (read inside the cell, clear of
+    // the text and of the default and selection outlines), over an image that starts magenta.
     QImage img(w.size(), QImage::Format_ARGB32);
-    QPainter p(&img);
-    w.paintHeatmap(p, w.size());
+    img.fill(Qt::magenta);
+    {
+      QPainter p(&img);
+      w.paintHeatmap(p, w.size());
+    }
+    std::set<QRgb> colours;
+    int painted = 0;
+    for (int i = 0; i < int(g.nwarps.size()); ++i)
+      for (int j = 0; j < int(g.rows.size()); ++j) {
+        const HeatCell& c = *g.at(i, j);
+        if (c.state != CellState::Ok || !c.value) continue;
+        const QRgb at = img.pixel(w.cellRect(i, j).topLeft() + QPoint(10, 10));
+        QCOMPARE(QColor(at).name(), heatColor(goodness(g, *c.value, HeatMetric::Microseconds)).name());
+        colours.insert(at);
+        ++painted;
+      }
+    QCOMPARE(painted, 2);            // the sample times q4_K at ncols 1 in 4×1 and 2×1 (1×1 failed)
+    QCOMPARE(colours.size(), size_t(2));  // their times differ, so do their colours
+    QVERIFY(img.pixel(1, 1) != QColor(Qt::magenta).rgb());  // the background is painted too
   }
 };
 TEMPER_UI_TEST(TestHeatmap);

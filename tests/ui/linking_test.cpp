@@ -103,10 +103,13 @@ class TestLinking : public QObject {
     s.type = GgmlType::Q4_K, s.n = 14336, s.k = 4096, s.ncols = 1;
     s.config.reset();
     w->document()->select(s);
-    // The sample records kernel attributes for q4_K 2×1 only; the fake "sm_90" device is an H100 in
-    // the spec database only when the session names it, so accept either a row or the reason why not.
+    // The sample records kernel attributes for q4_K 2×1 only (40 registers, 512 B shared), on a device
+    // of arch sm_90 that the spec database matches: one row, that config's, from those attributes.
     auto* t = w->occupancy()->table();
-    QVERIFY(t->rowCount() <= 1);
+    QCOMPARE(t->rowCount(), 1);
+    QCOMPARE(t->item(0, 0)->data(Qt::UserRole).toPoint(), QPoint(2, 1));
+    QCOMPARE(t->item(0, 2)->text(), QStringLiteral("40"));
+    QCOMPARE(t->item(0, 3)->text(), QStringLiteral("512"));
     // Static AMD targets: without code objects the view says so instead of showing nothing.
     w->occupancy()->setCodeObjectDir(dir.filePath(QStringLiteral("no-such-dir")));
     w->occupancy()->setTarget(QStringLiteral("gfx90a"));

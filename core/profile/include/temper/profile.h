@@ -123,6 +123,8 @@ Profile load_profile(const std::filesystem::path& path, const std::string& arch_
 // Range and consistency problems (values, known types, K a whole number of blocks, arch, ncols,
 // threads per block, provenance). Empty when the profile is valid.
 std::vector<std::string> validate_profile(const Profile& p);
+// validate_profile's problems as Error(BadInput) naming the first (and how many more there are).
+void require_valid_profile(const Profile& p, const std::string& where);
 
 // ---- Exports ----
 // What an export did with each entry, for the user (CLI) and the GUI. Emitted entries are listed

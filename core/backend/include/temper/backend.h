@@ -60,6 +60,11 @@ struct GemvProblem : ShapeKey {
   mmvq::KernelVariant variant = mmvq::KernelVariant::Ggml7180759;
 };
 
+// Bytes one launch moves, as GB/s and the roofline count them: weights + q8_1 activations
+// (ncols × k/32 blocks of 36 bytes) + float outputs (ncols × n).
+double gemv_bytes(GgmlType type, int64_t n, int64_t k, int ncols);
+uint64_t gemv_bytes(const GemvProblem& p);
+
 class Device;
 
 // Move-only device allocation; freed by its device.

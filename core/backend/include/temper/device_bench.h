@@ -17,8 +17,6 @@ namespace temper {
 // The tier-1 types, in its order: the ones the device evidence times.
 std::vector<GgmlType> tier1_types();
 
-// Bytes one launch moves: weights + q8_1 activations + float outputs.
-uint64_t gemv_bytes(const GemvProblem& p);
 // Weight copies to rotate through so that together they exceed 2 × llc_bytes; at least 2, at most
 // 4096 (a shape of a few KB then stays partly in cache: too small to matter for decode anyway).
 int rotation_copies(uint64_t weight_bytes, uint64_t llc_bytes);

@@ -233,10 +233,6 @@ struct Session {
   std::vector<Confirmation> confirmations;  // at most one per (device, shape, ncols)
 };
 
-// Bytes one launch moves, as GB/s and the roofline count them: weights + q8_1 activations
-// (ncols × k/32 blocks of 36 bytes) + float outputs (ncols × n).
-double gemv_bytes(GgmlType type, int64_t n, int64_t k, int ncols);
-
 // Look-ups for readers (GUI, roofline, profiles). nullptr when absent.
 const SessionDevice* find_device(const Session& s, int device_index);
 const Result* find_result(const Session& s, const GroupKey& group, Config config);

@@ -11,7 +11,6 @@
 #include "temper/error.h"
 #include "temper/mmvq_traits.h"
 #include "temper/quant/reference.h"
-#include "temper/session.h"
 
 namespace temper {
 namespace {

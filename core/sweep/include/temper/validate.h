@@ -1,5 +1,5 @@
 #pragma once
-// Value validation of what Temper reads back (sessions, journal lines, profiles): the JSON readers
+// Value validation of what Temper reads back (sessions, journal lines; profiles: profile.h): the JSON readers
 // check structure and kinds; these check that the values make sense together (ranges, unique keys,
 // winners backed by results, devices that exist). Every reader calls them, so no command and no
 // GUI view works on numbers a sweep could not have produced. Error(BadInput) "<where>.<field>: ...".
@@ -9,7 +9,6 @@ namespace temper {
 
 struct Session;
 struct Result;
-struct Profile;
 
 // One result on its own (ranges and internal consistency); `where` names it ("s.json: results[3]").
 void validate_result(const Result& r, const std::string& where);
@@ -17,8 +16,5 @@ void validate_result(const Result& r, const std::string& where);
 // The whole session: every result, shape, winner, confirmation and device, and how they refer to
 // each other.
 void validate_session(const Session& s, const std::string& where);
-
-// validate_profile's problems as Error(BadInput) naming the first (and how many more there are).
-void require_valid_profile(const Profile& p, const std::string& where);
 
 }  // namespace temper
