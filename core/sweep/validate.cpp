@@ -71,6 +71,18 @@ std::string index_text(const std::string& where, const char* list, size_t i) {
   return where + "." + list + "[" + std::to_string(i) + "]";
 }
 
+// What a verdict and a confirmation share: a device of the session, a key and configs in range,
+// and no other entry of their list for the same group.
+void check_group_entry(const GroupKey& g, Config config, Config default_config, const std::set<int>& devices,
+                       std::set<GroupKey>& seen, const std::string& at, const std::string& what) {
+  if (!devices.contains(g.device)) bad(at + ".device", "no device " + std::to_string(g.device) + " in the session");
+  check_shape_key(static_cast<uint32_t>(g.type), g.n, g.k, at);
+  check_ncols(g.ncols, at);
+  check_config(config, at + ".config");
+  check_config(default_config, at + ".default_config");
+  if (!seen.insert(g).second) bad(at, "a second " + what + " for the same device, shape and ncols");
+}
+
 }  // namespace
 
 void validate_result(const Result& r, const std::string& where) {
@@ -134,13 +146,8 @@ void validate_session(const Session& s, const std::string& where) {
   for (size_t i = 0; i < s.verdicts.size(); ++i) {
     const Verdict& w = s.verdicts[i];
     const std::string at = index_text(where, "winners", i);
-    if (!devices.contains(w.device)) bad(at + ".device", "no device " + std::to_string(w.device) + " in the session");
-    check_shape_key(static_cast<uint32_t>(w.type), w.n, w.k, at);
-    check_ncols(w.ncols, at);
-    check_config(w.config, at + ".config");
-    check_config(w.default_config, at + ".default_config");
+    check_group_entry(w, w.config, w.default_config, devices, verdicts, at, "verdict");
     check_text(w.note, at + ".note");
-    if (!verdicts.insert(w).second) bad(at, "a second verdict for the same device, shape and ncols");
     if (w.verdict != kVerdictWinner && w.verdict != kVerdictDefaultStays && w.verdict != kVerdictNoDefault)
       bad(at + ".verdict", "expected \"winner\", \"default stays\" or \"no verified default\", got \"" + w.verdict.substr(0, 64) + "\"");
     for (double v : {w.default_us, w.best_us, w.speedup, w.speedup_low, w.speedup_high, w.default_ci_low, w.default_ci_high,
@@ -155,14 +162,8 @@ void validate_session(const Session& s, const std::string& where) {
   for (size_t i = 0; i < s.confirmations.size(); ++i) {
     const Confirmation& c = s.confirmations[i];
     const std::string at = index_text(where, "confirmations", i);
-    if (!devices.contains(c.device)) bad(at + ".device", "no device " + std::to_string(c.device) + " in the session");
-    check_shape_key(static_cast<uint32_t>(c.type), c.n, c.k, at);
-    check_ncols(c.ncols, at);
-    check_config(c.config, at + ".config");
-    check_config(c.default_config, at + ".default_config");
+    check_group_entry(c, c.config, c.default_config, devices, confirmations, at, "confirmation");
     check_text(c.failure, at + ".failure");
-    if (!confirmations.insert(c).second)
-      bad(at, "a second confirmation for the same device, shape and ncols");
   }
 }
 
