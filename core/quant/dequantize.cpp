@@ -126,18 +126,24 @@ void dequant_q3_k(const BlockQ3_K* x, float* y, int64_t nb) {
   }
 }
 
+// Sub-block j's scale and min of a q4_K / q5_K block, multiplied out by the block's d and dmin.
+struct KScales {
+  float d, m;
+};
+KScales k_scales(int j, const uint8_t* scales, float d, float dmin) {
+  int sc, m;
+  detail::scale_min_k4(j, scales, sc, m);
+  return {d * float(sc), dmin * float(m)};
+}
+
 void dequant_q4_k(const BlockQ4_K* x, float* y, int64_t nb) {
   for (int64_t i = 0; i < nb; ++i) {
     const float d = fp16_to_fp32(x[i].d), dmin = fp16_to_fp32(x[i].dmin);
     const uint8_t* q = x[i].qs;
     for (int pair = 0; pair < 4; ++pair, q += 32) {
-      int sc, m;
-      detail::scale_min_k4(2 * pair, x[i].scales, sc, m);
-      const float d1 = d * float(sc), m1 = dmin * float(m);
-      detail::scale_min_k4(2 * pair + 1, x[i].scales, sc, m);
-      const float d2 = d * float(sc), m2 = dmin * float(m);
-      for (int l = 0; l < 32; ++l) *y++ = d1 * float(q[l] & 0xF) - m1;
-      for (int l = 0; l < 32; ++l) *y++ = d2 * float(q[l] >> 4) - m2;
+      const KScales lo = k_scales(2 * pair, x[i].scales, d, dmin), hi = k_scales(2 * pair + 1, x[i].scales, d, dmin);
+      for (int l = 0; l < 32; ++l) *y++ = lo.d * float(q[l] & 0xF) - lo.m;
+      for (int l = 0; l < 32; ++l) *y++ = hi.d * float(q[l] >> 4) - hi.m;
     }
   }
 }
@@ -148,14 +154,10 @@ void dequant_q5_k(const BlockQ5_K* x, float* y, int64_t nb) {
     const uint8_t* ql = x[i].qs;
     const uint8_t* qh = x[i].qh;
     for (int pair = 0; pair < 4; ++pair, ql += 32) {
-      int sc, m;
-      detail::scale_min_k4(2 * pair, x[i].scales, sc, m);
-      const float d1 = d * float(sc), m1 = dmin * float(m);
-      detail::scale_min_k4(2 * pair + 1, x[i].scales, sc, m);
-      const float d2 = d * float(sc), m2 = dmin * float(m);
       const int bit_lo = 2 * pair, bit_hi = 2 * pair + 1;
-      for (int l = 0; l < 32; ++l) *y++ = d1 * float((ql[l] & 0xF) + (((qh[l] >> bit_lo) & 1) << 4)) - m1;
-      for (int l = 0; l < 32; ++l) *y++ = d2 * float((ql[l] >> 4) + (((qh[l] >> bit_hi) & 1) << 4)) - m2;
+      const KScales lo = k_scales(bit_lo, x[i].scales, d, dmin), hi = k_scales(bit_hi, x[i].scales, d, dmin);
+      for (int l = 0; l < 32; ++l) *y++ = lo.d * float((ql[l] & 0xF) + (((qh[l] >> bit_lo) & 1) << 4)) - lo.m;
+      for (int l = 0; l < 32; ++l) *y++ = hi.d * float((ql[l] >> 4) + (((qh[l] >> bit_hi) & 1) << 4)) - hi.m;
     }
   }
 }
