@@ -1,6 +1,7 @@
 // EngineDevice: every Device method as one request to temper-probe (core/engine/probe_protocol.h).
 #include "temper/engine_device.h"
 
+#include <charconv>
 #include <cstring>
 #include <sstream>
 
@@ -55,30 +56,17 @@ class Reader {
   size_t pos_ = 0;
 };
 
-uint64_t handle(const DeviceBuffer& b) { return EngineDevice::handle(b); }
-
 std::string problem_text(const GemvProblem& p, Config c) {
   return std::string(type_name(p.type)) + " " + std::to_string(p.n) + "x" + std::to_string(p.k) + " ncols " +
          std::to_string(p.ncols) + " config " + std::to_string(c.nwarps) + "x" + std::to_string(c.rows_per_block);
 }
 
-int to_int(const std::map<std::string, std::string>& m, const std::string& key) {
-  auto it = m.find(key);
-  if (it == m.end()) return 0;
-  try {
-    return std::stoi(it->second);
-  } catch (...) {
-    return 0;
-  }
-}
-uint64_t to_u64(const std::map<std::string, std::string>& m, const std::string& key) {
-  auto it = m.find(key);
-  if (it == m.end()) return 0;
-  try {
-    return std::stoull(it->second);
-  } catch (...) {
-    return 0;
-  }
+// A number of the probe's hello reply; 0 when the field is absent or not a number.
+template <class T>
+T number(const std::map<std::string, std::string>& m, const std::string& key) {
+  T v = 0;
+  if (const auto it = m.find(key); it != m.end()) std::from_chars(it->second.data(), it->second.data() + it->second.size(), v);
+  return v;
 }
 
 }  // namespace
@@ -94,7 +82,7 @@ EngineDevice::EngineDevice(ProbeOptions options) : options_(std::move(options)) 
     const size_t eq = line.find('=');
     if (eq != std::string::npos) hello_[line.substr(0, eq)] = line.substr(eq + 1);
   }
-  const int protocol = to_int(hello_, "protocol");
+  const int protocol = number<int>(hello_, "protocol");
   if (protocol != int(probe::kProtocolVersion))
     fail(ErrorKind::GpuFault, "temper-probe " + options_.probe.string() + " speaks protocol " +
                                   std::to_string(protocol) + "; this Temper speaks " +
@@ -103,19 +91,19 @@ EngineDevice::EngineDevice(ProbeOptions options) : options_(std::move(options)) 
   info_.arch = hello_["arch"];
   info_.api = api_for_arch(info_.arch);
   info_.name = hello_["name"];
-  info_.compute_units = to_int(hello_, "sms");
-  info_.warp_size = to_int(hello_, "warp_size");
+  info_.compute_units = number<int>(hello_, "sms");
+  info_.warp_size = number<int>(hello_, "warp_size");
   if (info_.warp_size <= 0) info_.warp_size = 32;
-  info_.memory_bytes = to_u64(hello_, "memory_bytes");
-  info_.l2_bytes = to_u64(hello_, "l2_bytes");
-  info_.clock_mhz = to_int(hello_, "clock_mhz");
-  info_.memory_clock_mhz = to_int(hello_, "memory_clock_mhz");
-  info_.memory_bus_bits = to_int(hello_, "memory_bus_bits");
-  info_.shared_per_block = to_int(hello_, "shared_per_block");
-  info_.shared_per_cu = to_int(hello_, "shared_per_sm");
-  info_.regs_per_block = to_int(hello_, "regs_per_block");
-  info_.regs_per_cu = to_int(hello_, "regs_per_sm");
-  info_.max_threads_per_cu = to_int(hello_, "max_threads_per_sm");
+  info_.memory_bytes = number<uint64_t>(hello_, "memory_bytes");
+  info_.l2_bytes = number<uint64_t>(hello_, "l2_bytes");
+  info_.clock_mhz = number<int>(hello_, "clock_mhz");
+  info_.memory_clock_mhz = number<int>(hello_, "memory_clock_mhz");
+  info_.memory_bus_bits = number<int>(hello_, "memory_bus_bits");
+  info_.shared_per_block = number<int>(hello_, "shared_per_block");
+  info_.shared_per_cu = number<int>(hello_, "shared_per_sm");
+  info_.regs_per_block = number<int>(hello_, "regs_per_block");
+  info_.regs_per_cu = number<int>(hello_, "regs_per_sm");
+  info_.max_threads_per_cu = number<int>(hello_, "max_threads_per_sm");
   info_.driver_version = hello_["driver"];
   info_.runtime_version = hello_["runtime"];
   info_.pci_bus_id = hello_["pci_bus_id"];
