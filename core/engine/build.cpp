@@ -138,6 +138,7 @@ std::string source_hash(const Tree& tree, const BuildOptions& o) {
   h.add(o.arch);
   h.add(o.set.name);
   h.add(hook_header());
+  h.add(hook_api());
   h.add(hook_runtime());
   for (const fs::path& rel : tree_files(tree.ggml_root)) {
     h.add(rel.string());
@@ -166,6 +167,7 @@ BuildResult build(const fs::path& dir, const BuildOptions& o, const BuildProgres
   const fs::path stamp = r.dir / "built", probe_stamp = r.dir / "probe.hash";
   Hash ph;
   ph.add(probe_source());
+  ph.add(hook_api());
   ph.add(probe_protocol_source());
   std::error_code ec;
   const bool engine_ready = fs::exists(stamp, ec);
@@ -192,6 +194,7 @@ BuildResult build(const fs::path& dir, const BuildOptions& o, const BuildProgres
   fs::create_directories(probe_dir, ec);
   write_file_atomic(probe_dir / "temper-probe.cu", probe_source());
   write_file_atomic(probe_dir / "probe_protocol.h", probe_protocol_source());
+  write_file_atomic(probe_dir / "temper-mmvq-api.h", hook_api());
   if (!engine_ready) write_file_atomic(probe_dir / "CMakeLists.txt", probe_cmake(src, o));
 
   const bool hip = platform == Platform::Hip;

@@ -322,6 +322,7 @@ Patch make_patch(const std::string& source, const KernelSet& set) {
   }
   out.files.emplace_back("temper-mmvq-registry.cu", registry_unit(suffixes, set.name));
   out.files.emplace_back("temper-mmvq.cuh", std::string(hook_header()));
+  out.files.emplace_back("temper-mmvq-api.h", std::string(hook_api()));
   out.files.emplace_back("temper-mmvq-runtime.cu", std::string(hook_runtime()));
   return out;
 }

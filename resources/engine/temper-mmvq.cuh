@@ -32,23 +32,5 @@ bool temper_mmvq_try_launch(int type, int ncols_dst, const temper_mmvq_args & a)
 // which config the engine really launched.
 void temper_mmvq_note_launch(int nwarps, int nblocks_x);
 
-// The probe's interface (temper-probe links this tree statically).
-extern "C" {
-int  temper_mmvq_hook_version(void);
-const char * temper_mmvq_kernel_set(void);
-// nwarps 0 removes the override: that shape runs as the profile or the stock table says.
-void temper_mmvq_set_override(int type, int n, int k, int ncols, int nwarps, int rows);
-int  temper_mmvq_has(int type, int ncols, int nwarps, int rows);
-int  temper_mmvq_attributes(int type, int ncols, int nwarps, int rows, int out[5]);
-// The last launch mmvq made: nwarps, grid x; and how many launches it has made in all.
-void temper_mmvq_last_launch(int out[2]);
-long long temper_mmvq_launch_count(void);
-// How many of those launched a Temper instantiation (a profile's or the probe's choice).
-long long temper_mmvq_tuned_count(void);
-// The stream of the last mmvq launch (ggml's compute stream), for the probe's timing events.
-void * temper_mmvq_last_stream(void);
-// ggml's own q8_1 quantizer, as MUL_MAT runs it before mmvq (x: ncols rows of k floats).
-void temper_mmvq_quantize_q8_1(const float * x, void * vy, int type_src0, long long k, long long ncols, void * stream);
-// Loads a profile now (path NULL: TEMPER_PROFILE, else the default path); prints its one line.
-void temper_mmvq_load_profile(const char * path);
-}
+// The probe's interface (temper-probe links this tree statically and includes the same header).
+#include "temper-mmvq-api.h"

@@ -22,6 +22,7 @@
 #include "ggml-cuda.h"
 #include "ggml.h"
 #include "probe_protocol.h"
+#include "temper-mmvq-api.h"
 
 #if defined(TEMPER_PROBE_HIP)
 #include <hip/hip_runtime.h>
@@ -48,19 +49,6 @@
 #include <cuda_runtime.h>
 #endif
 
-extern "C" {
-int temper_mmvq_hook_version(void);
-const char * temper_mmvq_kernel_set(void);
-void temper_mmvq_set_override(int type, int n, int k, int ncols, int nwarps, int rows);
-int temper_mmvq_has(int type, int ncols, int nwarps, int rows);
-int temper_mmvq_attributes(int type, int ncols, int nwarps, int rows, int out[5]);
-void temper_mmvq_last_launch(int out[2]);
-long long temper_mmvq_launch_count(void);
-long long temper_mmvq_tuned_count(void);
-void * temper_mmvq_last_stream(void);
-void temper_mmvq_quantize_q8_1(const float * x, void * vy, int type_src0, long long k, long long ncols, void * stream);
-void temper_mmvq_load_profile(const char * path);
-}
 
 using temper::probe::Op;
 using temper::probe::ProbeStatus;

@@ -21,7 +21,7 @@ for f in mmvq.cu temper-mmvq-q4_k-1.cu temper-mmvq-registry.cu temper-mmvq-runti
   pids="$pids $!"
 done
 mkdir -p "$out/probe"
-cp "$source/resources/engine/temper-probe.cu" "$source/core/engine/probe_protocol.h" "$out/probe/"
+cp "$source/resources/engine/temper-probe.cu" "$source/resources/engine/temper-mmvq-api.h" "$source/core/engine/probe_protocol.h" "$out/probe/"
 "$nvcc" -c -std=c++17 -arch=sm_90 -Iinclude -I"$out/probe" "$out/probe/temper-probe.cu" -o "$out/probe.o" > "$out/probe.log" 2>&1 &
 pids="$pids $!"
 rc=0

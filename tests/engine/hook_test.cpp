@@ -65,7 +65,7 @@ TEST_P(HookOn, AppliesAndUndoesByteForByte) {
   EXPECT_NE(patched.find("temper_mmvq_try_launch(type, ncols_dst, temper_args)"), std::string::npos);
   EXPECT_NE(patched.find("temper_nwarps > 0 ? temper_nwarps : calc_nwarps"), std::string::npos);
   EXPECT_NE(patched.find("temper_rows > 0 ? temper_rows : calc_rows_per_block"), std::string::npos);
-  for (const char* f : {"temper-mmvq.cuh", "temper-mmvq-runtime.cu", "temper-mmvq-registry.cu", "temper-mmvq-q4_k-1.cu",
+  for (const char* f : {"temper-mmvq.cuh", "temper-mmvq-api.h", "temper-mmvq-runtime.cu", "temper-mmvq-registry.cu", "temper-mmvq-q4_k-1.cu",
                         "temper-mmvq-q4_0-1.cu"})
     EXPECT_TRUE(fs::exists(cuda / f)) << f;
   EXPECT_FALSE(fs::exists(cuda / "temper-mmvq-q4_k-2-4.cu"));  // the ci set stops at ncols 1
@@ -99,8 +99,8 @@ TEST_P(HookOn, FullSetCoversEveryTypeAndNcols) {
   const fs::path tree = extract(GetParam());
   if (tree.empty()) GTEST_SKIP() << "SKIPPED: no archive";
   const engine::Patch p = engine::make_patch(read_file(tree / "src/ggml-cuda/mmvq.cu"), engine::kernel_set("full"));
-  // One unit per type and ncols group (1, 2-4, 5-8), the registry, the header, the run time.
-  EXPECT_EQ(p.files.size(), p.types.size() * 3 + 3);
+  // One unit per type and ncols group (1, 2-4, 5-8), the registry, the header, its C interface, the run time.
+  EXPECT_EQ(p.files.size(), p.types.size() * 3 + 4);
   const auto unit = std::find_if(p.files.begin(), p.files.end(), [](const auto& f) { return f.first == "temper-mmvq-q6_k-5-8.cu"; });
   ASSERT_NE(unit, p.files.end());
   EXPECT_NE(unit->second.find("temper_mmvq_register(GGML_TYPE_Q6_K, 8, 2, 2, &launch<8, 2, 2>"), std::string::npos);

@@ -74,6 +74,7 @@ void undo(const std::filesystem::path& dir);
 
 // The hook's own sources, embedded at build time (resources/engine/).
 std::string_view hook_header();
+std::string_view hook_api();  // the hook's C interface, shared by the hook and temper-probe
 std::string_view hook_runtime();
 std::string_view probe_source();
 
