@@ -8,6 +8,7 @@
 #include <bit>
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <numeric>
 #include <type_traits>
 #include <unordered_set>
@@ -558,53 +559,27 @@ const GgufValue* GgufFile::find(std::string_view key) const {
   return kv ? &kv->value : nullptr;
 }
 
-void GgufFile::wrong_kind(const GgufKv& kv, std::string_view expected) const {
-  std::string got(gguf_type_name(kv.value.type()));
-  if (const auto v = kv.value.to_i64()) got += " " + std::to_string(*v);
-  fail(ErrorKind::BadInput, state_->file + ": byte " + std::to_string(kv.value.offset()) + ": " + std::string(kv.key) +
+template <class To>
+auto GgufFile::typed(std::string_view key, To to, std::string_view expected) const {
+  using Result = decltype(std::invoke(to, std::declval<const GgufValue&>()));
+  const GgufKv* kv = find_kv(key);
+  if (!kv) return Result();
+  if (Result v = std::invoke(to, kv->value)) return v;
+  std::string got(gguf_type_name(kv->value.type()));
+  if (const auto v = kv->value.to_i64()) got += " " + std::to_string(*v);
+  fail(ErrorKind::BadInput, state_->file + ": byte " + std::to_string(kv->value.offset()) + ": " + std::string(kv->key) +
                                 ": expected " + std::string(expected) + ", got " + got);
 }
 
-std::optional<uint64_t> GgufFile::get_u64(std::string_view key) const {
-  const GgufKv* kv = find_kv(key);
-  if (!kv) return std::nullopt;
-  if (auto v = kv->value.to_u64()) return v;
-  wrong_kind(*kv, "a non-negative integer");
-}
-
-std::optional<int64_t> GgufFile::get_i64(std::string_view key) const {
-  const GgufKv* kv = find_kv(key);
-  if (!kv) return std::nullopt;
-  if (auto v = kv->value.to_i64()) return v;
-  wrong_kind(*kv, "an integer");
-}
-
-std::optional<double> GgufFile::get_f64(std::string_view key) const {
-  const GgufKv* kv = find_kv(key);
-  if (!kv) return std::nullopt;
-  if (auto v = kv->value.to_f64()) return v;
-  wrong_kind(*kv, "a number");
-}
-
-std::optional<bool> GgufFile::get_bool(std::string_view key) const {
-  const GgufKv* kv = find_kv(key);
-  if (!kv) return std::nullopt;
-  if (auto v = kv->value.to_bool()) return v;
-  wrong_kind(*kv, "a bool");
-}
-
+std::optional<uint64_t> GgufFile::get_u64(std::string_view key) const { return typed(key, &GgufValue::to_u64, "a non-negative integer"); }
+std::optional<int64_t> GgufFile::get_i64(std::string_view key) const { return typed(key, &GgufValue::to_i64, "an integer"); }
+std::optional<double> GgufFile::get_f64(std::string_view key) const { return typed(key, &GgufValue::to_f64, "a number"); }
+std::optional<bool> GgufFile::get_bool(std::string_view key) const { return typed(key, &GgufValue::to_bool, "a bool"); }
 std::optional<std::string_view> GgufFile::get_string(std::string_view key) const {
-  const GgufKv* kv = find_kv(key);
-  if (!kv) return std::nullopt;
-  if (auto v = kv->value.to_string()) return v;
-  wrong_kind(*kv, "a string");
+  return typed(key, &GgufValue::to_string, "a string");
 }
-
 std::optional<GgufValue> GgufFile::get_array(std::string_view key) const {
-  const GgufKv* kv = find_kv(key);
-  if (!kv) return std::nullopt;
-  if (kv->value.type() == GgufType::Array) return kv->value;
-  wrong_kind(*kv, "an array");
+  return typed(key, [](const GgufValue& v) { return v.type() == GgufType::Array ? std::optional(v) : std::nullopt; }, "an array");
 }
 
 std::span<const TensorInfo> GgufFile::tensors() const { return state_->tensors; }

@@ -151,7 +151,10 @@ class GgufFile {
   struct State;
   friend class GgufParser;
   explicit GgufFile(std::unique_ptr<State> state);
-  [[noreturn]] void wrong_kind(const GgufKv& kv, std::string_view expected) const;
+  // The typed getters' one rule: nullopt when `key` is absent, `to`'s value when its kind converts,
+  // else Error(BadInput) naming the file, byte, key, `expected` and what is there.
+  template <class To>
+  auto typed(std::string_view key, To to, std::string_view expected) const;
   const GgufKv* find_kv(std::string_view key) const;
   std::unique_ptr<State> state_;
 };
