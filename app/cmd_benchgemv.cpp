@@ -11,6 +11,7 @@
 #include "compile_progress.h"
 #include "temper/defaults.h"
 #include "temper/device_bench.h"
+#include "temper/engine_device.h"
 #include "temper/error.h"
 #include "temper/fileio.h"
 #include "temper/gpu_backend.h"
@@ -35,9 +36,10 @@ nlohmann::json timing_json(const ConfigTiming& t, const GemvProblem& p, double c
 
 int run_benchgemv(const Args& args) {
   const std::vector<std::string_view> valued = {"--device", "--types", "--n", "--k", "--ncols", "--count",
-                                                "--warmup", "--engine", "--seed", "--save", "--back-to-back"};
+                                                "--warmup", "--engine", "--seed", "--save", "--back-to-back",
+                                                "--probe", "--engine-src", "--arch", "--kernel-set", "--csv"};
   std::vector<std::string_view> known = valued;
-  known.insert(known.end(), {"--json", "--default-only"});
+  known.insert(known.end(), {"--json", "--default-only", "--kernel-only"});
   reject_unknown(args, known);
   if (const auto extra = positionals(args, valued); !extra.empty())
     fail(ErrorKind::BadInput, "bench-gemv takes no arguments, got '" + extra.front() + "'");
@@ -69,8 +71,19 @@ int run_benchgemv(const Args& args) {
   }
   const int device_number = gpu::parse_device_number(option(args, "--device").value_or("0"));
 
-  gpu::DeviceList list = gpu::list_devices(gpu_backends());
-  auto device = gpu::open_device(list, device_number);
+  // The engine's own kernel through its probe, or Temper's kernel on this machine's GPUs.
+  const bool in_engine = option(args, "--probe") || option(args, "--engine-src");
+  const bool kernel_only = has_flag(args, "--kernel-only");
+  gpu::DeviceList list;  // outlives the device it opens
+  std::unique_ptr<Device> device;
+  if (in_engine) {
+    engine::ProbeOptions probe = engine_probe_options(args);
+    probe.kernel_only = kernel_only;
+    device = std::make_unique<engine::EngineDevice>(std::move(probe));
+  } else {
+    list = gpu::list_devices(gpu_backends());
+    device = gpu::open_device(list, device_number);
+  }
   const DeviceInfo& d = device->info();
 
   std::vector<GgmlType> types;
@@ -138,6 +151,20 @@ int run_benchgemv(const Args& args) {
     rows.push_back(std::move(row));
   }
 
+  if (const auto csv = option(args, "--csv")) {
+    // One row per config timed (bench/fidelity.sh's format for both kernels).
+    std::string text = "type,n,k,ncols,nwarps,rows_per_block,us\n";
+    char line[160];
+    for (const auto& r : rows)
+      for (const auto& t : r.all)
+        if (t.ok()) {
+          std::snprintf(line, sizeof line, "%s,%d,%d,%d,%d,%d,%.4f\n", std::string(type_name(r.type)).c_str(), n, k, ncols,
+                        t.config.nwarps, t.config.rows_per_block, t.us.median);
+          text += line;
+        }
+    write_file_atomic(*csv, text);
+  }
+
   if (json || option(args, "--save")) {
     nlohmann::json out = {{"device", gpu::device_json(d)},
                           {"copy_gbs", copy_gbs},
@@ -149,7 +176,8 @@ int run_benchgemv(const Args& args) {
                           {"ncols", ncols},
                           {"count", options.count},
                           {"warmup", options.warmup},
-                          {"launches_per_sample", options.per_sample}};
+                          {"launches_per_sample", options.per_sample},
+                          {"kernel", !in_engine ? "temper" : kernel_only ? "engine mul_mat_vec_q alone" : "engine MUL_MAT"}};
     nlohmann::json results = nlohmann::json::array();
     for (const auto& r : rows) {
       nlohmann::json j = {{"type", std::string(type_name(r.type))}, {"weight_copies", r.copies}};
@@ -176,6 +204,10 @@ int run_benchgemv(const Args& args) {
   const std::string samples = options.per_sample == 1 ? "event-timed launches"
                                                        : "event pairs around " + std::to_string(options.per_sample) +
                                                              " back-to-back launches";
+  if (in_engine)
+    std::printf("kernel: the engine's %s\n", kernel_only ? "mul_mat_vec_q alone (activations quantized once; every config, the "
+                                                           "stock one too, as its grid instantiation)"
+                                                         : "MUL_MAT (its q8_1 quantize + mmvq; stock config through its own dispatch)");
   std::printf("shape: N=%d K=%d ncols=%d; weights rotated past 2x LLC (%.0f MiB); median of %d %s "
               "after %d warm-up; default config: %s table of %s\n\n",
               n, k, ncols, double(device_llc_bytes(d)) / (1 << 20), options.count, samples.c_str(), options.warmup,
@@ -212,7 +244,8 @@ const Registrar reg{
     {"bench-gemv", "time one GEMV shape per type: default config vs the best of the grid",
      "usage: temper bench-gemv [--device N] [--types q4_0,...] [--n 4096] [--k 14336] [--ncols 1]\n"
      "                         [--count 200] [--warmup 20] [--engine VERSION] [--default-only] [--seed S]\n"
-     "                         [--back-to-back L] [--save FILE.json] [--json]\n\n"
+     "                         [--back-to-back L] [--save FILE.json] [--csv FILE.csv] [--json]\n"
+     "                         [--probe P | --engine-src DIR [--arch A] [--kernel-set S]] [--kernel-only]\n\n"
      "Measures the device-to-device copy bandwidth, then for each type (default: every tier-1 type\n"
      "this build has) uploads random valid weights in enough copies to exceed twice the last-level\n"
      "cache, quantizes random activations on the device, verifies each config once against the exact\n"
@@ -223,6 +256,11 @@ const Registrar reg{
      "--back-to-back L times L launches between one event pair (no event between kernels, as decode's\n"
      "graphs run them) and reports the time per launch: COUNT such samples (default 8, as `temper\n"
      "sweep`; 1 puts an event pair around every launch).\n"
+     "--probe / --engine-src time the engine's own kernel through its probe (`temper help engine`):\n"
+     "whole MUL_MATs (the engine's q8_1 quantize + mmvq), or with --kernel-only mul_mat_vec_q alone\n"
+     "(activations quantized once, events around the kernel launches only, as Temper's own kernel is\n"
+     "timed; every config including the stock one runs as its grid instantiation; probe protocol 2).\n"
+     "--csv writes one row per config timed: type,n,k,ncols,nwarps,rows_per_block,us (the median).\n"
      "--save also writes the JSON form to FILE. Exit code 5 when a config fails verification (it is\n"
      "then never the best).",
      run_benchgemv}};

@@ -206,7 +206,10 @@ Tree find_tree(const fs::path& dir) {
 KernelSet kernel_set(const std::string& name) {
   if (name == "full") return {"full", {}, {}};
   if (name == "ci") return {"ci", {1}, {"Q4_0", "Q4_K"}};
-  fail(ErrorKind::BadInput, "kernel set \"" + name + "\": expected full or ci");
+  // The 13 tier-1 types at ncols 1 (bench/fidelity.sh): a fraction of the full build's time.
+  if (name == "ncols1")
+    return {"ncols1", {1}, {"Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_NL", "IQ4_XS", "MXFP4"}};
+  fail(ErrorKind::BadInput, "kernel set \"" + name + "\": expected full, ncols1 or ci");
 }
 
 Patch make_patch(const std::string& source, const KernelSet& set) {

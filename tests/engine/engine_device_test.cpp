@@ -13,6 +13,7 @@
 
 #include "temper/defaults.h"
 #include "temper/engine_device.h"
+#include "temper/keys.h"
 #include "temper/quant/reference.h"
 
 using namespace temper;
@@ -237,7 +238,67 @@ TEST(EngineDeviceErrors, OtherProtocolVersionIsRefused) {
   EnvVar v("FAKE_PROBE_PROTOCOL", "7");
   const Error e = error_of([&] { EngineDevice dev(fake()); });
   EXPECT_EQ(e.kind(), ErrorKind::GpuFault);
-  EXPECT_NE(std::string(e.what()).find("speaks protocol 7; this Temper speaks 1"), std::string::npos) << e.what();
+  EXPECT_NE(std::string(e.what()).find("speaks protocol 7; this Temper speaks 1..2"), std::string::npos) << e.what();
+}
+
+// Kernel-only timing (Op::TimeKernel): the fake answers (bytes at 1000 GB/s) × the config's factor,
+// exactly; every config arrives as itself (the fake refuses nwarps 0 here), the stock one included.
+TEST(EngineDeviceKernelOnly, TimesAreTheKernelAloneForEveryConfig) {
+  ProbeOptions o = fake();
+  o.kernel_only = true;
+  EngineDevice kernel(o);
+  EngineDevice whole(fake());
+  Gemv gk(kernel), gw(whole);
+  const Config stock = defaults::default_config("ggml-d99724f", "sm_90", gk.p.type, gk.p.ncols, gk.p.k, 32);
+  const double bytes_us = gemv_bytes(gk.p.type, gk.p.n, gk.p.k, gk.p.ncols) / 1e6;
+  const DeviceBuffer* kc[] = {&gk.wd};
+  const DeviceBuffer* wc[] = {&gw.wd};
+  const std::vector<double> s = kernel.time_gemv_grouped(gk.p, stock, kc, gk.yd, gk.dst, 3, 4);
+  ASSERT_EQ(s.size(), 3u);
+  for (double us : s) EXPECT_DOUBLE_EQ(us, bytes_us);
+  // The same ratio between configs as the whole MUL_MAT's (within its ±0.2 % jitter), without its 3 µs.
+  const double whole_stock = whole.time_gemv(gw.p, stock, wc, gw.yd, gw.dst, 1).at(0);
+  EXPECT_NEAR(whole_stock, bytes_us + 3.0, 0.01 * (bytes_us + 3.0));
+  for (Config c : {Config{1, 1}, Config{8, 2}, Config{2, 4}}) {
+    if (c == stock) continue;
+    const double k_us = kernel.time_gemv(gk.p, c, kc, gk.yd, gk.dst, 1).at(0);
+    const double w_us = whole.time_gemv(gw.p, c, wc, gw.yd, gw.dst, 1).at(0);
+    EXPECT_GT(k_us, bytes_us) << config_text(c, ",");
+    EXPECT_NEAR(k_us / bytes_us, w_us / whole_stock, 0.005 * k_us / bytes_us) << config_text(c, ",");
+  }
+}
+
+TEST(EngineDeviceKernelOnly, ConfigNotCompiledInIsBadInput) {
+  ProbeOptions o = fake();
+  o.kernel_only = true;
+  EngineDevice dev(o);
+  Gemv g(dev);
+  const DeviceBuffer* copies[] = {&g.wd};
+  ASSERT_FALSE(defaults::config_invalid_reason(g.p.type, g.p.ncols, Config{3, 1}, 32).empty());
+  const Error e = error_of([&] { dev.time_gemv(g.p, Config{3, 1}, copies, g.yd, g.dst, 2); });
+  EXPECT_EQ(e.kind(), ErrorKind::BadInput);
+  EXPECT_NE(std::string(e.what()).find("TimeKernel q4_0 64x256 ncols 2 config 3x1: config not compiled in"),
+            std::string::npos)
+      << e.what();
+  EXPECT_EQ(dev.time_gemv(g.p, Config{1, 1}, copies, g.yd, g.dst, 2).size(), 2u);  // the probe lives on
+}
+
+TEST(EngineDeviceKernelOnly, ProtocolOneProbeIsRefusedInOneLine) {
+  EnvVar v("FAKE_PROBE_PROTOCOL", "1");
+  {
+    EngineDevice old(fake());  // still fine for whole MUL_MATs
+    Gemv g(old);
+    g.check(old, Config{1, 1});
+  }
+  ProbeOptions o = fake();
+  o.kernel_only = true;
+  const Error e = error_of([&] { EngineDevice dev(o); });
+  EXPECT_EQ(e.kind(), ErrorKind::BadInput);
+  const std::string what = e.what();
+  EXPECT_NE(what.find("speaks protocol 1, which has no kernel-only timing (protocol 2); rebuild it with `temper engine build`"),
+            std::string::npos)
+      << what;
+  EXPECT_EQ(what.find('\n'), std::string::npos) << what;
 }
 
 }  // namespace

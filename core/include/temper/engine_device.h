@@ -28,6 +28,9 @@ struct ProbeOptions {
   std::filesystem::path log;             // the probe's stderr; empty: a file in the temp directory
   // Provenance recorded in the session's kernel source (what --engine-src built); may stay empty.
   std::string source_path, ggml_commit, hook_version;
+  // time_gemv times mul_mat_vec_q alone (Op::TimeKernel: activations quantized once, no MUL_MAT
+  // around it), every config as its grid instantiation, the stock one included; needs protocol 2.
+  bool kernel_only = false;
 };
 
 // "engine-cuda" / "engine-hip" for a probe arch ("sm_90" / "gfx90a"); true for either.
@@ -46,8 +49,9 @@ struct ReplayTokens {
 
 class EngineDevice final : public Device {
  public:
-  // Starts the probe and says Hello. Error(BadInput) when the file is missing or not executable,
-  // Error(GpuFault) when it dies, hangs, speaks another protocol version or answers an error.
+  // Starts the probe and says Hello. Error(BadInput) when the file is missing or not executable, or
+  // when kernel_only asks for an op its protocol lacks; Error(GpuFault) when it dies, hangs, speaks
+  // a protocol version outside kMinProtocolVersion..kProtocolVersion or answers an error.
   explicit EngineDevice(ProbeOptions options);
   ~EngineDevice() override;
   const DeviceInfo& info() const override { return info_; }
@@ -92,6 +96,7 @@ class EngineDevice final : public Device {
   std::unique_ptr<ProbeProcess> process_;
   DeviceInfo info_;
   std::map<std::string, std::string> hello_;
+  int protocol_ = 0;
   mutable std::mutex mutex_;
   mutable std::map<std::tuple<GgmlType, int, int>, Config> stock_;  // (type, ncols, k)
   mutable std::map<std::tuple<GgmlType, int, int, int>, bool> has_kernel_;
