@@ -106,6 +106,14 @@ TEST_P(HookOn, FullSetCoversEveryTypeAndNcols) {
   EXPECT_NE(unit->second.find("temper_mmvq_register(GGML_TYPE_Q6_K, 8, 2, 2, &launch<8, 2, 2>"), std::string::npos);
   EXPECT_GE(p.types.size(), 21u);
   EXPECT_EQ(p.halve_iters, GetParam() == "d99724f");
+  // ncols1 (bench/fidelity.sh): the 13 tier-1 types, one ncols-1 unit each, all 20 grid configs.
+  const engine::Patch n1 = engine::make_patch(read_file(tree / "src/ggml-cuda/mmvq.cu"), engine::kernel_set("ncols1"));
+  EXPECT_EQ(n1.files.size(), 13u + 3u);
+  const auto mx = std::find_if(n1.files.begin(), n1.files.end(), [](const auto& f) { return f.first == "temper-mmvq-mxfp4-1.cu"; });
+  ASSERT_NE(mx, n1.files.end());
+  size_t registered = 0;
+  for (size_t at = 0; (at = mx->second.find("temper_mmvq_register(GGML_TYPE_MXFP4, 1,", at)) != std::string::npos; ++at) ++registered;
+  EXPECT_EQ(registered, 20u);
   fs::remove_all(tree.parent_path());
 }
 
@@ -199,6 +207,7 @@ TEST(Hook, RefusesAFolderWithoutGgml) {
 
 TEST(Hook, KernelSetNamesAreChecked) {
   EXPECT_EQ(engine::kernel_set("ci").ncols, std::vector<int>{1});
+  EXPECT_EQ(engine::kernel_set("ncols1").types.size(), 13u);
   EXPECT_THROW(engine::kernel_set("most"), Error);
 }
 
