@@ -20,7 +20,8 @@
 # with only the CPU part built (no GPU; the table uses whatever JSON/CSV the work folder holds).
 # Environment: WORK (work folder, default build-device/fidelity), OUT (when set: the work folder
 # packed into $OUT/evidence.tgz and the table copied to $OUT/table.txt), COUNT (default 200),
-# BACK_TO_BACK (default 1), SHAPES (default "4096x14336 14336x4096 128256x4096"), TYPES (default the
+# BACK_TO_BACK (default 1), BUDGET_S (default 540: a shape whose timing would start later than 60 s
+# before this many seconds since the start is skipped, so one 600 s call ends with a table), SHAPES (default "4096x14336 14336x4096 128256x4096"), TYPES (default the
 # 13 tier-1 types; the 128256x4096 shape times only q6_K,q4_K of them), JOBS, KERNEL_SET.
 # Exit: 0; 5 when a config misses ±3 % or a rank correlation 0.9; else the failing phase's code.
 set -euo pipefail
@@ -54,6 +55,7 @@ pack() {
   return 0
 }
 trap pack EXIT
+trap 'exit 143' TERM INT  # a run cut off at the call's limit still packs what it has
 
 if ! command -v nvcc >/dev/null 2>&1; then
   for d in /usr/local/cuda/bin /usr/local/cuda-*/bin; do
@@ -67,6 +69,8 @@ for tool in "${need[@]}"; do
 done
 command -v nvcc >/dev/null 2>&1 && export CUDACXX="$(command -v nvcc)"
 say "== $(date -u +%FT%TZ) host $(uname -n), $(nproc) cores; commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'); phases: $phases"
+t_start=$(date +%s)
+budget="${BUDGET_S:-540}"
 phase_start=0
 begin() { phase_start=$(date +%s); }
 done_phase() { say "== $1: $(( $(date +%s) - phase_start )) s${2:+, $2}"; }
@@ -112,6 +116,10 @@ if want time; then
       shape_types=$(python3 -c 'import sys; print(",".join(t for t in sys.argv[1].split(",") if t in ("q6_K", "q4_K")))' "$types")
     fi
     [[ -n "$shape_types" ]] || continue
+    if (( $(date +%s) - t_start > budget - 60 )); then
+      say "== time $shape: skipped, $(( $(date +%s) - t_start )) s used of BUDGET_S=$budget (rerun with PHASES=\"time table\" SHAPES=$shape on the warm machine)"
+      continue
+    fi
     begin
     rc=0
     "$temper" bench-gemv --probe "$probe" --kernel-only --types "$shape_types" --n "$n" --k "$k" "${common[@]}" \
