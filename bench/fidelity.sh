@@ -6,7 +6,7 @@
 #   build     Temper (device preset, Temper kernel set KERNEL_SET, default ci: every type at ncols 1)
 #   engine    `temper engine build` of upstream d99724f for sm_90, kernel set ncols1 (the 13 tier-1
 #             types × the ncols-1 grid) into build-device/engine-cache (cached by source hash)
-#   time      per shape, upstream's kernel-only times (`temper bench-gemv --probe P --kernel-only`:
+#   time      bench/probe_smoke.py on the probe (kernel-only output checked), then per shape, upstream's kernel-only times (`temper bench-gemv --probe P --kernel-only`:
 #             mul_mat_vec_q alone through the hook's registry, upstream's launch path and PDL; its
 #             stock config timed as its grid instantiation) then Temper's (`bench-gemv --engine`),
 #             the 13 tier-1 types × the 20 configs of the ncols-1 grid at 4096x14336 and 14336x4096,
@@ -108,6 +108,18 @@ bench_rc=0
 if want time; then
   [[ -x "$probe" ]] || { say "fidelity.sh: no temper-probe under $cache (run the engine phase)"; exit 1; }
   "$temper" devices 2>&1 | tee -a "$log" >&2
+  # The probe's kernel-only op itself: its launches' output is the stock result, nwarps 0 refused.
+  if python3 -c "import numpy" 2>/dev/null; then
+    begin
+    rc=0
+    python3 bench/probe_smoke.py "$probe" >"$work/smoke.txt" 2>&1 || rc=$?
+    cat "$work/smoke.txt" >>"$log"
+    grep -E "^kernel-only|^Assertion|Error" "$work/smoke.txt" >&2 || true
+    done_phase "probe smoke" "exit $rc"
+    [[ $rc -ne 0 ]] && bench_rc=5
+  else
+    say "== probe smoke: skipped (no numpy)"
+  fi
   common=(--ncols 1 --engine "$engine" --count "$count" --back-to-back "$back_to_back" --warmup 20)
   for shape in $shapes; do
     n=${shape%x*} k=${shape#*x}

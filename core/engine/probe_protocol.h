@@ -69,7 +69,8 @@ enum class Op : uint32_t {
   // rotating through the copies; device events around each group only. nwarps must name a compiled
   // grid instantiation (NotCompiled otherwise): the stock config is timed as its grid
   // instantiation, never through the stock dispatch. The launch arguments (strides, fast-division
-  // values, fusion, stream) are the ones the engine itself built for one MUL_MAT of this shape.
+  // values, fusion, stream) are the ones the engine itself built for one MUL_MAT of this shape; dst
+  // is filled with 0xFF after that MUL_MAT, so afterwards it holds the kernel-only launches' output.
   TimeKernel = 16,
 };
 

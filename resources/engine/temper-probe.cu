@@ -391,6 +391,8 @@ std::string time_kernel(Reader & r) {
     int seen[4] = {0, 0, 0, 0};
     if (!temper_mmvq_captured(seen) || seen[0] != type || seen[1] != ncols || seen[2] != n || seen[3] != k)
         fail(ProbeStatus::EngineError, "time_kernel: the engine's MUL_MAT did not launch the hook's instantiation of this shape");
+    // Poisoned: what dst holds afterwards was written by the kernel-only launches alone.
+    ggml_backend_buffer_clear(buffer(dst), 0xFF);
     auto launch = [&](size_t i) {
         if (!temper_mmvq_launch_captured(nwarps, rows, ring[i % copies], q.q8))
             fail(ProbeStatus::EngineError, "time_kernel: the captured launch is gone");
