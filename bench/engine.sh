@@ -52,6 +52,8 @@ if want engine; then
   "$temper" engine build "$upstream" --arch sm_90 --kernel-set "$engine_set" --cache "$cache" --jobs "$jobs" --json \
     >"$out/engine-build-$engine_set.json" 2>>"$log" || { tail -20 "$log" >&2; grep -m3 error "$cache"/*/build.log >&2 || true; exit 1; }
   say "== engine build (set $engine_set, clean cache): $(( $(date +%s) - t0 )) s"
+  # Where the time went: ninja's own per-step log (start ms, end ms, output).
+  cp "$cache"/*/build/.ninja_log "$out/engine-build-ninja.log" 2>/dev/null || true
   t0=$(date +%s)
   "$temper" engine build "$upstream" --arch sm_90 --kernel-set "$engine_set" --cache "$cache" --json >"$out/engine-build-$engine_set-2.json"
   say "== engine build again: $(( $(date +%s) - t0 )) s, cached: $(json "$out/engine-build-$engine_set-2.json" 'd["cached"]')"

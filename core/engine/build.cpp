@@ -12,6 +12,7 @@
 
 #include "temper/engine.h"
 #include "temper/engine_build.h"
+#include "content_hash.h"
 #include "temper/error.h"
 #include "temper/fileio.h"
 
@@ -20,18 +21,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Hash {
-  uint64_t h = 0xcbf29ce484222325ull;
-  void add(std::string_view s) {
-    for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
-    h = (h ^ 0xff) * 0x100000001b3ull;  // a separator, so ("ab","c") and ("a","bc") differ
-  }
-  std::string hex() const {
-    char b[17];
-    std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(h));
-    return b;
-  }
-};
 
 // The parts of a ggml tree that its CMake build reads.
 const std::array<const char*, 4> kTreeParts = {"CMakeLists.txt", "cmake", "include", "src"};
@@ -133,7 +122,7 @@ Platform platform_for_arch(const std::string& arch) {
 }
 
 std::string source_hash(const Tree& tree, const BuildOptions& o) {
-  Hash h;
+  ContentHash h;
   h.add("hook v" + std::to_string(kHookVersion));
   h.add(o.arch);
   h.add(o.set.name);
@@ -164,7 +153,7 @@ BuildResult build(const fs::path& dir, const BuildOptions& o, const BuildProgres
   r.probe = r.dir / "build" / "temper-probe";
   r.log = r.dir / "build.log";
   const fs::path stamp = r.dir / "built", probe_stamp = r.dir / "probe.hash";
-  Hash ph;
+  ContentHash ph;
   ph.add(probe_source());
   ph.add(probe_protocol_source());
   std::error_code ec;

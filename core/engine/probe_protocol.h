@@ -23,7 +23,7 @@ enum class Op : uint32_t {
   // -> text: "key=value\n" lines: protocol, name, arch (sm_90 / gfx90a), cc, sms, warp_size,
   //    l2_bytes, memory_bytes, clock_mhz, memory_clock_mhz, memory_bus_bits, shared_per_block,
   //    shared_per_sm, regs_per_block, regs_per_sm, max_threads_per_sm, driver, runtime, pci_bus_id,
-  //    hook_version, kernel_set (full|ncols1|ci), graphs (0|1)
+  //    hook_version, kernel_set (full|all|ncols1|ci), graphs (0|1)
   Hello = 1,
   Alloc = 2,      // u64 bytes -> u64 handle (device memory in the engine's own buffer type)
   Free = 3,       // u64 handle
