@@ -56,7 +56,10 @@ std::string quote(const std::string& s) {
 }
 
 // Runs `cmd` (through sh), appending everything it prints to `log`; calls `line` per output line.
-int run_logged(const std::string& cmd, const fs::path& log, const std::function<void(const std::string&)>& line) {
+// When `cancel` is set it stops reading: the command dies of SIGPIPE at its next line.
+int run_logged(const std::string& cmd, const fs::path& log, const std::function<void(const std::string&)>& line,
+               const std::atomic<bool>* cancel) {
+  if (cancel && cancel->load()) fail(ErrorKind::Cancelled, "engine build cancelled");
   std::ofstream out(log, std::ios::app);
   out << "$ " << cmd << "\n";
   out.flush();
@@ -65,6 +68,11 @@ int run_logged(const std::string& cmd, const fs::path& log, const std::function<
   std::array<char, 4096> buf;
   std::string pending;
   while (fgets(buf.data(), int(buf.size()), p)) {
+    if (cancel && cancel->load()) {
+      pclose(p);
+      out << "cancelled\n";
+      fail(ErrorKind::Cancelled, "engine build cancelled (log: " + log.string() + ")");
+    }
     out << buf.data();
     pending += buf.data();
     if (!pending.empty() && pending.back() == '\n') {
@@ -119,6 +127,24 @@ Platform platform_for_arch(const std::string& arch) {
   if (arch.rfind("sm_", 0) == 0) return Platform::Cuda;
   if (arch.rfind("gfx", 0) == 0) return Platform::Hip;
   fail(ErrorKind::BadInput, "arch \"" + arch + "\": expected sm_NN (NVIDIA) or gfxNNNN (AMD)");
+}
+
+std::string hipcc_version() {
+  FILE* p = popen("hipconfig --version 2>/dev/null", "r");
+  if (!p) return {};
+  char buf[128] = {0};
+  const bool got = fgets(buf, sizeof buf, p) != nullptr;
+  pclose(p);
+  return got ? std::string(buf) : std::string();
+}
+
+BuildOptions build_options(const std::string& arch, const std::string& set) {
+  BuildOptions o;
+  o.arch = arch;
+  o.platform = platform_for_arch(arch);
+  if (o.platform == Platform::Hip) o.hip_version = hipcc_version();
+  o.set = kernel_set(set);
+  return o;
 }
 
 std::string source_hash(const Tree& tree, const BuildOptions& o) {
@@ -192,8 +218,8 @@ BuildResult build(const fs::path& dir, const BuildOptions& o, const BuildProgres
       << (hip ? " -DGGML_HIP=ON -DGPU_TARGETS=" + arch_num + " -DAMDGPU_TARGETS=" + arch_num
               : " -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=" + arch_num)
       << " -DGGML_CUDA_FA=OFF -DGGML_CUDA_NCCL=OFF";
-  if (progress) progress({0, 0, engine_ready ? "rebuilding temper-probe" : "configuring"});
-  if (!engine_ready && run_logged(cfg.str(), r.log, nullptr) != 0)
+  if (progress) progress({0, 0, engine_ready ? "rebuilding temper-probe" : "configuring", 0, r.log});
+  if (!engine_ready && run_logged(cfg.str(), r.log, nullptr, o.cancel) != 0)
     fail(ErrorKind::Io, "engine configure failed: " + first_error(r.log) + " (log: " + r.log.string() + ")");
 
   static const std::regex step(R"(^\[(\d+)/(\d+)\])");
@@ -203,11 +229,11 @@ BuildResult build(const fs::path& dir, const BuildOptions& o, const BuildProgres
   const int rc = run_logged(cmd, r.log, [&](const std::string& line) {
     std::smatch m;
     if (progress && std::regex_search(line, m, step)) {
-      BuildStep s{std::stoi(m[1]), std::stoi(m[2]), line};
+      BuildStep s{std::stoi(m[1]), std::stoi(m[2]), line, 0, r.log};
       s.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       progress(s);
     }
-  });
+  }, o.cancel);
   if (rc != 0 || !fs::exists(r.probe, ec))
     fail(ErrorKind::Io, "engine build failed: " + first_error(r.log) + " (log: " + r.log.string() + ")");
   write_file_atomic(stamp, tree.commit + "\n");
