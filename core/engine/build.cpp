@@ -90,8 +90,16 @@ std::string first_error(const fs::path& log) {
   std::ifstream in(log);
   std::string line;
   static const std::regex err(R"((error|Error|ERROR)[ :])");
-  while (std::getline(in, line))
-    if (std::regex_search(line, err)) return line.size() > 400 ? line.substr(0, 400) + "..." : line;
+  while (std::getline(in, line)) {
+    if (!std::regex_search(line, err)) continue;
+    // CMake puts what went wrong on the lines after "CMake Error at FILE:LINE (message):".
+    if (line.rfind("CMake Error", 0) == 0) {
+      std::string next;
+      while (std::getline(in, next) && next.find_first_not_of(" \t") == std::string::npos) {}
+      if (const size_t b = next.find_first_not_of(" \t"); b != std::string::npos) line += " " + next.substr(b);
+    }
+    return line.size() > 400 ? line.substr(0, 400) + "..." : line;
+  }
   return "no compiler error found in the log";
 }
 
