@@ -14,7 +14,7 @@ namespace {
 QString usCell(double us, Config c) { return QStringLiteral("%1 (%2)").arg(us, 0, 'f', 2).arg(configText(c)); }
 
 QString verdictCell(const SessionComparison::Side& s) {
-  if (s.verdict == kVerdictWinner) return s.confirmed ? QStringLiteral("winner, confirmed") : QStringLiteral("winner");
+  if (s.verdict == kVerdictWinner) return s.confirmed ? QStringLiteral("winner, confirmed") : QStringLiteral("winner, not re-measured");
   return qstr(s.verdict);
 }
 

@@ -183,7 +183,7 @@ SweepPanel::SweepPanel(SessionDocument* doc, std::vector<std::unique_ptr<Backend
       const QString path = QFileDialog::getOpenFileName(this, QStringLiteral("temper-probe"), probe_->text());
       if (!path.isEmpty()) setProbePath(path);
     });
-    auto* form = new QFormLayout;
+    auto* form = form_ = new QFormLayout;
     form->addRow(QStringLiteral("Kernel"), kernel_);
     form->addRow(QStringLiteral("Engine source"), engine_row_);
     form->addRow(QStringLiteral("Probe"), probe_row_);
@@ -270,17 +270,17 @@ SweepPanel::SweepPanel(SessionDocument* doc, std::vector<std::unique_ptr<Backend
     const QString text = total == 0 ? QStringLiteral("Engine build: configuring · log %1").arg(log)
                                     : QStringLiteral("Engine build: %1/%2 steps · ETA %3 · log %4")
                                           .arg(done).arg(total).arg(done > 0 ? eta_text(eta) : QStringLiteral("?"), log);
-    engine_status_->setText(text);
+    setEngineStatus(text);
     Q_EMIT progressText(text, done, total);
   });
   connect(runner_, &SweepRunner::engineReady, this, [this](const QString& text) {
-    engine_status_->setText(text);
+    setEngineStatus(text);
     Q_EMIT progressText(text, 0, 0);
   });
   connect(runner_, &SweepRunner::failed, this, [this](const QString& msg) {
     setRunning(false);
     const bool build = msg.startsWith(QStringLiteral("engine "));
-    if (kernelChoice() != KernelChoice::Temper) engine_status_->setText(msg);
+    if (kernelChoice() != KernelChoice::Temper) setEngineStatus(msg);
     Q_EMIT sweepFinished(QStringLiteral("Sweep failed: %1").arg(msg));
     showError(build ? QStringLiteral("Engine build failed") : QStringLiteral("Sweep failed"), msg);
   });
@@ -341,11 +341,16 @@ QString SweepPanel::engineStatusText() const { return engine_status_->text(); }
 
 void SweepPanel::updateKernelRows() {
   const KernelChoice k = kernelChoice();
-  engine_row_->setVisible(k == KernelChoice::EngineSource);
-  probe_row_->setVisible(k == KernelChoice::EngineProbe);
-  engine_status_->setVisible(k != KernelChoice::Temper);
+  form_->setRowVisible(engine_row_, k == KernelChoice::EngineSource);
+  form_->setRowVisible(probe_row_, k == KernelChoice::EngineProbe);
+  form_->setRowVisible(engine_status_, k != KernelChoice::Temper && !engine_status_->text().isEmpty());
   // The engine's own stock config is the baseline there; the tables only pick Temper's default.
   engine_->setEnabled(k == KernelChoice::Temper);
+}
+
+void SweepPanel::setEngineStatus(const QString& text) {
+  engine_status_->setText(text);
+  updateKernelRows();
 }
 
 void SweepPanel::showError(const QString& title, const QString& text) {
@@ -418,13 +423,13 @@ bool SweepPanel::startSweep() {
       runner_->startEngine(std::move(setup), std::move(request), journal_dir_);
       const QString text = kernel == KernelChoice::EngineSource ? QStringLiteral("Engine build: checking the cache…")
                                                                 : QStringLiteral("Starting temper-probe…");
-      engine_status_->setText(text);
+      setEngineStatus(text);
       Q_EMIT progressText(text, 0, 0);
     }
     setRunning(true);
     return true;
   } catch (const Error& e) {
-    if (kernelChoice() != KernelChoice::Temper) engine_status_->setText(QString::fromStdString(e.what()));
+    if (kernelChoice() != KernelChoice::Temper) setEngineStatus(QString::fromStdString(e.what()));
     if (interactive_) QMessageBox::warning(this, QStringLiteral("Cannot start the sweep"), QString::fromStdString(e.what()));
     return false;
   }

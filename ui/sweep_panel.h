@@ -15,6 +15,7 @@
 class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
+class QFormLayout;
 class QLabel;
 class QLineEdit;
 class QListWidget;
@@ -74,6 +75,7 @@ class SweepPanel : public QWidget {
   void refreshShapes();
   void setRunning(bool running);
   void updateKernelRows();
+  void setEngineStatus(const QString& text);
   void showError(const QString& title, const QString& text);
 
   SessionDocument* doc_;
@@ -85,6 +87,7 @@ class SweepPanel : public QWidget {
   std::vector<QCheckBox*> nwarps_, rows_, ncols_;
   QComboBox* engine_;
   QComboBox* kernel_;
+  QFormLayout* form_;
   QWidget* engine_row_;
   QLineEdit* engine_src_;
   QLabel* engine_check_;
