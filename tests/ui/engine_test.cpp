@@ -4,6 +4,7 @@
 // nothing lands; the comparison view lays out core's comparison of the demo session and an
 // engine session derived from it, and refuses two different models.
 #include <QDir>
+#include <QElapsedTimer>
 #include <QFile>
 #include <QPushButton>
 #include <QSettings>
@@ -160,6 +161,37 @@ class TestEngine : public QObject {
     QVERIFY(!doc.hasSession());
     QVERIFY(panel->startButton()->isEnabled());
     QVERIFY(!panel->cancelButton()->isEnabled());
+    panel->setKernelChoice(KernelChoice::Temper);
+    panel->saveSettings();
+  }
+
+  // Cancel during the engine build: it stops at the build's next output line, nothing lands.
+  void engineBuildCancels() {
+    QTemporaryDir dir;
+    qputenv("XDG_CACHE_HOME", dir.filePath(QStringLiteral("cache")).toUtf8());
+    const QString tree = makeTree(dir, QStringLiteral("slow"), "// temper-hook v1\n",
+                                  "foreach(i RANGE 300)\n  message(STATUS \"step ${i}\")\n"
+                                  "  execute_process(COMMAND sleep 0.1)\nendforeach()\n");
+    SessionDocument doc;
+    doc.setModel(smallModel());
+    auto panel = panelOn(doc);
+    panel->setGrid(smallGrid());
+    panel->setKernelChoice(KernelChoice::EngineSource);
+    panel->setEngineSource(tree);
+    QSignalSpy building(panel->runner(), &SweepRunner::buildProgress);
+    QSignalSpy done(panel.get(), &SweepPanel::sweepFinished);
+    QVERIFY(panel->startSweep());
+    QVERIFY(building.wait(30000));
+    QVERIFY2(panel->engineStatusText().startsWith(QStringLiteral("Engine build: configuring · log ")), qPrintable(panel->engineStatusText()));
+    QTest::qWait(1500);  // inside the configure step's loop (30 s in all)
+    QElapsedTimer t;
+    t.start();
+    panel->cancelButton()->click();
+    QVERIFY(done.wait(10000));
+    QVERIFY2(t.elapsed() < 5000, qPrintable(QStringLiteral("cancel took %1 ms").arg(t.elapsed())));
+    qunsetenv("XDG_CACHE_HOME");
+    QVERIFY2(panel->engineStatusText().startsWith(QStringLiteral("engine build cancelled")), qPrintable(panel->engineStatusText()));
+    QVERIFY(!doc.hasSession());
     panel->setKernelChoice(KernelChoice::Temper);
     panel->saveSettings();
   }
