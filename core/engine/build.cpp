@@ -155,6 +155,13 @@ BuildOptions build_options(const std::string& arch, const std::string& set) {
   return o;
 }
 
+std::string probe_hash() {
+  ContentHash h;
+  h.add(probe_source());
+  h.add(probe_protocol_source());
+  return h.hex();
+}
+
 std::string source_hash(const Tree& tree, const BuildOptions& o) {
   ContentHash h;
   h.add("hook v" + std::to_string(kHookVersion));
@@ -187,12 +194,10 @@ BuildResult build(const fs::path& dir, const BuildOptions& o, const BuildProgres
   r.probe = r.dir / "build" / "temper-probe";
   r.log = r.dir / "build.log";
   const fs::path stamp = r.dir / "built", probe_stamp = r.dir / "probe.hash";
-  ContentHash ph;
-  ph.add(probe_source());
-  ph.add(probe_protocol_source());
+  const std::string probe_digest = probe_hash();
   std::error_code ec;
   const bool engine_ready = fs::exists(stamp, ec);
-  if (engine_ready && fs::exists(r.probe, ec) && fs::exists(probe_stamp, ec) && read_file(probe_stamp) == ph.hex() + "\n") {
+  if (engine_ready && fs::exists(r.probe, ec) && fs::exists(probe_stamp, ec) && read_file(probe_stamp) == probe_digest + "\n") {
     r.cached = true;
     return r;
   }
@@ -245,7 +250,7 @@ BuildResult build(const fs::path& dir, const BuildOptions& o, const BuildProgres
   if (rc != 0 || !fs::exists(r.probe, ec))
     fail(ErrorKind::Io, "engine build failed: " + first_error(r.log) + " (log: " + r.log.string() + ")");
   write_file_atomic(stamp, tree.commit + "\n");
-  write_file_atomic(probe_stamp, ph.hex() + "\n");
+  write_file_atomic(probe_stamp, probe_digest + "\n");
   return r;
 }
 

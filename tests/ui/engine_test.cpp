@@ -12,10 +12,13 @@
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTest>
+#include <filesystem>
 
 #include "comparison_view.h"
 #include "main_window.h"
 #include "sweep_panel.h"
+#include "temper/engine.h"
+#include "temper/engine_build.h"
 #include "temper/engine_device.h"
 #include "temper/error.h"
 #include "temper/fake_backend.h"
@@ -132,6 +135,49 @@ class TestEngine : public QObject {
     QCOMPARE(s.results.size(), s.devices.front().plan.items.size());
     QVERIFY(!s.verdicts.empty());
     QVERIFY(panel->startButton()->isEnabled());
+    panel->setKernelChoice(KernelChoice::Temper);
+    panel->saveSettings();
+  }
+
+  // From a source folder whose engine build is in the cache: instant, says so, and the session
+  // records where the engine came from.
+  void cachedEngineBuildSweepsAtOnce() {
+    QTemporaryDir dir;
+    const QString cache = dir.filePath(QStringLiteral("cache"));
+    qputenv("XDG_CACHE_HOME", cache.toUtf8());
+    const QString tree = makeTree(dir, QStringLiteral("ggml"), "// temper-hook v1\n");
+    // The cache entry a finished build leaves (docs/engine.md), with the fake probe as its probe.
+    const auto entry = std::filesystem::path(cache.toStdString()) / "temper" / "engine" /
+                       engine::source_hash(engine::find_tree(tree.toStdString()), engine::build_options("sm_90"));
+    std::filesystem::create_directories(entry / "build");
+    std::filesystem::copy_file(FAKE_PROBE, entry / "build" / "temper-probe");
+    QFile((QString::fromStdString((entry / "built").string()))).open(QIODevice::WriteOnly);
+    QFile stamp(QString::fromStdString((entry / "probe.hash").string()));
+    QVERIFY(stamp.open(QIODevice::WriteOnly));
+    stamp.write(QByteArray::fromStdString(engine::probe_hash() + "\n"));
+    stamp.close();
+
+    SessionDocument doc;
+    doc.setModel(smallModel());
+    auto panel = panelOn(doc);
+    panel->setGrid(smallGrid());
+    panel->setKernelChoice(KernelChoice::EngineSource);
+    panel->setEngineSource(tree);
+    QSignalSpy ready(panel->runner(), &SweepRunner::engineReady);
+    QSignalSpy building(panel->runner(), &SweepRunner::buildProgress);
+    QSignalSpy done(panel.get(), &SweepPanel::sweepFinished);
+    QVERIFY(panel->startSweep());
+    QVERIFY(done.wait(90000));
+    qunsetenv("XDG_CACHE_HOME");
+    QVERIFY2(done.front().front().toString().contains(QStringLiteral("complete")), qPrintable(done.front().front().toString()));
+    QCOMPARE(ready.count(), 1);
+    QCOMPARE(building.count(), 0);  // nothing was built
+    QVERIFY2(ready.front().front().toString().startsWith(QStringLiteral("Engine build cached (")), qPrintable(ready.front().front().toString()));
+    const Session& s = doc.session();
+    QCOMPARE(s.kernel_source.kind, std::string(kKernelEngine));
+    QCOMPARE(s.kernel_source.source_path, std::filesystem::absolute(tree.toStdString()).string());
+    QCOMPARE(s.kernel_source.hook_version, std::to_string(engine::kHookVersion));
+    QCOMPARE(s.kernel_source.probe_path, (entry / "build" / "temper-probe").string());
     panel->setKernelChoice(KernelChoice::Temper);
     panel->saveSettings();
   }

@@ -52,6 +52,9 @@ struct BuildResult {
 };
 
 std::string source_hash(const Tree& tree, const BuildOptions& options);
+// The hash of temper-probe's own sources, kept beside a built probe (probe.hash): a cache entry
+// whose probe is older is rebuilt.
+std::string probe_hash();
 
 // Error(BadInput) for an unusable tree or a HIP too old for ggml; Error(Io) when configuring or
 // building fails, with the compiler's first error and the log's path.
