@@ -72,23 +72,10 @@ std::string arch_to_build(const Args& args) {
   return list.devices.front().info.arch;
 }
 
-std::string hipcc_version() {
-  FILE* p = popen("hipconfig --version 2>/dev/null", "r");
-  if (!p) return {};
-  char buf[128] = {0};
-  const bool got = fgets(buf, sizeof buf, p) != nullptr;
-  pclose(p);
-  return got ? std::string(buf) : std::string();
-}
-
 int run_build(const Args& args) {
   reject_unknown(args, {"--arch", "--kernel-set", "--jobs", "--cache", "--json"});
   const std::string dir = one_dir(args, {"--arch", "--kernel-set", "--jobs", "--cache"}, "build");
-  engine::BuildOptions o;
-  o.arch = arch_to_build(args);
-  o.platform = engine::platform_for_arch(o.arch);
-  if (o.platform == engine::Platform::Hip) o.hip_version = hipcc_version();
-  o.set = engine::kernel_set(option(args, "--kernel-set").value_or("full"));
+  engine::BuildOptions o = engine::build_options(arch_to_build(args), option(args, "--kernel-set").value_or("full"));
   if (auto j = option(args, "--jobs")) o.jobs = std::atoi(j->c_str());
   if (auto c = option(args, "--cache")) o.cache_root = *c;
   const bool json_out = has_flag(args, "--json");
@@ -124,21 +111,13 @@ engine::ProbeOptions engine_probe_options(const Args& args) {
   }
   const auto src = option(args, "--engine-src");
   if (!src) fail(ErrorKind::BadInput, "expected --probe PATH or --engine-src DIR (see `temper help engine`)");
-  engine::BuildOptions b;
-  b.arch = arch_to_build(args);
-  b.platform = engine::platform_for_arch(b.arch);
-  if (b.platform == engine::Platform::Hip) b.hip_version = hipcc_version();
-  b.set = engine::kernel_set(option(args, "--kernel-set").value_or("full"));
+  const engine::BuildOptions b = engine::build_options(arch_to_build(args), option(args, "--kernel-set").value_or("full"));
   const engine::BuildResult r = engine::build(*src, b, [](const engine::BuildStep& s) {
     if (s.total == 0) std::fprintf(stderr, "engine build: %s\n", s.line.c_str());
     else std::fprintf(stderr, "\rengine build: %d/%d steps, ETA %.0f s   %s", s.done, s.total,
                       s.done > 0 ? s.elapsed_s / s.done * (s.total - s.done) : 0.0, s.done == s.total ? "\n" : "");
   });
-  o.probe = r.probe;
-  o.source_path = std::filesystem::absolute(*src).string();
-  o.ggml_commit = r.tree.commit;
-  o.hook_version = std::to_string(engine::kHookVersion);
-  return o;
+  return engine::probe_options(*src, r);
 }
 
 namespace {

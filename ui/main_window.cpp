@@ -28,6 +28,7 @@
 #include <QVBoxLayout>
 
 #include "approval_panel.h"
+#include "comparison_view.h"
 #include "export_dialog.h"
 #include "heatmap_widget.h"
 #include "model_panel.h"
@@ -158,6 +159,12 @@ void MainWindow::buildMenus() {
   open->setShortcut(QKeySequence::Open);
   QAction* demo = file->addAction(QStringLiteral("Open &demo session"), this, [this] { openDemo(); });
   demo->setEnabled(hasDemo());
+  file->addAction(QStringLiteral("&Compare with session…"), this, [this] {
+    const QString path = QFileDialog::getOpenFileName(this, QStringLiteral("Compare with session"),
+                                                      QSettings().value(QStringLiteral("open/dir")).toString(),
+                                                      QStringLiteral("Sessions (*.json);;All files (*)"));
+    if (!path.isEmpty()) compareWith(path);
+  });
   recent_menu_ = file->addMenu(QStringLiteral("Open &recent"));
   rebuildRecentMenu();
   file->addSeparator();
@@ -273,6 +280,34 @@ bool MainWindow::openDemo(QString* error) {
     const QString msg = QString::fromStdString(e.what());
     if (error) *error = msg;
     showError(QStringLiteral("Cannot open the demo session"), msg);
+    return false;
+  }
+}
+
+bool MainWindow::compareWith(const QString& path, QString* error) {
+  try {
+    if (!doc_->hasSession()) fail(ErrorKind::BadInput, "open a session first, then compare another with it");
+    const Session other = read_session(path.toStdString());
+    const QString here = doc_->path().isEmpty() ? QStringLiteral("this session") : QFileInfo(doc_->path()).fileName();
+    if (!comparison_window_) {
+      comparison_window_ = new QDialog(this);
+      comparison_window_->setWindowTitle(QStringLiteral("Compare sessions — Temper"));
+      comparison_ = new ComparisonView;
+      auto* l = new QVBoxLayout(comparison_window_);
+      l->addWidget(comparison_);
+      comparison_window_->resize(1100, 640);
+    }
+    comparison_->setSessions(doc_->session(), here, other, QFileInfo(path).fileName());
+    if (interactive_) {
+      comparison_window_->show();
+      comparison_window_->raise();
+    }
+    status_->setText(QStringLiteral("Comparing with %1").arg(path));
+    return true;
+  } catch (const std::exception& e) {
+    const QString msg = QString::fromStdString(e.what());
+    if (error) *error = msg;
+    showError(QStringLiteral("Cannot compare with %1").arg(QFileInfo(path).fileName()), msg);
     return false;
   }
 }

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "probe_process.h"
+#include "temper/engine.h"
 #include "temper/error.h"
 
 namespace temper::engine {
@@ -82,6 +83,15 @@ uint64_t to_u64(const std::map<std::string, std::string>& m, const std::string& 
 }
 
 }  // namespace
+
+ProbeOptions probe_options(const std::filesystem::path& src, const BuildResult& built) {
+  ProbeOptions o;
+  o.probe = built.probe;
+  o.source_path = std::filesystem::absolute(src).string();
+  o.ggml_commit = built.tree.commit;
+  o.hook_version = std::to_string(kHookVersion);
+  return o;
+}
 
 std::string api_for_arch(const std::string& arch) { return arch.rfind("gfx", 0) == 0 ? "engine-hip" : "engine-cuda"; }
 bool is_engine_api(const std::string& api) { return api == "engine-cuda" || api == "engine-hip"; }

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "temper/backend.h"
+#include "temper/engine_build.h"
 #include "temper/session.h"
 
 namespace temper::engine {
@@ -32,6 +33,10 @@ struct ProbeOptions {
   // around it), every config as its grid instantiation, the stock one included; needs protocol 2.
   bool kernel_only = false;
 };
+
+// The probe of an engine build() made from the tree at `src`, with the provenance the session
+// records (the tree's absolute path, its commit, the hook version).
+ProbeOptions probe_options(const std::filesystem::path& src, const BuildResult& built);
 
 // "engine-cuda" / "engine-hip" for a probe arch ("sm_90" / "gfx90a"); true for either.
 std::string api_for_arch(const std::string& arch);
