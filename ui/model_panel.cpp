@@ -1,5 +1,7 @@
 #include "model_panel.h"
 
+#include <QEvent>
+#include <QFontMetrics>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QItemSelectionModel>
@@ -8,6 +10,9 @@
 #include <QSpinBox>
 #include <QTableView>
 #include <QVBoxLayout>
+
+#include <algorithm>
+#include <vector>
 
 namespace temper::ui {
 
@@ -32,8 +37,11 @@ ModelPanel::ModelPanel(SessionDocument* doc, QWidget* parent)
   view_->setSelectionBehavior(QAbstractItemView::SelectRows);
   view_->setSelectionMode(QAbstractItemView::SingleSelection);
   view_->verticalHeader()->hide();
-  view_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  // Widths are set by fitColumns(): all ten columns in the dock's width, never behind a scroll bar.
+  view_->horizontalHeader()->setSectionResizeMode(QHeaderView::Interactive);
   view_->horizontalHeader()->setStretchLastSection(true);
+  view_->horizontalHeader()->setMinimumSectionSize(8);
+  view_->viewport()->installEventFilter(this);
   auto* row = new QHBoxLayout;
   row->addWidget(filter_, 1);
   row->addWidget(ncols_);
@@ -59,6 +67,10 @@ ModelPanel::ModelPanel(SessionDocument* doc, QWidget* parent)
     s.config.reset();
     doc_->select(s);
   });
+  connect(proxy_, &QAbstractItemModel::modelReset, this, &ModelPanel::fitColumns);
+  connect(proxy_, &QAbstractItemModel::layoutChanged, this, &ModelPanel::fitColumns);
+  connect(proxy_, &QAbstractItemModel::dataChanged, this, &ModelPanel::fitColumns);
+  connect(proxy_, &QAbstractItemModel::rowsInserted, this, &ModelPanel::fitColumns);
   connect(doc, &SessionDocument::sessionChanged, this, &ModelPanel::refreshSummary);
   connect(doc, &SessionDocument::resultsChanged, this, &ModelPanel::refreshSummary);
   connect(doc, &SessionDocument::selectionChanged, this, &ModelPanel::followSelection);
@@ -94,6 +106,38 @@ QString ModelPanel::summary() const {
 }
 
 void ModelPanel::refreshSummary() { summary_->setText(summary()); }
+
+bool ModelPanel::eventFilter(QObject* o, QEvent* e) {
+  if (o == view_->viewport() && e->type() == QEvent::Resize) fitColumns();
+  return QWidget::eventFilter(o, e);
+}
+
+// Each column at its natural width (contents and header) when all fit; otherwise each gives up room
+// in proportion to what it has above a floor of a few characters, and its text is elided (the
+// header's tooltip and the cells' tooltips keep the whole text). A user's drag still resizes.
+void ModelPanel::fitColumns() {
+  QHeaderView* h = view_->horizontalHeader();
+  const int n = h->count(), room = view_->viewport()->width();
+  if (n == 0 || room <= 0) return;
+  const int floor_px = QFontMetrics(view_->font()).horizontalAdvance(QStringLiteral("000…")) + 8;
+  std::vector<int> natural(static_cast<size_t>(n)), floor(static_cast<size_t>(n));
+  int total = 0, floors = 0;
+  for (int c = 0; c < n; ++c) {
+    int cells = 0;
+    for (int r = 0; r < proxy_->rowCount(); ++r)
+      cells = std::max(cells, view_->sizeHintForIndex(proxy_->index(r, c)).width() + 1);  // + the grid line
+    natural[size_t(c)] = std::max(cells, h->sectionSizeHint(c));
+    floor[size_t(c)] = std::min(natural[size_t(c)], floor_px);
+    total += natural[size_t(c)];
+    floors += floor[size_t(c)];
+  }
+  for (int c = 0; c < n; ++c) {
+    int w = natural[size_t(c)];
+    if (total > room && floors < room)
+      w = floor[size_t(c)] + int(int64_t(w - floor[size_t(c)]) * (room - floors) / std::max(1, total - floors));
+    h->resizeSection(c, w);
+  }
+}
 
 void ModelPanel::followSelection() {
   const Selection& s = doc_->selection();

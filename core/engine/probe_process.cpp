@@ -32,11 +32,18 @@ double now_s() {
 }
 
 // A probe's stderr log when none is given: in the engine cache (never the user's temp directory),
-// removed when the probe ends well; kept, and named in the error, when it failed.
+// removed when the probe ends well; kept, and named in the error, when it failed. TEMPER_PROBE_LOG_DIR
+// names a directory where every log is kept (bench scripts read what the engine printed).
+const char* kept_log_dir() {
+  const char* d = std::getenv("TEMPER_PROBE_LOG_DIR");
+  return d && *d ? d : nullptr;
+}
+
 fs::path default_log() {
   static std::atomic<int> counter{0};
   fs::path dir;
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) dir = fs::path(x) / "temper" / "engine" / "logs";
+  if (const char* kept = kept_log_dir()) dir = kept;
+  else if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) dir = fs::path(x) / "temper" / "engine" / "logs";
   else if (const char* h = std::getenv("HOME"); h && *h) dir = fs::path(h) / ".cache" / "temper" / "engine" / "logs";
   else dir = fs::temp_directory_path() / "temper-engine" / "logs";
   std::error_code ec;
@@ -63,12 +70,12 @@ uint32_t get_u32(const uint8_t* p) {
 }  // namespace
 
 ProbeProcess::ProbeProcess(const fs::path& exe, const std::vector<std::string>& args, fs::path log, double timeout_s)
-    : exe_(exe), own_log_(log.empty()), timeout_s_(timeout_s) {
+    : exe_(exe), own_log_(log.empty() && !kept_log_dir()), timeout_s_(timeout_s) {
   std::error_code ec;
   if (!fs::exists(exe_, ec)) fail(ErrorKind::BadInput, "temper-probe " + exe_.string() + ": no such file");
   if (fs::is_directory(exe_, ec) || ::access(exe_.c_str(), X_OK) != 0)
     fail(ErrorKind::BadInput, "temper-probe " + exe_.string() + ": not an executable file");
-  log_ = own_log_ ? default_log() : std::move(log);
+  log_ = log.empty() ? default_log() : std::move(log);
 
   const int log_fd = ::open(log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (log_fd < 0) fail(ErrorKind::Io, "temper-probe log " + log_.string() + ": " + std::strerror(errno));

@@ -302,6 +302,12 @@ TEST(EngineDeviceLog, KeptOnlyWhenTheProbeFailedAndNeverInTheTempDirectory) {
     }
     EXPECT_TRUE(fs::is_regular_file(log)) << "the log the error names is kept";
     EXPECT_EQ(log.parent_path(), logs);
+    {
+      ScopedEnv keep("TEMPER_PROBE_LOG_DIR", (root / "kept").string());
+      { EngineDevice dev(fake()); log = dev.log_path(); }
+      EXPECT_EQ(log.parent_path(), root / "kept");
+      EXPECT_TRUE(fs::is_regular_file(log)) << "TEMPER_PROBE_LOG_DIR keeps every log";
+    }
     EXPECT_TRUE(empty_dir(root / "tmp")) << "the probe left files in TMPDIR";
   }
   fs::remove_all(root);
