@@ -8,6 +8,7 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QSpinBox>
+#include <QStyle>
 #include <QTableView>
 #include <QVBoxLayout>
 
@@ -71,6 +72,7 @@ ModelPanel::ModelPanel(SessionDocument* doc, QWidget* parent)
   connect(proxy_, &QAbstractItemModel::layoutChanged, this, &ModelPanel::fitColumns);
   connect(proxy_, &QAbstractItemModel::dataChanged, this, &ModelPanel::fitColumns);
   connect(proxy_, &QAbstractItemModel::rowsInserted, this, &ModelPanel::fitColumns);
+  connect(view_->horizontalHeader(), &QHeaderView::sortIndicatorChanged, this, &ModelPanel::fitColumns);
   connect(doc, &SessionDocument::sessionChanged, this, &ModelPanel::refreshSummary);
   connect(doc, &SessionDocument::resultsChanged, this, &ModelPanel::refreshSummary);
   connect(doc, &SessionDocument::selectionChanged, this, &ModelPanel::followSelection);
@@ -112,29 +114,39 @@ bool ModelPanel::eventFilter(QObject* o, QEvent* e) {
   return QWidget::eventFilter(o, e);
 }
 
-// Each column at its natural width (contents and header) when all fit; otherwise each gives up room
-// in proportion to what it has above a floor of a few characters, and its text is elided (the
-// header's tooltip and the cells' tooltips keep the whole text). A user's drag still resizes.
+// Each column at its natural width (contents and header) when all fit. Otherwise headers give way
+// first (elided; their tooltips have the full name) and cells never do, except the last column's
+// text (status), which wraps; only a dock too narrow even for that shrinks every column in
+// proportion. A user's drag still resizes.
 void ModelPanel::fitColumns() {
   QHeaderView* h = view_->horizontalHeader();
   const int n = h->count(), room = view_->viewport()->width();
   if (n == 0 || room <= 0) return;
-  const int floor_px = QFontMetrics(view_->font()).horizontalAdvance(QStringLiteral("000…")) + 8;
-  std::vector<int> natural(static_cast<size_t>(n)), floor(static_cast<size_t>(n));
-  int total = 0, floors = 0;
+  const int few_chars = QFontMetrics(view_->font()).horizontalAdvance(QStringLiteral("000…")) + 8;
+  const int margin = h->style()->pixelMetric(QStyle::PM_HeaderMargin, nullptr, h);
+  const int mark = h->style()->pixelMetric(QStyle::PM_HeaderMarkSize, nullptr, h);
+  std::vector<int> natural(static_cast<size_t>(n)), floor(static_cast<size_t>(n)), small(static_cast<size_t>(n));
+  int total = 0, floors = 0, smalls = 0;
   for (int c = 0; c < n; ++c) {
     int cells = 0;
     for (int r = 0; r < proxy_->rowCount(); ++r)
       cells = std::max(cells, view_->sizeHintForIndex(proxy_->index(r, c)).width() + 1);  // + the grid line
-    natural[size_t(c)] = std::max(cells, h->sectionSizeHint(c));
-    floor[size_t(c)] = std::min(natural[size_t(c)], floor_px);
-    total += natural[size_t(c)];
-    floors += floor[size_t(c)];
+    // The header's own hint reserves the sort arrow in every section; only the sorted one shows it.
+    const QString label = proxy_->headerData(c, Qt::Horizontal).toString();
+    const int header = h->fontMetrics().horizontalAdvance(label) + 2 * margin + 8 +
+                       (h->isSortIndicatorShown() && h->sortIndicatorSection() == c ? mark + margin : 0);
+    const size_t i = size_t(c);
+    natural[i] = std::max(cells, header);
+    small[i] = std::min(natural[i], few_chars);
+    floor[i] = c == n - 1 ? small[i] : std::max(cells, small[i]);
+    total += natural[i], floors += floor[i], smalls += small[i];
   }
+  if (floors > room) floor = small, floors = smalls;
   for (int c = 0; c < n; ++c) {
-    int w = natural[size_t(c)];
+    const size_t i = size_t(c);
+    int w = natural[i];
     if (total > room && floors < room)
-      w = floor[size_t(c)] + int(int64_t(w - floor[size_t(c)]) * (room - floors) / std::max(1, total - floors));
+      w = floor[i] + int(int64_t(w - floor[i]) * (room - floors) / std::max(1, total - floors));
     h->resizeSection(c, w);
   }
 }
