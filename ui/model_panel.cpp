@@ -116,8 +116,8 @@ bool ModelPanel::eventFilter(QObject* o, QEvent* e) {
 
 // Each column at its natural width (contents and header) when all fit. Otherwise headers give way
 // first (elided; their tooltips have the full name) and cells never do, except the last column's
-// text (status), which wraps; only a dock too narrow even for that shrinks every column in
-// proportion. A user's drag still resizes.
+// text (status), which wraps between words; only a dock too narrow even for that shrinks every
+// column in proportion. A user's drag still resizes.
 void ModelPanel::fitColumns() {
   QHeaderView* h = view_->horizontalHeader();
   const int n = h->count(), room = view_->viewport()->width();
@@ -128,9 +128,13 @@ void ModelPanel::fitColumns() {
   std::vector<int> natural(static_cast<size_t>(n)), floor(static_cast<size_t>(n)), small(static_cast<size_t>(n));
   int total = 0, floors = 0, smalls = 0;
   for (int c = 0; c < n; ++c) {
-    int cells = 0;
-    for (int r = 0; r < proxy_->rowCount(); ++r)
-      cells = std::max(cells, view_->sizeHintForIndex(proxy_->index(r, c)).width() + 1);  // + the grid line
+    int cells = 0, words = 0;  // the widest cell; the widest word (the last column wraps at spaces)
+    for (int r = 0; r < proxy_->rowCount(); ++r) {
+      const QModelIndex idx = proxy_->index(r, c);
+      cells = std::max(cells, view_->sizeHintForIndex(idx).width() + 1);  // + the grid line
+      for (const QString& word : idx.data().toString().split(QLatin1Char(' ')))
+        words = std::max(words, view_->fontMetrics().horizontalAdvance(word) + 12);
+    }
     // The header's own hint reserves the sort arrow in every section; only the sorted one shows it.
     const QString label = proxy_->headerData(c, Qt::Horizontal).toString();
     const int header = h->fontMetrics().horizontalAdvance(label) + 2 * margin + 8 +
@@ -138,8 +142,12 @@ void ModelPanel::fitColumns() {
     const size_t i = size_t(c);
     natural[i] = std::max(cells, header);
     small[i] = std::min(natural[i], few_chars);
-    floor[i] = c == n - 1 ? small[i] : std::max(cells, small[i]);
+    floor[i] = c == n - 1 ? std::min(natural[i], std::max(words, small[i])) : std::max(cells, small[i]);
     total += natural[i], floors += floor[i], smalls += small[i];
+  }
+  if (floors > room) {  // the last column's words give way first, then everything
+    floors -= floor[size_t(n - 1)] - small[size_t(n - 1)];
+    floor[size_t(n - 1)] = small[size_t(n - 1)];
   }
   if (floors > room) floor = small, floors = smalls;
   for (int c = 0; c < n; ++c) {
