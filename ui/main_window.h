@@ -40,6 +40,7 @@ class MainWindow : public QMainWindow {
   ApprovalPanel* approval() const { return approval_; }
   QTabWidget* tabs() const { return tabs_; }
   QString headerText() const;
+  QString statusText() const;  // the status line: what was opened, or why it could not be
 
   // Opens a GGUF model or a session; errors become a dialog (or, with `quiet`, are returned).
   bool openPath(const QString& path, QString* error = nullptr);

@@ -16,11 +16,13 @@
 #include <QStackedWidget>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <span>
 
 #include "temper/engine.h"
 #include "temper/engine_build.h"
 #include "temper/error.h"
+#include "temper/quant/reference.h"
 #include "temper/session.h"
 
 namespace temper::ui {
@@ -361,15 +363,27 @@ void SweepPanel::refreshShapes() {
   shapes_->clear();
   uint64_t total = 0;
   for (const auto& s : doc_->shapes()) total += s.bytes_per_token;
+  bool any_sweepable = false;
   for (const auto& s : doc_->shapes()) {
     auto* item = new QListWidgetItem(QStringLiteral("%1 · %2% of decode bytes")
                                          .arg(shapeText(s))
                                          .arg(total ? 100.0 * double(s.bytes_per_token) / double(total) : 0, 0, 'f', 1));
-    item->setCheckState(Qt::Checked);
+    // A type without an mmvq kernel (f16, f32) is listed, unchecked and greyed, saying why.
+    const bool sweepable = quant::quant_supported(s.type);
+    any_sweepable = any_sweepable || sweepable;
+    item->setCheckState(sweepable ? Qt::Checked : Qt::Unchecked);
+    if (!sweepable) {
+      item->setFlags(item->flags() & ~(Qt::ItemIsUserCheckable | Qt::ItemIsEnabled));
+      item->setToolTip(QStringLiteral("%1 has no mmvq kernel: nothing to tune").arg(qstr(type_name(s.type))));
+    }
     shapes_->addItem(item);
   }
-  const bool can = !doc_->shapes().empty();
-  device_note_->setText(can ? QString() : QStringLiteral("Open a GGUF model (File → Open) to choose shapes."));
+  const bool can = any_sweepable;
+  device_note_->setText(can ? QString()
+                        : doc_->shapes().empty()
+                            ? QStringLiteral("Open a GGUF model (File → Open) to choose shapes.")
+                            : QStringLiteral("Nothing to sweep: no shape of this model has an mmvq kernel (quantized "
+                                             "types only; f16 and f32 weights use other kernels)."));
   start_->setEnabled(can && !runner_->isRunning() && hasDevices());
 }
 
@@ -436,7 +450,9 @@ bool SweepPanel::startSweep() {
 }
 
 void SweepPanel::setRunning(bool running) {
-  start_->setEnabled(!running && !doc_->shapes().empty());
+  const auto& shapes = doc_->shapes();
+  const bool any = std::any_of(shapes.begin(), shapes.end(), [](const Shape& s) { return quant::quant_supported(s.type); });
+  start_->setEnabled(!running && any);
   cancel_->setEnabled(running);
 }
 

@@ -224,8 +224,12 @@ BuildResult build(const fs::path& dir, const BuildOptions& o, const BuildProgres
 
   const bool hip = platform == Platform::Hip;
   const std::string arch_num = hip ? o.arch : o.arch.substr(3);
+  // The engine's compilers (hipcc leaves a directory per compile in TMPDIR) get a temp dir of their own.
+  const fs::path tmp = r.dir / "tmp";
+  fs::create_directories(tmp, ec);
+  const std::string env = "TMPDIR=" + quote(tmp.string()) + " ";
   std::ostringstream cfg;
-  cfg << "cmake -S " << quote(probe_dir.string()) << " -B " << quote((r.dir / "build").string())
+  cfg << env << "cmake -S " << quote(probe_dir.string()) << " -B " << quote((r.dir / "build").string())
       << (o.generator.empty() ? "" : " -G " + quote(o.generator)) << " -DCMAKE_BUILD_TYPE=Release"
       << " -DGGML_BUILD_TESTS=OFF -DGGML_BUILD_EXAMPLES=OFF -DGGML_NATIVE=OFF"
       << (hip ? " -DGGML_HIP=ON -DGPU_TARGETS=" + arch_num + " -DAMDGPU_TARGETS=" + arch_num
@@ -237,7 +241,7 @@ BuildResult build(const fs::path& dir, const BuildOptions& o, const BuildProgres
 
   static const std::regex step(R"(^\[(\d+)/(\d+)\])");
   const auto start = std::chrono::steady_clock::now();
-  const std::string cmd = "cmake --build " + quote((r.dir / "build").string()) + " --target temper-probe" +
+  const std::string cmd = env + "cmake --build " + quote((r.dir / "build").string()) + " --target temper-probe" +
                           (o.jobs > 0 ? " -j " + std::to_string(o.jobs) : std::string());
   const int rc = run_logged(cmd, r.log, [&](const std::string& line) {
     std::smatch m;

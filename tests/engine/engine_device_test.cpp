@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <optional>
 
 #include "temper/defaults.h"
 #include "temper/engine_device.h"
@@ -28,6 +29,38 @@ struct EnvVar {
   EnvVar(std::string n, const std::string& value) : name(std::move(n)) { ::setenv(name.c_str(), value.c_str(), 1); }
   ~EnvVar() { ::unsetenv(name.c_str()); }
 };
+
+// Every probe log of this test process goes to a private engine cache (XDG_CACHE_HOME), removed at
+// the end: a failing probe's log is kept there, and no test run leaves it in the user's cache.
+class PrivateCache : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("temper-engine-cache-" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+    ::setenv("XDG_CACHE_HOME", dir_.c_str(), 1);
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+ private:
+  fs::path dir_;
+};
+[[maybe_unused]] ::testing::Environment* const private_cache = ::testing::AddGlobalTestEnvironment(new PrivateCache);
+
+// Sets an environment variable for its lifetime, then puts the old value back.
+struct ScopedEnv {
+  std::string name;
+  std::optional<std::string> old;
+  ScopedEnv(std::string n, const std::string& value) : name(std::move(n)) {
+    if (const char* v = std::getenv(name.c_str())) old = v;
+    ::setenv(name.c_str(), value.c_str(), 1);
+  }
+  ~ScopedEnv() { old ? (void)::setenv(name.c_str(), old->c_str(), 1) : (void)::unsetenv(name.c_str()); }
+};
+
+bool empty_dir(const fs::path& d) { return fs::is_directory(d) && fs::directory_iterator(d) == fs::directory_iterator(); }
 
 ProbeOptions fake(double timeout_s = 30) {
   ProbeOptions o;
@@ -299,6 +332,46 @@ TEST(EngineDeviceKernelOnly, ProtocolOneProbeIsRefusedInOneLine) {
             std::string::npos)
       << what;
   EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+}
+
+// The probe's stderr log never goes to the user's temp directory: it lives in the engine cache,
+// disappears when the probe ends well and stays (named in the error) when the probe failed.
+TEST(EngineDeviceLog, KeptOnlyWhenTheProbeFailedAndNeverInTheTempDirectory) {
+  const fs::path root = fs::temp_directory_path() / ("temper-probe-log-test-" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  fs::create_directories(root / "tmp");
+  {
+    ScopedEnv tmp("TMPDIR", (root / "tmp").string()), cache("XDG_CACHE_HOME", (root / "cache").string());
+    const fs::path logs = root / "cache" / "temper" / "engine" / "logs";
+    fs::path log;
+    {
+      EngineDevice dev(fake());
+      Gemv g(dev);
+      g.check(dev, Config{2, 2});
+      log = dev.log_path();
+      EXPECT_EQ(log.parent_path(), logs);
+      EXPECT_TRUE(fs::exists(log));
+    }
+    EXPECT_FALSE(fs::exists(log)) << "a probe that ended well keeps no log";
+    {
+      EnvVar crash("FAKE_PROBE_CRASH_ON", "Gemv");
+      EngineDevice dev(fake());
+      Gemv g(dev);
+      const std::string what = error_of([&] { g.check(dev, Config{2, 2}); }).what();
+      log = dev.log_path();
+      EXPECT_NE(what.find("; log: " + log.string()), std::string::npos) << what;
+    }
+    EXPECT_TRUE(fs::is_regular_file(log)) << "the log the error names is kept";
+    EXPECT_EQ(log.parent_path(), logs);
+    {
+      ScopedEnv keep("TEMPER_PROBE_LOG_DIR", (root / "kept").string());
+      { EngineDevice dev(fake()); log = dev.log_path(); }
+      EXPECT_EQ(log.parent_path(), root / "kept");
+      EXPECT_TRUE(fs::is_regular_file(log)) << "TEMPER_PROBE_LOG_DIR keeps every log";
+    }
+    EXPECT_TRUE(empty_dir(root / "tmp")) << "the probe left files in TMPDIR";
+  }
+  fs::remove_all(root);
 }
 
 }  // namespace

@@ -26,7 +26,8 @@ struct ProbeOptions {
   std::filesystem::path probe;           // the temper-probe executable
   std::vector<std::string> args;         // extra arguments for it
   double timeout_s = 120;                // longest wait for one answer; then the probe is killed
-  std::filesystem::path log;             // the probe's stderr; empty: a file in the temp directory
+  std::filesystem::path log;             // the probe's stderr; empty: a file in the engine cache's logs/,
+                                         // removed when the probe ends without an error that names it
   // Provenance recorded in the session's kernel source (what --engine-src built); may stay empty.
   std::string source_path, ggml_commit, hook_version;
   // time_gemv times mul_mat_vec_q alone (Op::TimeKernel: activations quantized once, no MUL_MAT
