@@ -11,6 +11,7 @@
 #include "compile_progress.h"
 #include "temper/defaults.h"
 #include "temper/device_bench.h"
+#include "temper/engine_device.h"
 #include "temper/error.h"
 #include "temper/fileio.h"
 #include "temper/gpu_backend.h"
@@ -36,8 +37,9 @@ nlohmann::json timing_json(const ConfigTiming& t, const GemvProblem& p, double c
 struct Options {
   int device = 0, n = 4096, k = 14336, ncols = 1;
   GemvBenchOptions bench;
-  std::string types, engine, save;
-  bool json = false, default_only = false;
+  std::string types, engine, save, csv;
+  bool json = false, default_only = false, kernel_only = false;
+  EngineProbeArgs probe;
 };
 
 int run_benchgemv(const Options& o) {
@@ -47,8 +49,19 @@ int run_benchgemv(const Options& o) {
   const std::string& engine = o.engine;
   const int device_number = o.device;
 
-  gpu::DeviceList list = gpu::list_devices(gpu_backends());
-  auto device = gpu::open_device(list, device_number);
+  // The engine's own kernel through its probe, or Temper's kernel on this machine's GPUs.
+  const bool in_engine = !o.probe.probe.empty() || !o.probe.engine_src.empty();
+  const bool kernel_only = o.kernel_only;
+  gpu::DeviceList list;  // outlives the device it opens
+  std::unique_ptr<Device> device;
+  if (in_engine) {
+    engine::ProbeOptions probe = engine_probe_options(o.probe);
+    probe.kernel_only = kernel_only;
+    device = std::make_unique<engine::EngineDevice>(std::move(probe));
+  } else {
+    list = gpu::list_devices(gpu_backends());
+    device = gpu::open_device(list, device_number);
+  }
   const DeviceInfo& d = device->info();
 
   std::vector<GgmlType> types;
@@ -116,6 +129,20 @@ int run_benchgemv(const Options& o) {
     rows.push_back(std::move(row));
   }
 
+  if (!o.csv.empty()) {
+    // One row per config timed (bench/fidelity.sh's format for both kernels).
+    std::string text = "type,n,k,ncols,nwarps,rows_per_block,us\n";
+    char line[160];
+    for (const auto& r : rows)
+      for (const auto& t : r.all)
+        if (t.ok()) {
+          std::snprintf(line, sizeof line, "%s,%d,%d,%d,%d,%d,%.4f\n", std::string(type_name(r.type)).c_str(), n, k, ncols,
+                        t.config.nwarps, t.config.rows_per_block, t.us.median);
+          text += line;
+        }
+    write_file_atomic(o.csv, text);
+  }
+
   if (json || !o.save.empty()) {
     nlohmann::json out = {{"device", gpu::device_json(d)},
                           {"copy_gbs", copy_gbs},
@@ -127,7 +154,8 @@ int run_benchgemv(const Options& o) {
                           {"ncols", ncols},
                           {"count", options.count},
                           {"warmup", options.warmup},
-                          {"launches_per_sample", options.per_sample}};
+                          {"launches_per_sample", options.per_sample},
+                          {"kernel", !in_engine ? "temper" : kernel_only ? "engine mul_mat_vec_q alone" : "engine MUL_MAT"}};
     nlohmann::json results = nlohmann::json::array();
     for (const auto& r : rows) {
       nlohmann::json j = {{"type", std::string(type_name(r.type))}, {"weight_copies", r.copies}};
@@ -154,6 +182,10 @@ int run_benchgemv(const Options& o) {
   const std::string samples = options.per_sample == 1 ? "event-timed launches"
                                                        : "event pairs around " + std::to_string(options.per_sample) +
                                                              " back-to-back launches";
+  if (in_engine)
+    std::printf("kernel: the engine's %s\n", kernel_only ? "mul_mat_vec_q alone (activations quantized once; every config, the "
+                                                           "stock one too, as its grid instantiation)"
+                                                         : "MUL_MAT (its q8_1 quantize + mmvq; stock config through its own dispatch)");
   std::printf("shape: N=%d K=%d ncols=%d; weights rotated past 2x LLC (%.0f MiB); median of %d %s "
               "after %d warm-up; default config: %s table of %s\n\n",
               n, k, ncols, double(device_llc_bytes(d)) / (1 << 20), options.count, samples.c_str(), options.warmup,
@@ -198,6 +230,11 @@ const Registrar reg{
      "--back-to-back L times L launches between one event pair (no event between kernels, as decode's\n"
      "graphs run them) and reports the time per launch: COUNT such samples (default 8, as `temper\n"
      "sweep`; 1 puts an event pair around every launch).\n"
+     "--probe / --engine-src time the engine's own kernel through its probe (`temper help engine`):\n"
+     "whole MUL_MATs (the engine's q8_1 quantize + mmvq), or with --kernel-only mul_mat_vec_q alone\n"
+     "(activations quantized once, events around the kernel launches only, as Temper's own kernel is\n"
+     "timed; every config including the stock one runs as its grid instantiation; probe protocol 2).\n"
+     "--csv writes one row per config timed: type,n,k,ncols,nwarps,rows_per_block,us (the median).\n"
      "--save also writes the JSON form to FILE. Exit code 5 when a config fails verification (it is\n"
      "then never the best).",
      [](CLI::App& app) {
@@ -215,6 +252,10 @@ const Registrar reg{
        app.add_option("--seed", b.seed, "inputs' seed (default 1)")->check(integer_in(1, 1 << 30));
        app.add_option("--back-to-back", b.per_sample, "launches per timed sample (default 8)")->check(integer_in(1, 64));
        app.add_option("--save", o->save, "also write the JSON form to FILE")->type_name("FILE");
+       app.add_option("--csv", o->csv, "also write one row per config timed: type,n,k,ncols,nwarps,rows_per_block,us")
+           ->type_name("FILE");
+       add_engine_probe(app, o->probe, true);
+       app.add_flag("--kernel-only", o->kernel_only, "with --probe / --engine-src: time mul_mat_vec_q alone (probe protocol 2)");
        add_json(app, o->json);
        return [o] { return run_benchgemv(*o); };
      }}};

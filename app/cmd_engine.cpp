@@ -71,24 +71,8 @@ std::string arch_to_build(const std::string& arch) {
   return list.devices.front().info.arch;
 }
 
-std::string hipcc_version() {
-  FILE* p = popen("hipconfig --version 2>/dev/null", "r");
-  if (!p) return {};
-  char buf[128] = {0};
-  const bool got = fgets(buf, sizeof buf, p) != nullptr;
-  pclose(p);
-  return got ? std::string(buf) : std::string();
-}
-
 // The build of DIR's engine for --arch / --kernel-set (platform and compiler version filled in).
-engine::BuildOptions build_options(const EngineProbeArgs& e) {
-  engine::BuildOptions b;
-  b.arch = arch_to_build(e.arch);
-  b.platform = engine::platform_for_arch(b.arch);
-  if (b.platform == engine::Platform::Hip) b.hip_version = hipcc_version();
-  b.set = engine::kernel_set(e.kernel_set);
-  return b;
-}
+engine::BuildOptions build_options(const EngineProbeArgs& e) { return engine::build_options(arch_to_build(e.arch), e.kernel_set); }
 
 // Build progress on stderr: a line per message, a counter redrawn in place for the steps.
 void print_build_step(const engine::BuildStep& s) {
@@ -133,7 +117,7 @@ void add_engine_probe(CLI::App& app, EngineProbeArgs& e, bool with_arch) {
     app.add_option("--arch", e.arch, "with --engine-src: the arch to build for (default: this machine's first GPU)")
         ->type_name("ARCH");
   app.add_option("--kernel-set", e.kernel_set, "with --engine-src: the hook's kernel instantiations (default full)")
-      ->check(one_of({"full", "ci"}));
+      ->check(one_of({"full", "all", "ncols1", "ci"}));
 }
 
 engine::ProbeOptions engine_probe_options(const EngineProbeArgs& e) {
@@ -143,12 +127,7 @@ engine::ProbeOptions engine_probe_options(const EngineProbeArgs& e) {
     return o;
   }
   if (e.engine_src.empty()) fail(ErrorKind::BadInput, "expected --probe PATH or --engine-src DIR (see `temper help engine`)");
-  const engine::BuildResult r = engine::build(e.engine_src, build_options(e), print_build_step);
-  o.probe = r.probe;
-  o.source_path = std::filesystem::absolute(e.engine_src).string();
-  o.ggml_commit = r.tree.commit;
-  o.hook_version = std::to_string(engine::kHookVersion);
-  return o;
+  return engine::probe_options(e.engine_src, engine::build(e.engine_src, build_options(e), print_build_step));
 }
 
 namespace {
@@ -208,7 +187,7 @@ Action define_engine(CLI::App& app) {
   };
   auto kernel_set = [&](CLI::App* s) {
     s->add_option("--kernel-set", o->probe.kernel_set, "the hook's kernel instantiations (default full)")
-        ->check(one_of({"full", "ci"}));
+        ->check(one_of({"full", "all", "ncols1", "ci"}));
   };
   add_json(*sub("check", "whether Temper's tuning hook applies to DIR (exit 2 when it does not)", run_check), o->json);
   CLI::App* patch = sub("patch", "apply the hook to DIR in place (or --undo it)", run_patch);
@@ -240,11 +219,11 @@ const Registrar reg{{"engine", "the tuning hook on your ggml / llama.cpp tree; t
                      "    What tree DIR is (standalone ggml or a llama.cpp checkout, ggml commit from .git) and whether\n"
                      "    Temper's tuning hook applies to its src/ggml-cuda/mmvq.cu. Exit 0 when it applies (or is\n"
                      "    applied already), 2 when it does not.\n"
-                     "temper engine patch DIR [--kernel-set full|ci] [--undo]\n"
+                     "temper engine patch DIR [--kernel-set full|all|ncols1|ci] [--undo]\n"
                      "    Applies the hook in place, atomically (nothing is written when an anchor has moved), so your\n"
                      "    own build launches the approved configs of a Temper profile (TEMPER_PROFILE=path, else\n"
                      "    ~/.config/temper/engine-profile.json). --undo restores mmvq.cu byte for byte.\n"
-                     "temper engine build DIR [--arch sm_90|gfx90a] [--kernel-set full|ci] [--jobs N] [--cache DIR] [--json]\n"
+                     "temper engine build DIR [--arch sm_90|gfx90a] [--kernel-set full|all|ncols1|ci] [--jobs N] [--cache DIR] [--json]\n"
                      "    A private hooked copy of DIR's ggml in Temper's cache, built for one arch (this machine's\n"
                      "    first GPU unless --arch) with FlashAttention and NCCL off, plus temper-probe. Cached by\n"
                      "    source hash; progress on stderr; a failure ends with the compiler's first error and the\n"

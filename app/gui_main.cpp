@@ -67,21 +67,29 @@ int main(int argc, char** argv) {
     return int(temper::ErrorKind::BadInput);
   }
 
-  std::vector<std::unique_ptr<temper::Backend>> backends = temper::gpu_backends();
+  std::vector<std::unique_ptr<temper::Backend>> backends;
+  try {
+    backends = temper::gpu_backends();
+  } catch (const std::exception& e) {  // a broken GPU stack: the window opens without its devices
+    std::fprintf(stderr, "temper-gui: no GPU backend: %s\n", e.what());
+  }
   if (cli.isSet(fake)) backends.push_back(std::make_unique<temper::FakeBackend>(temper::fake_options_from_env()));
   temper::ui::MainWindow window(std::move(backends));
   const bool batch = cli.isSet(shots) || cli.isSet(paint);
   window.setInteractive(!batch);
+  const QString file = cli.positionalArguments().isEmpty() ? QString() : cli.positionalArguments().front();
+  auto open_start_file = [&](QString* error) {
+    if (cli.isSet(demo)) return window.openDemo(error);
+    return file.isEmpty() || window.openPath(file, error);
+  };
 
-  bool ok = true;
-  QString error;
-  if (cli.isSet(demo)) ok = window.openDemo(&error);
-  else if (!cli.positionalArguments().isEmpty()) ok = window.openPath(cli.positionalArguments().front(), &error);
-  if (!ok && batch) {
-    std::fprintf(stderr, "temper-gui: %s\n", error.toLocal8Bit().constData());
-    return int(temper::ErrorKind::BadInput);
+  if (batch) {  // screenshots and timings need the file open before the first frame
+    QString error;
+    if (!open_start_file(&error)) {
+      std::fprintf(stderr, "temper-gui: %s\n", error.toLocal8Bit().constData());
+      return int(temper::ErrorKind::BadInput);
+    }
   }
-
   FirstPaint first_paint(started);
   if (cli.isSet(paint)) window.heatmap()->installEventFilter(&first_paint);
   window.show();
@@ -92,10 +100,12 @@ int main(int argc, char** argv) {
       for (const auto& f : files) std::printf("wrote %s\n", f.toLocal8Bit().constData());
       QCoreApplication::exit(files.isEmpty() ? int(temper::ErrorKind::Io) : 0);
     });
-  } else if (!batch && !ok) {
-    // The window is up; the error was shown as a dialog.
-  } else if (!batch && cli.positionalArguments().isEmpty() && !cli.isSet(demo)) {
-    QTimer::singleShot(0, &window, [&window] { window.offerDemoIfFirstLaunch(); });
+  } else if (!batch) {
+    // The file opens once the window is up: an error is one dialog over it and stays in its status
+    // line, never text before any window.
+    QTimer::singleShot(0, &window, [&window, &open_start_file, &cli, &demo, file] {
+      if (open_start_file(nullptr) && file.isEmpty() && !cli.isSet(demo)) window.offerDemoIfFirstLaunch();
+    });
   }
   return app.exec();
 }

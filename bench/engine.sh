@@ -33,7 +33,9 @@ cache="$here/build-engine/cache-$engine_set"
 export PATH="/usr/local/cuda/bin:$PATH" CUDACXX="${CUDACXX:-/usr/local/cuda/bin/nvcc}"
 temper="$here/build-device/app/temper"
 fixture_bin="$here/build-device/tests/fixtures/temper-fixture"
-pack() { if [[ -n "${OUT:-}" ]]; then cp /tmp/temper-probe-*.log "$out/" 2>/dev/null || true; tar czf "$OUT/evidence.tgz" -C "$out" .; fi; }
+# A failed probe's stderr log is kept in the engine cache (core/engine/probe_process.cpp).
+probe_logs="${XDG_CACHE_HOME:-$HOME/.cache}/temper/engine/logs"
+pack() { if [[ -n "${OUT:-}" ]]; then cp "$probe_logs"/probe-*.log "$out/" 2>/dev/null || true; tar czf "$OUT/evidence.tgz" -C "$out" .; fi; }
 trap pack EXIT
 json() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$@"; }
 say "== $(date -u +%FT%TZ) host $(uname -n), $(nproc) cores; $(nvcc --version | tail -1); commit $(git rev-parse --short HEAD 2>/dev/null || cat cmake/git-commit.txt); stages: $stages"
@@ -52,6 +54,8 @@ if want engine; then
   "$temper" engine build "$upstream" --arch sm_90 --kernel-set "$engine_set" --cache "$cache" --jobs "$jobs" --json \
     >"$out/engine-build-$engine_set.json" 2>>"$log" || { tail -20 "$log" >&2; grep -m3 error "$cache"/*/build.log >&2 || true; exit 1; }
   say "== engine build (set $engine_set, clean cache): $(( $(date +%s) - t0 )) s"
+  # Where the time went: ninja's own per-step log (start ms, end ms, output).
+  cp "$cache"/*/build/.ninja_log "$out/engine-build-ninja.log" 2>/dev/null || true
   t0=$(date +%s)
   "$temper" engine build "$upstream" --arch sm_90 --kernel-set "$engine_set" --cache "$cache" --json >"$out/engine-build-$engine_set-2.json"
   say "== engine build again: $(( $(date +%s) - t0 )) s, cached: $(json "$out/engine-build-$engine_set-2.json" 'd["cached"]')"
@@ -107,11 +111,11 @@ unc = json.loads(json.dumps(p)); [e.update(approval="approved", config={"nwarps"
 json.dump(unc, open(f"{out}/bad-uncompiled.json", "w"))
 EOF
   for bad in bad-arch bad-truncated bad-uncompiled; do
-    rm -f /tmp/temper-probe-*.log
-    "$temper" engine replay "$here/build-device/llama3.gguf" --probe "$probe" --profile "$out/$bad.json" --tokens 3 --rounds 1 \
+    rm -rf "$out/$bad-probe-logs"
+    TEMPER_PROBE_LOG_DIR="$out/$bad-probe-logs" "$temper" engine replay "$here/build-device/llama3.gguf" --probe "$probe" --profile "$out/$bad.json" --tokens 3 --rounds 1 \
       --json >"$out/$bad-replay.json" 2>"$out/$bad.err" || true
-    say "== $bad: tuned launches per token $(json "$out/$bad-replay.json" 'd["profiled"]["tuned_launches"]' 2>/dev/null || echo '?'); engine said: $(grep -h '^temper: profile' /tmp/temper-probe-*.log 2>/dev/null | tail -1)"
-    grep -h '^temper: profile' /tmp/temper-probe-*.log >"$out/$bad.engine-line.txt" 2>/dev/null || true
+    say "== $bad: tuned launches per token $(json "$out/$bad-replay.json" 'd["profiled"]["tuned_launches"]' 2>/dev/null || echo '?'); engine said: $(grep -h '^temper: profile' "$out/$bad-probe-logs"/*.log 2>/dev/null | tail -1)"
+    grep -h '^temper: profile' "$out/$bad-probe-logs"/*.log >"$out/$bad.engine-line.txt" 2>/dev/null || true
   done
 fi
 if want moe; then

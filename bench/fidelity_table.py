@@ -7,7 +7,8 @@ optionally upstream's kernel-only times as CSV with the header
 (the engine bridge's probe writes it; see bench/fidelity.sh), optionally `bench/regcompare.py`
 output for the register columns. Prints per shape and type: each config's median µs on both
 sides, the difference in %, whether it is within --tolerance (3 %), and the Spearman rank
-correlation of the configs both sides timed (goal ≥ 0.9); the summary is the last line.
+correlation of the configs both sides timed (goal ≥ 0.9); then the short table, one line per
+shape and type (configs within tolerance, the worst config, rank correlation), the summary last.
 Exit 0, or 5 when a compared config or a rank correlation misses its goal, 2 on bad input.
 """
 import argparse
@@ -123,12 +124,15 @@ def main():
     print(f"upstream: {a.upstream or 'no timings given (hook: UPSTREAM_CSV)'}\n")
     compared = within = 0
     rhos, misses = [], []
+    short = []  # (shape, type, within, compared, worst config, worst diff, rho)
     for key in sorted(temper, key=lambda k: (k[1], k[2], k[0])):
         t, u = temper[key], upstream.get(key, {})
         name, n, k, ncols = key
         print(f"{name} n={n} k={k} ncols={ncols}")
         print(f"  {'config':8} {'temper us':>10} {'upstream us':>12} {'diff %':>8} {'regs T/U':>9}")
         both = []
+        type_within = type_compared = 0
+        worst = None
         for cfg in sorted(t):
             us_u = u.get(cfg)
             reg = regs.get((a.engine, name, cfg))
@@ -140,6 +144,10 @@ def main():
             ok = abs(diff) <= a.tolerance
             compared += 1
             within += ok
+            type_compared += 1
+            type_within += ok
+            if worst is None or abs(diff) > abs(worst[1]):
+                worst = (cfg, diff)
             both.append((t[cfg], us_u))
             print(f"  ({cfg[0]},{cfg[1]})".ljust(10) + f" {t[cfg]:>10.2f} {us_u:>12.2f} {diff:>+8.1f} {reg_text:>9}"
                   + ("" if ok else "  OUT"))
@@ -149,10 +157,17 @@ def main():
             if rho < a.min_rho:
                 misses.append(f"{name} {n}x{k} rho {rho:.2f}")
             print(f"  rank correlation (Spearman, {len(both)} configs): {rho:.3f}" + ("" if rho >= a.min_rho else "  LOW"))
+        if type_compared:
+            short.append((f"{n}x{k}", name, type_within, type_compared, worst[0], worst[1], rho))
         print()
     if not upstream:
         print("summary: Temper timings only; give upstream's CSV to compare")
         return 0
+    print(f"{'shape':12} {'type':7} {'within ±' + format(a.tolerance, 'g') + ' %':>11} {'worst (config, diff %)':>24} {'rho':>6}")
+    for shape, name, w, c, cfg, diff, rho in short:
+        rho_text = f"{rho:.3f}" if rho is not None else "-"
+        print(f"{shape:12} {name:7} {f'{w}/{c}':>11} {f'({cfg[0]},{cfg[1]}) {diff:+.1f}':>24} {rho_text:>6}")
+    print()
     print(f"summary: {within}/{compared} configs within ±{a.tolerance:g} %; rank correlation "
           f"min {min(rhos):.3f} over {len(rhos)} (type, shape)s" if rhos else
           f"summary: {within}/{compared} configs within ±{a.tolerance:g} %")

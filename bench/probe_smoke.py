@@ -1,12 +1,16 @@
 #!/usr/bin/env python3
 """Smoke test of a built temper-probe on the GPU host (no Temper needed): speaks the wire protocol
 (core/engine/probe_protocol.h), checks that a tuned config gives the stock result, that the result
-matches a float64 reference within q8_1 rounding, and prints stock vs tuned times.
+matches a float64 reference within q8_1 rounding, and prints stock vs tuned times; then the
+kernel-only timing (protocol 2): its launches' output (dst is poisoned after the probe's own
+MUL_MAT) is the stock result, it refuses nwarps 0,
+and it takes less time than the whole MUL_MAT.
 Usage: probe_smoke.py PATH/TO/temper-probe"""
 import struct, subprocess, sys, time
 import numpy as np
 
 HELLO, ALLOC, FREE, UPLOAD, DOWNLOAD, FILL, QUANTIZE, GEMV, TIME, HAS, ATTR, STOCK, BW, QUIT = range(1, 15)
+TIME_KERNEL = 16  # protocol 2
 Q4_0, Q4_K = 2, 12
 
 
@@ -77,6 +81,26 @@ def main():
                                                          + struct.pack(f"<{len(copies)}Q", *copies)))
         attr = struct.unpack("<5i", probe.call(ATTR, struct.pack("<iiii", Q4_0, 1, max(cfg[0], 1), max(cfg[1], 1))))
         print(f"time {cfg}: median {np.median(us):.2f} us per MUL_MAT (p10 {np.percentile(us, 10):.2f}, p90 {np.percentile(us, 90):.2f}); attrs {attr}")
+        if cfg == (0, 0):
+            whole_stock = np.median(us)
+    # Kernel-only: mul_mat_vec_q alone; the stock config (4,1) as its grid instantiation.
+    try:
+        probe.call(TIME_KERNEL, struct.pack("<iiiiiiiiQQI", Q4_0, n, k, 1, 0, 0, 2, 1, hy, hd, 1) + struct.pack("<Q", copies[0]))
+        raise AssertionError("TimeKernel accepted nwarps 0")
+    except RuntimeError as e:
+        assert "status 3" in str(e), e
+    for cfg in [stock, (8, 2), (2, 4)]:
+        probe.call(FILL, struct.pack("<QB", hd, 0xFF))
+        groups, per = 30, 8
+        us = struct.unpack(f"<{groups}d", probe.call(TIME_KERNEL, struct.pack("<iiiiiiiiQQI", Q4_0, n, k, 1, cfg[0], cfg[1], groups, per, hy, hd, len(copies))
+                                                            + struct.pack(f"<{len(copies)}Q", *copies)))
+        o = np.frombuffer(probe.download(hd, n * 4), dtype=np.float32)
+        diff = np.abs(o - outs[(0, 0)]).max()
+        print(f"kernel-only {cfg}: median {np.median(us):.2f} us per launch (p10 {np.percentile(us, 10):.2f}, p90 {np.percentile(us, 90):.2f}); "
+              f"max |output - stock MUL_MAT| = {diff:.2e}")
+        assert not np.isnan(o).any() and diff <= 1e-3 * scale
+        if cfg == stock:
+            assert np.median(us) < whole_stock, (np.median(us), whole_stock)
     print("bandwidth GB/s:", struct.unpack("<d", probe.call(BW, struct.pack("<Q", 256 << 20)))[0])
     probe.call(QUIT) if False else None
     print("probe smoke: OK")

@@ -122,6 +122,9 @@ function(temper_add_hip_kernels)
   foreach(_a IN LISTS TEMPER_HIP_ARCHS)
     list(APPEND _arch_flags --offload-arch=${_a})
   endforeach()
+  # hipcc (clang 14) leaves an empty <stem>-XXXXXX directory in TMPDIR per compile: keep them in the build tree.
+  set(_tmp ${CMAKE_BINARY_DIR}/hipcc-tmp)
+  file(MAKE_DIRECTORY ${_tmp})
   set(_objects)
   set(_codeobjects)
   foreach(_src IN LISTS _sources)
@@ -133,7 +136,7 @@ function(temper_add_hip_kernels)
     endforeach()
     add_custom_command(
       OUTPUT ${_obj} ${_cos}
-      COMMAND ${TEMPER_HIPCC} -c -x hip -std=c++20 -O3 -fPIC -DNDEBUG ${_arch_flags}
+      COMMAND ${CMAKE_COMMAND} -E env TMPDIR=${_tmp} ${TEMPER_HIPCC} -c -x hip -std=c++20 -O3 -fPIC -DNDEBUG ${_arch_flags}
               -I${PROJECT_SOURCE_DIR} -I${PROJECT_SOURCE_DIR}/kernels -I${PROJECT_SOURCE_DIR}/core/common/include
               -I${PROJECT_SOURCE_DIR}/core/quant/include -I${_gen}
               -I${TEMPER_IQ_TABLES_DIR} ${_src} -o ${_obj}

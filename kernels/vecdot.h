@@ -287,9 +287,9 @@ __device__ __forceinline__ float vec_dot<kQ4_K>(const void* __restrict__ vbq, co
   int u[2 * qr];
   float d8[qr];
   for (int i = 0; i < qr; ++i) {
-    const BlockQ8_1& q8 = y[bq8_offset + i];
-    d8[i] = q8_1_d(q8);
-    const int* q8s = reinterpret_cast<const int*>(q8.qs) + ((iqs / 2) % 4);
+    const BlockQ8_1* q8 = y + bq8_offset + i;
+    d8[i] = q8_1_d(*q8);
+    const int* q8s = reinterpret_cast<const int*>(q8->qs) + ((iqs / 2) % 4);
     u[2 * i + 0] = q8s[0];
     u[2 * i + 1] = q8s[4];
   }

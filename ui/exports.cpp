@@ -40,7 +40,10 @@ QString tableCsv(const QAbstractItemModel& model) {
   };
   QString out;
   QStringList row;
-  for (int c = 0; c < model.columnCount(); ++c) row << cell(model.headerData(c, Qt::Horizontal).toString());
+  for (int c = 0; c < model.columnCount(); ++c) {
+    const QVariant name = model.headerData(c, Qt::Horizontal, kColumnNameRole);
+    row << cell((name.isValid() ? name : model.headerData(c, Qt::Horizontal)).toString());
+  }
   out += row.join(QLatin1Char(',')) + QLatin1Char('\n');
   for (int r = 0; r < model.rowCount(); ++r) {
     row.clear();

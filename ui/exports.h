@@ -2,6 +2,7 @@
 // What the export dialog writes. Every file goes through temper::write_file_atomic (temporary sibling,
 // fsync, rename): a failed export leaves the previous file as it was. Errors are temper::Error.
 #include <QString>
+#include <Qt>
 
 #include "session_doc.h"
 
@@ -15,6 +16,9 @@ enum class ProfileFormat { Temper, KernelAnvil, Header, GgmlTable };
 ExportReport exportProfile(const SessionDocument& doc, ProfileFormat format, const QString& path);
 // Every result of the session, one row each (core's CSV).
 void exportResultsCsv(const Session& s, const QString& path);
+// A column's full name for CSV headers, where a model's header shows a shorter label (the shape
+// table in a narrow dock); models without it give their display text.
+constexpr int kColumnNameRole = Qt::UserRole + 100;
 // Any table model as CSV, display text, header first (RFC 4180 quoting).
 QString tableCsv(const QAbstractItemModel& model);
 void exportTableCsv(const QAbstractItemModel& model, const QString& path);

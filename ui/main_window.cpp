@@ -26,8 +26,14 @@
 #include <QTextBrowser>
 #include <QTimer>
 #include <QVBoxLayout>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <new>
 
 #include "approval_panel.h"
+#include "comparison_view.h"
 #include "export_dialog.h"
 #include "heatmap_widget.h"
 #include "model_panel.h"
@@ -35,6 +41,7 @@
 #include "roofline_view.h"
 #include "sweep_panel.h"
 #include "temper/error.h"
+#include "temper/input.h"
 
 // Resources of a static library are registered by hand (outside any namespace, as Qt requires).
 static void initTemperResources() {
@@ -52,9 +59,35 @@ namespace temper::ui {
 namespace {
 const char* kDemoResource = ":/demo-session.json";
 
+// The path as the file system spells it (a name that is not valid UTF-8 survives).
+std::filesystem::path fsPath(const QString& path) { return QFile::encodeName(path).toStdString(); }
+
+// Sniffs the magic through the one input path (a FIFO or a device never blocks the window); anything
+// that cannot be read is left to the session reader, whose error names the file and the problem.
 bool looksLikeGguf(const QString& path) {
-  QFile f(path);
-  return f.open(QIODevice::ReadOnly) && f.read(4) == QByteArrayLiteral("GGUF");
+  try {
+    const InputFile in = open_input(fsPath(path), 0, "file");
+    char magic[4] = {};
+    const bool gguf = ::read(in.fd, magic, 4) == 4 && std::memcmp(magic, "GGUF", 4) == 0;
+    ::close(in.fd);
+    return gguf;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+// One clear line for a file that could not be opened: which file and what was wrong. Temper's own
+// errors already say both; anything else (the standard library's text) is put in those words.
+QString openErrorText(const QString& path, const std::exception& e) {
+  const QString name = QFileInfo(path).fileName();
+  QString why = QString::fromStdString(e.what());
+  if (const auto* fe = dynamic_cast<const std::filesystem::filesystem_error*>(&e))
+    why = QString::fromStdString(fe->code().message());
+  else if (dynamic_cast<const std::bad_alloc*>(&e))
+    why = QStringLiteral("too large to open (out of memory)");
+  else if (!dynamic_cast<const Error*>(&e))
+    why = QStringLiteral("unexpected error: ") + why;
+  return why.contains(name) ? why : path + QStringLiteral(": ") + why;
 }
 }  // namespace
 
@@ -158,6 +191,12 @@ void MainWindow::buildMenus() {
   open->setShortcut(QKeySequence::Open);
   QAction* demo = file->addAction(QStringLiteral("Open &demo session"), this, [this] { openDemo(); });
   demo->setEnabled(hasDemo());
+  file->addAction(QStringLiteral("&Compare with session…"), this, [this] {
+    const QString path = QFileDialog::getOpenFileName(this, QStringLiteral("Compare with session"),
+                                                      QSettings().value(QStringLiteral("open/dir")).toString(),
+                                                      QStringLiteral("Sessions (*.json);;All files (*)"));
+    if (!path.isEmpty()) compareWith(path);
+  });
   recent_menu_ = file->addMenu(QStringLiteral("Open &recent"));
   rebuildRecentMenu();
   file->addSeparator();
@@ -211,6 +250,8 @@ void MainWindow::updateTitle() {
   setWindowTitle(t);
 }
 
+QString MainWindow::statusText() const { return status_->text(); }
+
 void MainWindow::showError(const QString& title, const QString& text) {
   status_->setText(title + QStringLiteral(": ") + text);
   if (interactive_) QMessageBox::critical(this, title, text);
@@ -236,7 +277,7 @@ bool MainWindow::openPath(const QString& path, QString* error) {
   if (!confirmDiscard()) return false;
   try {
     if (path.endsWith(QStringLiteral(".gguf"), Qt::CaseInsensitive) || looksLikeGguf(path)) {
-      doc_->setModel(open_model(path.toStdString()));
+      doc_->setModel(open_model(fsPath(path)));
     } else {
       // Without the GPU that recorded it, nothing could add to a session: it opens read-only.
       doc_->openSession(path, !sweep_panel_->hasDevices());
@@ -245,7 +286,7 @@ bool MainWindow::openPath(const QString& path, QString* error) {
     status_->setText(QStringLiteral("Opened %1").arg(path));
     return true;
   } catch (const std::exception& e) {
-    const QString msg = QString::fromStdString(e.what());
+    const QString msg = openErrorText(path, e);
     if (error) *error = msg;
     showError(QStringLiteral("Cannot open %1").arg(QFileInfo(path).fileName()), msg);
     return false;
@@ -270,9 +311,37 @@ bool MainWindow::openDemo(QString* error) {
     status_->setText(QStringLiteral("Demo session: %1").arg(doc_->provenanceText()));
     return true;
   } catch (const std::exception& e) {
-    const QString msg = QString::fromStdString(e.what());
+    const QString msg = openErrorText(QStringLiteral("demo session"), e);
     if (error) *error = msg;
     showError(QStringLiteral("Cannot open the demo session"), msg);
+    return false;
+  }
+}
+
+bool MainWindow::compareWith(const QString& path, QString* error) {
+  try {
+    if (!doc_->hasSession()) fail(ErrorKind::BadInput, "open a session first, then compare another with it");
+    const Session other = read_session(path.toStdString());
+    const QString here = doc_->path().isEmpty() ? QStringLiteral("this session") : QFileInfo(doc_->path()).fileName();
+    if (!comparison_window_) {
+      comparison_window_ = new QDialog(this);
+      comparison_window_->setWindowTitle(QStringLiteral("Compare sessions — Temper"));
+      comparison_ = new ComparisonView;
+      auto* l = new QVBoxLayout(comparison_window_);
+      l->addWidget(comparison_);
+      comparison_window_->resize(1100, 640);
+    }
+    comparison_->setSessions(doc_->session(), here, other, QFileInfo(path).fileName());
+    if (interactive_) {
+      comparison_window_->show();
+      comparison_window_->raise();
+    }
+    status_->setText(QStringLiteral("Comparing with %1").arg(path));
+    return true;
+  } catch (const std::exception& e) {
+    const QString msg = QString::fromStdString(e.what());
+    if (error) *error = msg;
+    showError(QStringLiteral("Cannot compare with %1").arg(QFileInfo(path).fileName()), msg);
     return false;
   }
 }

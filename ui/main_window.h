@@ -9,6 +9,7 @@
 #include "session_doc.h"
 
 class QComboBox;
+class QDialog;
 class QLabel;
 class QMenu;
 class QProgressBar;
@@ -17,6 +18,7 @@ class QTabWidget;
 namespace temper::ui {
 
 class ApprovalPanel;
+class ComparisonView;
 class HeatmapWidget;
 class ModelPanel;
 class OccupancyView;
@@ -38,10 +40,15 @@ class MainWindow : public QMainWindow {
   ApprovalPanel* approval() const { return approval_; }
   QTabWidget* tabs() const { return tabs_; }
   QString headerText() const;
+  QString statusText() const;  // the status line: what was opened, or why it could not be
 
   // Opens a GGUF model or a session; errors become a dialog (or, with `quiet`, are returned).
   bool openPath(const QString& path, QString* error = nullptr);
   bool openDemo(QString* error = nullptr);
+  // Opens a second session beside the current one in the comparison window (e.g. an engine sweep
+  // beside a Temper-kernel sweep of the same model); refused, with the reason, when the models differ.
+  bool compareWith(const QString& path, QString* error = nullptr);
+  ComparisonView* comparison() const { return comparison_; }
   static bool hasDemo();
   // Saves PNGs of the main views into `dir`; returns the files written.
   QStringList saveScreenshots(const QString& dir);
@@ -83,6 +90,8 @@ class MainWindow : public QMainWindow {
   QLabel* status_;
   QProgressBar* progress_;
   QMenu* recent_menu_ = nullptr;
+  QDialog* comparison_window_ = nullptr;
+  ComparisonView* comparison_ = nullptr;
   bool interactive_ = true;
   bool default_layout_ = false;  // no saved dock layout: size the docks once shown
 };

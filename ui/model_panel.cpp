@@ -1,13 +1,19 @@
 #include "model_panel.h"
 
+#include <QEvent>
+#include <QFontMetrics>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QItemSelectionModel>
 #include <QLabel>
 #include <QLineEdit>
 #include <QSpinBox>
+#include <QStyle>
 #include <QTableView>
 #include <QVBoxLayout>
+
+#include <algorithm>
+#include <vector>
 
 namespace temper::ui {
 
@@ -32,8 +38,11 @@ ModelPanel::ModelPanel(SessionDocument* doc, QWidget* parent)
   view_->setSelectionBehavior(QAbstractItemView::SelectRows);
   view_->setSelectionMode(QAbstractItemView::SingleSelection);
   view_->verticalHeader()->hide();
-  view_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  // Widths are set by fitColumns(): all ten columns in the dock's width, never behind a scroll bar.
+  view_->horizontalHeader()->setSectionResizeMode(QHeaderView::Interactive);
   view_->horizontalHeader()->setStretchLastSection(true);
+  view_->horizontalHeader()->setMinimumSectionSize(8);
+  view_->viewport()->installEventFilter(this);
   auto* row = new QHBoxLayout;
   row->addWidget(filter_, 1);
   row->addWidget(ncols_);
@@ -59,6 +68,11 @@ ModelPanel::ModelPanel(SessionDocument* doc, QWidget* parent)
     s.config.reset();
     doc_->select(s);
   });
+  connect(proxy_, &QAbstractItemModel::modelReset, this, &ModelPanel::fitColumns);
+  connect(proxy_, &QAbstractItemModel::layoutChanged, this, &ModelPanel::fitColumns);
+  connect(proxy_, &QAbstractItemModel::dataChanged, this, &ModelPanel::fitColumns);
+  connect(proxy_, &QAbstractItemModel::rowsInserted, this, &ModelPanel::fitColumns);
+  connect(view_->horizontalHeader(), &QHeaderView::sortIndicatorChanged, this, &ModelPanel::fitColumns);
   connect(doc, &SessionDocument::sessionChanged, this, &ModelPanel::refreshSummary);
   connect(doc, &SessionDocument::resultsChanged, this, &ModelPanel::refreshSummary);
   connect(doc, &SessionDocument::selectionChanged, this, &ModelPanel::followSelection);
@@ -94,6 +108,56 @@ QString ModelPanel::summary() const {
 }
 
 void ModelPanel::refreshSummary() { summary_->setText(summary()); }
+
+bool ModelPanel::eventFilter(QObject* o, QEvent* e) {
+  if (o == view_->viewport() && e->type() == QEvent::Resize) fitColumns();
+  return QWidget::eventFilter(o, e);
+}
+
+// Each column at its natural width (contents and header) when all fit. Otherwise headers give way
+// first (elided; their tooltips have the full name) and cells never do, except the last column's
+// text (status), which wraps between words; only a dock too narrow even for that shrinks every
+// column in proportion. A user's drag still resizes.
+void ModelPanel::fitColumns() {
+  QHeaderView* h = view_->horizontalHeader();
+  const int n = h->count(), room = view_->viewport()->width();
+  if (n == 0 || room <= 0) return;
+  const int few_chars = QFontMetrics(view_->font()).horizontalAdvance(QStringLiteral("000…")) + 8;
+  const int margin = h->style()->pixelMetric(QStyle::PM_HeaderMargin, nullptr, h);
+  const int mark = h->style()->pixelMetric(QStyle::PM_HeaderMarkSize, nullptr, h);
+  std::vector<int> natural(static_cast<size_t>(n)), floor(static_cast<size_t>(n)), small(static_cast<size_t>(n));
+  int total = 0, floors = 0, smalls = 0;
+  for (int c = 0; c < n; ++c) {
+    int cells = 0, words = 0;  // the widest cell; the widest word (the last column wraps at spaces)
+    for (int r = 0; r < proxy_->rowCount(); ++r) {
+      const QModelIndex idx = proxy_->index(r, c);
+      cells = std::max(cells, view_->sizeHintForIndex(idx).width() + 1);  // + the grid line
+      for (const QString& word : idx.data().toString().split(QLatin1Char(' ')))
+        words = std::max(words, view_->fontMetrics().horizontalAdvance(word) + 12);
+    }
+    // The header's own hint reserves the sort arrow in every section; only the sorted one shows it.
+    const QString label = proxy_->headerData(c, Qt::Horizontal).toString();
+    const int header = h->fontMetrics().horizontalAdvance(label) + 2 * margin + 8 +
+                       (h->isSortIndicatorShown() && h->sortIndicatorSection() == c ? mark + margin : 0);
+    const size_t i = size_t(c);
+    natural[i] = std::max(cells, header);
+    small[i] = std::min(natural[i], few_chars);
+    floor[i] = c == n - 1 ? std::min(natural[i], std::max(words, small[i])) : std::max(cells, small[i]);
+    total += natural[i], floors += floor[i], smalls += small[i];
+  }
+  if (floors > room) {  // the last column's words give way first, then everything
+    floors -= floor[size_t(n - 1)] - small[size_t(n - 1)];
+    floor[size_t(n - 1)] = small[size_t(n - 1)];
+  }
+  if (floors > room) floor = small, floors = smalls;
+  for (int c = 0; c < n; ++c) {
+    const size_t i = size_t(c);
+    int w = natural[i];
+    if (total > room && floors < room)
+      w = floor[i] + int(int64_t(w - floor[i]) * (room - floors) / std::max(1, total - floors));
+    h->resizeSection(c, w);
+  }
+}
 
 void ModelPanel::followSelection() {
   const Selection& s = doc_->selection();

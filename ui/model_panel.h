@@ -22,7 +22,11 @@ class ModelPanel : public QWidget {
   QString summary() const;
   QSize sizeHint() const override { return {560, 600}; }  // the shape table's ten columns
 
+ protected:
+  bool eventFilter(QObject* o, QEvent* e) override;
+
  private:
+  void fitColumns();
   void refreshSummary();
   void followSelection();
 

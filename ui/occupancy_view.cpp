@@ -20,6 +20,9 @@ namespace temper::ui {
 OccupancyView::OccupancyView(SessionDocument* doc, QWidget* parent) : QWidget(parent), doc_(doc) {
   codeobj_dir_ = QString::fromStdString(default_codeobj_dir().string());
   target_ = new QComboBox;
+  // Its longest entry would otherwise set the tab's minimum width and squeeze the model dock.
+  target_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  target_->setMinimumContentsLength(24);
   target_->addItem(QStringLiteral("recording device (runtime attributes)"), QString());
   std::set<std::string> arches;
   for (const auto& g : gpu_database())

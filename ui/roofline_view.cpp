@@ -22,6 +22,13 @@ RooflineView::RooflineView(SessionDocument* doc, QWidget* parent) : QChartView(p
   rebuild();
 }
 
+// QChartView::setChart releases the previous chart without deleting it: each rebuild leaked one.
+void RooflineView::showChart(QChart* chart) {
+  QChart* previous = this->chart();
+  setChart(chart);
+  if (previous != chart) delete previous;
+}
+
 void RooflineView::rebuild() {
   auto* chart = new QChart;
   const bool dark = palette().color(QPalette::Window).lightnessF() < 0.5;
@@ -42,7 +49,7 @@ void RooflineView::rebuild() {
   const SessionDevice* d = doc_->currentDevice();
   if (!d) {
     chart->setTitle(QStringLiteral("Roofline: open a session or run a sweep"));
-    setChart(chart);
+    showChart(chart);
     return;
   }
   chart->setTitle(QStringLiteral("Roofline · %1").arg(qstr(d->info.name)));
@@ -64,7 +71,7 @@ void RooflineView::rebuild() {
     roof = build_roofline(ses, d->info.index);
   } catch (const std::exception& e) {
     chart->setTitle(QStringLiteral("Roofline: %1").arg(QString::fromStdString(e.what())));
-    setChart(chart);
+    showChart(chart);
     return;
   }
   for (const auto& pt : roof.points) {
@@ -121,7 +128,7 @@ void RooflineView::rebuild() {
   ax->setRange(xmin, xmax);
   ay->setRange(std::max(ymin / 3, 1e-3), ymax * 3);
   chart->legend()->setAlignment(Qt::AlignRight);
-  setChart(chart);
+  showChart(chart);
   updateSelection();
 }
 

@@ -27,6 +27,7 @@ class RooflineView : public QChartView {
   void selectPoint(int series, int index);
 
  private:
+  void showChart(QChart* chart);
   void rebuild();
   void updateSelection();
   void hover(int series, const QPointF& p, bool state);

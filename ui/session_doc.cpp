@@ -48,7 +48,7 @@ QString SessionDocument::provenanceText() const {
 }
 
 void SessionDocument::openSession(const QString& path, bool read_only) {
-  adopt(read_session(path.toStdString()), path, read_only);
+  adopt(read_session(std::filesystem::path(QFile::encodeName(path).toStdString())), path, read_only);
 }
 
 void SessionDocument::openSessionFromJson(const QByteArray& json, const QString& label, bool read_only) {

@@ -3,10 +3,12 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
+#include <QFileDialog>
 #include <QFormLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QLineEdit>
 #include <QListWidget>
 #include <QMessageBox>
 #include <QPushButton>
@@ -14,9 +16,13 @@
 #include <QStackedWidget>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <span>
 
+#include "temper/engine.h"
+#include "temper/engine_build.h"
 #include "temper/error.h"
+#include "temper/quant/reference.h"
 #include "temper/session.h"
 
 namespace temper::ui {
@@ -70,6 +76,28 @@ std::vector<int> parse_list(const QString& s) {
 }
 }  // namespace
 
+QString engineCheckLine(const QString& dir, bool* ok) {
+  if (ok) *ok = false;
+  if (dir.isEmpty()) return QStringLiteral("Choose your ggml or llama.cpp folder.");
+  try {
+    const engine::CheckReport r = engine::check(dir.toStdString());
+    const QString head = QStringLiteral("%1 tree, ggml commit %2: ")
+                             .arg(qstr(engine::tree_kind_name(r.tree.kind)),
+                                  r.tree.commit.empty() ? QStringLiteral("unknown (no .git)") : qstr(r.tree.commit.substr(0, 12)));
+    if (r.state == engine::HookState::Patched) {
+      if (ok) *ok = true;
+      return head + QStringLiteral("mmvq.cu carries Temper's hook v%1 already").arg(r.patched_version);
+    }
+    if (r.applies) {
+      if (ok) *ok = true;
+      return head + QStringLiteral("the hook (v%1) applies, %2 mmvq types").arg(engine::kHookVersion).arg(r.types.size());
+    }
+    return head + QStringLiteral("the hook does not apply: %1").arg(qstr(r.problem));
+  } catch (const std::exception& e) {
+    return QString::fromStdString(e.what());
+  }
+}
+
 SweepPanel::SweepPanel(SessionDocument* doc, std::vector<std::unique_ptr<Backend>> backends, QWidget* parent)
     : QWidget(parent), doc_(doc), devices_(gpu::list_devices(std::move(backends))), runner_(new SweepRunner(this)) {
 
@@ -111,7 +139,57 @@ SweepPanel::SweepPanel(SessionDocument* doc, std::vector<std::unique_ptr<Backend
     time_cap_->setValue(SweepOptions{}.time_cap_s);  // the CLI's default, from one place
     time_cap_->setSuffix(QStringLiteral(" s"));
     time_cap_->setToolTip(QStringLiteral("At most this long per result; timing stops earlier once the median is known to ±1%"));
-    auto* form = new QFormLayout;
+    // The kernel to time: Temper's, or the engine's own (docs/engine.md).
+    kernel_ = new QComboBox;
+    kernel_->addItem(QStringLiteral("Temper's kernel"), int(KernelChoice::Temper));
+    kernel_->addItem(QStringLiteral("Engine's kernel (built from your ggml / llama.cpp)"), int(KernelChoice::EngineSource));
+    kernel_->addItem(QStringLiteral("Engine's kernel (a ready temper-probe, advanced)"), int(KernelChoice::EngineProbe));
+    kernel_->setToolTip(QStringLiteral("Temper's own re-implementation of mmvq, or llama.cpp's own kernel built from your tree "
+                                       "with Temper's tuning hook and timed through temper-probe"));
+    engine_src_ = new QLineEdit;
+    engine_src_->setPlaceholderText(QStringLiteral("ggml or llama.cpp folder"));
+    auto* browse_src = new QPushButton(QStringLiteral("Choose…"));
+    engine_check_ = new QLabel;
+    engine_check_->setWordWrap(true);
+    engine_row_ = new QWidget;
+    {
+      auto* v = new QVBoxLayout(engine_row_);
+      v->setContentsMargins(0, 0, 0, 0);
+      auto* h = new QHBoxLayout;
+      h->addWidget(engine_src_, 1);
+      h->addWidget(browse_src);
+      v->addLayout(h);
+      v->addWidget(engine_check_);
+    }
+    probe_ = new QLineEdit;
+    probe_->setPlaceholderText(QStringLiteral("temper-probe executable"));
+    auto* browse_probe = new QPushButton(QStringLiteral("Choose…"));
+    probe_row_ = new QWidget;
+    {
+      auto* h = new QHBoxLayout(probe_row_);
+      h->setContentsMargins(0, 0, 0, 0);
+      h->addWidget(probe_, 1);
+      h->addWidget(browse_probe);
+    }
+    engine_status_ = new QLabel;
+    engine_status_->setWordWrap(true);
+    engine_status_->setTextInteractionFlags(Qt::TextSelectableByMouse);  // the log's path can be copied
+    connect(kernel_, &QComboBox::currentIndexChanged, this, &SweepPanel::updateKernelRows);
+    connect(engine_src_, &QLineEdit::editingFinished, this, [this] { setEngineSource(engine_src_->text()); });
+    connect(browse_src, &QPushButton::clicked, this, [this] {
+      const QString dir = QFileDialog::getExistingDirectory(this, QStringLiteral("Engine source: a ggml or llama.cpp folder"),
+                                                            engine_src_->text());
+      if (!dir.isEmpty()) setEngineSource(dir);
+    });
+    connect(browse_probe, &QPushButton::clicked, this, [this] {
+      const QString path = QFileDialog::getOpenFileName(this, QStringLiteral("temper-probe"), probe_->text());
+      if (!path.isEmpty()) setProbePath(path);
+    });
+    auto* form = form_ = new QFormLayout;
+    form->addRow(QStringLiteral("Kernel"), kernel_);
+    form->addRow(QStringLiteral("Engine source"), engine_row_);
+    form->addRow(QStringLiteral("Probe"), probe_row_);
+    form->addRow(QString(), engine_status_);
     form->addRow(QStringLiteral("Device"), device_);
     form->addRow(QString(), device_note_);
     form->addRow(QStringLiteral("nwarps"), checkRow(kNwarps, nwarps_));
@@ -167,6 +245,10 @@ SweepPanel::SweepPanel(SessionDocument* doc, std::vector<std::unique_ptr<Backend
     g.engine = st.value(QStringLiteral("sweep/engine"), qstr(g.engine)).toString().toStdString();
   }
   setGrid(g);
+  setEngineSource(st.value(QStringLiteral("sweep/engineSource")).toString());
+  setProbePath(st.value(QStringLiteral("sweep/probe")).toString());
+  setKernelChoice(KernelChoice(st.value(QStringLiteral("sweep/kernel"), int(KernelChoice::Temper)).toInt()));
+  updateKernelRows();
 
   connect(doc, &SessionDocument::sessionChanged, this, &SweepPanel::refreshShapes);
   refreshShapes();
@@ -186,10 +268,23 @@ SweepPanel::SweepPanel(SessionDocument* doc, std::vector<std::unique_ptr<Backend
       if (!d.error.empty()) err += QStringLiteral(" · %1: %2").arg(qstr(d.info.name), qstr(d.error));
     Q_EMIT sweepFinished(QStringLiteral("Sweep %1: %2 results%3").arg(qstr(s.status)).arg(s.results.size()).arg(err));
   });
+  connect(runner_, &SweepRunner::buildProgress, this, [this](int done, int total, double eta, const QString& log) {
+    const QString text = total == 0 ? QStringLiteral("Engine build: configuring · log %1").arg(log)
+                                    : QStringLiteral("Engine build: %1/%2 steps · ETA %3 · log %4")
+                                          .arg(done).arg(total).arg(done > 0 ? eta_text(eta) : QStringLiteral("?"), log);
+    setEngineStatus(text);
+    Q_EMIT progressText(text, done, total);
+  });
+  connect(runner_, &SweepRunner::engineReady, this, [this](const QString& text) {
+    setEngineStatus(text);
+    Q_EMIT progressText(text, 0, 0);
+  });
   connect(runner_, &SweepRunner::failed, this, [this](const QString& msg) {
     setRunning(false);
+    const bool build = msg.startsWith(QStringLiteral("engine "));
+    if (kernelChoice() != KernelChoice::Temper) setEngineStatus(msg);
     Q_EMIT sweepFinished(QStringLiteral("Sweep failed: %1").arg(msg));
-    QMessageBox::critical(this, QStringLiteral("Sweep failed"), msg);
+    showError(build ? QStringLiteral("Engine build failed") : QStringLiteral("Sweep failed"), msg);
   });
 }
 
@@ -222,21 +317,73 @@ void SweepPanel::saveSettings() const {
   st.setValue(QStringLiteral("sweep/rows"), list_text(g.rows_per_block));
   st.setValue(QStringLiteral("sweep/ncols"), list_text(g.ncols));
   st.setValue(QStringLiteral("sweep/engine"), qstr(g.engine));
+  st.setValue(QStringLiteral("sweep/kernel"), int(kernelChoice()));
+  st.setValue(QStringLiteral("sweep/engineSource"), engineSource());
+  st.setValue(QStringLiteral("sweep/probe"), probePath());
+}
+
+KernelChoice SweepPanel::kernelChoice() const { return KernelChoice(kernel_->currentData().toInt()); }
+
+void SweepPanel::setKernelChoice(KernelChoice k) {
+  const int i = kernel_->findData(int(k));
+  kernel_->setCurrentIndex(i >= 0 ? i : 0);
+}
+
+QString SweepPanel::engineSource() const { return engine_src_->text(); }
+
+void SweepPanel::setEngineSource(const QString& dir) {
+  engine_src_->setText(dir);
+  engine_check_->setText(engineCheckLine(dir));
+}
+
+QString SweepPanel::engineCheckText() const { return engine_check_->text(); }
+QString SweepPanel::probePath() const { return probe_->text(); }
+void SweepPanel::setProbePath(const QString& path) { probe_->setText(path); }
+QString SweepPanel::engineStatusText() const { return engine_status_->text(); }
+
+void SweepPanel::updateKernelRows() {
+  const KernelChoice k = kernelChoice();
+  form_->setRowVisible(engine_row_, k == KernelChoice::EngineSource);
+  form_->setRowVisible(probe_row_, k == KernelChoice::EngineProbe);
+  form_->setRowVisible(engine_status_, k != KernelChoice::Temper && !engine_status_->text().isEmpty());
+  // The engine's own stock config is the baseline there; the tables only pick Temper's default.
+  engine_->setEnabled(k == KernelChoice::Temper);
+}
+
+void SweepPanel::setEngineStatus(const QString& text) {
+  engine_status_->setText(text);
+  updateKernelRows();
+}
+
+void SweepPanel::showError(const QString& title, const QString& text) {
+  if (interactive_) QMessageBox::critical(this, title, text);
 }
 
 void SweepPanel::refreshShapes() {
   shapes_->clear();
   uint64_t total = 0;
   for (const auto& s : doc_->shapes()) total += s.bytes_per_token;
+  bool any_sweepable = false;
   for (const auto& s : doc_->shapes()) {
     auto* item = new QListWidgetItem(QStringLiteral("%1 · %2% of decode bytes")
                                          .arg(shapeText(s))
                                          .arg(total ? 100.0 * double(s.bytes_per_token) / double(total) : 0, 0, 'f', 1));
-    item->setCheckState(Qt::Checked);
+    // A type without an mmvq kernel (f16, f32) is listed, unchecked and greyed, saying why.
+    const bool sweepable = quant::quant_supported(s.type);
+    any_sweepable = any_sweepable || sweepable;
+    item->setCheckState(sweepable ? Qt::Checked : Qt::Unchecked);
+    if (!sweepable) {
+      item->setFlags(item->flags() & ~(Qt::ItemIsUserCheckable | Qt::ItemIsEnabled));
+      item->setToolTip(QStringLiteral("%1 has no mmvq kernel: nothing to tune").arg(qstr(type_name(s.type))));
+    }
     shapes_->addItem(item);
   }
-  const bool can = !doc_->shapes().empty();
-  device_note_->setText(can ? QString() : QStringLiteral("Open a GGUF model (File → Open) to choose shapes."));
+  const bool can = any_sweepable;
+  device_note_->setText(can ? QString()
+                        : doc_->shapes().empty()
+                            ? QStringLiteral("Open a GGUF model (File → Open) to choose shapes.")
+                            : QStringLiteral("Nothing to sweep: no shape of this model has an mmvq kernel (quantized "
+                                             "types only; f16 and f32 weights use other kernels)."));
   start_->setEnabled(can && !runner_->isRunning() && hasDevices());
 }
 
@@ -244,7 +391,7 @@ bool SweepPanel::startSweep() {
   try {
     if (!hasDevices()) fail(ErrorKind::NoDevice, devices_.why_none);
     if (runner_->isRunning()) fail(ErrorKind::BadInput, "a sweep is already running");
-    if (doc_->isDirty() && doc_->hasSession() &&
+    if (doc_->isDirty() && doc_->hasSession() && interactive_ &&
         QMessageBox::question(this, QStringLiteral("Unsaved results"),
                               QStringLiteral("The current session has unsaved results. Start a new sweep anyway?")) != QMessageBox::Yes)
       return false;
@@ -262,24 +409,50 @@ bool SweepPanel::startSweep() {
     } else if (doc_->hasSession()) {
       setup.model = doc_->session().model;
     }
-    saveSettings();
     const gpu::DeviceChoice entry = devices_.devices[size_t(device_->currentIndex())];
-    runner_->start(std::move(setup), [entry] {
-      std::vector<std::unique_ptr<Device>> v;
-      v.push_back(entry.backend->open(entry.info.index));
-      return v;
-    }, journal_dir_);
+    const KernelChoice kernel = kernelChoice();
+    if (kernel == KernelChoice::Temper) {
+      saveSettings();
+      runner_->start(std::move(setup), [entry] {
+        std::vector<std::unique_ptr<Device>> v;
+        v.push_back(entry.backend->open(entry.info.index));
+        return v;
+      }, journal_dir_);
+      Q_EMIT progressText(QStringLiteral("Measuring copy bandwidth and planning…"), 0, 0);
+    } else {
+      EngineRequest request;
+      if (kernel == KernelChoice::EngineProbe) {
+        if (probePath().isEmpty()) fail(ErrorKind::BadInput, "choose a temper-probe executable (or build the engine from its source)");
+        request.probe = probePath().toStdString();
+      } else {
+        bool ok = false;
+        const QString line = engineCheckLine(engineSource(), &ok);
+        engine_check_->setText(line);
+        if (!ok) fail(ErrorKind::BadInput, "engine source " + engineSource().toStdString() + ": " + line.toStdString());
+        request.source = engineSource().toStdString();
+        // Built for the picked device's arch (HIP: refused here when the hipcc is too old).
+        request.build = engine::build_options(entry.info.arch);
+      }
+      saveSettings();
+      runner_->startEngine(std::move(setup), std::move(request), journal_dir_);
+      const QString text = kernel == KernelChoice::EngineSource ? QStringLiteral("Engine build: checking the cache…")
+                                                                : QStringLiteral("Starting temper-probe…");
+      setEngineStatus(text);
+      Q_EMIT progressText(text, 0, 0);
+    }
     setRunning(true);
-    Q_EMIT progressText(QStringLiteral("Measuring copy bandwidth and planning…"), 0, 0);
     return true;
   } catch (const Error& e) {
-    QMessageBox::warning(this, QStringLiteral("Cannot start the sweep"), QString::fromStdString(e.what()));
+    if (kernelChoice() != KernelChoice::Temper) setEngineStatus(QString::fromStdString(e.what()));
+    if (interactive_) QMessageBox::warning(this, QStringLiteral("Cannot start the sweep"), QString::fromStdString(e.what()));
     return false;
   }
 }
 
 void SweepPanel::setRunning(bool running) {
-  start_->setEnabled(!running && !doc_->shapes().empty());
+  const auto& shapes = doc_->shapes();
+  const bool any = std::any_of(shapes.begin(), shapes.end(), [](const Shape& s) { return quant::quant_supported(s.type); });
+  start_->setEnabled(!running && any);
   cancel_->setEnabled(running);
 }
 

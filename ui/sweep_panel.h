@@ -1,7 +1,9 @@
 #pragma once
 // Sweep panel: device picker (every HIP/CUDA device with its spec-database name, or a "no GPU found"
 // state that says why and offers a session instead), grid editor (nwarps, rows_per_block, ncols,
-// engine, shapes subset), start / cancel. The sweep runs in SweepRunner; results land in the document.
+// engine, shapes subset), the kernel to time (Temper's, or the engine's own: built from a ggml /
+// llama.cpp folder, or a ready temper-probe), start / cancel. The sweep (and the one-time engine
+// build) runs in SweepRunner; results land in the document.
 #include <QWidget>
 #include <memory>
 #include <vector>
@@ -13,12 +15,21 @@
 class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
+class QFormLayout;
 class QLabel;
+class QLineEdit;
 class QListWidget;
 class QPushButton;
 class QStackedWidget;
 
 namespace temper::ui {
+
+// Which kernel a sweep times.
+enum class KernelChoice { Temper, EngineSource, EngineProbe };
+
+// One line about an engine source folder, from core's check: the kind of tree, its ggml commit,
+// whether the hook applies (or why not). `ok` says whether an engine can be built from it.
+QString engineCheckLine(const QString& dir, bool* ok = nullptr);
 
 class SweepPanel : public QWidget {
   Q_OBJECT
@@ -41,6 +52,19 @@ class SweepPanel : public QWidget {
   // Starts a sweep of the checked shapes on the picked device; false (with a dialog) when it cannot.
   bool startSweep();
 
+  KernelChoice kernelChoice() const;
+  void setKernelChoice(KernelChoice k);
+  // The engine source folder (checked at once; the line shows the result) and the ready probe.
+  QString engineSource() const;
+  void setEngineSource(const QString& dir);
+  QString engineCheckText() const;
+  QString probePath() const;
+  void setProbePath(const QString& path);
+  // The engine build's progress, its "cached" line, or the build's error (first error, log path).
+  QString engineStatusText() const;
+  // Dialogs (errors, prompts) are suppressed; errors stay in the status line (tests).
+  void setInteractive(bool on) { interactive_ = on; }
+
  Q_SIGNALS:
   void openSessionRequested();
   void openDemoRequested();
@@ -50,6 +74,9 @@ class SweepPanel : public QWidget {
  private:
   void refreshShapes();
   void setRunning(bool running);
+  void updateKernelRows();
+  void setEngineStatus(const QString& text);
+  void showError(const QString& title, const QString& text);
 
   SessionDocument* doc_;
   gpu::DeviceList devices_;  // the same list, in the same order, as the CLI's --device N counts
@@ -59,6 +86,15 @@ class SweepPanel : public QWidget {
   QLabel* device_note_;
   std::vector<QCheckBox*> nwarps_, rows_, ncols_;
   QComboBox* engine_;
+  QComboBox* kernel_;
+  QFormLayout* form_;
+  QWidget* engine_row_;
+  QLineEdit* engine_src_;
+  QLabel* engine_check_;
+  QWidget* probe_row_;
+  QLineEdit* probe_;
+  QLabel* engine_status_;
+  bool interactive_ = true;
   QDoubleSpinBox* time_cap_;
   QListWidget* shapes_;
   QPushButton* start_;

@@ -1,9 +1,11 @@
 #include "sweep_runner.h"
 
 #include <QDir>
+#include <chrono>
 #include <QPointer>
 #include <algorithm>
 
+#include "temper/engine_device.h"
 #include "temper/error.h"
 
 namespace temper::ui {
@@ -37,6 +39,8 @@ void SweepRunner::start(SweepSetup setup, DeviceFactory open_devices, const QStr
       if (owned.empty()) fail(ErrorKind::NoDevice, "no device to run the sweep on");
       std::vector<Device*> devices;
       for (auto& d : owned) devices.push_back(d.get());
+      // The engine's own kernel: the session says so (path, commit, hook version).
+      if (const auto* e = dynamic_cast<const engine::EngineDevice*>(devices.front())) setup.kernel_source = e->kernel_source();
       Session session = new_session(setup, devices);
       const double eta = estimated_seconds(session);
       post([this, session, eta] { Q_EMIT planned(session, eta); });
@@ -88,6 +92,40 @@ void SweepRunner::start(SweepSetup setup, DeviceFactory open_devices, const QStr
     }
   });
   thread_->start();
+}
+
+}  // namespace temper::ui
+
+namespace temper::ui {
+
+void SweepRunner::startEngine(SweepSetup setup, EngineRequest request, const QString& journal_dir) {
+  auto post = [this](auto fn) { QMetaObject::invokeMethod(this, std::move(fn), Qt::QueuedConnection); };
+  start(std::move(setup), [this, post, request = std::move(request)]() mutable {
+    engine::ProbeOptions probe;
+    if (!request.probe.empty()) {
+      probe.probe = request.probe;
+    } else {
+      request.build.cancel = &cancel_;
+      const auto t0 = std::chrono::steady_clock::now();
+      const engine::BuildResult built = engine::build(request.source, request.build, [&](const engine::BuildStep& s) {
+        const double eta = s.done > 0 ? s.elapsed_s / s.done * (s.total - s.done) : 0;
+        const QString log = QString::fromStdString(s.log.string());
+        post([this, s, eta, log] { Q_EMIT buildProgress(s.done, s.total, eta, log); });
+      });
+      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const QString text = built.cached
+                               ? QStringLiteral("Engine build cached (%1): %2").arg(QString::fromStdString(built.hash),
+                                                                                    QString::fromStdString(built.probe.string()))
+                               : QStringLiteral("Engine built in %1 s: %2 (log: %3)")
+                                     .arg(int(secs + 0.5))
+                                     .arg(QString::fromStdString(built.probe.string()), QString::fromStdString(built.log.string()));
+      post([this, text] { Q_EMIT engineReady(text); });
+      probe = engine::probe_options(request.source, built);
+    }
+    std::vector<std::unique_ptr<Device>> v;
+    v.push_back(std::make_unique<engine::EngineDevice>(std::move(probe)));
+    return v;
+  }, journal_dir);
 }
 
 }  // namespace temper::ui

@@ -116,9 +116,17 @@ std::optional<fs::path> on_path(const std::string& name, std::initializer_list<c
   return std::nullopt;
 }
 
-// Runs argv in its own process group with output to `log`; polls `cancel` and stops the whole group.
+// Runs argv in its own process group with output to `log` and TMPDIR=`tmpdir` (hipcc leaves an empty
+// directory in TMPDIR per compile: never in the user's); polls `cancel` and stops the whole group.
 // Returns the exit status, or -1 when cancelled.
-int run_compiler(const std::vector<std::string>& argv, const fs::path& log, const std::atomic<bool>* cancel) {
+int run_compiler(const std::vector<std::string>& argv, const fs::path& log, const fs::path& tmpdir,
+                 const std::atomic<bool>* cancel) {
+  std::vector<std::string> env_s{"TMPDIR=" + tmpdir.string()};
+  for (char** e = environ; *e; ++e)
+    if (std::strncmp(*e, "TMPDIR=", 7) != 0) env_s.emplace_back(*e);
+  std::vector<char*> env;
+  for (auto& e : env_s) env.push_back(e.data());
+  env.push_back(nullptr);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -131,7 +139,7 @@ int run_compiler(const std::vector<std::string>& argv, const fs::path& log, cons
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   pid_t pid = 0;
-  const int rc = ::posix_spawn(&pid, args[0], &actions, &attr, args.data(), environ);
+  const int rc = ::posix_spawn(&pid, args[0], &actions, &attr, args.data(), env.data());
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   if (rc != 0) fail(ErrorKind::Internal, "could not start " + argv[0] + ": " + std::strerror(rc));
@@ -328,8 +336,11 @@ std::vector<fs::path> KernelCache::ensure(std::span<const KernelPair> pairs, con
                                    id + "_" + nc + "\n" + kEntryPoints);
       const std::string unique = "." + std::to_string(::getpid()) + "." + std::to_string(i);
       const fs::path final_path = path(p), tmp = final_path.string() + unique + ".tmp", log = dir_ / (stem + unique + ".log");
-      const int rc = run_compiler(command(p, src, tmp), log, cancel);
+      const fs::path tmpdir = dir_ / (stem + unique + ".tmpdir");
       std::error_code e;
+      fs::create_directories(tmpdir, e);
+      const int rc = run_compiler(command(p, src, tmp), log, tmpdir, cancel);
+      fs::remove_all(tmpdir, e);
       std::lock_guard lock(m);
       if (rc == 0) {
         fs::rename(tmp, final_path, e);

@@ -127,6 +127,14 @@ void write_atomic_impl(const std::filesystem::path& requested, const std::functi
     // Overwriting keeps the target's permissions (a 0600 file stays 0600).
     if (replacing && ::fchmod(fd, old.st_mode & 07777) != 0)
       fail(ErrorKind::Io, "cannot set permissions of " + tmp.string() + ": " + errno_text());
+  } catch (const Error& e) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    // The temporary is gone: the message names the file the user asked for.
+    std::string what = e.what();
+    for (size_t at = what.find(tmp.string()); at != std::string::npos; at = what.find(tmp.string(), at))
+      what.replace(at, tmp.string().size(), requested.string());
+    throw Error(e.kind(), what);
   } catch (...) {
     ::close(fd);
     ::unlink(tmp.c_str());

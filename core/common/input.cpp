@@ -105,13 +105,19 @@ nlohmann::json parse_json_input(std::string_view text, const std::string& name) 
     }
     return true;
   };
+  // nlohmann's text without its "[json.exception.parse_error.101] " tag, which means nothing to a user.
+  const auto plain = [](const json::exception& e) {
+    const std::string w = e.what();
+    const size_t tag = w.rfind("[json.exception.", 0) == 0 ? w.find("] ") : std::string::npos;
+    return tag == std::string::npos ? w : w.substr(tag + 2);
+  };
   json j;
   try {
     j = json::parse(text.begin(), text.end(), reject_duplicates);
   } catch (const json::parse_error& e) {
-    fail(ErrorKind::BadInput, name + ": not valid JSON (byte " + std::to_string(e.byte) + "): " + e.what());
+    fail(ErrorKind::BadInput, name + ": not valid JSON (byte " + std::to_string(e.byte) + "): " + plain(e));
   } catch (const json::exception& e) {  // 1e999, a 5000-digit integer: out of range
-    fail(ErrorKind::BadInput, name + ": not usable JSON: " + e.what());
+    fail(ErrorKind::BadInput, name + ": not usable JSON: a number out of range (" + plain(e) + ")");
   }
   if (!duplicate.empty())
     fail(ErrorKind::BadInput, name + ": duplicate key \"" + duplicate.substr(0, 64) + "\" in one object (which one is meant?)");

@@ -12,6 +12,7 @@
 
 #include "temper/engine.h"
 #include "temper/engine_build.h"
+#include "content_hash.h"
 #include "temper/error.h"
 #include "temper/fileio.h"
 
@@ -20,18 +21,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Hash {
-  uint64_t h = 0xcbf29ce484222325ull;
-  void add(std::string_view s) {
-    for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
-    h = (h ^ 0xff) * 0x100000001b3ull;  // a separator, so ("ab","c") and ("a","bc") differ
-  }
-  std::string hex() const {
-    char b[17];
-    std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(h));
-    return b;
-  }
-};
 
 // The parts of a ggml tree that its CMake build reads.
 const std::array<const char*, 4> kTreeParts = {"CMakeLists.txt", "cmake", "include", "src"};
@@ -67,7 +56,10 @@ std::string quote(const std::string& s) {
 }
 
 // Runs `cmd` (through sh), appending everything it prints to `log`; calls `line` per output line.
-int run_logged(const std::string& cmd, const fs::path& log, const std::function<void(const std::string&)>& line) {
+// When `cancel` is set it stops reading: the command dies of SIGPIPE at its next line.
+int run_logged(const std::string& cmd, const fs::path& log, const std::function<void(const std::string&)>& line,
+               const std::atomic<bool>* cancel) {
+  if (cancel && cancel->load()) fail(ErrorKind::Cancelled, "engine build cancelled");
   std::ofstream out(log, std::ios::app);
   out << "$ " << cmd << "\n";
   out.flush();
@@ -76,6 +68,11 @@ int run_logged(const std::string& cmd, const fs::path& log, const std::function<
   std::array<char, 4096> buf;
   std::string pending;
   while (fgets(buf.data(), int(buf.size()), p)) {
+    if (cancel && cancel->load()) {
+      pclose(p);
+      out << "cancelled\n";
+      fail(ErrorKind::Cancelled, "engine build cancelled (log: " + log.string() + ")");
+    }
     out << buf.data();
     pending += buf.data();
     if (!pending.empty() && pending.back() == '\n') {
@@ -93,8 +90,16 @@ std::string first_error(const fs::path& log) {
   std::ifstream in(log);
   std::string line;
   static const std::regex err(R"((error|Error|ERROR)[ :])");
-  while (std::getline(in, line))
-    if (std::regex_search(line, err)) return line.size() > 400 ? line.substr(0, 400) + "..." : line;
+  while (std::getline(in, line)) {
+    if (!std::regex_search(line, err)) continue;
+    // CMake puts what went wrong on the lines after "CMake Error at FILE:LINE (message):".
+    if (line.rfind("CMake Error", 0) == 0) {
+      std::string next;
+      while (std::getline(in, next) && next.find_first_not_of(" \t") == std::string::npos) {}
+      if (const size_t b = next.find_first_not_of(" \t"); b != std::string::npos) line += " " + next.substr(b);
+    }
+    return line.size() > 400 ? line.substr(0, 400) + "..." : line;
+  }
   return "no compiler error found in the log";
 }
 
@@ -132,8 +137,34 @@ Platform platform_for_arch(const std::string& arch) {
   fail(ErrorKind::BadInput, "arch \"" + arch + "\": expected sm_NN (NVIDIA) or gfxNNNN (AMD)");
 }
 
+std::string hipcc_version() {
+  FILE* p = popen("hipconfig --version 2>/dev/null", "r");
+  if (!p) return {};
+  char buf[128] = {0};
+  const bool got = fgets(buf, sizeof buf, p) != nullptr;
+  pclose(p);
+  return got ? std::string(buf) : std::string();
+}
+
+BuildOptions build_options(const std::string& arch, const std::string& set) {
+  BuildOptions o;
+  o.arch = arch;
+  o.platform = platform_for_arch(arch);
+  if (o.platform == Platform::Hip) o.hip_version = hipcc_version();
+  o.set = kernel_set(set);
+  return o;
+}
+
+std::string probe_hash() {
+  ContentHash h;
+  h.add(probe_source());
+  h.add(hook_api());
+  h.add(probe_protocol_source());
+  return h.hex();
+}
+
 std::string source_hash(const Tree& tree, const BuildOptions& o) {
-  Hash h;
+  ContentHash h;
   h.add("hook v" + std::to_string(kHookVersion));
   h.add(o.arch);
   h.add(o.set.name);
@@ -165,13 +196,10 @@ BuildResult build(const fs::path& dir, const BuildOptions& o, const BuildProgres
   r.probe = r.dir / "build" / "temper-probe";
   r.log = r.dir / "build.log";
   const fs::path stamp = r.dir / "built", probe_stamp = r.dir / "probe.hash";
-  Hash ph;
-  ph.add(probe_source());
-  ph.add(hook_api());
-  ph.add(probe_protocol_source());
+  const std::string probe_digest = probe_hash();
   std::error_code ec;
   const bool engine_ready = fs::exists(stamp, ec);
-  if (engine_ready && fs::exists(r.probe, ec) && fs::exists(probe_stamp, ec) && read_file(probe_stamp) == ph.hex() + "\n") {
+  if (engine_ready && fs::exists(r.probe, ec) && fs::exists(probe_stamp, ec) && read_file(probe_stamp) == probe_digest + "\n") {
     r.cached = true;
     return r;
   }
@@ -199,33 +227,37 @@ BuildResult build(const fs::path& dir, const BuildOptions& o, const BuildProgres
 
   const bool hip = platform == Platform::Hip;
   const std::string arch_num = hip ? o.arch : o.arch.substr(3);
+  // The engine's compilers (hipcc leaves a directory per compile in TMPDIR) get a temp dir of their own.
+  const fs::path tmp = r.dir / "tmp";
+  fs::create_directories(tmp, ec);
+  const std::string env = "TMPDIR=" + quote(tmp.string()) + " ";
   std::ostringstream cfg;
-  cfg << "cmake -S " << quote(probe_dir.string()) << " -B " << quote((r.dir / "build").string())
+  cfg << env << "cmake -S " << quote(probe_dir.string()) << " -B " << quote((r.dir / "build").string())
       << (o.generator.empty() ? "" : " -G " + quote(o.generator)) << " -DCMAKE_BUILD_TYPE=Release"
       << " -DGGML_BUILD_TESTS=OFF -DGGML_BUILD_EXAMPLES=OFF -DGGML_NATIVE=OFF"
       << (hip ? " -DGGML_HIP=ON -DGPU_TARGETS=" + arch_num + " -DAMDGPU_TARGETS=" + arch_num
               : " -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=" + arch_num)
       << " -DGGML_CUDA_FA=OFF -DGGML_CUDA_NCCL=OFF";
-  if (progress) progress({0, 0, engine_ready ? "rebuilding temper-probe" : "configuring"});
-  if (!engine_ready && run_logged(cfg.str(), r.log, nullptr) != 0)
+  if (progress) progress({0, 0, engine_ready ? "rebuilding temper-probe" : "configuring", 0, r.log});
+  if (!engine_ready && run_logged(cfg.str(), r.log, nullptr, o.cancel) != 0)
     fail(ErrorKind::Io, "engine configure failed: " + first_error(r.log) + " (log: " + r.log.string() + ")");
 
   static const std::regex step(R"(^\[(\d+)/(\d+)\])");
   const auto start = std::chrono::steady_clock::now();
-  const std::string cmd = "cmake --build " + quote((r.dir / "build").string()) + " --target temper-probe" +
+  const std::string cmd = env + "cmake --build " + quote((r.dir / "build").string()) + " --target temper-probe" +
                           (o.jobs > 0 ? " -j " + std::to_string(o.jobs) : std::string());
   const int rc = run_logged(cmd, r.log, [&](const std::string& line) {
     std::smatch m;
     if (progress && std::regex_search(line, m, step)) {
-      BuildStep s{std::stoi(m[1]), std::stoi(m[2]), line};
+      BuildStep s{std::stoi(m[1]), std::stoi(m[2]), line, 0, r.log};
       s.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       progress(s);
     }
-  });
+  }, o.cancel);
   if (rc != 0 || !fs::exists(r.probe, ec))
     fail(ErrorKind::Io, "engine build failed: " + first_error(r.log) + " (log: " + r.log.string() + ")");
   write_file_atomic(stamp, tree.commit + "\n");
-  write_file_atomic(probe_stamp, ph.hex() + "\n");
+  write_file_atomic(probe_stamp, probe_digest + "\n");
   return r;
 }
 

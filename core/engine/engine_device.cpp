@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "probe_process.h"
+#include "temper/engine.h"
 #include "temper/error.h"
 
 namespace temper::engine {
@@ -71,6 +72,15 @@ T number(const std::map<std::string, std::string>& m, const std::string& key) {
 
 }  // namespace
 
+ProbeOptions probe_options(const std::filesystem::path& src, const BuildResult& built) {
+  ProbeOptions o;
+  o.probe = built.probe;
+  o.source_path = std::filesystem::absolute(src).string();
+  o.ggml_commit = built.tree.commit;
+  o.hook_version = std::to_string(kHookVersion);
+  return o;
+}
+
 std::string api_for_arch(const std::string& arch) { return arch.rfind("gfx", 0) == 0 ? "engine-hip" : "engine-cuda"; }
 bool is_engine_api(const std::string& api) { return api == "engine-cuda" || api == "engine-hip"; }
 
@@ -82,11 +92,15 @@ EngineDevice::EngineDevice(ProbeOptions options) : options_(std::move(options)) 
     const size_t eq = line.find('=');
     if (eq != std::string::npos) hello_[line.substr(0, eq)] = line.substr(eq + 1);
   }
-  const int protocol = number<int>(hello_, "protocol");
-  if (protocol != int(probe::kProtocolVersion))
+  protocol_ = number<int>(hello_, "protocol");
+  if (protocol_ < int(probe::kMinProtocolVersion) || protocol_ > int(probe::kProtocolVersion))
     fail(ErrorKind::GpuFault, "temper-probe " + options_.probe.string() + " speaks protocol " +
-                                  std::to_string(protocol) + "; this Temper speaks " +
+                                  std::to_string(protocol_) + "; this Temper speaks " +
+                                  std::to_string(probe::kMinProtocolVersion) + ".." +
                                   std::to_string(probe::kProtocolVersion) + " (rebuild the probe)");
+  if (options_.kernel_only && protocol_ < 2)
+    fail(ErrorKind::BadInput, "temper-probe " + options_.probe.string() + " speaks protocol " + std::to_string(protocol_) +
+                                  ", which has no kernel-only timing (protocol 2); rebuild it with `temper engine build`");
   info_.index = 0;
   info_.arch = hello_["arch"];
   info_.api = api_for_arch(info_.arch);
@@ -244,14 +258,16 @@ std::vector<double> EngineDevice::time_gemv_grouped(const GemvProblem& p, Config
                                                     int per_group) {
   if (weight_copies.empty()) fail(ErrorKind::BadInput, "time_gemv: no weight copies");
   if (groups < 1 || per_group < 1) fail(ErrorKind::BadInput, "time_gemv: groups and per_group must be positive");
-  const Config w = wire_config(p, c);
+  // Kernel-only: the config's own grid instantiation, the stock one too (there is no MUL_MAT around it).
+  const Config w = options_.kernel_only ? c : wire_config(p, c);
+  const Op op = options_.kernel_only ? Op::TimeKernel : Op::Time;
   Writer req;
   req.put(int32_t(p.type)).put(int32_t(p.n)).put(int32_t(p.k)).put(int32_t(p.ncols)).put(int32_t(w.nwarps))
       .put(int32_t(w.rows_per_block)).put(int32_t(groups)).put(int32_t(per_group)).put(handle(y_q8_1))
       .put(handle(dst)).put(uint32_t(weight_copies.size()));
   for (const DeviceBuffer* b : weight_copies) req.put(handle(*b));
-  const std::string what = "Time " + problem_text(p, c);
-  const auto a = call(uint32_t(Op::Time), req.bytes, what.c_str());
+  const std::string what = (options_.kernel_only ? "TimeKernel " : "Time ") + problem_text(p, c);
+  const auto a = call(uint32_t(op), req.bytes, what.c_str());
   if (a.size() != size_t(groups) * sizeof(double))
     fail(ErrorKind::GpuFault, "temper-probe answered " + what + " with " + std::to_string(a.size()) +
                                   " bytes; expected " + std::to_string(groups) + " doubles");

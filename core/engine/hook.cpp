@@ -1,11 +1,14 @@
 // The tuning hook: anchors on upstream's mmvq.cu, the generated instantiation units, apply and undo.
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <fstream>
 #include <regex>
 #include <sstream>
 #include <system_error>
 
+#include "content_hash.h"
+#include "temper/device_bench.h"
 #include "temper/engine.h"
 #include "temper/error.h"
 #include "temper/fileio.h"
@@ -20,8 +23,8 @@ const char* const kMarkerPrefix = "// temper-hook v";
 const char* const kBackupDir = ".temper-hook";
 const char* const kManifest = "manifest.txt";
 
-std::string marker_line() {
-  return std::string(kMarkerPrefix) + std::to_string(kHookVersion) +
+std::string marker_line(int hook_version) {
+  return std::string(kMarkerPrefix) + std::to_string(hook_version) +
          ": patched by Temper (temper engine patch); restore with `temper engine patch DIR --undo`\n";
 }
 
@@ -203,13 +206,40 @@ Tree find_tree(const fs::path& dir) {
   return t;
 }
 
-KernelSet kernel_set(const std::string& name) {
-  if (name == "full") return {"full", {}, {}};
-  if (name == "ci") return {"ci", {1}, {"Q4_0", "Q4_K"}};
-  fail(ErrorKind::BadInput, "kernel set \"" + name + "\": expected full or ci");
+std::vector<int> KernelSet::ncols_of(const std::string& type) const {
+  static const std::vector<int> every = {1, 2, 3, 4, 5, 6, 7, 8};
+  if (types.empty() || std::find(types.begin(), types.end(), type) != types.end()) return ncols.empty() ? every : ncols;
+  return other_ncols;
 }
 
-Patch make_patch(const std::string& source, const KernelSet& set) {
+std::string_view kernel_set_names() { return "full|all|ncols1|ci"; }
+
+KernelSet kernel_set(const std::string& name) {
+  if (name == "all") return {"all", {}, {}, {}};
+  if (name == "ci") return {"ci", {1}, {"Q4_0", "Q4_K"}, {}};
+  if (name == "full") {
+    KernelSet s{"full", {}, {}, {1}};
+    for (GgmlType t : tier1_types()) {
+      std::string upper(type_name(t));
+      for (char& c : upper) c = char(std::toupper(static_cast<unsigned char>(c)));
+      s.types.push_back(upper);
+    }
+    return s;
+  }
+  // The tier-1 types at ncols 1 only (bench/fidelity.sh): a fraction of the full build's time.
+  if (name == "ncols1") {
+    KernelSet s{"ncols1", {1}, {}, {}};
+    for (GgmlType t : tier1_types()) {
+      std::string upper(type_name(t));
+      for (char& c : upper) c = char(std::toupper(static_cast<unsigned char>(c)));
+      s.types.push_back(upper);
+    }
+    return s;
+  }
+  fail(ErrorKind::BadInput, "kernel set \"" + name + "\": expected " + std::string(kernel_set_names()));
+}
+
+Patch make_patch(const std::string& source, const KernelSet& set, int hook_version) {
   if (int v = patched_version(source)) fail(ErrorKind::BadInput, "mmvq.cu: already patched (hook v" + std::to_string(v) + ")");
   Patch out;
   std::string t = source;
@@ -294,24 +324,19 @@ Patch make_patch(const std::string& source, const KernelSet& set) {
            "        }\n"
            "    }\n");
 
-  out.mmvq = marker_line() + t;
+  out.mmvq = marker_line(hook_version) + t;
 
   // The generated units.
-  std::vector<std::string> types;
-  for (const auto& ty : out.types)
-    if (set.types.empty() || std::find(set.types.begin(), set.types.end(), ty) != set.types.end()) types.push_back(ty);
-  std::vector<int> ncols = set.ncols;
-  if (ncols.empty()) ncols = {1, 2, 3, 4, 5, 6, 7, 8};
   // A unit per type and ncols group {1}, {2-4}, {5-8}: each unit parses mmvq.cu once, so fewer
   // units build faster, and three per type still keep a many-core build busy.
   const auto group_of = [](int nc) { return nc == 1 ? 0 : nc <= 4 ? 1 : 2; };
-  std::vector<std::vector<int>> groups;
-  for (int nc : ncols) {
-    if (groups.empty() || group_of(groups.back().back()) != group_of(nc)) groups.emplace_back();
-    groups.back().push_back(nc);
-  }
   std::vector<std::string> suffixes;
-  for (const auto& ty : types) {
+  for (const auto& ty : out.types) {
+    std::vector<std::vector<int>> groups;
+    for (int nc : set.ncols_of(ty)) {
+      if (groups.empty() || group_of(groups.back().back()) != group_of(nc)) groups.emplace_back();
+      groups.back().push_back(nc);
+    }
     for (const auto& group : groups) {
       std::string suffix = lower(ty), name = "temper-mmvq-" + lower(ty) + "-" + std::to_string(group.front());
       for (int nc : group) suffix += "_" + std::to_string(nc);
@@ -359,7 +384,8 @@ void patch(const fs::path& dir, const KernelSet& set) {
   }
   fs::create_directories(backup, ec);
   if (ec) fail(ErrorKind::Io, backup.string() + ": " + ec.message());
-  std::string manifest = "set=" + set.name + "\n";
+  // The patched file's hash: undo restores only what Temper wrote, whatever a later Temper would write.
+  std::string manifest = "set=" + set.name + "\nmmvq=" + content_hash(p.mmvq) + "\n";
   try {
     write_file_atomic(backup / "mmvq.cu.orig", original);
     for (const auto& [name, content] : p.files) {
@@ -387,14 +413,18 @@ void undo(const fs::path& dir) {
   // The file as we wrote it: anything else means the user edited it since, and it is theirs.
   const std::string manifest = read_file(backup / kManifest);
   std::vector<std::string> names;
-  std::string set_name;
+  std::string set_name, written_hash;
   std::istringstream in(manifest);
   for (std::string line; std::getline(in, line);) {
     if (line.rfind("set=", 0) == 0) set_name = line.substr(4);
+    else if (line.rfind("mmvq=", 0) == 0) written_hash = line.substr(5);
     else if (!line.empty()) names.push_back(line);
   }
-  const KernelSet set = kernel_set(set_name);
-  if (make_patch(original, set).mmvq != current)
+  // Hook v1 manifests hold no hash; their "full" set is today's "all".
+  const bool unchanged = !written_hash.empty()
+                             ? content_hash(current) == written_hash
+                             : make_patch(original, kernel_set(set_name == "full" ? "all" : set_name), 1).mmvq == current;
+  if (!unchanged)
     fail(ErrorKind::BadInput, tree.mmvq.string() + ": changed since Temper patched it; not touching it (the original is in " +
                                   (backup / "mmvq.cu.orig").string() + ")");
   write_file_atomic(tree.mmvq, original);  // the commit point

@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <thread>
@@ -30,12 +31,25 @@ double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+// A probe's stderr log when none is given: in the engine cache (never the user's temp directory),
+// removed when the probe ends well; kept, and named in the error, when it failed. TEMPER_PROBE_LOG_DIR
+// names a directory where every log is kept (bench scripts read what the engine printed).
+const char* kept_log_dir() {
+  const char* d = std::getenv("TEMPER_PROBE_LOG_DIR");
+  return d && *d ? d : nullptr;
+}
+
 fs::path default_log() {
   static std::atomic<int> counter{0};
+  fs::path dir;
+  if (const char* kept = kept_log_dir()) dir = kept;
+  else if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) dir = fs::path(x) / "temper" / "engine" / "logs";
+  else if (const char* h = std::getenv("HOME"); h && *h) dir = fs::path(h) / ".cache" / "temper" / "engine" / "logs";
+  else dir = fs::temp_directory_path() / "temper-engine" / "logs";
   std::error_code ec;
-  fs::path dir = fs::temp_directory_path(ec);
-  if (ec) dir = "/tmp";
-  return dir / ("temper-probe-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + ".log");
+  fs::create_directories(dir, ec);
+  if (ec) fail(ErrorKind::Io, "temper-probe log directory " + dir.string() + ": " + ec.message());
+  return dir / ("probe-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + ".log");
 }
 
 void put_u32(uint8_t* p, uint32_t v) {
@@ -56,17 +70,19 @@ uint32_t get_u32(const uint8_t* p) {
 }  // namespace
 
 ProbeProcess::ProbeProcess(const fs::path& exe, const std::vector<std::string>& args, fs::path log, double timeout_s)
-    : exe_(exe), log_(log.empty() ? default_log() : std::move(log)), timeout_s_(timeout_s) {
+    : exe_(exe), own_log_(log.empty() && !kept_log_dir()), timeout_s_(timeout_s) {
   std::error_code ec;
   if (!fs::exists(exe_, ec)) fail(ErrorKind::BadInput, "temper-probe " + exe_.string() + ": no such file");
   if (fs::is_directory(exe_, ec) || ::access(exe_.c_str(), X_OK) != 0)
     fail(ErrorKind::BadInput, "temper-probe " + exe_.string() + ": not an executable file");
+  log_ = log.empty() ? default_log() : std::move(log);
 
   const int log_fd = ::open(log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (log_fd < 0) fail(ErrorKind::Io, "temper-probe log " + log_.string() + ": " + std::strerror(errno));
   int sv[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
     ::close(log_fd);
+    if (own_log_) fs::remove(log_, ec);
     fail(ErrorKind::Io, std::string("temper-probe: socketpair: ") + std::strerror(errno));
   }
   posix_spawn_file_actions_t actions;
@@ -98,6 +114,7 @@ ProbeProcess::ProbeProcess(const fs::path& exe, const std::vector<std::string>& 
   if (rc != 0) {
     ::close(sv[0]);
     pid_ = -1;
+    if (own_log_) fs::remove(log_, ec);
     fail(ErrorKind::GpuFault, "temper-probe " + exe_.string() + ": cannot start: " + std::strerror(rc));
   }
   fd_ = sv[0];
@@ -123,9 +140,12 @@ ProbeProcess::~ProbeProcess() {
     }
   }
   if (fd_ >= 0) ::close(fd_);
+  std::error_code ec;
+  if (own_log_ && !keep_log_) fs::remove(log_, ec);
 }
 
 std::string ProbeProcess::stderr_context() const {
+  keep_log_ = true;  // an error names the log: it stays
   std::string tail;
   std::ifstream in(log_, std::ios::binary);
   if (in) {

@@ -34,7 +34,7 @@ class ProbeProcess {
 
   const std::filesystem::path& log() const { return log_; }
   const std::filesystem::path& exe() const { return exe_; }
-  // "; last stderr: ...; log: PATH" for error messages.
+  // "; last stderr: ...; log: PATH" for error messages; the log is then kept.
   std::string stderr_context() const;
   bool dead() const { return !dead_reason_.empty(); }
 
@@ -45,6 +45,8 @@ class ProbeProcess {
   std::string exit_text();  // "exited with status 3" / "killed by signal 11" / "still running"
 
   std::filesystem::path exe_, log_;
+  bool own_log_;                   // the default log: removed at the end unless an error named it
+  mutable bool keep_log_ = false;  // set by stderr_context()
   double timeout_s_;
   pid_t pid_ = -1;
   int fd_ = -1;

@@ -14,13 +14,16 @@
 
 namespace temper::probe {
 
-constexpr uint32_t kProtocolVersion = 1;
+// 2 added TimeKernel. Temper accepts probes from kMinProtocolVersion on; an op newer than the
+// probe's version is refused on Temper's side with one line (rebuild the probe).
+constexpr uint32_t kProtocolVersion = 2;
+constexpr uint32_t kMinProtocolVersion = 1;
 
 enum class Op : uint32_t {
   // -> text: "key=value\n" lines: protocol, name, arch (sm_90 / gfx90a), cc, sms, warp_size,
   //    l2_bytes, memory_bytes, clock_mhz, memory_clock_mhz, memory_bus_bits, shared_per_block,
   //    shared_per_sm, regs_per_block, regs_per_sm, max_threads_per_sm, driver, runtime, pci_bus_id,
-  //    hook_version, kernel_set (full|ci), graphs (0|1)
+  //    hook_version, kernel_set (full|all|ncols1|ci), graphs (0|1)
   Hello = 1,
   Alloc = 2,      // u64 bytes -> u64 handle (device memory in the engine's own buffer type)
   Free = 3,       // u64 handle
@@ -59,6 +62,16 @@ enum class Op : uint32_t {
   // -> f64 us[tokens] (device time of each token's graph), then i64 mmvq launches per token and
   //    i64 of them tuned (launched from a Temper instantiation, not the stock table).
   Replay = 15,
+  // Protocol 2. The Time payload and answer, but kernel-only: the activations are the ones Quantize
+  // wrote (quantized once, by the engine's own q8_1 quantizer, in the engine's padded layout), and
+  // only the hook's mul_mat_vec_q instantiation of (nwarps, rows_per_block) is launched per step,
+  // through the registry's launch function (upstream's own launch path, PDL included), weights
+  // rotating through the copies; device events around each group only. nwarps must name a compiled
+  // grid instantiation (NotCompiled otherwise): the stock config is timed as its grid
+  // instantiation, never through the stock dispatch. The launch arguments (strides, fast-division
+  // values, fusion, stream) are the ones the engine itself built for one MUL_MAT of this shape; dst
+  // is filled with 0xFF after that MUL_MAT, so afterwards it holds the kernel-only launches' output.
+  TimeKernel = 16,
 };
 
 enum class ProbeStatus : int32_t { Ok = 0, BadRequest = 1, EngineError = 2, NotCompiled = 3 };

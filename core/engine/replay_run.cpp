@@ -125,19 +125,28 @@ ReplayReport run_replay(EngineDevice& device, const GgufFile& file, const Replay
   r.speedup_low = r.stock.ci_low / r.profiled.ci_high;
   r.speedup_high = r.stock.ci_high / r.profiled.ci_low;
 
-  // The profile's prediction: approved ncols-1 entries of this device's arch the token's GEMVs hit.
-  const Profile profile = load_profile(o.profile);
-  std::map<std::tuple<GgmlType, int64_t, int64_t>, int64_t> gemvs;  // (type, n, k) -> per token
-  for (const ReplayNode& n : plan.nodes) gemvs[{n.type, n.n, n.k}] += n.gemvs();
-  for (const ProfileEntry& e : profile.entries) {
-    if (e.approval != Approval::Approved || e.key.ncols != 1 || e.key.arch != device.info().arch || !e.provenance) continue;
-    auto it = gemvs.find({e.key.type, e.key.n, e.key.k});
-    if (it == gemvs.end()) continue;
-    ++r.profile_entries_hit;
-    r.predicted_saving_us += double(it->second) * (e.provenance->default_us - e.provenance->tuned_us);
-  }
+  const ReplayPrediction predicted = predict_replay(plan, load_profile(o.profile), device.info().arch);
+  r.profile_entries_hit = predicted.entries_hit;
+  r.predicted_saving_us = predicted.saving_us;
   r.predicted_speedup = r.stock.median / (r.stock.median - r.predicted_saving_us);
   return r;
+}
+
+ReplayPrediction predict_replay(const ReplayPlan& plan, const Profile& profile, const std::string& arch) {
+  // The engine's fused gate/up kernels stay stock under a profile (temper-mmvq-runtime.cu), so
+  // only plain MUL_MAT and MUL_MAT_ID launches can gain.
+  std::map<std::tuple<GgmlType, int64_t, int64_t>, int64_t> gemvs;  // (type, n, k) -> per token
+  for (const ReplayNode& n : plan.nodes)
+    if (!n.fused()) gemvs[{n.type, n.n, n.k}] += n.gemvs();
+  ReplayPrediction p;
+  for (const ProfileEntry& e : profile.entries) {
+    if (e.approval != Approval::Approved || e.key.ncols != 1 || e.key.arch != arch || !e.provenance) continue;
+    auto it = gemvs.find({e.key.type, e.key.n, e.key.k});
+    if (it == gemvs.end()) continue;
+    ++p.entries_hit;
+    p.saving_us += double(it->second) * (e.provenance->default_us - e.provenance->tuned_us);
+  }
+  return p;
 }
 
 }  // namespace temper::engine

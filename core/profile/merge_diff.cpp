@@ -80,7 +80,16 @@ MergeResult merge_profiles(const std::vector<Profile>& profiles) {
       }
       bool take_new;
       std::string reason;
-      if (cur.provenance && e.provenance) {
+      if (cur.provenance && e.provenance && cur.provenance->device_name != e.provenance->device_name) {
+        // Two GPU models of one arch (an H100 and an H200 are both sm_90): their microseconds are
+        // not comparable (the faster memory would always win), their gains over their own defaults are.
+        take_new = e.provenance->speedup > cur.provenance->speedup;
+        const ProfileEntry& kept = take_new ? e : cur;
+        const ProfileEntry& other = take_new ? cur : e;
+        reason = "measured on different GPUs of one arch (" + kept.provenance->device_name + ", " +
+                 other.provenance->device_name + "): the larger gain over its own default stays, " +
+                 fmt(kept.provenance->speedup) + "x vs " + fmt(other.provenance->speedup) + "x";
+      } else if (cur.provenance && e.provenance) {
         take_new = e.provenance->tuned_us < cur.provenance->tuned_us;
         const ProfileEntry& faster = take_new ? e : cur;
         const ProfileEntry& slower = take_new ? cur : e;

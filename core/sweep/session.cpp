@@ -619,7 +619,7 @@ Session session_from_json(const json& j, const std::string& where) {
   root.object();
   // A profile opened where a session is expected used to say `missing field "id"`.
   if (!j.contains("results") && ((j.contains("format") && j["format"] == "temper-profile") || j.contains("configs")))
-    fail(ErrorKind::BadInput, where + ": a tuning profile, not a sweep session (open it as a profile)");
+    fail(ErrorKind::BadInput, where + ": a tuning profile, not a sweep session (`temper profile show` reads profiles)");
   const int version = root["schema_version"].integer();
   if (version > kSessionSchemaVersion)
     fail(ErrorKind::BadInput, where + ": session written by a newer Temper (schema " + std::to_string(version) +

@@ -146,6 +146,24 @@ std::string verdict_text(const Verdict& w) {
 }
 }  // namespace
 
+std::string model_mismatch(const Session& a, const Session& b) {
+  const ModelIdentity &ma = a.model, &mb = b.model;
+  const auto name = [](const ModelIdentity& m) {
+    return m.file_name + (m.header_hash.empty() ? std::string() : " (" + m.header_hash + ")");
+  };
+  if (ma.synthetic() != mb.synthetic() || (!ma.header_hash.empty() && !mb.header_hash.empty() && ma.header_hash != mb.header_hash) ||
+      ((ma.header_hash.empty() || mb.header_hash.empty()) && (ma.file_name != mb.file_name || ma.size_bytes != mb.size_bytes)))
+    return "different models: " + name(ma) + " vs " + name(mb);
+  // Synthetic shapes have no file to tell them apart: they must share a shape at least.
+  if (ma.synthetic()) {
+    for (const ShapeKey& x : a.shapes)
+      for (const ShapeKey& y : b.shapes)
+        if (x == y) return {};
+    return "no shape in common";
+  }
+  return {};
+}
+
 SessionComparison compare_sessions(const Session& a, const Session& b) {
   SessionComparison c;
   c.kernel_a = kernel_label(a.kernel_source);
@@ -157,7 +175,16 @@ SessionComparison compare_sessions(const Session& a, const Session& b) {
     const Verdict* wb = find_verdict(b, wa);
     if (!wb) continue;
     ++c.winners_compared;
-    if (wa.verdict == wb->verdict && wa.config == wb->config) {
+    auto side = [](const Verdict& w) {
+      return SessionComparison::Side{w.verdict, w.default_config, w.config, w.default_us, w.best_us, w.confirmed};
+    };
+    SessionComparison::Row row;
+    static_cast<GroupKey&>(row) = wa;
+    row.a = side(wa);
+    row.b = side(*wb);
+    row.agree = wa.verdict == wb->verdict && wa.config == wb->config;
+    c.rows.push_back(row);
+    if (row.agree) {
       ++c.winners_agree;
     } else {
       c.disagreements.push_back(group_text(wa, multi) + ": " + verdict_text(wa) +
@@ -172,6 +199,8 @@ SessionComparison compare_sessions(const Session& a, const Session& b) {
     const double mean = (ra.time_us.median + rb->time_us.median) / 2;
     if (mean > 0) spreads.push_back({std::abs(ra.time_us.median - rb->time_us.median) / mean, &ra});
   }
+  c.estimates_a = a.estimates;
+  c.estimates_b = b.estimates;
   c.medians_compared = int(spreads.size());
   if (!spreads.empty()) {
     std::sort(spreads.begin(), spreads.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
@@ -203,16 +232,56 @@ std::string format_comparison(const SessionComparison& c) {
     << fmt("%.2f%%", 100 * c.spread_max);
   if (!c.spread_max_at.empty()) o << " (" << c.spread_max_at << ")";
   o << "\n";
+  if (!c.rows.empty()) {
+    const bool multi = std::any_of(c.rows.begin(), c.rows.end(), [](const auto& r) { return r.device != 0; });
+    auto cell = [](double us, Config cfg) { return fmt("%.2f", us) + " (" + config_text(cfg) + ")"; };
+    o << "\n" << (multi ? pad("dev", 4) : "") << pad("shape (type NxK)", 22) << pad("ncols", 6)
+      << pad("first: default µs", 20) << pad("best µs", 16) << pad("second: default µs", 20) << pad("best µs", 16)
+      << "winners agree\n";
+    for (const auto& r : c.rows)
+      o << (multi ? pad(std::to_string(r.device), 4) : "") << pad(shape_text(r), 22) << pad(std::to_string(r.ncols), 6)
+        << pad(cell(r.a.default_us, r.a.default_config), 20) << pad(cell(r.a.best_us, r.a.config), 16)
+        << pad(cell(r.b.default_us, r.b.default_config), 20) << pad(cell(r.b.best_us, r.b.config), 16)
+        << (r.agree ? "yes" : "no") << "\n";
+  }
+  for (const auto* side : {&c.estimates_a, &c.estimates_b})
+    for (const Estimate& e : *side) {
+      if (e.shapes_measured == 0) continue;
+      o << (side == &c.estimates_a ? "first" : "second") << " (" << (side == &c.estimates_a ? c.kernel_a : c.kernel_b)
+        << (e.device != 0 ? ", device " + std::to_string(e.device) : std::string()) << "): GEMV time per token "
+        << fmt("%.1f", e.default_us_per_token) << " -> " << fmt("%.1f", e.tuned_us_per_token) << " µs, tokens/s "
+        << fmt("%.1f", e.default_tokens_per_s) << " -> " << fmt("%.1f", e.tuned_tokens_per_s) << " ("
+        << fmt("%+.1f%%", 100.0 * (e.tuned_tokens_per_s / e.default_tokens_per_s - 1.0)) << ")\n";
+    }
   return o.str();
 }
 
 nlohmann::json to_json(const SessionComparison& c) {
+  auto side = [](const SessionComparison::Side& x) {
+    return nlohmann::json{{"verdict", x.verdict}, {"default_config", config_text(x.default_config)},
+                          {"config", config_text(x.config)}, {"default_us", x.default_us}, {"best_us", x.best_us},
+                          {"confirmed", x.confirmed}};
+  };
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& r : c.rows)
+    rows.push_back({{"device", r.device}, {"type", type_name(r.type)}, {"n", r.n}, {"k", r.k}, {"ncols", r.ncols},
+                    {"a", side(r.a)}, {"b", side(r.b)}, {"agree", r.agree}});
+  auto estimates = [](const std::vector<Estimate>& v) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const Estimate& e : v)
+      out.push_back({{"device", e.device}, {"shapes_measured", e.shapes_measured}, {"shapes_total", e.shapes_total},
+                     {"default_us_per_token", e.default_us_per_token}, {"tuned_us_per_token", e.tuned_us_per_token},
+                     {"default_tokens_per_s", e.default_tokens_per_s}, {"tuned_tokens_per_s", e.tuned_tokens_per_s}});
+    return out;
+  };
   return {{"winners_compared", c.winners_compared}, {"winners_agree", c.winners_agree},
           {"disagreements", c.disagreements},       {"medians_compared", c.medians_compared},
           {"spread_median", c.spread_median},       {"spread_p90", c.spread_p90},
           {"spread_max", c.spread_max},             {"spread_max_at", c.spread_max_at},
           {"confirmed_a", c.confirmed_a},           {"confirmed_b", c.confirmed_b},
-          {"kernel_a", c.kernel_a},                 {"kernel_b", c.kernel_b}};
+          {"kernel_a", c.kernel_a},                 {"kernel_b", c.kernel_b},
+          {"rows", rows},                           {"estimates_a", estimates(c.estimates_a)},
+          {"estimates_b", estimates(c.estimates_b)}};
 }
 
 }  // namespace temper

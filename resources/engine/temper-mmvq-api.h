@@ -16,6 +16,15 @@ long long temper_mmvq_launch_count(void);
 long long temper_mmvq_tuned_count(void);
 // The stream of the last mmvq launch (ggml's compute stream), for the probe's timing events.
 void * temper_mmvq_last_stream(void);
+// Kernel-only timing: the last launch the probe's override chose is remembered with the arguments
+// the engine built for it (strides, fast-division values, fusion, stream). forget drops it;
+// captured writes its type, ncols, rows (N) and K, 0 when there is none; launch_captured launches the
+// (nwarps, rows) instantiation of that type and ncols with those arguments but weights vx and q8_1
+// activations vy (the engine's padded layout), through the registry's launch function; 0 when
+// nothing was captured or that config is not compiled in.
+int  temper_mmvq_forget_launch(void);
+int  temper_mmvq_captured(int out[4]);
+int  temper_mmvq_launch_captured(int nwarps, int rows, const void * vx, const void * vy);
 // ggml's own q8_1 quantizer, as MUL_MAT runs it before mmvq (x: ncols rows of k floats).
 void temper_mmvq_quantize_q8_1(const float * x, void * vy, int type_src0, long long k, long long ncols, void * stream);
 // Loads a profile now (path NULL: TEMPER_PROFILE, else the default path); prints its one line.

@@ -46,6 +46,9 @@ std::once_flag g_registered, g_profile_loaded;
 std::atomic<long long> g_launches{0}, g_tuned{0};
 int g_last[2] = {0, 0};
 void * g_last_stream = nullptr;
+// The arguments of the last launch the probe's override chose, for kernel-only timing.
+struct Captured { bool valid = false; int type = -1, ncols = 0; temper_mmvq_args args; ggml_cuda_mm_fusion_args_device fusion; };
+Captured g_captured;
 
 const Instance * find_instance(int type, int ncols, int nwarps, int rows) {
     const int wi = nwarps_index(nwarps), ri = rows_index(rows);
@@ -261,8 +264,10 @@ bool temper_mmvq_try_launch(int type, int ncols_dst, const temper_mmvq_args & a)
     std::call_once(g_profile_loaded, [] { load_profile_locked(nullptr); });
     const ShapeKey key{type, a.nrows_x, (int) a.ncols_x, ncols_dst};
     const Choice * choice = nullptr;
+    bool from_probe = false;
     if (auto it = g_overrides.find(key); it != g_overrides.end()) {
         choice = &it->second;
+        from_probe = true;
     } else if (!g_profile.empty() && !(a.fusion && a.fusion->gate)) {
         // Profile entries come from sweeps of plain MUL_MAT (and MUL_MAT_ID, which runs the same
         // kernel). The fused gate/up kernel does twice the work per block: on the H100 the plain
@@ -279,6 +284,14 @@ bool temper_mmvq_try_launch(int type, int ncols_dst, const temper_mmvq_args & a)
     if (!choice) return false;
     const Instance * in = find_instance(type, ncols_dst, choice->nwarps, choice->rows);
     if (!in) return false;
+    if (from_probe) {
+        g_captured.valid = true;
+        g_captured.type = type;
+        g_captured.ncols = ncols_dst;
+        g_captured.args = a;
+        g_captured.fusion = *a.fusion;
+        g_captured.args.fusion = &g_captured.fusion;
+    }
     in->launch(a);
     ++g_tuned;
     return true;
@@ -318,6 +331,36 @@ void temper_mmvq_last_launch(int out[2]) { out[0] = g_last[0]; out[1] = g_last[1
 long long temper_mmvq_launch_count(void) { return g_launches.load(); }
 long long temper_mmvq_tuned_count(void) { return g_tuned.load(); }
 void * temper_mmvq_last_stream(void) { return g_last_stream; }
+
+int temper_mmvq_forget_launch(void) {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    g_captured.valid = false;
+    return 0;
+}
+
+int temper_mmvq_captured(int out[4]) {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    if (!g_captured.valid) return 0;
+    out[0] = g_captured.type; out[1] = g_captured.ncols; out[2] = g_captured.args.nrows_x; out[3] = (int) g_captured.args.ncols_x;
+    return 1;
+}
+
+int temper_mmvq_launch_captured(int nwarps, int rows, const void * vx, const void * vy) {
+    Instance in;
+    temper_mmvq_args a;
+    {
+        std::lock_guard<std::mutex> lock(g_mutex);
+        if (!g_captured.valid) return 0;
+        const Instance * found = find_instance(g_captured.type, g_captured.ncols, nwarps, rows);
+        if (!found) return 0;
+        in = *found;
+        a = g_captured.args;
+    }
+    a.vx = vx;
+    a.vy = vy;
+    in.launch(a);
+    return 1;
+}
 
 void temper_mmvq_quantize_q8_1(const float * x, void * vy, int type_src0, long long k, long long ncols, void * stream) {
     const long long k_padded = GGML_PAD(k, MATRIX_ROW_PADDING);

@@ -34,6 +34,15 @@
 #define cudaEventElapsedTime hipEventElapsedTime
 #define cudaEventRecord hipEventRecord
 #define cudaEventSynchronize hipEventSynchronize
+#ifndef cudaStreamSynchronize
+#define cudaStreamSynchronize hipStreamSynchronize
+#endif
+#ifndef cudaGetLastError
+#define cudaGetLastError hipGetLastError
+#endif
+#ifndef cudaDeviceSynchronize
+#define cudaDeviceSynchronize hipDeviceSynchronize
+#endif
 #define cudaEvent_t hipEvent_t
 #define cudaFree hipFree
 #define cudaGetDeviceProperties hipGetDeviceProperties
@@ -60,7 +69,9 @@ ggml_backend_t g_backend = nullptr;
 int g_device = 0;
 uint64_t g_next_handle = 1;
 std::map<uint64_t, ggml_backend_buffer_t> g_buffers;
-struct Quantized { uint64_t x; int k, ncols; };
+// x: the float activations (the engine's MUL_MAT quantizes them itself); q8: the same quantized by
+// the engine's quantizer in its padded layout (what mmvq reads; kernel-only timing launches on it).
+struct Quantized { uint64_t x; int k, ncols; void * q8; };
 std::map<uint64_t, Quantized> g_quantized;  // y -> the float activations it holds, quantized
 std::map<std::tuple<int, int, int>, std::pair<int, int>> g_stock;  // (type, ncols, k) -> config
 constexpr size_t kSlack = 1 << 16;  // room for the row padding ggml's CUDA buffers ask quantized tensors for
@@ -122,6 +133,7 @@ void forget_quantized(uint64_t y) {
         ggml_backend_buffer_free(b->second);
         g_buffers.erase(b);
     }
+    cudaFree(it->second.q8);
     g_quantized.erase(it);
 }
 
@@ -335,6 +347,72 @@ std::string hello() {
     return o;
 }
 
+// Op::TimeKernel (probe_protocol.h): mul_mat_vec_q alone, launched back to back with the arguments
+// the engine built for one MUL_MAT of this shape.
+std::string time_kernel(Reader & r) {
+    const int type = r.get<int32_t>(), n = r.get<int32_t>(), k = r.get<int32_t>(), ncols = r.get<int32_t>();
+    const int nwarps = r.get<int32_t>(), rows = r.get<int32_t>();
+    const int groups = r.get<int32_t>(), per_group = r.get<int32_t>();
+    const uint64_t y = r.get<uint64_t>(), dst = r.get<uint64_t>();
+    const uint32_t copies = r.get<uint32_t>();
+    if (groups < 1 || per_group < 1 || copies < 1) fail(ProbeStatus::BadRequest, "time_kernel: groups, per_group and copies must be positive");
+    std::vector<const void *> ring(copies);
+    std::vector<uint64_t> handles(copies);
+    for (uint32_t i = 0; i < copies; ++i) {
+        handles[i] = r.get<uint64_t>();
+        ring[i] = ggml_backend_buffer_get_base(buffer(handles[i]));
+    }
+    const Quantized & q = quantized(y);
+    if (q.k != k || q.ncols != ncols) fail(ProbeStatus::BadRequest, "time_kernel: activations do not match k/ncols");
+    if (nwarps <= 0) fail(ProbeStatus::NotCompiled, "time_kernel: times a grid instantiation; nwarps 0 (the stock dispatch) has none");
+    set_config(type, n, k, ncols, nwarps, rows);
+    // One MUL_MAT through the engine with this config: the hook keeps the arguments it launched with.
+    temper_mmvq_forget_launch();
+    {
+        MulMatGraph g(type, n, k, ncols, {handles[0]}, q.x, dst);
+        compute(g);
+    }
+    temper_mmvq_set_override(type, n, k, ncols, 0, 0);
+    int seen[4] = {0, 0, 0, 0};
+    if (!temper_mmvq_captured(seen) || seen[0] != type || seen[1] != ncols || seen[2] != n || seen[3] != k)
+        fail(ProbeStatus::EngineError, "time_kernel: the engine's MUL_MAT did not launch the hook's instantiation of this shape");
+    // Poisoned: what dst holds afterwards was written by the kernel-only launches alone.
+    ggml_backend_buffer_clear(buffer(dst), 0xFF);
+    auto launch = [&](size_t i) {
+        if (!temper_mmvq_launch_captured(nwarps, rows, ring[i % copies], q.q8))
+            fail(ProbeStatus::EngineError, "time_kernel: the captured launch is gone");
+    };
+    cudaStream_t stream = (cudaStream_t) temper_mmvq_last_stream();
+    for (uint32_t i = 0; i < copies; ++i) launch(i);  // warm-up: every copy once
+    check_cuda(cudaStreamSynchronize(stream), "time_kernel warm-up");
+    check_cuda(cudaGetLastError(), "time_kernel warm-up");
+    std::vector<cudaEvent_t> ev(size_t(groups) + 1);
+    for (auto & e : ev) check_cuda(cudaEventCreate(&e), "cudaEventCreate");
+    const size_t total = size_t(groups) * size_t(per_group);
+    // Enqueue cost of the whole batch on the host, so the spin covers it with room to spare.
+    const auto t0 = std::chrono::steady_clock::now();
+    for (size_t i = 0; i < total; ++i) launch(i);
+    check_cuda(cudaStreamSynchronize(stream), "time_kernel");
+    const double enqueue_ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+    spin<<<1, 1, 0, stream>>>((long long) (enqueue_ns * 1.5) + 50000);
+    check_cuda(cudaEventRecord(ev[0], stream), "cudaEventRecord");
+    size_t at = 0;  // the ring continues across groups
+    for (int g = 0; g < groups; ++g) {
+        for (int i = 0; i < per_group; ++i) launch(at++);
+        check_cuda(cudaEventRecord(ev[size_t(g) + 1], stream), "cudaEventRecord");
+    }
+    check_cuda(cudaEventSynchronize(ev.back()), "cudaEventSynchronize");
+    check_cuda(cudaGetLastError(), "time_kernel");
+    std::string out;
+    for (int g = 0; g < groups; ++g) {
+        float ms = 0;
+        check_cuda(cudaEventElapsedTime(&ms, ev[size_t(g)], ev[size_t(g) + 1]), "cudaEventElapsedTime");
+        put(out, double(ms) * 1000.0 / per_group);
+    }
+    for (auto & e : ev) cudaEventDestroy(e);
+    return out;
+}
+
 std::string serve(Op op, const std::string & payload) {
     Reader r{payload};
     std::string out;
@@ -409,11 +487,10 @@ std::string serve(Op op, const std::string & payload) {
                                        cudaMemcpyDeviceToDevice, stream), "cudaMemcpyAsync");
             ggml_backend_synchronize(g_backend);
             check_cuda(cudaDeviceSynchronize(), "quantize");
-            cudaFree(tmp);
             const uint64_t own_handle = g_next_handle++;
             g_buffers[own_handle] = own;
             forget_quantized(y);
-            g_quantized[y] = Quantized{own_handle, k, ncols};
+            g_quantized[y] = Quantized{own_handle, k, ncols, tmp};  // tmp stays: TimeKernel reads it
             return out;
         }
         case Op::Gemv: {
@@ -481,6 +558,7 @@ std::string serve(Op op, const std::string & payload) {
             temper_mmvq_set_override(type, n, k, ncols, 0, 0);
             return out;
         }
+        case Op::TimeKernel: return time_kernel(r);
         case Op::HasKernel: {
             const int type = r.get<int32_t>(), ncols = r.get<int32_t>(), nwarps = r.get<int32_t>(), rows = r.get<int32_t>();
             put(out, uint8_t(temper_mmvq_has(type, ncols, nwarps, rows) ? 1 : 0));

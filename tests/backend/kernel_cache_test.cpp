@@ -50,6 +50,25 @@ class KernelCacheTest : public ::testing::Test {
 
 const KernelPair kPairs[] = {{GgmlType::Q4_0, 1}, {GgmlType::Q4_K, 1}, {GgmlType::Q6_K, 2}};
 
+// hipcc leaves an empty <stem>-XXXXXX directory in TMPDIR per compile; the stand-in does the same.
+// The compiler gets a private TMPDIR inside the cache, removed afterwards: the user's stays empty.
+TEST_F(KernelCacheTest, CompilesLeaveNothingInTheTempDirectory) {
+  fake_nvcc("mktemp -d >/dev/null && echo built > \"$out\"");
+  const fs::path user_tmp = dir_ / "tmp";
+  fs::create_directories(user_tmp);
+  const char* old = std::getenv("TMPDIR");
+  const std::string saved = old ? old : "";
+  ::setenv("TMPDIR", user_tmp.c_str(), 1);
+  KernelCache cache(KernelToolchain::Cuda, "sm_90", KernelArtifact::SharedLibrary);
+  const auto paths = cache.ensure(kPairs, nullptr, nullptr, 2);
+  old ? (void)::setenv("TMPDIR", saved.c_str(), 1) : (void)::unsetenv("TMPDIR");
+  for (const auto& p : paths) EXPECT_TRUE(fs::is_regular_file(p)) << p;
+  EXPECT_EQ(calls(), 3);
+  EXPECT_TRUE(fs::directory_iterator(user_tmp) == fs::directory_iterator()) << "the compiler left files in TMPDIR";
+  for (const auto& e : fs::directory_iterator(cache.directory()))
+    EXPECT_EQ(e.path().string().find(".tmpdir"), std::string::npos) << e.path();
+}
+
 TEST_F(KernelCacheTest, CompilesMissingOnceThenServesFromCache) {
   fake_nvcc("echo built > \"$out\"");
   KernelCache cache(KernelToolchain::Cuda, "sm_90", KernelArtifact::SharedLibrary);

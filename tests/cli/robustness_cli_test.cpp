@@ -3,6 +3,7 @@
 // outputs that name an input. Each must end in one clear line and the documented exit code; no
 // input is ever overwritten.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -10,6 +11,8 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+
+#include <nlohmann/json.hpp>
 
 #include "fixtures/fixtures.h"
 #include "temper/fileio.h"
@@ -223,6 +226,47 @@ TEST_F(Cli, CompareWithNothingInCommonSaysSo) {
   ASSERT_EQ(temper("sweep --backend fake --shape q8_0:64:512 --quick --no-confirm -o b.json").code, 0);
   expect_refused(temper("session a.json --compare b.json"), "a.json and b.json have no shapes in common");
   EXPECT_EQ(temper("session a.json --compare a.json").code, 0);
+}
+
+// (6) Under a file-size limit dequant said "writing row … failed" about a hidden temporary: now an
+// I/O error (exit 6) naming the output, with nothing half-written left behind.
+TEST_F(Cli, DequantUnderAFileSizeLimitIsAnIoErrorNamingTheOutput) {
+  GgufWriter w;
+  w.add("general.architecture", GgufWriter::Value::string("llama"));
+  w.add_sparse_tensor("big", GgmlType::F16, {4096, 1024});  // 16 MiB of f32 out
+  w.write(dir_ / "big.gguf");
+  rlimit old{};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
+  rlimit limited = old;
+  limited.rlim_cur = 1 << 20;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &limited), 0);
+  const Result r = temper("dequant big.gguf big -o big.f32");
+  ::setrlimit(RLIMIT_FSIZE, &old);
+  expect_refused(r, "cannot write big.f32: File too large", 6);
+  for (const auto& e : fs::directory_iterator(dir_))
+    EXPECT_TRUE(e.path().filename() == "big.gguf" || e.path().filename() == "stderr") << e.path();
+}
+
+// (13) `profile export` wrote what `profile validate` rejects, and a session winner with no result
+// behind it went into the C++ header.
+TEST_F(Cli, ExportRefusesWhatValidateRejects) {
+  ASSERT_EQ(temper("sweep --backend fake --shape q4_K:4096:4096 --ncols 1 --no-confirm -o s.json").code, 0);
+  ASSERT_EQ(temper("profile export s.json --format temper -o p.json").code, 0);
+  nlohmann::json p = nlohmann::json::parse(read_file(dir_ / "p.json"));
+  ASSERT_FALSE(p["entries"].empty());
+  p["entries"][0]["arch"] = "rtx4090";
+  write_file_atomic(dir_ / "bad-profile.json", p.dump());
+  EXPECT_EQ(temper("profile validate bad-profile.json").code, 2);
+  expect_refused(temper("profile export bad-profile.json --format header -o h.h"), "unknown arch \"rtx4090\"");
+
+  nlohmann::json s = nlohmann::json::parse(read_file(make_session("q.json")));
+  ASSERT_FALSE(s["winners"].empty());
+  for (const auto& r : s["results"])
+    ASSERT_NE(r["config"], (nlohmann::json{{"nwarps", 8}, {"rows_per_block", 4}}));
+  s["winners"][0]["config"] = {{"nwarps", 8}, {"rows_per_block", 4}};
+  write_file_atomic(dir_ / "bad-session.json", s.dump());
+  expect_refused(temper("profile export bad-session.json --format header -o h.h"), "winners[0].config: no ok result behind 8x4");
+  EXPECT_FALSE(fs::exists(dir_ / "h.h"));
 }
 
 }  // namespace

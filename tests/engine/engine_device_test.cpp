@@ -10,9 +10,11 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <optional>
 
 #include "temper/defaults.h"
 #include "temper/engine_device.h"
+#include "temper/keys.h"
 #include "temper/quant/reference.h"
 
 using namespace temper;
@@ -27,6 +29,38 @@ struct EnvVar {
   EnvVar(std::string n, const std::string& value) : name(std::move(n)) { ::setenv(name.c_str(), value.c_str(), 1); }
   ~EnvVar() { ::unsetenv(name.c_str()); }
 };
+
+// Every probe log of this test process goes to a private engine cache (XDG_CACHE_HOME), removed at
+// the end: a failing probe's log is kept there, and no test run leaves it in the user's cache.
+class PrivateCache : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("temper-engine-cache-" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+    ::setenv("XDG_CACHE_HOME", dir_.c_str(), 1);
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+ private:
+  fs::path dir_;
+};
+[[maybe_unused]] ::testing::Environment* const private_cache = ::testing::AddGlobalTestEnvironment(new PrivateCache);
+
+// Sets an environment variable for its lifetime, then puts the old value back.
+struct ScopedEnv {
+  std::string name;
+  std::optional<std::string> old;
+  ScopedEnv(std::string n, const std::string& value) : name(std::move(n)) {
+    if (const char* v = std::getenv(name.c_str())) old = v;
+    ::setenv(name.c_str(), value.c_str(), 1);
+  }
+  ~ScopedEnv() { old ? (void)::setenv(name.c_str(), old->c_str(), 1) : (void)::unsetenv(name.c_str()); }
+};
+
+bool empty_dir(const fs::path& d) { return fs::is_directory(d) && fs::directory_iterator(d) == fs::directory_iterator(); }
 
 ProbeOptions fake(double timeout_s = 30) {
   ProbeOptions o;
@@ -237,7 +271,107 @@ TEST(EngineDeviceErrors, OtherProtocolVersionIsRefused) {
   EnvVar v("FAKE_PROBE_PROTOCOL", "7");
   const Error e = error_of([&] { EngineDevice dev(fake()); });
   EXPECT_EQ(e.kind(), ErrorKind::GpuFault);
-  EXPECT_NE(std::string(e.what()).find("speaks protocol 7; this Temper speaks 1"), std::string::npos) << e.what();
+  EXPECT_NE(std::string(e.what()).find("speaks protocol 7; this Temper speaks 1..2"), std::string::npos) << e.what();
+}
+
+// Kernel-only timing (Op::TimeKernel): the fake answers (bytes at 1000 GB/s) × the config's factor,
+// exactly; every config arrives as itself (the fake refuses nwarps 0 here), the stock one included.
+TEST(EngineDeviceKernelOnly, TimesAreTheKernelAloneForEveryConfig) {
+  ProbeOptions o = fake();
+  o.kernel_only = true;
+  EngineDevice kernel(o);
+  EngineDevice whole(fake());
+  Gemv gk(kernel), gw(whole);
+  const Config stock = defaults::default_config("ggml-d99724f", "sm_90", gk.p.type, gk.p.ncols, gk.p.k, 32);
+  const double bytes_us = gemv_bytes(gk.p.type, gk.p.n, gk.p.k, gk.p.ncols) / 1e6;
+  const DeviceBuffer* kc[] = {&gk.wd};
+  const DeviceBuffer* wc[] = {&gw.wd};
+  const std::vector<double> s = kernel.time_gemv_grouped(gk.p, stock, kc, gk.yd, gk.dst, 3, 4);
+  ASSERT_EQ(s.size(), 3u);
+  for (double us : s) EXPECT_DOUBLE_EQ(us, bytes_us);
+  // The same ratio between configs as the whole MUL_MAT's (within its ±0.2 % jitter), without its 3 µs.
+  const double whole_stock = whole.time_gemv(gw.p, stock, wc, gw.yd, gw.dst, 1).at(0);
+  EXPECT_NEAR(whole_stock, bytes_us + 3.0, 0.01 * (bytes_us + 3.0));
+  for (Config c : {Config{1, 1}, Config{8, 2}, Config{2, 4}}) {
+    if (c == stock) continue;
+    const double k_us = kernel.time_gemv(gk.p, c, kc, gk.yd, gk.dst, 1).at(0);
+    const double w_us = whole.time_gemv(gw.p, c, wc, gw.yd, gw.dst, 1).at(0);
+    EXPECT_GT(k_us, bytes_us) << config_text(c, ",");
+    EXPECT_NEAR(k_us / bytes_us, w_us / whole_stock, 0.005 * k_us / bytes_us) << config_text(c, ",");
+  }
+}
+
+TEST(EngineDeviceKernelOnly, ConfigNotCompiledInIsBadInput) {
+  ProbeOptions o = fake();
+  o.kernel_only = true;
+  EngineDevice dev(o);
+  Gemv g(dev);
+  const DeviceBuffer* copies[] = {&g.wd};
+  ASSERT_FALSE(defaults::config_invalid_reason(g.p.type, g.p.ncols, Config{3, 1}, 32).empty());
+  const Error e = error_of([&] { dev.time_gemv(g.p, Config{3, 1}, copies, g.yd, g.dst, 2); });
+  EXPECT_EQ(e.kind(), ErrorKind::BadInput);
+  EXPECT_NE(std::string(e.what()).find("TimeKernel q4_0 64x256 ncols 2 config 3x1: config not compiled in"),
+            std::string::npos)
+      << e.what();
+  EXPECT_EQ(dev.time_gemv(g.p, Config{1, 1}, copies, g.yd, g.dst, 2).size(), 2u);  // the probe lives on
+}
+
+TEST(EngineDeviceKernelOnly, ProtocolOneProbeIsRefusedInOneLine) {
+  EnvVar v("FAKE_PROBE_PROTOCOL", "1");
+  {
+    EngineDevice old(fake());  // still fine for whole MUL_MATs
+    Gemv g(old);
+    g.check(old, Config{1, 1});
+  }
+  ProbeOptions o = fake();
+  o.kernel_only = true;
+  const Error e = error_of([&] { EngineDevice dev(o); });
+  EXPECT_EQ(e.kind(), ErrorKind::BadInput);
+  const std::string what = e.what();
+  EXPECT_NE(what.find("speaks protocol 1, which has no kernel-only timing (protocol 2); rebuild it with `temper engine build`"),
+            std::string::npos)
+      << what;
+  EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+}
+
+// The probe's stderr log never goes to the user's temp directory: it lives in the engine cache,
+// disappears when the probe ends well and stays (named in the error) when the probe failed.
+TEST(EngineDeviceLog, KeptOnlyWhenTheProbeFailedAndNeverInTheTempDirectory) {
+  const fs::path root = fs::temp_directory_path() / ("temper-probe-log-test-" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  fs::create_directories(root / "tmp");
+  {
+    ScopedEnv tmp("TMPDIR", (root / "tmp").string()), cache("XDG_CACHE_HOME", (root / "cache").string());
+    const fs::path logs = root / "cache" / "temper" / "engine" / "logs";
+    fs::path log;
+    {
+      EngineDevice dev(fake());
+      Gemv g(dev);
+      g.check(dev, Config{2, 2});
+      log = dev.log_path();
+      EXPECT_EQ(log.parent_path(), logs);
+      EXPECT_TRUE(fs::exists(log));
+    }
+    EXPECT_FALSE(fs::exists(log)) << "a probe that ended well keeps no log";
+    {
+      EnvVar crash("FAKE_PROBE_CRASH_ON", "Gemv");
+      EngineDevice dev(fake());
+      Gemv g(dev);
+      const std::string what = error_of([&] { g.check(dev, Config{2, 2}); }).what();
+      log = dev.log_path();
+      EXPECT_NE(what.find("; log: " + log.string()), std::string::npos) << what;
+    }
+    EXPECT_TRUE(fs::is_regular_file(log)) << "the log the error names is kept";
+    EXPECT_EQ(log.parent_path(), logs);
+    {
+      ScopedEnv keep("TEMPER_PROBE_LOG_DIR", (root / "kept").string());
+      { EngineDevice dev(fake()); log = dev.log_path(); }
+      EXPECT_EQ(log.parent_path(), root / "kept");
+      EXPECT_TRUE(fs::is_regular_file(log)) << "TEMPER_PROBE_LOG_DIR keeps every log";
+    }
+    EXPECT_TRUE(empty_dir(root / "tmp")) << "the probe left files in TMPDIR";
+  }
+  fs::remove_all(root);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <thread>
 
 #include "temper/defaults.h"
@@ -278,6 +279,50 @@ TEST(EngineSweepCli, ResumeAfterKillFinishesTheEngineSweep) {
   EXPECT_EQ(s.results.size(), planned);
   EXPECT_GE(s.results.size(), before.results.size());
   fs::remove(out);
+}
+
+// `temper bench-gemv --probe P --kernel-only --csv F`: upstream's kernel-only times in the format
+// bench/fidelity.sh compares (one row per config timed; the fake's known answers).
+TEST(EngineBenchCli, KernelOnlyCsvHasEveryConfigWithTheFakesTimes) {
+  const fs::path csv = temp_file("kernel.csv");
+  const CliRun r = temper({"bench-gemv", "--probe", FAKE_PROBE, "--kernel-only", "--types", "q4_0,q6_K", "--n", "64",
+                           "--k", "256", "--count", "3", "--warmup", "1", "--back-to-back", "1", "--engine",
+                           "ggml-d99724f", "--csv", csv.string()});
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("kernel: the engine's mul_mat_vec_q alone"), std::string::npos) << r.output;
+  std::ifstream in(csv);
+  std::string line;
+  ASSERT_TRUE(std::getline(in, line));
+  EXPECT_EQ(line, "type,n,k,ncols,nwarps,rows_per_block,us");
+  std::map<std::string, int> per_type;
+  std::map<std::string, double> stock_us;
+  for (; std::getline(in, line);) {
+    char type[16];
+    int n = 0, k = 0, ncols = 0, w = 0, rows = 0;
+    double us = 0;
+    ASSERT_EQ(std::sscanf(line.c_str(), "%15[^,],%d,%d,%d,%d,%d,%lf", type, &n, &k, &ncols, &w, &rows, &us), 7) << line;
+    EXPECT_EQ(n, 64);
+    EXPECT_EQ(k, 256);
+    EXPECT_EQ(ncols, 1);
+    ++per_type[type];
+    const GgmlType t = std::string(type) == "q4_0" ? GgmlType::Q4_0 : GgmlType::Q6_K;
+    if (defaults::default_config("ggml-d99724f", "sm_90", t, 1, 256, 32) == Config{w, rows}) stock_us[type] = us;
+  }
+  // ncols 1: the 20 configs of the grid, each timed; the stock one at (bytes at 1000 GB/s), exactly.
+  EXPECT_EQ(per_type["q4_0"], 20);
+  EXPECT_EQ(per_type["q6_K"], 20);
+  EXPECT_NEAR(stock_us["q4_0"], gemv_bytes(GgmlType::Q4_0, 64, 256, 1) / 1e6, 1e-4);
+  EXPECT_NEAR(stock_us["q6_K"], gemv_bytes(GgmlType::Q6_K, 64, 256, 1) / 1e6, 1e-4);
+  fs::remove(csv);
+}
+
+TEST(EngineBenchCli, KernelOnlyOnAProtocolOneProbeSaysRebuild) {
+  const CliRun r = temper({"bench-gemv", "--probe", FAKE_PROBE, "--kernel-only", "--types", "q4_0", "--n", "64", "--k", "256"},
+                          {{"FAKE_PROBE_PROTOCOL", "1"}});
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("which has no kernel-only timing (protocol 2); rebuild it with `temper engine build`"),
+            std::string::npos)
+      << r.output;
 }
 
 }  // namespace

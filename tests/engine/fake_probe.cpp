@@ -16,7 +16,10 @@
 //                           (a number, or Gemv / Time / Alloc / Quantize ...)
 //   FAKE_PROBE_STOCK=WxR    the engine's stock config for every shape (an engine newer than Temper's table)
 //   FAKE_PROBE_SLEEP_US=U   real wall time per Gemv or Time request (so a sweep lasts long enough to kill)
-//   FAKE_PROBE_PROTOCOL=V   the protocol version Hello reports
+//   FAKE_PROBE_PROTOCOL=V   the protocol version Hello reports (below 2: TimeKernel is an unknown op)
+//
+// TimeKernel (kernel-only) answers (bytes at 1000 GB/s) × the config's factor, exactly, without
+// jitter; it takes every compiled config as itself, the stock one included.
 #include <unistd.h>
 
 #include <algorithm>
@@ -111,7 +114,7 @@ std::pair<uint32_t, long> env_op(const char* name) {
       {"Hello", Op::Hello}, {"Alloc", Op::Alloc},       {"Free", Op::Free},           {"Upload", Op::Upload},
       {"Download", Op::Download}, {"Fill", Op::Fill},   {"Quantize", Op::Quantize},   {"Gemv", Op::Gemv},
       {"Time", Op::Time}, {"HasKernel", Op::HasKernel}, {"Attributes", Op::Attributes},
-      {"StockConfig", Op::StockConfig}, {"Bandwidth", Op::Bandwidth}};
+      {"StockConfig", Op::StockConfig}, {"Bandwidth", Op::Bandwidth}, {"TimeKernel", Op::TimeKernel}};
   std::string s = v;
   long count = 1;
   if (const size_t colon = s.find(':'); colon != std::string::npos) {
@@ -145,8 +148,7 @@ class Probe {
     Out out;
     switch (op) {
       case Op::Hello: {
-        const long protocol = std::getenv("FAKE_PROBE_PROTOCOL") ? env_long("FAKE_PROBE_PROTOCOL") : probe::kProtocolVersion;
-        const std::string text = "protocol=" + std::to_string(protocol) +
+        const std::string text = "protocol=" + std::to_string(protocol()) +
                                  "\nname=Temper fake probe (CPU reference, synthetic times)\narch=sm_90\ncc=90\n"
                                  "sms=16\nwarp_size=32\nl2_bytes=1048576\nmemory_bytes=1073741824\nclock_mhz=1000\n"
                                  "memory_clock_mhz=1000\nmemory_bus_bits=256\nshared_per_block=49152\n"
@@ -235,6 +237,24 @@ class Probe {
         nap();
         return out.bytes;
       }
+      case Op::TimeKernel: {
+        if (protocol() < 2) throw Fail{ProbeStatus::BadRequest, "unknown op " + std::to_string(uint32_t(op))};
+        const auto [p, c] = problem(in);
+        const int groups = in.get<int32_t>(), per_group = in.get<int32_t>();
+        const uint64_t yh = in.get<uint64_t>(), dh = in.get<uint64_t>();
+        const uint32_t copies = in.get<uint32_t>();
+        for (uint32_t i = 0; i < copies; ++i) buffer(in.get<uint64_t>());
+        buffer(dh);
+        if (!quantized_.count(yh)) throw Fail{ProbeStatus::BadRequest, "activations not written by Quantize"};
+        if (c.nwarps == 0) throw Fail{ProbeStatus::NotCompiled, "time_kernel: nwarps 0 (the stock dispatch) has no instantiation"};
+        if (!compiled(p.type, p.ncols, c)) throw Fail{ProbeStatus::NotCompiled, "config not compiled in"};
+        if (groups < 1 || per_group < 1 || copies == 0) throw Fail{ProbeStatus::BadRequest, "TimeKernel: nothing to time"};
+        // Exact, no jitter: the MUL_MAT's time less its 3 µs (the engine's quantize and launch).
+        const double us = gemv_bytes(p.type, p.n, p.k, p.ncols) / (kBandwidthGbs * 1e3) * factor(p, c);
+        for (int g = 0; g < groups; ++g) out.put(us);
+        nap();
+        return out.bytes;
+      }
       case Op::HasKernel: {
         const GgmlType type = GgmlType(in.get<int32_t>());
         const int ncols = in.get<int32_t>();
@@ -304,9 +324,18 @@ class Probe {
     return defaults::default_config(kEngine, "sm_90", p.type, p.ncols, p.k, 32);
   }
 
-  // (Bytes at 1000 GB/s plus 3 µs) times 1 for stock, 0.9 for the one faster config of shapes whose
-  // N is a multiple of 128, else 1.03..1.43 hashed from the config.
+  static long protocol() {
+    return std::getenv("FAKE_PROBE_PROTOCOL") ? env_long("FAKE_PROBE_PROTOCOL") : long(probe::kProtocolVersion);
+  }
+
+  // (Bytes at 1000 GB/s plus 3 µs) times factor().
   double mean_us(const GemvProblem& p, Config c) const {
+    return (gemv_bytes(p.type, p.n, p.k, p.ncols) / (kBandwidthGbs * 1e3) + 3.0) * factor(p, c);
+  }
+
+  // 1 for stock, 0.9 for the one faster config of shapes whose N is a multiple of 128, else
+  // 1.03..1.43 hashed from the config.
+  double factor(const GemvProblem& p, Config c) const {
     const Config s = stock(p);
     double f = 1;
     if (c != s) {
@@ -319,7 +348,7 @@ class Probe {
         f = 1.03 + 0.4 * double(h % 1000) / 1000.0;
       }
     }
-    return (gemv_bytes(p.type, p.n, p.k, p.ncols) / (kBandwidthGbs * 1e3) + 3.0) * f;
+    return f;
   }
 
   void nap() const {
@@ -353,7 +382,7 @@ int main() {
     const Op op = Op(head[0]);
     if (op == Op::Quit) return 0;
     const long nth = ++per_op[head[0]];
-    const bool launch = op == Op::Gemv || op == Op::Time;
+    const bool launch = op == Op::Gemv || op == Op::Time || op == Op::TimeKernel;
     if (n == crash_at || (head[0] == crash_op && nth == crash_count)) {
       std::fprintf(stderr, "fake probe: crashing in request %ld (op %u) as asked\n", n, head[0]);
       const int32_t status = 0;

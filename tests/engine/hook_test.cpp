@@ -2,6 +2,7 @@
 // undoes byte for byte, and it refuses (writing nothing) where an anchor has moved.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -60,7 +61,7 @@ TEST_P(HookOn, AppliesAndUndoesByteForByte) {
 
   engine::patch(tree, engine::kernel_set("ci"));
   const std::string patched = read_file(cuda / "mmvq.cu");
-  EXPECT_EQ(patched.rfind("// temper-hook v1", 0), 0u);
+  EXPECT_EQ(patched.rfind("// temper-hook v" + std::to_string(engine::kHookVersion), 0), 0u);
   EXPECT_NE(patched.find("int temper_nwarps = 0, int temper_rows = 0>"), std::string::npos);
   EXPECT_NE(patched.find("temper_mmvq_try_launch(type, ncols_dst, temper_args)"), std::string::npos);
   EXPECT_NE(patched.find("temper_nwarps > 0 ? temper_nwarps : calc_nwarps"), std::string::npos);
@@ -76,7 +77,7 @@ TEST_P(HookOn, AppliesAndUndoesByteForByte) {
 
   c = engine::check(tree);
   EXPECT_EQ(c.state, engine::HookState::Patched);
-  EXPECT_EQ(c.patched_version, 1);
+  EXPECT_EQ(c.patched_version, engine::kHookVersion);
   EXPECT_FALSE(c.applies);
 
   // A second patch is refused and changes nothing.
@@ -98,14 +99,35 @@ TEST_P(HookOn, AppliesAndUndoesByteForByte) {
 TEST_P(HookOn, FullSetCoversEveryTypeAndNcols) {
   const fs::path tree = extract(GetParam());
   if (tree.empty()) GTEST_SKIP() << "SKIPPED: no archive";
-  const engine::Patch p = engine::make_patch(read_file(tree / "src/ggml-cuda/mmvq.cu"), engine::kernel_set("full"));
-  // One unit per type and ncols group (1, 2-4, 5-8), the registry, the header, its C interface, the run time.
-  EXPECT_EQ(p.files.size(), p.types.size() * 3 + 4);
-  const auto unit = std::find_if(p.files.begin(), p.files.end(), [](const auto& f) { return f.first == "temper-mmvq-q6_k-5-8.cu"; });
-  ASSERT_NE(unit, p.files.end());
+  const std::string source = read_file(tree / "src/ggml-cuda/mmvq.cu");
+  const auto has = [](const engine::Patch& p, const std::string& name) {
+    return std::any_of(p.files.begin(), p.files.end(), [&](const auto& f) { return f.first == name; });
+  };
+  // all: one unit per type and ncols group (1, 2-4, 5-8), the registry, the header, its C interface, the run time.
+  const engine::Patch all = engine::make_patch(source, engine::kernel_set("all"));
+  EXPECT_EQ(all.files.size(), all.types.size() * 3 + 4);
+  const auto unit = std::find_if(all.files.begin(), all.files.end(), [](const auto& f) { return f.first == "temper-mmvq-q6_k-5-8.cu"; });
+  ASSERT_NE(unit, all.files.end());
   EXPECT_NE(unit->second.find("temper_mmvq_register(GGML_TYPE_Q6_K, 8, 2, 2, &launch<8, 2, 2>"), std::string::npos);
-  EXPECT_GE(p.types.size(), 21u);
-  EXPECT_EQ(p.halve_iters, GetParam() == "d99724f");
+  EXPECT_GE(all.types.size(), 21u);
+  // full: the 13 tier-1 types at every ncols group, the others at ncols 1 only.
+  const engine::Patch full = engine::make_patch(source, engine::kernel_set("full"));
+  EXPECT_EQ(full.files.size(), 13 * 3 + (full.types.size() - 13) + 4);
+  EXPECT_TRUE(has(full, "temper-mmvq-mxfp4-5-8.cu"));
+  EXPECT_TRUE(has(full, "temper-mmvq-iq4_xs-2-4.cu"));
+  EXPECT_TRUE(has(full, "temper-mmvq-iq2_xxs-1.cu"));
+  EXPECT_FALSE(has(full, "temper-mmvq-iq2_xxs-2-4.cu"));
+  EXPECT_EQ(full.mmvq, all.mmvq);  // the set changes only the generated units
+  EXPECT_EQ(all.halve_iters, GetParam() == "d99724f");
+  // ncols1 (bench/fidelity.sh): the 13 tier-1 types, one ncols-1 unit each, all 20 grid configs.
+  const engine::Patch n1 = engine::make_patch(source, engine::kernel_set("ncols1"));
+  EXPECT_EQ(n1.files.size(), 13u + 4u);
+  const auto mx = std::find_if(n1.files.begin(), n1.files.end(), [](const auto& f) { return f.first == "temper-mmvq-mxfp4-1.cu"; });
+  ASSERT_NE(mx, n1.files.end());
+  size_t registered = 0;
+  for (size_t at = 0; (at = mx->second.find("temper_mmvq_register(GGML_TYPE_MXFP4, 1,", at)) != std::string::npos; ++at) ++registered;
+  EXPECT_EQ(registered, 20u);
+  EXPECT_FALSE(has(n1, "temper-mmvq-iq2_xxs-1.cu"));
   fs::remove_all(tree.parent_path());
 }
 
@@ -199,7 +221,41 @@ TEST(Hook, RefusesAFolderWithoutGgml) {
 
 TEST(Hook, KernelSetNamesAreChecked) {
   EXPECT_EQ(engine::kernel_set("ci").ncols, std::vector<int>{1});
-  EXPECT_THROW(engine::kernel_set("most"), Error);
+  EXPECT_EQ(engine::kernel_set("full").ncols_of("Q6_K"), (std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8}));
+  EXPECT_EQ(engine::kernel_set("full").ncols_of("IQ3_S"), std::vector<int>{1});
+  EXPECT_EQ(engine::kernel_set("all").ncols_of("IQ3_S").size(), 8u);
+  EXPECT_TRUE(engine::kernel_set("ci").ncols_of("Q6_K").empty());
+  EXPECT_EQ(engine::kernel_set("ncols1").ncols_of("Q6_K"), std::vector<int>{1});
+  EXPECT_TRUE(engine::kernel_set("ncols1").ncols_of("IQ3_S").empty());
+  try {
+    engine::kernel_set("most");
+    ADD_FAILURE() << "an unknown set was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("expected full|all|ncols1|ci"), std::string::npos) << e.what();
+  }
+}
+
+// A tree patched by hook v1 (no hash in its manifest; its "full" set was today's "all") still undoes.
+TEST(Hook, UndoesATreePatchedByHookV1) {
+  const fs::path tree = extract("d99724f");
+  if (tree.empty()) GTEST_SKIP() << "SKIPPED: no archive";
+  const fs::path cuda = tree / "src/ggml-cuda";
+  const std::string before = snapshot(cuda);
+  const std::string original = read_file(cuda / "mmvq.cu");
+  const engine::Patch v1 = engine::make_patch(original, engine::kernel_set("all"), 1);
+  fs::create_directories(cuda / ".temper-hook");
+  write_file_atomic(cuda / ".temper-hook/mmvq.cu.orig", original);
+  std::string manifest = "set=full\n";
+  for (const auto& [name, content] : v1.files) {
+    write_file_atomic(cuda / name, content);
+    manifest += name + "\n";
+  }
+  write_file_atomic(cuda / ".temper-hook/manifest.txt", manifest);
+  write_file_atomic(cuda / "mmvq.cu", v1.mmvq);
+  EXPECT_EQ(engine::check(tree).patched_version, 1);
+  engine::undo(tree);
+  EXPECT_EQ(snapshot(cuda), before);
+  fs::remove_all(tree.parent_path());
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include "temper/engine_replay.h"
 #include "temper/error.h"
 #include "temper/gguf.h"
+#include "temper/profile.h"
 
 using namespace temper;
 
@@ -35,6 +36,35 @@ TEST(ReplayPlan, DenseLlamaIsSevenGemvsALayerWithGateAndUpFused) {
   EXPECT_EQ(p.nodes.back().n, 128256);
   EXPECT_EQ(p.max_k, 14336);
   EXPECT_GT(p.weight_bytes, 4'000'000'000u);
+}
+
+engine::ReplayPrediction predict_with(const engine::ReplayPlan& plan, std::vector<std::pair<ShapeKey, double>> savings,
+                                      const std::string& arch = "sm_90", Approval approval = Approval::Approved) {
+  Profile profile;
+  for (const auto& [shape, saving] : savings) {
+    ProfileEntry e;
+    e.key = ProfileKey("sm_90", shape, 1);
+    e.approval = approval;
+    e.provenance = Provenance{};
+    e.provenance->default_us = 10 + saving;
+    e.provenance->tuned_us = 10;
+    profile.entries.push_back(e);
+  }
+  return engine::predict_replay(plan, profile, arch);
+}
+
+// The engine keeps its fused gate/up kernel stock under a profile: an entry for the gate/up shape
+// predicts nothing; the attention's q and o (4096x4096, 64 a token) and the head (one) do.
+TEST(ReplayPlan, PredictionCountsOnlyTheLaunchesAProfileTunes) {
+  const GgufFile f = GgufFile::open(fixtures::path(fixtures::Fixture::Llama3_8B_Q4_K_M));
+  const engine::ReplayPlan p = engine::plan_replay(f);
+  const ShapeKey gate_up{GgmlType::Q4_K, 14336, 4096}, attn{GgmlType::Q4_K, 4096, 4096}, head{GgmlType::Q6_K, 128256, 4096};
+  EXPECT_EQ(predict_with(p, {{gate_up, 1.0}}).entries_hit, 0);
+  const engine::ReplayPrediction both = predict_with(p, {{gate_up, 1.0}, {attn, 0.5}, {head, 2.0}});
+  EXPECT_EQ(both.entries_hit, 2);
+  EXPECT_NEAR(both.saving_us, 64 * 0.5 + 2.0, 1e-9);
+  EXPECT_EQ(predict_with(p, {{attn, 0.5}}, "gfx90a").entries_hit, 0);                   // another arch
+  EXPECT_EQ(predict_with(p, {{attn, 0.5}}, "sm_90", Approval::Rejected).entries_hit, 0);  // not approved
 }
 
 TEST(ReplayPlan, MoeExpertsGoThroughMulMatIdWithTheModelsExpertsPerToken) {

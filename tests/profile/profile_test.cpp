@@ -317,6 +317,29 @@ TEST(ProfileMerge, KeepsTheMeasuredFasterAndReportsConflicts) {
   EXPECT_EQ(mi.conflicts[0].dropped_from, "import");
 }
 
+// Issue 20: an H100's and an H200's profiles share the arch sm_90. The H200's faster memory makes
+// every one of its medians lower, so "measured faster" would always pick the H200's config; the
+// gain over each device's own default decides instead, and the reason names both GPUs.
+TEST(ProfileMerge, DifferentGpusOfOneArchCompareGainsNotMicroseconds) {
+  ProfileEntry h100 = approved(measured("sm_90", GgmlType::Q4_K, 14336, 4096, 1, {4, 4}, {4, 1}, 1.30, 1, "A"));
+  ProfileEntry h200 = approved(measured("sm_90", GgmlType::Q4_K, 14336, 4096, 1, {2, 4}, {4, 1}, 1.20, 1, "B"));
+  h100.provenance->device_name = "NVIDIA H100 80GB HBM3";
+  h200.provenance->device_name = "NVIDIA H200";
+  h200.provenance->default_us /= 1.5;  // the H200 is faster in absolute terms at every config
+  h200.provenance->tuned_us /= 1.5;
+  ASSERT_LT(h200.provenance->tuned_us, h100.provenance->tuned_us);
+  for (const auto& order : {std::vector<Profile>{profile_of({h100}), profile_of({h200})},
+                            std::vector<Profile>{profile_of({h200}), profile_of({h100})}}) {
+    const MergeResult m = merge_profiles(order);
+    ASSERT_EQ(m.conflicts.size(), 1u);
+    EXPECT_EQ(m.conflicts[0].kept, (Config{4, 4}));
+    EXPECT_EQ(m.conflicts[0].kept_from, "A");
+    EXPECT_NE(m.conflicts[0].reason.find("different GPUs of one arch (NVIDIA H100 80GB HBM3, NVIDIA H200)"),
+              std::string::npos)
+        << m.conflicts[0].reason;
+  }
+}
+
 // Issue 19 (9): the same config approved in one file and rejected in the other merged as "0
 // conflicts", the first file's approval silently winning.
 TEST(ProfileMerge, ApprovalDifferencesAreConflictsAndARejectionStands) {

@@ -82,12 +82,22 @@ std::set<Key> measured_keys(const Session& s) {
   return out;
 }
 
+// Removes a test's directory however the test ends.
+struct RemovedAtExit {
+  fs::path dir;
+  ~RemovedAtExit() {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+};
+
 }  // namespace
 
 TEST(KillResume, TwentySigkillsLoseNothingAndDuplicateNothing) {
   const fs::path dir = fs::temp_directory_path() / ("temper-kill-test-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
+  const RemovedAtExit cleanup{dir};  // also when an assertion ends the test early
   const fs::path reference = dir / "reference.json", output = dir / "killed.json";
   const fs::path journal = output.string() + ".journal";
 
@@ -142,5 +152,4 @@ TEST(KillResume, TwentySigkillsLoseNothingAndDuplicateNothing) {
   EXPECT_EQ(final_session.status, "complete");
   EXPECT_EQ(measured_keys(final_session), expected);
   EXPECT_FALSE(fs::exists(journal)) << "a complete sweep removes its journal";
-  fs::remove_all(dir);
 }

@@ -217,4 +217,42 @@ TEST(Compare, SameSessionAgreesAndAShiftedOneShowsItsSpread) {
   EXPECT_NEAR(c.spread_max, 20.0 / 100.0, 1e-12);
   EXPECT_NE(c.spread_max_at.find("config 2x1"), std::string::npos);
   EXPECT_NE(format_comparison(c).find("1 of 2 agree (50%)"), std::string::npos) << format_comparison(c);
+
+  // Per (shape, ncols): each side's default and best, as the GUI's comparison view shows them.
+  ASSERT_EQ(c.rows.size(), 2u);
+  const auto& q4 = c.rows[0];
+  EXPECT_EQ(shape_text(q4), "q4_K 14336x4096");
+  EXPECT_DOUBLE_EQ(q4.a.default_us, 100.0);
+  EXPECT_DOUBLE_EQ(q4.a.best_us, 90.0);
+  EXPECT_EQ(q4.a.config, (Config{2, 1}));
+  EXPECT_EQ(q4.a.verdict, kVerdictWinner);
+  EXPECT_DOUBLE_EQ(q4.b.default_us, 100.0);
+  EXPECT_EQ(q4.b.verdict, kVerdictDefaultStays);
+  EXPECT_EQ(q4.b.config, (Config{4, 1}));
+  EXPECT_FALSE(q4.agree);
+  EXPECT_TRUE(c.rows[1].agree);
+  EXPECT_DOUBLE_EQ(c.rows[1].a.default_us, 150.0);
+  ASSERT_EQ(c.estimates_a.size(), 1u);
+  EXPECT_GT(c.estimates_a[0].default_us_per_token, c.estimates_a[0].tuned_us_per_token);  // a's winner counts
+  EXPECT_DOUBLE_EQ(c.estimates_b[0].default_us_per_token, c.estimates_b[0].tuned_us_per_token);  // b has none
+  const std::string text = format_comparison(c);
+  EXPECT_NE(text.find("q4_K 14336x4096       1     100.00 (4x1)        90.00 (2x1)     100.00 (4x1)        100.00 (4x1)    no"),
+            std::string::npos) << text;
+  const nlohmann::json j = to_json(c);
+  EXPECT_EQ(j["rows"][0]["a"]["config"], "2x1");
+  EXPECT_EQ(j["rows"][0]["agree"], false);
+}
+
+TEST(Compare, ModelMismatchSaysWhy) {
+  Session a = test::sample_session();
+  EXPECT_EQ(model_mismatch(a, a), "");
+  Session b = a;
+  b.model.header_hash = "fnv1a64:0000000000000001";
+  EXPECT_NE(model_mismatch(a, b).find("different models"), std::string::npos) << model_mismatch(a, b);
+  Session synthetic = a, other = a;
+  synthetic.model = other.model = {std::string(kSyntheticShape), 0, "", ""};
+  EXPECT_EQ(model_mismatch(synthetic, other), "");
+  other.shapes.clear();
+  EXPECT_EQ(model_mismatch(synthetic, other), "no shape in common");
+  EXPECT_NE(model_mismatch(a, synthetic).find("different models"), std::string::npos);
 }

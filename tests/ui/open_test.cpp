@@ -1,12 +1,20 @@
 // Without a GPU: the sweep panel says why, sessions open read-only with the recording device and
 // date on screen, bad files give a readable error (never a crash), and a GGUF model shows its shapes.
+#include <sys/stat.h>
+
+#include <QElapsedTimer>
+#include <QHeaderView>
 #include <QLabel>
+#include <QScrollBar>
+#include <QSettings>
 #include <QPushButton>
 #include <QTableView>
 #include <QTest>
 
 #include "fixtures/fixtures.h"
 #include "main_window.h"
+#include "temper/fake_backend.h"
+#include "temper/gguf.h"
 #include "model_panel.h"
 #include "sweep_panel.h"
 #include "ui_test_util.h"
@@ -74,6 +82,50 @@ class TestOpenWithoutGpu : public QObject {
     QVERIFY(!w.document()->hasSession());
   }
 
+  // Each hostile or mistaken file is one line naming the file and what was wrong, in the error and in
+  // the status line; nothing hangs (a FIFO), nothing shows a library's raw text.
+  void wrongFilesSayWhichFileAndWhy() {
+    QTemporaryDir dir;
+    MainWindow w({});
+    w.setInteractive(false);
+    const std::string session_path = dir.filePath(QStringLiteral("s.json")).toStdString();
+    save_session(uitest::sampleSession(), session_path);
+    auto write = [&](const QString& name, const QByteArray& bytes) {
+      QFile f(dir.filePath(name));
+      if (!f.open(QIODevice::WriteOnly)) qFatal("cannot write %s", qPrintable(name));
+      f.write(bytes);
+      return dir.filePath(name);
+    };
+    const QString profile = write(QStringLiteral("tuned.json"),
+                                  R"({"format": "temper-profile", "format_version": 1, "entries": []})");
+    const QString anvil = write(QStringLiteral("anvil.json"), R"({"configs": {}})");
+    const QString huge = write(QStringLiteral("huge.json"), R"({"schema_version": 1e999})");
+    const QString fifo = dir.filePath(QStringLiteral("pipe.json"));
+    QCOMPARE(::mkfifo(QFile::encodeName(fifo).constData(), 0600), 0);
+    struct Case {
+      QString path, why;
+    };
+    const Case cases[] = {{profile, QStringLiteral("a tuning profile, not a sweep session")},
+                          {anvil, QStringLiteral("a tuning profile, not a sweep session")},
+                          {huge, QStringLiteral("a number out of range")},
+                          {fifo, QStringLiteral("FIFO")},
+                          {dir.path(), QStringLiteral("directory")},
+                          {dir.filePath(QStringLiteral("absent.json")), QStringLiteral("No such file")}};
+    for (const Case& c : cases) {
+      QString error;
+      QElapsedTimer t;
+      t.start();
+      QVERIFY2(!w.openPath(c.path, &error), qPrintable(c.path));
+      QVERIFY2(t.elapsed() < 5000, qPrintable(c.path));
+      QVERIFY2(error.contains(QFileInfo(c.path).fileName()), qPrintable(error));
+      QVERIFY2(error.contains(c.why, Qt::CaseInsensitive), qPrintable(error));
+      QVERIFY2(!error.contains(QStringLiteral("missing field")) && !error.contains(QStringLiteral("json.exception")),
+               qPrintable(error));
+      QVERIFY2(w.statusText().contains(error), qPrintable(w.statusText()));
+    }
+    QVERIFY(!w.document()->hasSession());
+  }
+
   void modelShowsShapes() {
     MainWindow w({});
     w.setInteractive(false);
@@ -86,6 +138,70 @@ class TestOpenWithoutGpu : public QObject {
     QVERIFY(m->rowCount() >= 5);
     for (int r = 0; r < m->rowCount(); ++r) QCOMPARE(m->index(r, ShapeTableModel::Status).data().toString(), QStringLiteral("not swept"));
     QVERIFY(w.modelPanel()->summary().contains(QStringLiteral("llama")));
+  }
+
+  // At the default window size the shape table shows all ten columns (MB/token, %, µs, status
+  // included) inside the dock: no column behind a horizontal scroll bar, none squeezed to nothing.
+  void modelDockShowsEveryColumnAtTheDefaultSize() {
+    QSettings().remove(QStringLiteral("window"));  // the default layout, not one a test saved
+    QTemporaryDir dir;
+    const QString session = dir.filePath(QStringLiteral("s.json"));
+    save_session(uitest::sampleSession(), session.toStdString());
+    const QString model = QString::fromStdString(fixtures::path(fixtures::Fixture::Llama3_8B_Q4_K_M).string());
+    for (const QString& path : {model, session}) {
+      MainWindow w({});
+      w.setInteractive(false);
+      QString error;
+      QVERIFY2(w.openPath(path, &error), qPrintable(error));
+      w.show();
+      QVERIFY(QTest::qWaitForWindowExposed(&w));
+      QTest::qWait(100);  // the default dock sizes are applied once the window is shown
+      QCOMPARE(w.size(), QSize(1400, 860));
+      const QTableView* v = w.modelPanel()->view();
+      const QHeaderView* h = v->horizontalHeader();
+      QVERIFY2(h->length() <= v->viewport()->width(),
+               qPrintable(QStringLiteral("%1 px of columns in a %2 px table").arg(h->length()).arg(v->viewport()->width())));
+      QVERIFY(!v->horizontalScrollBar()->isVisible());
+      const int digits = v->fontMetrics().horizontalAdvance(QStringLiteral("000"));
+      for (int c = 0; c < h->count(); ++c) {
+        QVERIFY(!h->isSectionHidden(c));
+        QVERIFY2(h->sectionSize(c) >= digits, qPrintable(QStringLiteral("column %1 is %2 px").arg(c).arg(h->sectionSize(c))));
+        // Numbers are never cut ("143…" for 14336): only the status text may wrap.
+        for (int r = 0; c != ShapeTableModel::Status && r < v->model()->rowCount(); ++r) {
+          const QModelIndex i = v->model()->index(r, c);
+          QVERIFY2(h->sectionSize(c) >= v->sizeHintForIndex(i).width(),
+                   qPrintable(QStringLiteral("\"%1\" cut to %2 px").arg(i.data().toString()).arg(h->sectionSize(c))));
+        }
+      }
+    }
+  }
+
+  // A model of f16 weights only used to sweep to "complete, 0 results" with no hint: the shape table
+  // and the sweep panel say there is nothing to tune, and the sweep cannot start.
+  void aModelWithNothingToTuneSaysSo() {
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("f16.gguf"));
+    GgufWriter g;
+    g.add("general.architecture", GgufWriter::Value::string("llama"));
+    g.add_sparse_tensor("blk.0.attn_q.weight", GgmlType::F16, {64, 64});
+    g.add_sparse_tensor("output.weight", GgmlType::F16, {64, 128});
+    g.write(path.toStdString());
+    std::vector<std::unique_ptr<Backend>> backends;
+    backends.push_back(std::make_unique<FakeBackend>());
+    MainWindow w(std::move(backends));
+    w.setInteractive(false);
+    QString error;
+    QVERIFY2(w.openPath(path, &error), qPrintable(error));
+    QVERIFY(w.sweepPanel()->hasDevices());
+    const auto* m = w.modelPanel()->model();
+    QVERIFY(m->rowCount() > 0);
+    for (int r = 0; r < m->rowCount(); ++r)
+      QCOMPARE(m->index(r, ShapeTableModel::Status).data().toString(), QStringLiteral("no mmvq kernel"));
+    QVERIFY(!w.sweepPanel()->startButton()->isEnabled());
+    bool said = false;
+    for (const QLabel* l : w.sweepPanel()->findChildren<QLabel*>())
+      said = said || l->text().contains(QStringLiteral("Nothing to sweep: no shape of this model has an mmvq kernel"));
+    QVERIFY(said);
   }
 
   void demoWhenBuiltIn() {

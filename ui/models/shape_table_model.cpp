@@ -1,5 +1,8 @@
 #include "models/shape_table_model.h"
 
+#include "exports.h"
+#include "temper/quant/reference.h"
+
 namespace temper::ui {
 
 ShapeTableModel::ShapeTableModel(SessionDocument* doc, QObject* parent) : QAbstractTableModel(parent), doc_(doc) {
@@ -41,6 +44,7 @@ int ShapeTableModel::rowOf(GgmlType type, int64_t n, int64_t k) const {
 }
 
 QString ShapeTableModel::status(const Shape& s) const {
+  if (!quant::quant_supported(s.type)) return QStringLiteral("no mmvq kernel");  // f16, f32: nothing to tune
   if (!doc_->hasSession()) return QStringLiteral("not swept");
   for (const auto& e : doc_->profile().entries)
     if (e.approval == Approval::Approved && e.key.shape() == s.shape())
@@ -104,10 +108,29 @@ QVariant ShapeTableModel::data(const QModelIndex& index, int role) const {
 }
 
 QVariant ShapeTableModel::headerData(int section, Qt::Orientation o, int role) const {
-  if (o != Qt::Horizontal || role != Qt::DisplayRole) return QAbstractTableModel::headerData(section, o, role);
+  // Short labels, so that all ten columns fit the dock; the tooltip says what each one is and the
+  // CSV export keeps the full names.
+  if (o != Qt::Horizontal || section < 0 || section >= ColumnCount) return QAbstractTableModel::headerData(section, o, role);
+  static const char* labels[] = {"type", "N", "K", "calls", "MB/tok", "% bytes", "def. µs", "best µs", "speedup", "status"};
   static const char* names[] = {"type", "N", "K", "calls/token", "MB/token", "% of decode bytes", "default µs",
                                 "best µs", "speedup ± CI", "status"};
-  return section >= 0 && section < ColumnCount ? QString::fromUtf8(names[section]) : QVariant();
+  static const char* tips[] = {
+      "ggml quantization type of the weights",
+      "N: output rows (the weight matrix's rows)",
+      "K: the row length (the weight matrix's columns)",
+      "calls/token: GEMVs of this shape per decoded token",
+      "MB/token: weight bytes this shape reads per decoded token",
+      "% of decode bytes: this shape's share of the weight bytes read per token",
+      "default µs: median time of the default launch config",
+      "best µs: median time of the winning config",
+      "speedup ± CI: default µs / best µs, with half the width of its 95% confidence interval",
+      "status: not swept, swept, failed verification or approved"};
+  switch (role) {
+    case Qt::DisplayRole: return QString::fromUtf8(labels[section]);
+    case Qt::ToolTipRole: return QString::fromUtf8(tips[section]);
+    case kColumnNameRole: return QString::fromUtf8(names[section]);
+    default: return QAbstractTableModel::headerData(section, o, role);
+  }
 }
 
 void ShapeFilterProxy::setFilterText(const QString& text) {

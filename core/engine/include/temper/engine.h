@@ -13,7 +13,7 @@
 
 namespace temper::engine {
 
-constexpr int kHookVersion = 1;
+constexpr int kHookVersion = 2;  // 2: the `full` set compiles tier 2 at ncols 1 only
 
 enum class TreeKind { Ggml, LlamaCpp };
 
@@ -32,12 +32,20 @@ Tree find_tree(const std::filesystem::path& dir);
 
 // Which instantiations the hook generates: "full" (every type mmvq supports, ncols 1-8, the whole
 // grid) or "ci" (q4_0 and q4_K at ncols 1, the whole grid), like TEMPER_KERNEL_SET.
+// Which instantiations the hook compiles: `types` at `ncols`, every other type of the tree's mmvq.cu
+// at `other_ncols`. full: the tier-1 types at ncols 1-8 and the rest at ncols 1 (the build time
+// goes mostly into these units); all: every type at ncols 1-8; ncols1: the tier-1 types at ncols 1
+// only (bench/fidelity.sh); ci: q4_0 and q4_K at ncols 1.
 struct KernelSet {
   std::string name = "full";
   std::vector<int> ncols;                  // empty: 1..8
   std::vector<std::string> types;          // upstream names without GGML_TYPE_ ("Q4_K"); empty: all
+  std::vector<int> other_ncols;            // for the types not listed; empty: none
+  // The ncols this set compiles for an upstream type name (empty: none).
+  std::vector<int> ncols_of(const std::string& type) const;
 };
 KernelSet kernel_set(const std::string& name);  // Error(BadInput) for another name
+std::string_view kernel_set_names();            // "full|all|ncols1|ci", for help and messages
 
 // The hooked tree's files: the patched mmvq.cu and the generated ones (name relative to the
 // ggml-cuda folder, content).
@@ -50,7 +58,8 @@ struct Patch {
 
 // Applies the hook to mmvq.cu's text. Error(BadInput) "<what> not found" naming the anchor when
 // the text is not an mmvq.cu the hook understands, or "already patched" when it carries the hook.
-Patch make_patch(const std::string& mmvq_source, const KernelSet& set);
+// hook_version: the marker to write (an older one only to recognise what an older Temper wrote).
+Patch make_patch(const std::string& mmvq_source, const KernelSet& set, int hook_version = kHookVersion);
 
 enum class HookState { Stock, Patched };
 

@@ -4,6 +4,7 @@
 // $XDG_CACHE_HOME/temper/engine/<hash> (~/.cache/... when unset), the hash covering the tree's
 // CMake inputs, the hook, the probe, the arch and the kernel set: a second build of the same
 // inputs returns at once.
+#include <atomic>
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -24,12 +25,22 @@ struct BuildOptions {
   std::filesystem::path cache_root;  // empty: the default above
   std::string generator = "Ninja";
   int jobs = 0;                // 0: the build tool's default
+  // Set (from another thread): the build stops at its next output line, Error(Cancelled); the
+  // cache entry stays unfinished and the next build starts it again.
+  const std::atomic<bool>* cancel = nullptr;
 };
+
+// The version of the hipcc first on PATH ("5.2.21153"), empty when there is none.
+std::string hipcc_version();
+// Options for building for `arch` (sm_NN or gfxN: its platform; for HIP, the hipcc on PATH) with
+// the named kernel set ("full" or "ci"). Error(BadInput) for another arch or set.
+BuildOptions build_options(const std::string& arch, const std::string& kernel_set = "full");
 
 struct BuildStep {
   int done = 0, total = 0;     // build steps (0/0 while configuring)
   std::string line;
   double elapsed_s = 0;
+  std::filesystem::path log;   // the build log being written
 };
 using BuildProgress = std::function<void(const BuildStep&)>;
 
@@ -41,6 +52,9 @@ struct BuildResult {
 };
 
 std::string source_hash(const Tree& tree, const BuildOptions& options);
+// The hash of temper-probe's own sources, kept beside a built probe (probe.hash): a cache entry
+// whose probe is older is rebuilt.
+std::string probe_hash();
 
 // Error(BadInput) for an unusable tree or a HIP too old for ggml; Error(Io) when configuring or
 // building fails, with the compiler's first error and the log's path.

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "temper/backend.h"
+#include "temper/engine_build.h"
 #include "temper/session.h"
 
 namespace temper::engine {
@@ -25,10 +26,18 @@ struct ProbeOptions {
   std::filesystem::path probe;           // the temper-probe executable
   std::vector<std::string> args;         // extra arguments for it
   double timeout_s = 120;                // longest wait for one answer; then the probe is killed
-  std::filesystem::path log;             // the probe's stderr; empty: a file in the temp directory
+  std::filesystem::path log;             // the probe's stderr; empty: a file in the engine cache's logs/,
+                                         // removed when the probe ends without an error that names it
   // Provenance recorded in the session's kernel source (what --engine-src built); may stay empty.
   std::string source_path, ggml_commit, hook_version;
+  // time_gemv times mul_mat_vec_q alone (Op::TimeKernel: activations quantized once, no MUL_MAT
+  // around it), every config as its grid instantiation, the stock one included; needs protocol 2.
+  bool kernel_only = false;
 };
+
+// The probe of an engine build() made from the tree at `src`, with the provenance the session
+// records (the tree's absolute path, its commit, the hook version).
+ProbeOptions probe_options(const std::filesystem::path& src, const BuildResult& built);
 
 // "engine-cuda" / "engine-hip" for a probe arch ("sm_90" / "gfx90a"); true for either.
 std::string api_for_arch(const std::string& arch);
@@ -46,8 +55,9 @@ struct ReplayTokens {
 
 class EngineDevice final : public Device {
  public:
-  // Starts the probe and says Hello. Error(BadInput) when the file is missing or not executable,
-  // Error(GpuFault) when it dies, hangs, speaks another protocol version or answers an error.
+  // Starts the probe and says Hello. Error(BadInput) when the file is missing or not executable, or
+  // when kernel_only asks for an op its protocol lacks; Error(GpuFault) when it dies, hangs, speaks
+  // a protocol version outside kMinProtocolVersion..kProtocolVersion or answers an error.
   explicit EngineDevice(ProbeOptions options);
   ~EngineDevice() override;
   const DeviceInfo& info() const override { return info_; }
@@ -92,6 +102,7 @@ class EngineDevice final : public Device {
   std::unique_ptr<ProbeProcess> process_;
   DeviceInfo info_;
   std::map<std::string, std::string> hello_;
+  int protocol_ = 0;
   mutable std::mutex mutex_;
   mutable std::map<std::tuple<GgmlType, int, int>, Config> stock_;  // (type, ncols, k)
   mutable std::map<std::tuple<GgmlType, int, int, int>, bool> has_kernel_;

@@ -11,6 +11,7 @@
 
 namespace temper {
 class GgufFile;
+struct Profile;
 }
 
 namespace temper::engine {
@@ -26,6 +27,8 @@ struct ReplayNode {
   std::vector<std::string> tensors;  // one, or gate then up
   // GEMVs (rows × K dot products of one weight matrix) this node makes per token.
   int64_t gemvs() const { return int64_t(tensors.size()) * (op.rfind("mmid", 0) == 0 ? used : 1); }
+  // Gate and up in one kernel (the engine's fusion); a profile leaves that kernel stock.
+  bool fused() const { return op == "glu" || op == "mmid_glu"; }
 };
 
 struct ReplayPlan {
@@ -68,7 +71,7 @@ struct ReplayReport {
   ReplayArm stock, profiled;
   double speedup = 0, speedup_low = 0, speedup_high = 0;  // stock / profiled median, conservative CI
   // The profile's own prediction for this token: the sweep's (default - tuned) µs of every
-  // approved ncols-1 entry this model's GEMVs hit, times its calls per token.
+  // approved ncols-1 entry this model's unfused GEMVs hit, times its calls per token.
   double predicted_saving_us = 0;
   double predicted_speedup = 0;     // stock median / (stock median - predicted saving)
   int profile_entries_hit = 0;
@@ -78,5 +81,13 @@ struct ReplayReport {
 // then times `rounds` × (stock, profiled) runs of `tokens` tokens each. `progress(done, total)`.
 ReplayReport run_replay(EngineDevice& device, const GgufFile& file, const ReplayPlan& plan, const ReplayOptions& options,
                         const std::function<void(int, int)>& progress = {});
+
+// The profile's prediction for one token of `plan` on `arch`: the sweep's (default - tuned) µs of
+// every approved ncols-1 entry the plan's unfused GEMVs hit, times its calls per token.
+struct ReplayPrediction {
+  double saving_us = 0;
+  int entries_hit = 0;
+};
+ReplayPrediction predict_replay(const ReplayPlan& plan, const Profile& profile, const std::string& arch);
 
 }  // namespace temper::engine

@@ -188,7 +188,8 @@ struct MergeResult {
   std::vector<std::string> arches;  // more than one: said out loud, never silently mixed
   std::string text() const;
 };
-// Same key (arch included): the measured faster one stays (lower tuned median); a measured entry
+// Same key (arch included): the measured faster one stays (lower tuned median) — or, measured on
+// two different GPU models of that arch, the larger speedup over its own default; a measured entry
 // beats an unmeasured import; equal configs merge without a conflict. Entries of different arches
 // never meet (the arch is part of the key). Error(BadInput) when an entry has no arch.
 MergeResult merge_profiles(const std::vector<Profile>& profiles);

@@ -144,7 +144,25 @@ struct SessionComparison {
   // kernel_label of each session's kernel source: an engine sweep beside a Temper-kernel sweep of
   // the same shapes compares the two kernels, not two runs.
   std::string kernel_a, kernel_b;
+  // Per (device, shape, ncols) with a verdict in both, in the first session's order: each side's
+  // default and best (the engine_table.py table; the GUI's comparison view shows these rows).
+  struct Side {
+    std::string verdict;
+    Config default_config, config;  // config: the winner, or the default when it stays
+    double default_us = 0, best_us = 0;
+    bool confirmed = false;
+  };
+  struct Row : GroupKey {
+    Side a, b;
+    bool agree = false;  // same verdict and same config
+  };
+  std::vector<Row> rows;
+  // Each session's GEMV-share estimate (default -> tuned), as its own summary prints it.
+  std::vector<Estimate> estimates_a, estimates_b;
 };
+// Why two sessions are not sweeps of one model (GGUF header hash, else file name and size; synthetic
+// shapes: none in common), for a clear refusal; empty when they are.
+std::string model_mismatch(const Session& a, const Session& b);
 SessionComparison compare_sessions(const Session& a, const Session& b);
 std::string format_comparison(const SessionComparison& c);
 nlohmann::json to_json(const SessionComparison& c);
