@@ -97,9 +97,9 @@ OpenDevices open_engine(const engine::ProbeOptions& options) {
   OpenDevices d;
   d.owned.push_back(std::make_unique<engine::EngineDevice>(options));
   d.ptrs.push_back(d.owned.back().get());
-  std::fprintf(stderr, "engine kernel via %s (%s, %s); probe log: %s\n", options.probe.c_str(),
-               d.owned.back()->info().name.c_str(), d.owned.back()->info().arch.c_str(),
-               static_cast<engine::EngineDevice&>(*d.owned.back()).log_path().c_str());
+  // The probe's log is kept only when the probe fails (and the error names it), so it is not named here.
+  std::fprintf(stderr, "engine kernel via %s (%s, %s)\n", options.probe.c_str(), d.owned.back()->info().name.c_str(),
+               d.owned.back()->info().arch.c_str());
   return d;
 }
 
