@@ -142,8 +142,13 @@ SweepPanel::SweepPanel(SessionDocument* doc, std::vector<std::unique_ptr<Backend
     // The kernel to time: Temper's, or the engine's own (docs/engine.md).
     kernel_ = new QComboBox;
     kernel_->addItem(QStringLiteral("Temper's kernel"), int(KernelChoice::Temper));
-    kernel_->addItem(QStringLiteral("Engine's kernel (built from your ggml / llama.cpp)"), int(KernelChoice::EngineSource));
-    kernel_->addItem(QStringLiteral("Engine's kernel (a ready temper-probe, advanced)"), int(KernelChoice::EngineProbe));
+    kernel_->addItem(QStringLiteral("Engine's, from source"), int(KernelChoice::EngineSource));
+    kernel_->addItem(QStringLiteral("Engine's, temper-probe"), int(KernelChoice::EngineProbe));
+    kernel_->setItemData(1, QStringLiteral("Built from your ggml / llama.cpp folder with Temper's tuning hook"), Qt::ToolTipRole);
+    kernel_->setItemData(2, QStringLiteral("A temper-probe you built already (advanced)"), Qt::ToolTipRole);
+    // Sized to a short text, not its longest item: the sweep dock must not squeeze the model dock.
+    kernel_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    kernel_->setMinimumContentsLength(16);
     kernel_->setToolTip(QStringLiteral("Temper's own re-implementation of mmvq, or llama.cpp's own kernel built from your tree "
                                        "with Temper's tuning hook and timed through temper-probe"));
     engine_src_ = new QLineEdit;
