@@ -346,7 +346,12 @@ Patch make_patch(const std::string& source, const KernelSet& set, int hook_versi
     }
   }
   out.files.emplace_back("temper-mmvq-registry.cu", registry_unit(suffixes, set.name));
-  out.files.emplace_back("temper-mmvq.cuh", std::string(hook_header()));
+  // The header carries the version the engine reports (temper_mmvq_hook_version), so it cannot drift.
+  std::string header(hook_header());
+  const std::string placeholder = "TEMPER_HOOK_VERSION_WRITTEN_BY_PATCH";
+  header.replace(find_once(header, placeholder, "the hook header's version placeholder"), placeholder.size(),
+                 std::to_string(hook_version));
+  out.files.emplace_back("temper-mmvq.cuh", header);
   out.files.emplace_back("temper-mmvq-api.h", std::string(hook_api()));
   out.files.emplace_back("temper-mmvq-runtime.cu", std::string(hook_runtime()));
   return out;

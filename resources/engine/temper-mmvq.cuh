@@ -8,7 +8,8 @@
 // Shapes without a choice run stock.
 #include "common.cuh"
 
-#define TEMPER_MMVQ_HOOK_VERSION 1
+// The hook version; `temper engine patch` writes the number (kHookVersion in Temper).
+#define TEMPER_MMVQ_HOOK_VERSION TEMPER_HOOK_VERSION_WRITTEN_BY_PATCH
 
 // Everything mmvq's launcher knows at the point where it picks a kernel, so a tuned launch is made
 // exactly as the stock one would be (same strides, same fusion arguments, same launch path).

@@ -118,6 +118,11 @@ TEST_P(HookOn, FullSetCoversEveryTypeAndNcols) {
   EXPECT_TRUE(has(full, "temper-mmvq-iq2_xxs-1.cu"));
   EXPECT_FALSE(has(full, "temper-mmvq-iq2_xxs-2-4.cu"));
   EXPECT_EQ(full.mmvq, all.mmvq);  // the set changes only the generated units
+  // The engine reports the hook version written into its header (the probe's hello, sessions).
+  const auto header = std::find_if(all.files.begin(), all.files.end(), [](const auto& f) { return f.first == "temper-mmvq.cuh"; });
+  ASSERT_NE(header, all.files.end());
+  EXPECT_NE(header->second.find("#define TEMPER_MMVQ_HOOK_VERSION " + std::to_string(engine::kHookVersion) + "\n"),
+            std::string::npos);
   EXPECT_EQ(all.halve_iters, GetParam() == "d99724f");
   // ncols1 (bench/fidelity.sh): the 13 tier-1 types, one ncols-1 unit each, all 20 grid configs.
   const engine::Patch n1 = engine::make_patch(source, engine::kernel_set("ncols1"));
