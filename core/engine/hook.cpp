@@ -214,28 +214,25 @@ std::vector<int> KernelSet::ncols_of(const std::string& type) const {
 
 std::string_view kernel_set_names() { return "full|all|ncols1|ci"; }
 
+namespace {
+// The tier-1 types as upstream's enum names them ("Q4_K", "IQ4_NL", "MXFP4").
+std::vector<std::string> tier1_upstream_names() {
+  std::vector<std::string> names;
+  for (GgmlType t : tier1_types()) {
+    std::string upper(type_name(t));
+    for (char& c : upper) c = char(std::toupper(static_cast<unsigned char>(c)));
+    names.push_back(upper);
+  }
+  return names;
+}
+}  // namespace
+
 KernelSet kernel_set(const std::string& name) {
   if (name == "all") return {"all", {}, {}, {}};
   if (name == "ci") return {"ci", {1}, {"Q4_0", "Q4_K"}, {}};
-  if (name == "full") {
-    KernelSet s{"full", {}, {}, {1}};
-    for (GgmlType t : tier1_types()) {
-      std::string upper(type_name(t));
-      for (char& c : upper) c = char(std::toupper(static_cast<unsigned char>(c)));
-      s.types.push_back(upper);
-    }
-    return s;
-  }
+  if (name == "full") return {"full", {}, tier1_upstream_names(), {1}};
   // The tier-1 types at ncols 1 only (bench/fidelity.sh): a fraction of the full build's time.
-  if (name == "ncols1") {
-    KernelSet s{"ncols1", {1}, {}, {}};
-    for (GgmlType t : tier1_types()) {
-      std::string upper(type_name(t));
-      for (char& c : upper) c = char(std::toupper(static_cast<unsigned char>(c)));
-      s.types.push_back(upper);
-    }
-    return s;
-  }
+  if (name == "ncols1") return {"ncols1", {1}, tier1_upstream_names(), {}};
   fail(ErrorKind::BadInput, "kernel set \"" + name + "\": expected " + std::string(kernel_set_names()));
 }
 
