@@ -26,15 +26,9 @@
 
 using namespace temper;
 using namespace temper::ui;
+using temper::ui::uitest::smallShape;
 
 namespace {
-Shape smallShape(GgmlType type, int n, int k) {
-  Shape s;
-  s.type = type, s.n = n, s.k = k, s.calls_per_token = 2;
-  s.bytes_per_token = *row_bytes(type, uint64_t(k)) * uint64_t(n) * 2;
-  s.tensors = {"blk.*.test"};
-  return s;
-}
 
 Model smallModel() {
   Model m;

@@ -17,15 +17,9 @@
 
 using namespace temper;
 using namespace temper::ui;
+using temper::ui::uitest::smallShape;
 
 namespace {
-Shape smallShape(GgmlType type, int n, int k) {
-  Shape s;
-  s.type = type, s.n = n, s.k = k, s.calls_per_token = 2;
-  s.bytes_per_token = *row_bytes(type, uint64_t(k)) * uint64_t(n) * 2;
-  s.tensors = {"blk.*.test"};
-  return s;
-}
 SweepSetup smallSetup() {
   SweepSetup setup;
   setup.shapes = {smallShape(GgmlType::Q4_0, 512, 1024), smallShape(GgmlType::Q8_0, 256, 2048)};

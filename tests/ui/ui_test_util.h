@@ -32,4 +32,13 @@ inline Session sampleSession() {
   return s;
 }
 
+// A synthetic shape of `type` (N×K, two calls per token) for sweeps on the fake device.
+inline Shape smallShape(GgmlType type, int n, int k) {
+  Shape s;
+  s.type = type, s.n = n, s.k = k, s.calls_per_token = 2;
+  s.bytes_per_token = *row_bytes(type, uint64_t(k)) * uint64_t(n) * 2;
+  s.tensors = {"blk.*.test"};
+  return s;
+}
+
 }  // namespace temper::ui::uitest
