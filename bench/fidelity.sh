@@ -12,7 +12,8 @@
 #             the 13 tier-1 types × the 20 configs of the ncols-1 grid at 4096x14336 and 14336x4096,
 #             q6_K and q4_K at 128256x4096; both sides: weights rotating past 2x L2, COUNT events
 #             pairs around BACK_TO_BACK launches each, after 20 warm-up launches
-#   regs      registers per thread from ptxas for both kernels (bench/regcompare.py; skipped, exit
+#   regs      registers per thread from ptxas for both kernels over the ncols-1 grid (bench/regcompare.py
+#             --temper: upstream patched with the hook; skipped, exit
 #             77, without the ggml archives: UPSTREAM_DIR, else ../shared/upstream)
 #   table     bench/fidelity_table.py: per config both times, the difference, registers; per type
 #             configs within ±3 %, worst config, rank correlation; printed last
@@ -79,9 +80,9 @@ done_phase() { say "== $1: $(( $(date +%s) - phase_start )) s${2:+, $2}"; }
 if want build; then
   begin
   target=temper
-  [[ "${CPU_ONLY:-0}" == 1 ]] && target=temper_iq_tables
+  [[ "${CPU_ONLY:-0}" == 1 ]] && target="temper_iq_tables temper"  # the CLI patches upstream for regs
   cmake --preset device -DTEMPER_KERNEL_SET="${KERNEL_SET:-ci}" >>"$log" 2>&1 || { tail -30 "$log" >&2; exit 1; }
-  if ! cmake --build --preset device --target "$target" -j "$jobs" >>"$log" 2>&1; then
+  if ! cmake --build --preset device --target $target -j "$jobs" >>"$log" 2>&1; then
     grep -E "error|FAILED" -A5 "$log" | head -60 >&2
     exit 1
   fi
@@ -154,7 +155,7 @@ regs_rc=0
 if want regs; then
   begin
   python3 bench/regcompare.py --source-dir "$here" ${UPSTREAM_DIR:+--upstream-dir "$UPSTREAM_DIR"} \
-    --iq-tables-dir build-device/kernels --work-dir "$work/regcompare" >"$work/regs.txt" 2>>"$log" || regs_rc=$?
+    --temper "$temper" --iq-tables-dir build-device/kernels --work-dir "$work/regcompare" >"$work/regs.txt" 2>>"$log" || regs_rc=$?
   cat "$work/regs.txt" >>"$log"
   done_phase regs "regcompare exit $regs_rc (77 = skipped: no archive)"
 fi

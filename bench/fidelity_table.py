@@ -97,7 +97,7 @@ def read_regs(path):
         bad(f"{path}: {e.strerror}")
     with f:
         for line in f:
-            m = re.match(r"(ggml-\w+) vs Temper", line)
+            m = re.match(r"(ggml-\w+)(?: \(hooked\))? vs Temper", line)
             if m:
                 engine = m.group(1)
                 continue

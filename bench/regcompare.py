@@ -4,9 +4,11 @@
 Compiles upstream's mul_mat_vec_q (from the ggml archives in ../shared/upstream, extracted into a
 work folder) and Temper's kernels (kernels/mmvq.h) for sm_90 with `ptxas -v`, maps each upstream
 instantiation to Temper's launch config and prints registers and spills side by side, per engine
-version. Upstream compiles only its default-table configs, so on sm_90 at ncols 1 the comparable
-grid configs are (nwarps 4, rows 1) and, for small K, (4, 4) (calc_nwarps / calc_rows_per_block,
-GENERIC table); the rest of the grid has no upstream counterpart.
+version. Stock upstream compiles only its default-table configs, so on sm_90 at ncols 1 the
+comparable grid configs are (nwarps 4, rows 1) and, for small K, (4, 4) (calc_nwarps /
+calc_rows_per_block, GENERIC table). With --temper, the extracted copy is first patched by
+`temper engine patch` (the tuning hook adds nwarps / rows template parameters to mul_mat_vec_q,
+the instantiation the engine bridge launches), and the whole ncols-1 grid is compared.
 
 Exit: 0 all within the allowed difference, 1 a difference beyond it (or a new spill), 2 bad
 arguments or input, 77 skipped (no nvcc, no archive, or the generated IQ tables missing).
@@ -29,7 +31,8 @@ GGML_NAMES = {2: "Q4_0", 3: "Q4_1", 6: "Q5_0", 7: "Q5_1", 8: "Q8_0", 10: "Q2_K",
 ENGINES = {"ggml-d99724f": ("mmvq_pdl", "ggml-d99724f"), "ggml-7180759": ("mmvq", "ggml-7180759")}
 ARCH = "sm_90"
 NWARPS = 4  # upstream's GENERIC table at ncols 1 (every NVIDIA arch but Turing and GB10)
-CONFIGS = [(False, (NWARPS, 1)), (True, (NWARPS, NWARPS))]  # (small_k, (nwarps, rows_per_block))
+STOCK_CONFIGS = [(False, (NWARPS, 1)), (True, (NWARPS, NWARPS))]  # (small_k, (nwarps, rows_per_block))
+GRID = [(w, r) for w in (1, 2, 4, 8, 16) for r in (1, 2, 4, 8)]  # Temper's ncols-1 grid
 MOE_MARKER = "// Dedicated MoE multi-token kernel"
 
 
@@ -104,11 +107,18 @@ def compile_ptxas(nvcc, src, flags, work):
     return ptxas_table(p.stdout + p.stderr)
 
 
-def upstream_registers(nvcc, archive, work):
-    dest = os.path.join(work, os.path.basename(archive).split(".")[0])
+def upstream_registers(nvcc, archive, work, temper_bin):
+    """{(type id, (nwarps, rows)): (registers, spill stores, spill loads)} of upstream's kernel."""
+    dest = os.path.join(work, os.path.basename(archive).split(".")[0] + ("-hooked" if temper_bin else ""))
+    if temper_bin:
+        shutil.rmtree(dest, ignore_errors=True)  # patched afresh: the hook may have changed since
     extract(archive, dest)
     root = ggml_root(dest)
     cuda = os.path.join(root, "src", "ggml-cuda")
+    if temper_bin:
+        p = subprocess.run([temper_bin, "engine", "patch", root], capture_output=True, text=True)
+        if p.returncode != 0:
+            bad(f"temper engine patch {root} failed: {(p.stderr or p.stdout).strip()}")
     with open(os.path.join(cuda, "mmvq.cu")) as f:
         text = f.read()
     cut = text.find(MOE_MARKER)
@@ -120,31 +130,43 @@ def upstream_registers(nvcc, archive, work):
     head = os.path.join(work, os.path.basename(dest) + "_mmvq_kernel.cuh")
     with open(head, "w") as f:
         f.write(text[:cut])
+    if temper_bin:
+        # The hooked template: <type, ncols, has_fusion, bool flags (small_k, halve_iters in newer
+        # ggml: all false, as the hook's launches), temper_nwarps, temper_rows>.
+        m = re.search(r"template\s*<ggml_type type, int ncols_dst, bool has_fusion((?:, bool \w+ = false)*)"
+                      r", int temper_nwarps = 0, int temper_rows = 0>", text)
+        if not m:
+            bad(f"{cuda}/mmvq.cu: the hooked mul_mat_vec_q template was not found after patching")
+        flags = "false, " * m.group(1).count("bool")
+        instances = [(tid, cfg, f"mul_mat_vec_q<GGML_TYPE_{GGML_NAMES[tid]}, 1, false, {flags}{cfg[0]}, {cfg[1]}>")
+                     for _, tid in TYPES for cfg in GRID]
+    else:
+        instances = [(tid, cfg, f"mul_mat_vec_q<GGML_TYPE_{GGML_NAMES[tid]}, 1, false, {str(small_k).lower()}>")
+                     for _, tid in TYPES for small_k, cfg in STOCK_CONFIGS]
     src = os.path.join(work, os.path.basename(dest) + "_regs.cu")
     with open(src, "w") as f:
         f.write(f'#include "{head}"\n')
         f.write("// Taking each kernel's address instantiates exactly the configs compared.\n")
         f.write("__attribute__((used)) static const void* temper_regcompare_kernels[] = {\n")
-        for _, tid in TYPES:
-            for small_k, _ in CONFIGS:
-                f.write(f"  (const void*)&mul_mat_vec_q<GGML_TYPE_{GGML_NAMES[tid]}, 1, false, {str(small_k).lower()}>,\n")
+        for _, _, inst in instances:
+            f.write(f"  (const void*)&{inst},\n")
         f.write("};\n")
     flags = ["-use_fast_math", "-extended-lambda", "-DGGML_USE_CUDA", f"-I{root}/include", f"-I{root}/src", f"-I{cuda}"]
-    table = ptxas_table_by(compile_ptxas(nvcc, src, flags, work),
-                           r"mul_mat_vec_qIL9ggml_type(\d+)ELi1ELb0ELb([01])E")
-    return {(t, CONFIGS[int(sk)][1]): v for (t, sk), v in table.items()}
-
-
-def ptxas_table_by(table, pattern):
+    table = compile_ptxas(nvcc, src, flags, work)
     out = {}
     for name, v in table.items():
-        m = re.search(pattern, name)
-        if m:
-            out[tuple(int(g) for g in m.groups())] = v
+        if temper_bin:
+            m = re.search(r"mul_mat_vec_qIL9ggml_type(\d+)ELi1ELb0E(?:Lb0E)*Li(\d+)ELi(\d+)E", name)
+            if m:
+                out[(int(m.group(1)), (int(m.group(2)), int(m.group(3))))] = v
+        else:
+            m = re.search(r"mul_mat_vec_qIL9ggml_type(\d+)ELi1ELb0ELb([01])E", name)
+            if m:
+                out[(int(m.group(1)), STOCK_CONFIGS[int(m.group(2))][1])] = v
     return out
 
 
-def temper_registers(nvcc, source_dir, iq_tables_dir, work):
+def temper_registers(nvcc, source_dir, iq_tables_dir, work, configs):
     src = os.path.join(work, "temper_regs.cu")
     with open(src, "w") as f:
         f.write('#include "kernels/mmvq.h"\n')
@@ -152,7 +174,7 @@ def temper_registers(nvcc, source_dir, iq_tables_dir, work):
         f.write("__attribute__((used)) static const void* temper_regcompare_kernels[] = {\n")
         for kernel in sorted({k for k, _ in ENGINES.values()}):
             for _, tid in TYPES:
-                for _, (w, r) in CONFIGS:
+                for w, r in configs:
                     f.write(f"  (const void*)&{kernel}<{tid}u, 1, {w}, {r}>,\n")
         f.write("};\nTEMPER_KERNELS_ABI_END\n}\n")
     # The flags of temper_kernels_cuda (cmake/TemperKernels.cmake, Release).
@@ -195,6 +217,8 @@ def main():
     ap.add_argument("--allowed", default=os.path.join(here, "bench", "regcompare_allowed.txt"),
                     help="allowed differences (default bench/regcompare_allowed.txt); others must be equal")
     ap.add_argument("--nvcc")
+    ap.add_argument("--temper", help="the temper CLI: patch upstream with its tuning hook and compare the whole "
+                    "ncols-1 grid (default: stock upstream, its two default-table configs)")
     a = ap.parse_args()
 
     nvcc = find_nvcc(a.nvcc)
@@ -208,18 +232,23 @@ def main():
         skip(f"upstream archive absent: {', '.join(missing)}")
     if not os.path.isfile(os.path.join(a.iq_tables_dir, "iq_tables.h")):
         skip(f"{a.iq_tables_dir}/iq_tables.h not generated yet (build temper_iq_tables first)")
+    if a.temper and not (os.path.isfile(a.temper) and os.access(a.temper, os.X_OK)):
+        bad(f"--temper {a.temper}: not an executable")
     allowed = read_allowed(a.allowed)
+    configs = GRID if a.temper else [cfg for _, cfg in STOCK_CONFIGS]
     os.makedirs(a.work_dir, exist_ok=True)
 
-    temper = temper_registers(nvcc, os.path.abspath(a.source_dir), os.path.abspath(a.iq_tables_dir), a.work_dir)
+    temper = temper_registers(nvcc, os.path.abspath(a.source_dir), os.path.abspath(a.iq_tables_dir), a.work_dir,
+                              configs)
     failures = 0
     for engine in engines:
         kernel = ENGINES[engine][0]
-        up = upstream_registers(nvcc, archives[engine], a.work_dir)
-        print(f"\n{engine} vs Temper's {kernel}, {ARCH}, ncols 1 (registers, spill stores/loads in bytes)")
+        up = upstream_registers(nvcc, archives[engine], a.work_dir, a.temper)
+        print(f"\n{engine}{' (hooked)' if a.temper else ''} vs Temper's {kernel}, {ARCH}, ncols 1 "
+              "(registers, spill stores/loads in bytes)")
         print(f"{'type':8} {'config':7} {'upstream':>14} {'temper':>14} {'diff':>5}  verdict")
         for name, tid in TYPES:
-            for _, cfg in CONFIGS:
+            for cfg in configs:
                 u, t = up.get((tid, cfg)), temper.get((kernel, tid, cfg))
                 cfg_text = f"({cfg[0]},{cfg[1]})"
                 if u is None or t is None:

@@ -32,8 +32,10 @@ __device__ __forceinline__ uint32_t fast_mod(uint32_t n, const uint3 d) { return
 
 // The work of one block, as upstream's mul_mat_vec_q without fusion: the K loop, the shared-memory
 // exchange between warps and the final warp reduction. Blocks of one launch: x = row groups,
-// y = channels, z = samples (Temper launches 1 × 1).
-template <unsigned Type, int Ncols, int Nwarps, int RowsPerBlock, bool GridDependencyWait>
+// y = channels, z = samples (Temper launches 1 × 1). LaneIndexedWrite: 7180759's output write
+// (after the row loop, lane i writes tmp[j][threadIdx.x]); else d99724f's (lane i writes tmp[j][i]
+// inside it). The form changes nvcc's register allocation by up to 30 registers at rows > 1.
+template <unsigned Type, int Ncols, int Nwarps, int RowsPerBlock, bool GridDependencyWait, bool LaneIndexedWrite>
 __device__ __forceinline__ void mmvq_block(const void* vx, const void* vy, const int32_t* ids, float* dst,
                                            TEMPER_MMVQ_SCALAR_PARAMS) {
   constexpr int warp_size = kWarpSize;
@@ -95,8 +97,14 @@ __device__ __forceinline__ void mmvq_block(const void* vx, const void* vy, const
 #pragma unroll
       for (int l = 0; l < Nwarps - 1; ++l) tmp[j][i] += tmp_shared[l][j][i][threadIdx.x];
       tmp[j][i] = warp_reduce_sum<warp_size>(tmp[j][i]);
-      if (threadIdx.x == i && (RowsPerBlock == 1 || uint32_t(row0 + i) < stride_col_dst))
-        dst[j * stride_col_dst + i] = tmp[j][i];
+      if constexpr (!LaneIndexedWrite) {
+        if (threadIdx.x == i && (RowsPerBlock == 1 || uint32_t(row0 + i) < stride_col_dst))
+          dst[j * stride_col_dst + i] = tmp[j][i];
+      }
+    }
+    if constexpr (LaneIndexedWrite) {
+      if (threadIdx.x < RowsPerBlock && (RowsPerBlock == 1 || uint32_t(row0 + threadIdx.x) < stride_col_dst))
+        dst[j * stride_col_dst + threadIdx.x] = tmp[j][threadIdx.x];
     }
   }
 }
@@ -107,8 +115,9 @@ __device__ __forceinline__ void mmvq_block(const void* vx, const void* vy, const
 #define TEMPER_TRAP() __builtin_trap()
 #endif
 
-// The kernel as ggml 7180759 compiles it everywhere, and d99724f everywhere but NVIDIA Hopper+:
-// restrict-qualified pointers, no dependent launch.
+// The kernel as ggml 7180759 compiles it: restrict-qualified pointers, no dependent launch. On
+// NVIDIA with 7180759's output write; on AMD, where it also serves d99724f (one kernel per config
+// keeps the code objects' size), with d99724f's.
 // vx: weight rows of ncols_x/qk blocks; vy: Ncols columns of ncols_x/32 q8_1 blocks; ids: expert
 // ids (Temper passes none); dst: Ncols columns of stride_col_dst floats.
 template <unsigned Type, int Ncols, int Nwarps, int RowsPerBlock>
@@ -119,14 +128,19 @@ __launch_bounds__(Nwarps* kWarpSize, 1) __global__
     // Same symbol set in every device pass of a fat binary; the host never launches this one.
     TEMPER_TRAP();
   } else {
-    mmvq_block<Type, Ncols, Nwarps, RowsPerBlock, false>(vx, vy, ids, dst, TEMPER_MMVQ_SCALAR_ARGS);
+#if defined(TEMPER_CUDA_DEVICE)
+    constexpr bool lane_indexed_write = true;
+#else
+    constexpr bool lane_indexed_write = false;
+#endif
+    mmvq_block<Type, Ncols, Nwarps, RowsPerBlock, false, lane_indexed_write>(vx, vy, ids, dst, TEMPER_MMVQ_SCALAR_ARGS);
   }
 }
 
 #if defined(TEMPER_GPU_CUDA) || defined(TEMPER_CUDA_DEVICE)
-// The kernel as ggml d99724f compiles it for NVIDIA Hopper and newer: its launches use
+// The kernel as ggml d99724f compiles it for NVIDIA. On Hopper and newer its launches use
 // programmatic dependent launch, which requires dropping __restrict__, and a block waits for the
-// previous grid after its index set-up. Before Hopper it compiles as mmvq.
+// previous grid after its index set-up; before Hopper, restrict-qualified pointers and no wait.
 template <unsigned Type, int Ncols, int Nwarps, int RowsPerBlock>
 __launch_bounds__(Nwarps* kWarpSize, 1) __global__
     void mmvq_pdl(const void* vx, const void* vy, const int32_t* ids, float* dst, TEMPER_MMVQ_SCALAR_PARAMS) {
@@ -134,14 +148,14 @@ __launch_bounds__(Nwarps* kWarpSize, 1) __global__
     TEMPER_TRAP();
   } else {
 #if defined(TEMPER_CUDA_DEVICE) && __CUDA_ARCH__ >= 900
-    mmvq_block<Type, Ncols, Nwarps, RowsPerBlock, true>(vx, vy, ids, dst, TEMPER_MMVQ_SCALAR_ARGS);
+    mmvq_block<Type, Ncols, Nwarps, RowsPerBlock, true, false>(vx, vy, ids, dst, TEMPER_MMVQ_SCALAR_ARGS);
 #else
     // Restrict-qualified copies, as upstream's GGML_CUDA_RESTRICT locals where it has no PDL.
     const void* __restrict__ vx_r = vx;
     const void* __restrict__ vy_r = vy;
     const int32_t* __restrict__ ids_r = ids;
     float* __restrict__ dst_r = dst;
-    mmvq_block<Type, Ncols, Nwarps, RowsPerBlock, false>(vx_r, vy_r, ids_r, dst_r, TEMPER_MMVQ_SCALAR_ARGS);
+    mmvq_block<Type, Ncols, Nwarps, RowsPerBlock, false, false>(vx_r, vy_r, ids_r, dst_r, TEMPER_MMVQ_SCALAR_ARGS);
 #endif
   }
 }

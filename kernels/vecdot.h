@@ -381,17 +381,20 @@ template <>
 __device__ __forceinline__ float vec_dot<kIQ4_XS>(const void* __restrict__ vbq, const BlockQ8_1* __restrict__ y,
                                                   int kbx, int iqs) {
   const quant::BlockIQ4_XS* b = static_cast<const quant::BlockIQ4_XS*>(vbq) + kbx;
-  const BlockQ8_1& q8 = y[iqs / 4];
   int sumi = 0;
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
-    const int2 v = lookup_table16(get_int_b4(b->qs, iqs + j), kValuesIq4nl);
-    sumi = dp4a(v.x, get_int_b4(q8.qs, j + 0), sumi);
-    sumi = dp4a(v.y, get_int_b4(q8.qs, j + 4), sumi);
+    const int aux_q4 = get_int_b4(b->qs, iqs + j);
+    const int2 v = lookup_table16(aux_q4, kValuesIq4nl);
+    const int u0 = get_int_b4(y[iqs / 4].qs, j + 0);
+    const int u1 = get_int_b4(y[iqs / 4].qs, j + 4);
+    sumi = dp4a(v.x, u0, sumi);
+    sumi = dp4a(v.y, u1, sumi);
   }
   const int ls = ((b->scales_l[iqs / 8] >> (iqs & 0x04)) & 0x0F) | (((b->scales_h >> (iqs / 2)) & 0x03) << 4);
   sumi *= ls - 32;
-  return half_to_float(b->d) * q8_1_d(q8) * sumi;
+  const float d = half_to_float(b->d) * q8_1_d(y[iqs / 4]);
+  return d * sumi;
 }
 
 }  // namespace temper::kernels
