@@ -147,6 +147,9 @@ JournalContents parse_journal(std::string_view text, const std::string& name) {
                                       " unsupported (this build reads 1.." +
                                       std::to_string(kJournalVersion) + ")");
       if (!j.contains("session")) fail(ErrorKind::BadInput, where + ": journal header has no \"session\"");
+      if (!j["session"].is_object())
+        fail(ErrorKind::BadInput, where + ": journal header's \"session\" is " + j["session"].type_name() +
+                                      ", expected an object");
       json s = j["session"];
       s["results"] = json::array();
       s["winners"] = json::array();

@@ -76,5 +76,28 @@ TEST(JournalGuard, ResultLinesAreValidated) {
   fs::remove_all(dir);
 }
 
+// Every input the journal fuzzer found (tests/fuzz/regressions/journal/) is refused as bad input,
+// never an escaped library exception. The first: a header whose "session" is a number.
+TEST(JournalGuard, FuzzerFindingsAreRefusedAsBadInput) {
+  const fs::path dir = fs::path(TEMPER_SOURCE_DIR) / "tests/fuzz/regressions/journal";
+  int replayed = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    ++replayed;
+    try {
+      read_journal(entry.path());
+      ADD_FAILURE() << entry.path() << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::BadInput) << entry.path() << ": " << e.what();
+    }
+  }
+  EXPECT_GE(replayed, 1);
+  try {
+    read_journal(dir / "header-session-not-object.journal");
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(":1: journal header's \"session\" is number, expected an object"), std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace temper
