@@ -1,27 +1,34 @@
 #!/usr/bin/env bash
 # Issue 17: is the per-launch gap between Temper's and upstream's kernel-only times in the kernel
-# or around it? Nsight Compute's gpu__time_duration of each kernel launch (caches flushed and
-# clocks locked by ncu, the same for both sides) for Temper's mmvq_pdl and upstream d99724f's
-# mul_mat_vec_q, per config. One device call: fidelity.sh's build and engine phases, then ncu on
+# or around it? Nsight Compute's gpu__time_duration of each kernel launch, Temper's mmvq_pdl and
+# upstream d99724f's mul_mat_vec_q, per config (ncu neither flushes caches nor locks clocks: both
+# harnesses rotate weights past L2 themselves). One device call: fidelity.sh's build and engine phases, then ncu on
 # `bench-gemv` (Temper) and `bench-gemv --probe --kernel-only` (upstream). Carry .deps and .upstream.
-# Environment: TYPES (default q4_0,q4_1,q3_K,q5_K,iq4_xs), N, K (default 4096, 14336), OUT, WORK.
+# Environment: TYPES (default q4_1,q5_K), N, K (default 4096, 14336), OUT, WORK, SIDE_S (ncu's
+# limit per side, default 150 s: every profiled launch costs tens of ms, and the harnesses' spin
+# kernels, sized by the enqueue time, grow with it).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
 work="${WORK:-$here/build-device/fidelity}"
-types="${TYPES:-q4_0,q4_1,q3_K,q5_K,iq4_xs}"
+types="${TYPES:-q4_1,q5_K}"
+side_s="${SIDE_S:-150}"
 n="${N:-4096}" k="${K:-14336}"
 PHASES="build engine" WORK="$work" bash bench/fidelity.sh
 ncu="$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null || true)"
 [[ -x "$ncu" ]] || { echo "fidelity_ncu.sh: ncu not found" >&2; exit 3; }
 probe="$(ls build-device/engine-cache/*/build/temper-probe | head -1)"
 temper=build-device/app/temper
-common=(--types "$types" --n "$n" --k "$k" --ncols 1 --engine ggml-d99724f --count 5 --warmup 2 --back-to-back 1)
+common=(--types "$types" --n "$n" --k "$k" --ncols 1 --engine ggml-d99724f --count 3 --warmup 1 --back-to-back 1)
 prof=("$ncu" --target-processes all --kernel-name-base mangled -k 'regex:(mul_mat_vec_q|mmvq_pdl)I'
-      --metrics gpu__time_duration.sum --print-units base --csv)
+      --metrics gpu__time_duration.sum --print-units base --csv --cache-control none --clock-control none)
 t0=$(date +%s)
-"${prof[@]}" --log-file "$work/ncu-upstream.csv" "$temper" bench-gemv --probe "$probe" --kernel-only "${common[@]}" >"$work/ncu-upstream.txt" 2>&1 || { tail -20 "$work/ncu-upstream.txt"; exit 1; }
-"${prof[@]}" --log-file "$work/ncu-temper.csv" "$temper" bench-gemv "${common[@]}" >"$work/ncu-temper.txt" 2>&1 || { tail -20 "$work/ncu-temper.txt"; exit 1; }
+# A side cut off at SIDE_S still leaves the launches profiled so far in its CSV.
+timeout -s INT "$side_s" "${prof[@]}" --log-file "$work/ncu-upstream.csv" "$temper" bench-gemv --probe "$probe" --kernel-only "${common[@]}" \
+  >"$work/ncu-upstream.txt" 2>&1 || echo "== ncu upstream: exit $? (124: cut off at ${side_s} s)" >&2
+echo "== ncu upstream: $(( $(date +%s) - t0 )) s" >&2
+timeout -s INT "$side_s" "${prof[@]}" --log-file "$work/ncu-temper.csv" "$temper" bench-gemv "${common[@]}" \
+  >"$work/ncu-temper.txt" 2>&1 || echo "== ncu Temper: exit $? (124: cut off at ${side_s} s)" >&2
 echo "== ncu: $(( $(date +%s) - t0 )) s" >&2
 python3 - "$work/ncu-temper.csv" "$work/ncu-upstream.csv" "$n" <<'PY' | tee "$work/ncu-table.txt"
 import csv, re, statistics, sys
