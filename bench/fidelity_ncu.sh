@@ -43,10 +43,12 @@ def load(path):
         if r["Metric Name"] != "gpu__time_duration.sum":
             continue
         name = r["Kernel Name"]
-        m = re.search(r"ggml_type(\d+)E|mmvq_pdlILj(\d+)E", name)
-        if not m:
+        # Demangled: mmvq_pdl<3, 1, 4, 1> / mul_mat_vec_q<3, 1, 0, 0, 0, 4, 1> (nwarps 0: the stock
+        # dispatch the probe runs once per config to capture the launch; not a grid config).
+        m = re.search(r"(?:mmvq_pdl|mul_mat_vec_q)<(\d+), 1,", name)
+        if not m or re.search(r"mul_mat_vec_q<\d+, 1, \d, \d, \d, 0, 0>", name):
             continue
-        t = int(m.group(1) or m.group(2))
+        t = int(m.group(1))
         w = int(r["Block Size"].strip("()").split(",")[1])
         gx = int(r["Grid Size"].strip("()").split(",")[0])
         rows = next(rr for rr in (1, 2, 4, 8) if (nrows + rr - 1) // rr == gx)
