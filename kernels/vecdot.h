@@ -324,9 +324,9 @@ __device__ __forceinline__ float vec_dot<kQ5_K>(const void* __restrict__ vbq, co
   float d8[qr];
 #pragma unroll
   for (int i = 0; i < qr; ++i) {
-    const BlockQ8_1& q8 = y[bq8_offset + i];
-    d8[i] = q8_1_d(q8);
-    const int* q8s = reinterpret_cast<const int*>(q8.qs) + ((iqs / 2) % 4);
+    const BlockQ8_1* q8 = y + bq8_offset + i;  // pointer form, as q4_K (see there)
+    d8[i] = q8_1_d(*q8);
+    const int* q8s = reinterpret_cast<const int*>(q8->qs) + ((iqs / 2) % 4);
     u[2 * i + 0] = q8s[0];
     u[2 * i + 1] = q8s[4];
   }
