@@ -158,6 +158,16 @@ __device__ __forceinline__ __half2 load_half2(const uint16_t* pair) {
 // The first half of such a pair, read as upstream does (__low2float of the 32-bit load).
 __device__ __forceinline__ float load_low_float(const uint16_t* pair) { return __low2float(load_half2(pair)); }
 
+// A float division where upstream divides: ggml's CUDA build compiles with --use_fast_math, which
+// makes it div.approx; Temper builds without fast math, so it asks for that division explicitly.
+__device__ __forceinline__ float div_as_upstream(float x, float y) {
+#if defined(TEMPER_CUDA_DEVICE)
+  return __fdividef(x, y);
+#else
+  return x / y;
+#endif
+}
+
 // Select 4 bytes out of a 16-byte table with the 8 nibble indices of q4: .x gets the low
 // nibbles (even values), .y the high nibbles (odd values).
 __device__ __forceinline__ int2 lookup_table16(int q4, const int8_t* table) {

@@ -77,7 +77,7 @@ __device__ __forceinline__ float vec_dot<kQ4_1>(const void* __restrict__ vbq, co
   }
   const float2 dm = __half22float2(__hmul2(load_half2(&b->d), q8_1_ds(*y)));
   // Each of the qi/vdr threads on this block adds its share of the m·s8 term.
-  return sumi * dm.x + dm.y / (8 / (vdr * 2));
+  return sumi * dm.x + div_as_upstream(dm.y, 8 / (vdr * 2));
 }
 
 // The fifth bits of q5_0 / q5_1 moved into bit 4 of each byte (low and high nibble halves).
@@ -141,7 +141,7 @@ __device__ __forceinline__ float vec_dot<kQ5_1>(const void* __restrict__ vbq, co
     sumi = dp4a(q5_high(vl[i], vh[i]), u[2 * i + 1], sumi);
   }
   const float2 dm = __half22float2(__hmul2(load_half2(&b->d), q8_1_ds(*y)));
-  return sumi * dm.x + dm.y / (qi / vdr);
+  return sumi * dm.x + div_as_upstream(dm.y, qi / vdr);
 }
 
 template <>
@@ -183,15 +183,18 @@ __device__ __forceinline__ float vec_dot<kMXFP4>(const void* __restrict__ vbq, c
                                                  int kbx, int iqs) {
   constexpr int vdr = 2;
   const quant::BlockMXFP4* b = static_cast<const quant::BlockMXFP4*>(vbq) + kbx;
+  const int* q8 = reinterpret_cast<const int*>(y->qs) + iqs;  // one base pointer, as upstream
   int sumi = 0;
 #pragma unroll
   for (int l = 0; l < vdr; ++l) {
-    const int2 v = lookup_table16(get_int_b1(b->qs, iqs + l), kValuesMxfp4);
-    sumi = dp4a(v.x, get_int_b4(y->qs, iqs + l), sumi);
-    sumi = dp4a(v.y, get_int_b4(y->qs, iqs + l + 4), sumi);
+    const int aux_q4 = get_int_b1(b->qs, iqs + l);
+    const int2 v = lookup_table16(aux_q4, kValuesMxfp4);
+    sumi = dp4a(v.x, q8[l + 0], sumi);
+    sumi = dp4a(v.y, q8[l + 4], sumi);
   }
   // The table holds doubled E2M1 values, so the shared exponent is halved.
-  return e8m0_to_float(b->e) * 0.5f * q8_1_d(*y) * sumi;
+  const float d = e8m0_to_float(b->e) * 0.5f * q8_1_d(*y);
+  return d * sumi;
 }
 
 // ---- K-quants (256-value super-blocks) ----------------------------------------------------------
