@@ -219,14 +219,8 @@ class Probe {
         return {};
       }
       case Op::Time: {
-        const auto [p, c] = problem(in);
-        const int groups = in.get<int32_t>(), per_group = in.get<int32_t>();
-        const uint64_t yh = in.get<uint64_t>(), dh = in.get<uint64_t>();
-        const uint32_t copies = in.get<uint32_t>();
-        for (uint32_t i = 0; i < copies; ++i) buffer(in.get<uint64_t>());
-        buffer(dh);
+        const auto [p, c, groups, per_group, yh] = timing_request(in, "Time");
         check_launch(p, c, yh);
-        if (groups < 1 || per_group < 1 || copies == 0) throw Fail{ProbeStatus::BadRequest, "Time: nothing to time"};
         const Config actual = c.nwarps == 0 ? stock(p) : c;
         const double mean = mean_us(p, actual);
         for (int g = 0; g < groups; ++g) {
@@ -239,16 +233,10 @@ class Probe {
       }
       case Op::TimeKernel: {
         if (protocol() < 2) throw Fail{ProbeStatus::BadRequest, "unknown op " + std::to_string(uint32_t(op))};
-        const auto [p, c] = problem(in);
-        const int groups = in.get<int32_t>(), per_group = in.get<int32_t>();
-        const uint64_t yh = in.get<uint64_t>(), dh = in.get<uint64_t>();
-        const uint32_t copies = in.get<uint32_t>();
-        for (uint32_t i = 0; i < copies; ++i) buffer(in.get<uint64_t>());
-        buffer(dh);
+        const auto [p, c, groups, per_group, yh] = timing_request(in, "TimeKernel");
         if (!quantized_.count(yh)) throw Fail{ProbeStatus::BadRequest, "activations not written by Quantize"};
         if (c.nwarps == 0) throw Fail{ProbeStatus::NotCompiled, "time_kernel: nwarps 0 (the stock dispatch) has no instantiation"};
         if (!compiled(p.type, p.ncols, c)) throw Fail{ProbeStatus::NotCompiled, "config not compiled in"};
-        if (groups < 1 || per_group < 1 || copies == 0) throw Fail{ProbeStatus::BadRequest, "TimeKernel: nothing to time"};
         // Exact, no jitter: the MUL_MAT's time less its 3 µs (the engine's quantize and launch).
         const double us = gemv_bytes(p.type, p.n, p.k, p.ncols) / (kBandwidthGbs * 1e3) * factor(p, c);
         for (int g = 0; g < groups; ++g) out.put(us);
@@ -305,6 +293,25 @@ class Probe {
     if (p.n < 1 || p.k < 32 || p.ncols < 1 || p.ncols > 8 || !row_bytes(p.type, uint64_t(p.k)))
       throw Fail{ProbeStatus::BadRequest, "bad problem"};
     return {p, c};
+  }
+
+  // The request Time and TimeKernel share: problem, config, groups × per_group launches, the
+  // activations, dst and the ring of weight copies (every handle must exist).
+  struct TimingRequest {
+    GemvProblem problem;
+    Config config;
+    int groups, per_group;
+    uint64_t activations;
+  };
+  TimingRequest timing_request(In& in, const char* op) {
+    const auto [p, c] = problem(in);
+    const int groups = in.get<int32_t>(), per_group = in.get<int32_t>();
+    const uint64_t yh = in.get<uint64_t>(), dh = in.get<uint64_t>();
+    const uint32_t copies = in.get<uint32_t>();
+    for (uint32_t i = 0; i < copies; ++i) buffer(in.get<uint64_t>());
+    buffer(dh);
+    if (groups < 1 || per_group < 1 || copies == 0) throw Fail{ProbeStatus::BadRequest, std::string(op) + ": nothing to time"};
+    return {p, c, groups, per_group, yh};
   }
 
   void check_launch(const GemvProblem& p, Config c, uint64_t yh) {
