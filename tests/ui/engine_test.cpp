@@ -53,6 +53,16 @@ std::unique_ptr<SweepPanel> panelOn(SessionDocument& doc) {
   return p;
 }
 
+// The small model and grid, and the engine built from `tree` as the kernel to time.
+std::unique_ptr<SweepPanel> enginePanelOn(SessionDocument& doc, const QString& tree) {
+  doc.setModel(smallModel());
+  auto p = panelOn(doc);
+  p->setGrid(smallGrid());
+  p->setKernelChoice(KernelChoice::EngineSource);
+  p->setEngineSource(tree);
+  return p;
+}
+
 // A ggml tree as find_tree sees it: src/ggml-cuda/mmvq.cu with `mmvq` as its text.
 QString makeTree(const QTemporaryDir& dir, const QString& name, const QByteArray& mmvq, const QByteArray& cmake = {}) {
   const QString root = dir.filePath(name);
@@ -152,11 +162,7 @@ class TestEngine : public QObject {
     stamp.close();
 
     SessionDocument doc;
-    doc.setModel(smallModel());
-    auto panel = panelOn(doc);
-    panel->setGrid(smallGrid());
-    panel->setKernelChoice(KernelChoice::EngineSource);
-    panel->setEngineSource(tree);
+    auto panel = enginePanelOn(doc, tree);
     QSignalSpy ready(panel->runner(), &SweepRunner::engineReady);
     QSignalSpy building(panel->runner(), &SweepRunner::buildProgress);
     QSignalSpy done(panel.get(), &SweepPanel::sweepFinished);
@@ -183,11 +189,7 @@ class TestEngine : public QObject {
     const QString tree = makeTree(dir, QStringLiteral("broken"), "// temper-hook v1\n",
                                   "message(FATAL_ERROR \"this ggml tree does not build\")\n");
     SessionDocument doc;
-    doc.setModel(smallModel());
-    auto panel = panelOn(doc);
-    panel->setGrid(smallGrid());
-    panel->setKernelChoice(KernelChoice::EngineSource);
-    panel->setEngineSource(tree);
+    auto panel = enginePanelOn(doc, tree);
     QSignalSpy done(panel.get(), &SweepPanel::sweepFinished);
     QVERIFY(panel->startSweep());
     QVERIFY(done.wait(90000));
@@ -213,11 +215,7 @@ class TestEngine : public QObject {
                                   "foreach(i RANGE 300)\n  message(STATUS \"step ${i}\")\n"
                                   "  execute_process(COMMAND sleep 0.1)\nendforeach()\n");
     SessionDocument doc;
-    doc.setModel(smallModel());
-    auto panel = panelOn(doc);
-    panel->setGrid(smallGrid());
-    panel->setKernelChoice(KernelChoice::EngineSource);
-    panel->setEngineSource(tree);
+    auto panel = enginePanelOn(doc, tree);
     QSignalSpy building(panel->runner(), &SweepRunner::buildProgress);
     QSignalSpy done(panel.get(), &SweepPanel::sweepFinished);
     QVERIFY(panel->startSweep());
