@@ -34,7 +34,7 @@ __device__ __forceinline__ uint32_t fast_mod(uint32_t n, const uint3 d) { return
 // exchange between warps and the final warp reduction. Blocks of one launch: x = row groups,
 // y = channels, z = samples (Temper launches 1 × 1). LaneIndexedWrite: 7180759's output write
 // (after the row loop, lane i writes tmp[j][threadIdx.x]); else d99724f's (lane i writes tmp[j][i]
-// inside it). The form changes nvcc's register allocation by up to 30 registers at rows > 1.
+// inside it). The form moves nvcc's register counts by up to 8 at rows > 1.
 template <unsigned Type, int Ncols, int Nwarps, int RowsPerBlock, bool GridDependencyWait, bool LaneIndexedWrite>
 __device__ __forceinline__ void mmvq_block(const void* vx, const void* vy, const int32_t* ids, float* dst,
                                            TEMPER_MMVQ_SCALAR_PARAMS) {
