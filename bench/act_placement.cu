@@ -1,7 +1,8 @@
 // Issue 17: does where the q8_1 activations live change the kernel's time by the per-launch
 // constant seen between Temper's and upstream's kernel-only timings? Times Temper's mmvq_pdl
 // (d99724f's kernel, PDL launch as Temper launches it) with the same weights and the activations in
-// differently placed buffers. Device only (nvcc, sm_90); built and run by bench/act_placement.sh.
+// differently placed buffers, and with and without an unused argument the size of upstream's fusion
+// arguments. Device only (nvcc, sm_90); built and run by bench/act_placement.sh.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -28,10 +29,44 @@ __global__ void spin(long long cycles) {
   }
 }
 
+// Upstream's kernel carries ggml_cuda_mm_fusion_args_device (6 pointers and an enum, 56 bytes) by
+// value; Temper's has none. The same block work with such an unused argument, to time the difference.
+struct FusionArgs {
+  const void* p[6];
+  int glu_op;
+};
+template <unsigned Type, int W, int R>
+__launch_bounds__(W * 32, 1) __global__ void mmvq_fat(const void* vx, const void* vy, const int32_t* ids,
+                                                      const FusionArgs fusion, float* dst, TEMPER_MMVQ_SCALAR_PARAMS) {
+  (void)fusion;
+  tk::mmvq_block<Type, 1, W, R, true, false>(vx, vy, ids, dst, TEMPER_MMVQ_SCALAR_ARGS);
+}
+
+template <unsigned Type, int W, int R>
+int launch_fat(const tk::MmvqLaunch& l) {
+  cudaLaunchAttribute attr = {};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3((l.nrows + R - 1) / R, 1, 1);
+  cfg.blockDim = dim3(32, W, 1);
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  const FusionArgs none = {};
+  constexpr temper::mmvq::TypeTraits traits = temper::mmvq::type_traits(Type);
+  return int(cudaLaunchKernelEx(&cfg, mmvq_fat<Type, W, R>, l.weights, l.act_q8_1, static_cast<const int32_t*>(nullptr),
+                                none, l.dst, uint32_t(l.k), make_uint3(0, 0, 1), uint32_t(l.k / traits.qk),
+                                uint32_t(l.k / 32), uint32_t(l.nrows), make_uint3(0, 0, 1), 0u, 0u, 0u,
+                                make_uint3(0, 0, 1), 0u, 0u, 0u));
+}
+
 // Median kernel time of `samples` launches queued behind a spin kernel (so host launch cost stays
 // out), one event between launches, weights rotating, after 20 warm-up launches.
-template <unsigned Type, int W, int R>
+template <unsigned Type, int W, int R, bool Fat = false>
 double median_us(const std::vector<char*>& weights, const void* act, float* dst, int n, int k, int samples) {
+  auto launch = [](const tk::MmvqLaunch& l) {
+    return Fat ? launch_fat<Type, W, R>(l) : tk::launch_instance_pdl<Type, 1, W, R>(l);
+  };
   tk::MmvqLaunch l;
   l.type = Type;
   l.nwarps = W;
@@ -42,7 +77,7 @@ double median_us(const std::vector<char*>& weights, const void* act, float* dst,
   l.k = k;
   for (int i = 0; i < 20; ++i) {
     l.weights = weights[size_t(i) % weights.size()];
-    CHECK(cudaError_t(tk::launch_instance_pdl<Type, 1, W, R>(l)));
+    CHECK(cudaError_t(launch(l)));
   }
   std::vector<cudaEvent_t> ev(size_t(samples) + 1);
   for (auto& e : ev) CHECK(cudaEventCreate(&e));
@@ -50,7 +85,7 @@ double median_us(const std::vector<char*>& weights, const void* act, float* dst,
   CHECK(cudaEventRecord(ev[0]));
   for (int i = 0; i < samples; ++i) {
     l.weights = weights[size_t(i) % weights.size()];
-    CHECK(cudaError_t(tk::launch_instance_pdl<Type, 1, W, R>(l)));
+    CHECK(cudaError_t(launch(l)));
     CHECK(cudaEventRecord(ev[size_t(i) + 1]));
   }
   CHECK(cudaEventSynchronize(ev.back()));
@@ -122,5 +157,17 @@ int main() {
   for (size_t p = 0; p < places.size(); ++p)
     std::printf("%-22s %9.2f (%4.2f) %9.2f (%4.2f) %9.2f (%4.2f)\n", places[p].name, med(r41[p]), spread(r41[p]),
                 med(r22[p]), spread(r22[p]), med(r84[p]), spread(r84[p]));
+  // The same kernel work with and without upstream's unused fusion argument, activations in their
+  // own buffer, interleaved.
+  std::vector<double> thin, fat, thin22, fat22;
+  for (int round = 0; round < kRounds; ++round) {
+    thin.push_back(median_us<kQ4_1, 4, 1>(weights, own, dst, n, k, samples));
+    fat.push_back(median_us<kQ4_1, 4, 1, true>(weights, own, dst, n, k, samples));
+    thin22.push_back(median_us<kQ4_1, 2, 2>(weights, own, dst, n, k, samples));
+    fat22.push_back(median_us<kQ4_1, 2, 2, true>(weights, own, dst, n, k, samples));
+  }
+  std::printf("\nkernel parameters      (4,1) us (range) (2,2) us (range)\n");
+  std::printf("%-22s %9.2f (%4.2f) %9.2f (%4.2f)\n", "Temper's", med(thin), spread(thin), med(thin22), spread(thin22));
+  std::printf("%-22s %9.2f (%4.2f) %9.2f (%4.2f)\n", "+ 56-byte fusion arg", med(fat), spread(fat), med(fat22), spread(fat22));
   return 0;
 }
