@@ -1,12 +1,18 @@
-// Issue 17: Temper's and upstream's kernels (q4_1, q2_K) in one process and one harness. If upstream's is
-// still 0.3–0.6 µs slower per launch here, the gap between the two kernel-only timings is in the
-// compiled kernels; if not, it is in the engine's process. Device only; bench/kernel_ab.sh builds
-// it with bench/kernel_ab_up.cu (upstream's kernel, compiled with ggml's flags).
+// Issue 17: Temper's and upstream's kernels in one process and one harness, over the 13 tier-1
+// types × the ncols-1 grid at 4096×14336 and 14336×4096 (and q4_K, q6_K at 128256×4096): the
+// fidelity table without the engine's process around upstream's kernel. Each config: both
+// kernels' outputs on the same inputs must be bit-identical, then ROUNDS interleaved rounds of
+// SAMPLES launches each, queued behind a spin kernel, one event between launches, weights rotating
+// four copies past L2; the median over rounds of each round's median. Prints CSV
+// (shape,type,nwarps,rows,temper_us,upstream_us,same_output). Device only; bench/kernel_ab.sh
+// builds it with bench/kernel_ab_up.cu (upstream's kernels, compiled with ggml's flags).
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <vector>
 
@@ -31,13 +37,11 @@ __global__ void spin(long long cycles) {
   }
 }
 
-// Median of `samples` launches queued behind a spin kernel, one event between launches, weights
-// rotating, after 20 warm-up launches.
 double median_us(const std::function<int(const void*)>& launch, const std::vector<char*>& weights, int samples) {
-  for (int i = 0; i < 20; ++i) CHECK(cudaError_t(launch(weights[size_t(i) % weights.size()])));
+  for (int i = 0; i < 10; ++i) CHECK(cudaError_t(launch(weights[size_t(i) % weights.size()])));
   std::vector<cudaEvent_t> ev(size_t(samples) + 1);
   for (auto& e : ev) CHECK(cudaEventCreate(&e));
-  spin<<<1, 1>>>(20000000);
+  spin<<<1, 1>>>(4000000);  // ~2 ms: the batch is queued before it ends
   CHECK(cudaEventRecord(ev[0]));
   for (int i = 0; i < samples; ++i) {
     CHECK(cudaError_t(launch(weights[size_t(i) % weights.size()])));
@@ -55,6 +59,8 @@ double median_us(const std::function<int(const void*)>& launch, const std::vecto
   return t[t.size() / 2];
 }
 
+using Launcher = int (*)(const void*, const void*, float*, int, int);
+
 template <unsigned Type, int W, int R>
 int temper_launch(const void* vx, const void* vy, float* dst, int nrows, int k) {
   tk::MmvqLaunch l;
@@ -68,52 +74,82 @@ int temper_launch(const void* vx, const void* vy, float* dst, int nrows, int k) 
   l.k = k;
   return tk::launch_instance_pdl<Type, 1, W, R>(l);
 }
+template <unsigned Type, int W>
+void fill_row(Launcher* row) {
+  row[0] = &temper_launch<Type, W, 1>;
+  row[1] = &temper_launch<Type, W, 2>;
+  row[2] = &temper_launch<Type, W, 4>;
+  row[3] = &temper_launch<Type, W, 8>;
+}
+template <unsigned Type>
+void fill(Launcher t[5][4]) {
+  fill_row<Type, 1>(t[0]);
+  fill_row<Type, 2>(t[1]);
+  fill_row<Type, 4>(t[2]);
+  fill_row<Type, 8>(t[3]);
+  fill_row<Type, 16>(t[4]);
+}
 
-int main() {
-  const int n = 4096, k = 14336, samples = 100, rounds = 7;
-  const size_t weight_bytes = size_t(k / 32) * 20 * (n + 8), act_bytes = size_t(k / 32) * 36;
-  std::vector<char*> weights(4);
-  for (auto& w : weights) {
-    CHECK(cudaMalloc(&w, weight_bytes));
-    CHECK(cudaMemset(w, 0x11, weight_bytes));
-  }
-  char* act = nullptr;
-  float *dst_t = nullptr, *dst_u = nullptr;
-  CHECK(cudaMalloc(&act, act_bytes));
-  CHECK(cudaMemset(act, 0x01, act_bytes));
-  CHECK(cudaMalloc(&dst_t, n * sizeof(float)));
-  CHECK(cudaMalloc(&dst_u, n * sizeof(float)));
-  struct Cfg { const char* name; int type, w, r; int (*temper)(const void*, const void*, float*, int, int); };
-  // q4_1 (1,2): the one config 8 registers apart; q2_K (8,1): the one config outside ±3 % in the
-  // fidelity table (the weights' bytes are read as q2_K blocks there).
-  const Cfg cfgs[] = {{"q4_1", 3, 4, 1, temper_launch<3, 4, 1>}, {"q4_1", 3, 2, 2, temper_launch<3, 2, 2>},
-                      {"q4_1", 3, 8, 4, temper_launch<3, 8, 4>}, {"q4_1", 3, 1, 2, temper_launch<3, 1, 2>},
-                      {"q2_K", 10, 8, 1, temper_launch<10, 8, 1>}, {"q2_K", 10, 4, 1, temper_launch<10, 4, 1>}};
-  // Same answers first: both kernels on the same inputs.
-  for (const Cfg& c : cfgs) {
-    CHECK(cudaError_t(c.temper(weights[0], act, dst_t, n, k)));
-    CHECK(cudaError_t(upstream_launch(c.type, c.w, c.r, weights[0], act, dst_u, n, k)));
-    std::vector<float> a(n), b(n);
-    CHECK(cudaMemcpy(a.data(), dst_t, n * sizeof(float), cudaMemcpyDeviceToHost));
-    CHECK(cudaMemcpy(b.data(), dst_u, n * sizeof(float), cudaMemcpyDeviceToHost));
-    double worst = 0;
-    for (int i = 0; i < n; ++i) worst = std::max(worst, double(std::abs(a[i] - b[i])) / (std::abs(b[i]) + 1e-6));
-    std::printf("%s (%d,%d): largest relative difference of the outputs %.2e\n", c.name, c.w, c.r, worst);
-  }
-  std::printf("n=%d k=%d, one process, one harness: median over %d interleaved rounds of the median of %d launches\n",
-              n, k, rounds, samples);
-  std::printf("%-12s %16s %16s %9s\n", "type config", "Temper us", "upstream us", "diff");
-  for (const Cfg& c : cfgs) {
-    std::vector<double> t, u;
-    for (int round = 0; round < rounds; ++round) {
-      t.push_back(median_us([&](const void* w) { return c.temper(w, act, dst_t, n, k); }, weights, samples));
-      u.push_back(median_us([&](const void* w) { return upstream_launch(c.type, c.w, c.r, w, act, dst_u, n, k); }, weights, samples));
+struct TypeInfo { const char* name; int id; int block_bytes, qk; void (*fill)(Launcher[5][4]); };
+const TypeInfo kTypes[] = {
+    {"q4_0", 2, 18, 32, fill<2>},     {"q4_1", 3, 20, 32, fill<3>},     {"q5_0", 6, 22, 32, fill<6>},
+    {"q5_1", 7, 24, 32, fill<7>},     {"q8_0", 8, 34, 32, fill<8>},     {"q2_K", 10, 84, 256, fill<10>},
+    {"q3_K", 11, 110, 256, fill<11>}, {"q4_K", 12, 144, 256, fill<12>}, {"q5_K", 13, 176, 256, fill<13>},
+    {"q6_K", 14, 210, 256, fill<14>}, {"iq4_nl", 20, 18, 32, fill<20>}, {"iq4_xs", 23, 136, 256, fill<23>},
+    {"mxfp4", 39, 17, 32, fill<39>}};
+
+int main(int argc, char** argv) {
+  const int rounds = argc > 1 ? std::atoi(argv[1]) : 3, samples = argc > 2 ? std::atoi(argv[2]) : 50;
+  struct Shape { int n, k; bool k_quants_only; };
+  const Shape shapes[] = {{4096, 14336, false}, {14336, 4096, false}, {128256, 4096, true}};
+  const int ws[] = {1, 2, 4, 8, 16}, rs[] = {1, 2, 4, 8};
+  std::printf("shape,type,nwarps,rows,temper_us,upstream_us,same_output\n");
+  for (const Shape& s : shapes) {
+    size_t max_bytes = 0;
+    for (const TypeInfo& t : kTypes) max_bytes = std::max(max_bytes, size_t(s.k / t.qk) * t.block_bytes * size_t(s.n + 8));
+    std::vector<char*> weights(4);  // 4 copies: past the H100's 50 MB L2 at least twice for every type here
+    for (auto& w : weights) {
+      CHECK(cudaMalloc(&w, max_bytes));
+      CHECK(cudaMemset(w, 0x11, max_bytes));  // small finite scales, nibbles 1
     }
-    std::sort(t.begin(), t.end());
-    std::sort(u.begin(), u.end());
-    const double tm = t[t.size() / 2], um = u[u.size() / 2];
-    std::printf("%-4s (%d,%d)   %9.2f (%4.2f) %9.2f (%4.2f) %+8.2f %%\n", c.name, c.w, c.r, tm, t.back() - t.front(), um,
-                u.back() - u.front(), 100.0 * (tm - um) / um);
+    const size_t act_bytes = size_t(s.k / 32) * 36;
+    char* act = nullptr;
+    float *dst_t = nullptr, *dst_u = nullptr;
+    CHECK(cudaMalloc(&act, act_bytes));
+    CHECK(cudaMemset(act, 0x01, act_bytes));
+    CHECK(cudaMalloc(&dst_t, size_t(s.n) * sizeof(float)));
+    CHECK(cudaMalloc(&dst_u, size_t(s.n) * sizeof(float)));
+    std::vector<float> a(s.n), b(s.n);
+    for (const TypeInfo& t : kTypes) {
+      if (s.k_quants_only && t.id != 12 && t.id != 14) continue;
+      Launcher tl[5][4] = {};
+      t.fill(tl);
+      for (int wi = 0; wi < 5; ++wi)
+        for (int ri = 0; ri < 4; ++ri) {
+          const int w = ws[wi], r = rs[ri];
+          auto temper = [&](const void* wt) { return tl[wi][ri](wt, act, dst_t, s.n, s.k); };
+          auto upstream = [&](const void* wt) { return upstream_launch(t.id, w, r, wt, act, dst_u, s.n, s.k); };
+          CHECK(cudaError_t(temper(weights[0])));
+          CHECK(cudaError_t(upstream(weights[0])));
+          CHECK(cudaMemcpy(a.data(), dst_t, a.size() * sizeof(float), cudaMemcpyDeviceToHost));
+          CHECK(cudaMemcpy(b.data(), dst_u, b.size() * sizeof(float), cudaMemcpyDeviceToHost));
+          const bool same = std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+          std::vector<double> tt, uu;
+          for (int round = 0; round < rounds; ++round) {
+            tt.push_back(median_us(temper, weights, samples));
+            uu.push_back(median_us(upstream, weights, samples));
+          }
+          std::sort(tt.begin(), tt.end());
+          std::sort(uu.begin(), uu.end());
+          std::printf("%dx%d,%s,%d,%d,%.3f,%.3f,%d\n", s.n, s.k, t.name, w, r, tt[tt.size() / 2], uu[uu.size() / 2],
+                      same ? 1 : 0);
+          std::fflush(stdout);
+        }
+    }
+    for (auto& w : weights) CHECK(cudaFree(w));
+    CHECK(cudaFree(act));
+    CHECK(cudaFree(dst_t));
+    CHECK(cudaFree(dst_u));
   }
   return 0;
 }

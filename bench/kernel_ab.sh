@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Issue 17 experiment, one device call: Temper's and upstream's q4_1 kernels in one process and one
-# harness (bench/kernel_ab.cu). UPSTREAM_KERNEL_DIR holds upstream_mmvq_kernel.cuh (the kernel part
-# of the hooked mmvq.cu, as bench/regcompare.py --temper writes it) and the hooked ggml tree under
-# up/ (include/, src/); default .sass. IQ_TABLES_DIR as bench/act_placement.sh.
+# Issue 17, one device call: Temper's and upstream's kernels in one process and one harness over the
+# fidelity table's configs (bench/kernel_ab.cu), then per shape and type the configs within ±3 %,
+# the worst one, the rank correlation and whether the outputs were bit-identical; printed last.
+# UPSTREAM_KERNEL_DIR holds upstream_mmvq_kernel.cuh (the kernel part of the hooked mmvq.cu, as
+# bench/regcompare.py --temper writes it) and the hooked ggml tree under up/ (include/, src/);
+# default .sass. IQ_TABLES_DIR: the generated iq_tables.h (default build-device/kernels, else
+# .sass/iq). ROUNDS (default 5) and SAMPLES (default 100) per kernel and config. OUT: CSV copied there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/cuda/bin:$PATH"
@@ -13,8 +16,48 @@ iq="${IQ_TABLES_DIR:-build-device/kernels}"
 out="${WORK:-build-device}"
 mkdir -p "$out"
 nvcc -arch=sm_90 -O3 -std=c++17 -use_fast_math -extended-lambda -DGGML_USE_CUDA -I"$up" -I"$up/up/include" \
-  -I"$up/up/src" -I"$up/up/src/ggml-cuda" -c bench/kernel_ab_up.cu -o "$out/kernel_ab_up.o"
+  -I"$up/up/src" -I"$up/up/src/ggml-cuda" -c bench/kernel_ab_up.cu -o "$out/kernel_ab_up.o" &
 nvcc -arch=sm_90 -O3 -std=c++17 -DTEMPER_GPU_CUDA -I. -Ikernels -Icore/common/include -Icore/quant/include -I"$iq" \
   -c bench/kernel_ab.cu -o "$out/kernel_ab.o"
+wait
 nvcc -arch=sm_90 "$out/kernel_ab.o" "$out/kernel_ab_up.o" -o "$out/kernel_ab"
-"$out/kernel_ab"
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || true
+"$out/kernel_ab" "${ROUNDS:-5}" "${SAMPLES:-100}" > "$out/kernel_ab.csv"
+[[ -n "${OUT:-}" ]] && cp "$out/kernel_ab.csv" "$OUT/" || true
+python3 - "$out/kernel_ab.csv" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+groups = {}
+for r in rows:
+    groups.setdefault((r["shape"], r["type"]), []).append(r)
+def ranks(v):
+    order = sorted(range(len(v)), key=lambda i: v[i])
+    out = [0.0] * len(v)
+    i = 0
+    while i < len(v):
+        j = i
+        while j + 1 < len(v) and v[order[j + 1]] == v[order[i]]:
+            j += 1
+        for m in range(i, j + 1):
+            out[order[m]] = (i + j) / 2.0
+        i = j + 1
+    return out
+def spearman(a, b):
+    ra, rb = ranks(a), ranks(b)
+    n = len(a); ma = sum(ra) / n; mb = sum(rb) / n
+    cov = sum((x - ma) * (y - mb) for x, y in zip(ra, rb))
+    va = sum((x - ma) ** 2 for x in ra) ** 0.5; vb = sum((y - mb) ** 2 for y in rb) ** 0.5
+    return cov / (va * vb) if va and vb else 1.0
+total = within = same = 0
+rho_min = 1.0
+print(f"{'shape':12} {'type':7} {'within ±3 %':>11} {'worst (config, diff %)':>24} {'rho':>6} {'same output':>11}")
+for (shape, ty), rs in groups.items():
+    d = [(100.0 * (float(r["temper_us"]) - float(r["upstream_us"])) / float(r["upstream_us"]), r) for r in rs]
+    ok = sum(abs(x) <= 3.0 for x, _ in d)
+    worst = max(d, key=lambda p: abs(p[0]))
+    rho = spearman([float(r["temper_us"]) for r in rs], [float(r["upstream_us"]) for r in rs])
+    sm = sum(r["same_output"] == "1" for r in rs)
+    total += len(rs); within += ok; same += sm; rho_min = min(rho_min, rho)
+    print(f"{shape:12} {ty:7} {ok:>8}/{len(rs):<2} {'(' + worst[1]['nwarps'] + ',' + worst[1]['rows'] + ')':>14} {worst[0]:+6.1f}   {rho:6.3f} {sm:>8}/{len(rs)}")
+print(f"\nsummary: {within}/{total} configs within ±3 %; rank correlation min {rho_min:.3f}; bit-identical outputs {same}/{total}")
+PY

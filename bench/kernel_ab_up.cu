@@ -1,12 +1,15 @@
 // Upstream's mul_mat_vec_q, hooked (`temper engine patch`), for bench/kernel_ab.cu: compiled with
 // ggml's own flags (--use_fast_math) from the kernel part of the hooked mmvq.cu that
 // bench/regcompare.py --temper writes (<work>/ggml-d99724f-hooked_mmvq_kernel.cuh, on the include
-// path as upstream_mmvq_kernel.cuh), launched as the engine launches it (PDL, no fusion).
+// path as upstream_mmvq_kernel.cuh), launched as the engine launches it (PDL, no fusion), for the
+// 13 tier-1 types × the ncols-1 grid.
 #include "upstream_mmvq_kernel.cuh"
 
 // The kernel part of mmvq.cu also holds ggml_cuda_should_use_mmvq, which calls into ggml's core
 // library; this program links no ggml, and never calls it.
 bool ggml_is_quantized(enum ggml_type) { return true; }
+
+using Launcher = int (*)(const void*, const void*, float*, int, int);
 
 template <ggml_type Type, int W, int R>
 static int launch(const void* vx, const void* vy, float* dst, int nrows, int k) {
@@ -26,13 +29,49 @@ static int launch(const void* vx, const void* vy, float* dst, int nrows, int k) 
                                 uint32_t(k / 32), uint32_t(nrows), one, 0u, 0u, 0u, one, 0u, 0u, 0u, 0u));
 }
 
-// The configs bench/kernel_ab.cu times: q4_1 (ggml type 3) and q2_K (10).
-int upstream_launch(int type, int w, int r, const void* vx, const void* vy, float* dst, int nrows, int k) {
-  if (type == 3 && w == 4 && r == 1) return launch<GGML_TYPE_Q4_1, 4, 1>(vx, vy, dst, nrows, k);
-  if (type == 3 && w == 2 && r == 2) return launch<GGML_TYPE_Q4_1, 2, 2>(vx, vy, dst, nrows, k);
-  if (type == 3 && w == 8 && r == 4) return launch<GGML_TYPE_Q4_1, 8, 4>(vx, vy, dst, nrows, k);
-  if (type == 3 && w == 1 && r == 2) return launch<GGML_TYPE_Q4_1, 1, 2>(vx, vy, dst, nrows, k);
-  if (type == 10 && w == 8 && r == 1) return launch<GGML_TYPE_Q2_K, 8, 1>(vx, vy, dst, nrows, k);
-  if (type == 10 && w == 4 && r == 1) return launch<GGML_TYPE_Q2_K, 4, 1>(vx, vy, dst, nrows, k);
+template <ggml_type Type, int W>
+static void fill_row(Launcher* row) {
+  row[0] = &launch<Type, W, 1>;
+  row[1] = &launch<Type, W, 2>;
+  row[2] = &launch<Type, W, 4>;
+  row[3] = &launch<Type, W, 8>;
+}
+template <ggml_type Type>
+static void fill(Launcher t[5][4]) {
+  fill_row<Type, 1>(t[0]);
+  fill_row<Type, 2>(t[1]);
+  fill_row<Type, 4>(t[2]);
+  fill_row<Type, 8>(t[3]);
+  fill_row<Type, 16>(t[4]);
+}
+
+static int index_of(int v, const int* list, int n) {
+  for (int i = 0; i < n; ++i)
+    if (list[i] == v) return i;
   return -1;
+}
+
+// type: ggml type id; w in 1,2,4,8,16; r in 1,2,4,8. -1 for a type or config not here.
+int upstream_launch(int type, int w, int r, const void* vx, const void* vy, float* dst, int nrows, int k) {
+  static const int ws[] = {1, 2, 4, 8, 16}, rs[] = {1, 2, 4, 8};
+  Launcher t[5][4] = {};
+  switch (type) {
+    case 2: fill<GGML_TYPE_Q4_0>(t); break;
+    case 3: fill<GGML_TYPE_Q4_1>(t); break;
+    case 6: fill<GGML_TYPE_Q5_0>(t); break;
+    case 7: fill<GGML_TYPE_Q5_1>(t); break;
+    case 8: fill<GGML_TYPE_Q8_0>(t); break;
+    case 10: fill<GGML_TYPE_Q2_K>(t); break;
+    case 11: fill<GGML_TYPE_Q3_K>(t); break;
+    case 12: fill<GGML_TYPE_Q4_K>(t); break;
+    case 13: fill<GGML_TYPE_Q5_K>(t); break;
+    case 14: fill<GGML_TYPE_Q6_K>(t); break;
+    case 20: fill<GGML_TYPE_IQ4_NL>(t); break;
+    case 23: fill<GGML_TYPE_IQ4_XS>(t); break;
+    case 39: fill<GGML_TYPE_MXFP4>(t); break;
+    default: return -1;
+  }
+  const int wi = index_of(w, ws, 5), ri = index_of(r, rs, 4);
+  if (wi < 0 || ri < 0) return -1;
+  return t[wi][ri](vx, vy, dst, nrows, k);
 }
