@@ -61,6 +61,9 @@ double median_us(const std::function<int(const void*)>& launch, const std::vecto
 
 using Launcher = int (*)(const void*, const void*, float*, int, int);
 
+#ifndef TEMPER_VARIANT_PDL
+#define TEMPER_VARIANT_PDL 1
+#endif
 template <unsigned Type, int W, int R>
 int temper_launch(const void* vx, const void* vy, float* dst, int nrows, int k) {
   tk::MmvqLaunch l;
@@ -72,7 +75,11 @@ int temper_launch(const void* vx, const void* vy, float* dst, int nrows, int k) 
   l.dst = dst;
   l.nrows = nrows;
   l.k = k;
-  return tk::launch_instance_pdl<Type, 1, W, R>(l);
+#if TEMPER_VARIANT_PDL
+  return tk::launch_instance_pdl<Type, 1, W, R>(l);  // d99724f's kernel
+#else
+  return tk::launch_instance<Type, 1, W, R>(l);  // 7180759's
+#endif
 }
 template <unsigned Type, int W>
 void fill_row(Launcher* row) {

@@ -6,6 +6,8 @@
 # bench/regcompare.py --temper writes it) and the hooked ggml tree under up/ (include/, src/);
 # default .sass. IQ_TABLES_DIR: the generated iq_tables.h (default build-device/kernels, else
 # .sass/iq). ROUNDS (default 5) and SAMPLES (default 100) per kernel and config. OUT: CSV copied there.
+# ENGINE=ggml-7180759 compares Temper's mmvq with 7180759's kernel (no PDL; UPSTREAM_KERNEL_DIR must
+# then hold 7180759's hooked kernel).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/cuda/bin:$PATH"
@@ -14,11 +16,16 @@ iq="${IQ_TABLES_DIR:-build-device/kernels}"
 [[ -f "$iq/iq_tables.h" ]] || iq=.sass/iq
 [[ -f "$up/upstream_mmvq_kernel.cuh" ]] || { echo "kernel_ab.sh: no $up/upstream_mmvq_kernel.cuh" >&2; exit 2; }
 out="${WORK:-build-device}"
+up_flags=() t_flags=()
+if [[ "${ENGINE:-ggml-d99724f}" == ggml-7180759 ]]; then
+  up_flags=(-DUPSTREAM_TEMPLATE_FLAGS=false -DUPSTREAM_PDL=0)
+  t_flags=(-DTEMPER_VARIANT_PDL=0)
+fi
 mkdir -p "$out"
 nvcc -arch=sm_90 -O3 -std=c++17 -use_fast_math -extended-lambda -DGGML_USE_CUDA -I"$up" -I"$up/up/include" \
-  -I"$up/up/src" -I"$up/up/src/ggml-cuda" -c bench/kernel_ab_up.cu -o "$out/kernel_ab_up.o" &
+  -I"$up/up/src" -I"$up/up/src/ggml-cuda" "${up_flags[@]}" -c bench/kernel_ab_up.cu -o "$out/kernel_ab_up.o" &
 nvcc -arch=sm_90 -O3 -std=c++17 -DTEMPER_GPU_CUDA -I. -Ikernels -Icore/common/include -Icore/quant/include -I"$iq" \
-  -c bench/kernel_ab.cu -o "$out/kernel_ab.o"
+  "${t_flags[@]}" -c bench/kernel_ab.cu -o "$out/kernel_ab.o"
 wait
 nvcc -arch=sm_90 "$out/kernel_ab.o" "$out/kernel_ab_up.o" -o "$out/kernel_ab"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || true

@@ -2,8 +2,16 @@
 // ggml's own flags (--use_fast_math) from the kernel part of the hooked mmvq.cu that
 // bench/regcompare.py --temper writes (<work>/ggml-d99724f-hooked_mmvq_kernel.cuh, on the include
 // path as upstream_mmvq_kernel.cuh), launched as the engine launches it (PDL, no fusion), for the
-// 13 tier-1 types × the ncols-1 grid.
+// 13 tier-1 types × the ncols-1 grid. For ggml 7180759 (bench/kernel_ab.sh ENGINE=ggml-7180759):
+// UPSTREAM_TEMPLATE_FLAGS "false" (its template has no halve_iters) and UPSTREAM_PDL 0.
 #include "upstream_mmvq_kernel.cuh"
+
+#ifndef UPSTREAM_TEMPLATE_FLAGS
+#define UPSTREAM_TEMPLATE_FLAGS false, false  // d99724f: small_k, halve_iters
+#endif
+#ifndef UPSTREAM_PDL
+#define UPSTREAM_PDL 1
+#endif
 
 // The kernel part of mmvq.cu also holds ggml_cuda_should_use_mmvq, which calls into ggml's core
 // library; this program links no ggml, and never calls it.
@@ -21,10 +29,10 @@ static int launch(const void* vx, const void* vy, float* dst, int nrows, int k) 
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3((nrows + R - 1) / R, 1, 1);
   cfg.blockDim = dim3(32, W, 1);
-  cfg.attrs = &attr;
-  cfg.numAttrs = 1;
+  cfg.attrs = UPSTREAM_PDL ? &attr : nullptr;
+  cfg.numAttrs = UPSTREAM_PDL ? 1 : 0;
   const uint32_t blocks_per_row = uint32_t(k / ggml_cuda_type_traits<Type>::qk);
-  return int(cudaLaunchKernelEx(&cfg, mul_mat_vec_q<Type, 1, false, false, false, W, R>, vx, vy,
+  return int(cudaLaunchKernelEx(&cfg, mul_mat_vec_q<Type, 1, false, UPSTREAM_TEMPLATE_FLAGS, W, R>, vx, vy,
                                 static_cast<const int32_t*>(nullptr), fusion, dst, uint32_t(k), one, blocks_per_row,
                                 uint32_t(k / 32), uint32_t(nrows), one, 0u, 0u, 0u, one, 0u, 0u, 0u, 0u));
 }
