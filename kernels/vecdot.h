@@ -61,11 +61,17 @@ template <>
 __device__ __forceinline__ float vec_dot<kQ4_1>(const void* __restrict__ vbq, const BlockQ8_1* __restrict__ y,
                                                 int kbx, int iqs) {
   constexpr int vdr = 2, qi = 4;
+  // The quants are read through a block whose first member is 32 bits wide, as upstream's half2
+  // union: nvcc then folds the offset of qs into the block's address as it does for upstream
+  // (with the two 16-bit halves first it folded it into the index: 8 registers more at rows 2).
+  struct Words { uint32_t dm; uint8_t qs[16]; };
+  static_assert(sizeof(Words) == sizeof(quant::BlockQ4_1), "q4_1 block layout");
+  const Words* w = static_cast<const Words*>(vbq) + kbx;
   const quant::BlockQ4_1* b = static_cast<const quant::BlockQ4_1*>(vbq) + kbx;
   int v[vdr], u[2 * vdr];
 #pragma unroll
   for (int i = 0; i < vdr; ++i) {
-    v[i] = get_int_b4(b->qs, iqs + i);
+    v[i] = get_int_b4(w->qs, iqs + i);
     u[2 * i + 0] = get_int_b4(y->qs, iqs + i);
     u[2 * i + 1] = get_int_b4(y->qs, iqs + i + qi);
   }
