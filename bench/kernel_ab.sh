@@ -14,7 +14,12 @@ export PATH="/usr/local/cuda/bin:$PATH"
 up="${UPSTREAM_KERNEL_DIR:-.sass}"
 iq="${IQ_TABLES_DIR:-build-device/kernels}"
 [[ -f "$iq/iq_tables.h" ]] || iq=.sass/iq
-[[ -f "$up/upstream_mmvq_kernel.cuh" ]] || { echo "kernel_ab.sh: no $up/upstream_mmvq_kernel.cuh" >&2; exit 2; }
+[[ -f "$up/upstream_mmvq_kernel.cuh" ]] || {
+  echo "kernel_ab.sh: no $up/upstream_mmvq_kernel.cuh: run bench/regcompare.py --temper (or the kernel_register_fidelity" \
+       "ctest), copy its <work>/ggml-<commit>-hooked_mmvq_kernel.cuh to $up/upstream_mmvq_kernel.cuh and its" \
+       "hooked tree's include/ and src/ under $up/up/" >&2
+  exit 2
+}
 out="${WORK:-build-device}"
 up_flags=() t_flags=()
 if [[ "${ENGINE:-ggml-d99724f}" == ggml-7180759 ]]; then
