@@ -3,31 +3,14 @@
 // (d99724f's kernel, PDL launch as Temper launches it) with the same weights and the activations in
 // differently placed buffers, and with and without an unused argument the size of upstream's fusion
 // arguments. Device only (nvcc, sm_90); built and run by bench/act_placement.sh.
-#include <cuda_runtime.h>
-
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <vector>
 
+#include "bench/kernel_timing.cuh"
 #include "kernels/mmvq.h"
 
 namespace tk = temper::kernels;
-
-#define CHECK(x)                                                                                        \
-  do {                                                                                                 \
-    cudaError_t e_ = (x);                                                                              \
-    if (e_ != cudaSuccess) {                                                                           \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));        \
-      std::exit(1);                                                                                    \
-    }                                                                                                  \
-  } while (0)
-
-__global__ void spin(long long cycles) {
-  const long long t0 = clock64();
-  while (clock64() - t0 < cycles) {
-  }
-}
 
 // Upstream's kernel carries ggml_cuda_mm_fusion_args_device (6 pointers and an enum, 56 bytes) by
 // value; Temper's has none. The same block work with such an unused argument, to time the difference.
@@ -60,13 +43,10 @@ int launch_fat(const tk::MmvqLaunch& l) {
                                 make_uint3(0, 0, 1), 0u, 0u, 0u));
 }
 
-// Median kernel time of `samples` launches queued behind a spin kernel (so host launch cost stays
-// out), one event between launches, weights rotating, after 20 warm-up launches.
+// Median time of Temper's work of Type at (W, R), plain or with the unused fusion argument, after 20
+// warm-up launches behind a spin kernel of ~10 ms at boost clock.
 template <unsigned Type, int W, int R, bool Fat = false>
-double median_us(const std::vector<char*>& weights, const void* act, float* dst, int n, int k, int samples) {
-  auto launch = [](const tk::MmvqLaunch& l) {
-    return Fat ? launch_fat<Type, W, R>(l) : tk::launch_instance_pdl<Type, 1, W, R>(l);
-  };
+double config_us(const std::vector<char*>& weights, const void* act, float* dst, int n, int k, int samples) {
   tk::MmvqLaunch l;
   l.type = Type;
   l.nwarps = W;
@@ -75,29 +55,11 @@ double median_us(const std::vector<char*>& weights, const void* act, float* dst,
   l.dst = dst;
   l.nrows = n;
   l.k = k;
-  for (int i = 0; i < 20; ++i) {
-    l.weights = weights[size_t(i) % weights.size()];
-    CHECK(cudaError_t(launch(l)));
-  }
-  std::vector<cudaEvent_t> ev(size_t(samples) + 1);
-  for (auto& e : ev) CHECK(cudaEventCreate(&e));
-  spin<<<1, 1>>>(20000000);  // ~10 ms at boost clock: the whole batch is queued before it ends
-  CHECK(cudaEventRecord(ev[0]));
-  for (int i = 0; i < samples; ++i) {
-    l.weights = weights[size_t(i) % weights.size()];
-    CHECK(cudaError_t(launch(l)));
-    CHECK(cudaEventRecord(ev[size_t(i) + 1]));
-  }
-  CHECK(cudaEventSynchronize(ev.back()));
-  std::vector<float> t;
-  for (int i = 0; i < samples; ++i) {
-    float ms = 0;
-    CHECK(cudaEventElapsedTime(&ms, ev[size_t(i)], ev[size_t(i) + 1]));
-    t.push_back(ms * 1000.0f);
-  }
-  for (auto& e : ev) CHECK(cudaEventDestroy(e));
-  std::nth_element(t.begin(), t.begin() + t.size() / 2, t.end());
-  return t[t.size() / 2];
+  auto launch = [&l](const void* w) {
+    l.weights = w;
+    return Fat ? launch_fat<Type, W, R>(l) : tk::launch_instance_pdl<Type, 1, W, R>(l);
+  };
+  return median_us(launch, weights, samples, 20, 20000000);
 }
 
 int main() {
@@ -138,9 +100,9 @@ int main() {
   std::vector<std::vector<double>> r41(places.size()), r22(places.size()), r84(places.size());
   for (int round = 0; round < kRounds; ++round)
     for (size_t p = 0; p < places.size(); ++p) {
-      r41[p].push_back(median_us<kQ4_1, 4, 1>(weights, places[p].at, dst, n, k, samples));
-      r22[p].push_back(median_us<kQ4_1, 2, 2>(weights, places[p].at, dst, n, k, samples));
-      r84[p].push_back(median_us<kQ4_1, 8, 4>(weights, places[p].at, dst, n, k, samples));
+      r41[p].push_back(config_us<kQ4_1, 4, 1>(weights, places[p].at, dst, n, k, samples));
+      r22[p].push_back(config_us<kQ4_1, 2, 2>(weights, places[p].at, dst, n, k, samples));
+      r84[p].push_back(config_us<kQ4_1, 8, 4>(weights, places[p].at, dst, n, k, samples));
     }
   auto med = [](std::vector<double> v) {
     std::sort(v.begin(), v.end());
@@ -161,10 +123,10 @@ int main() {
   // own buffer, interleaved.
   std::vector<double> thin, fat, thin22, fat22;
   for (int round = 0; round < kRounds; ++round) {
-    thin.push_back(median_us<kQ4_1, 4, 1>(weights, own, dst, n, k, samples));
-    fat.push_back(median_us<kQ4_1, 4, 1, true>(weights, own, dst, n, k, samples));
-    thin22.push_back(median_us<kQ4_1, 2, 2>(weights, own, dst, n, k, samples));
-    fat22.push_back(median_us<kQ4_1, 2, 2, true>(weights, own, dst, n, k, samples));
+    thin.push_back(config_us<kQ4_1, 4, 1>(weights, own, dst, n, k, samples));
+    fat.push_back(config_us<kQ4_1, 4, 1, true>(weights, own, dst, n, k, samples));
+    thin22.push_back(config_us<kQ4_1, 2, 2>(weights, own, dst, n, k, samples));
+    fat22.push_back(config_us<kQ4_1, 2, 2, true>(weights, own, dst, n, k, samples));
   }
   std::printf("\nkernel parameters      (4,1) us (range) (2,2) us (range)\n");
   std::printf("%-22s %9.2f (%4.2f) %9.2f (%4.2f)\n", "Temper's", med(thin), spread(thin), med(thin22), spread(thin22));

@@ -6,58 +6,19 @@
 // four copies past L2; the median over rounds of each round's median. Prints CSV
 // (shape,type,nwarps,rows,temper_us,upstream_us,same_output). Device only; bench/kernel_ab.sh
 // builds it with bench/kernel_ab_up.cu (upstream's kernels, compiled with ggml's flags).
-#include <cuda_runtime.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
 #include <vector>
 
+#include "bench/kernel_timing.cuh"
 #include "kernels/mmvq.h"
 
 namespace tk = temper::kernels;
 
 int upstream_launch(int type, int w, int r, const void* vx, const void* vy, float* dst, int nrows, int k);
-
-#define CHECK(x)                                                                                   \
-  do {                                                                                            \
-    cudaError_t e_ = (x);                                                                         \
-    if (e_ != cudaSuccess) {                                                                      \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));   \
-      std::exit(1);                                                                               \
-    }                                                                                             \
-  } while (0)
-
-__global__ void spin(long long cycles) {
-  const long long t0 = clock64();
-  while (clock64() - t0 < cycles) {
-  }
-}
-
-double median_us(const std::function<int(const void*)>& launch, const std::vector<char*>& weights, int samples) {
-  for (int i = 0; i < 10; ++i) CHECK(cudaError_t(launch(weights[size_t(i) % weights.size()])));
-  std::vector<cudaEvent_t> ev(size_t(samples) + 1);
-  for (auto& e : ev) CHECK(cudaEventCreate(&e));
-  spin<<<1, 1>>>(4000000);  // ~2 ms: the batch is queued before it ends
-  CHECK(cudaEventRecord(ev[0]));
-  for (int i = 0; i < samples; ++i) {
-    CHECK(cudaError_t(launch(weights[size_t(i) % weights.size()])));
-    CHECK(cudaEventRecord(ev[size_t(i) + 1]));
-  }
-  CHECK(cudaEventSynchronize(ev.back()));
-  std::vector<float> t;
-  for (int i = 0; i < samples; ++i) {
-    float ms = 0;
-    CHECK(cudaEventElapsedTime(&ms, ev[size_t(i)], ev[size_t(i) + 1]));
-    t.push_back(ms * 1000.0f);
-  }
-  for (auto& e : ev) CHECK(cudaEventDestroy(e));
-  std::nth_element(t.begin(), t.begin() + t.size() / 2, t.end());
-  return t[t.size() / 2];
-}
 
 using Launcher = int (*)(const void*, const void*, float*, int, int);
 
@@ -143,8 +104,8 @@ int main(int argc, char** argv) {
           const bool same = std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
           std::vector<double> tt, uu;
           for (int round = 0; round < rounds; ++round) {
-            tt.push_back(median_us(temper, weights, samples));
-            uu.push_back(median_us(upstream, weights, samples));
+            tt.push_back(median_us(temper, weights, samples, 10, 4000000));  // spin ~2 ms
+            uu.push_back(median_us(upstream, weights, samples, 10, 4000000));
           }
           std::sort(tt.begin(), tt.end());
           std::sort(uu.begin(), uu.end());

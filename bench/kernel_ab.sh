@@ -38,28 +38,12 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || 
 [[ -n "${OUT:-}" ]] && cp "$out/kernel_ab.csv" "$OUT/" || true
 python3 - "$out/kernel_ab.csv" <<'PY'
 import csv, sys
+sys.path.insert(0, "bench")
+from fidelity_table import spearman  # the fidelity table's rank correlation (ties share their mean rank)
 rows = list(csv.DictReader(open(sys.argv[1])))
 groups = {}
 for r in rows:
     groups.setdefault((r["shape"], r["type"]), []).append(r)
-def ranks(v):
-    order = sorted(range(len(v)), key=lambda i: v[i])
-    out = [0.0] * len(v)
-    i = 0
-    while i < len(v):
-        j = i
-        while j + 1 < len(v) and v[order[j + 1]] == v[order[i]]:
-            j += 1
-        for m in range(i, j + 1):
-            out[order[m]] = (i + j) / 2.0
-        i = j + 1
-    return out
-def spearman(a, b):
-    ra, rb = ranks(a), ranks(b)
-    n = len(a); ma = sum(ra) / n; mb = sum(rb) / n
-    cov = sum((x - ma) * (y - mb) for x, y in zip(ra, rb))
-    va = sum((x - ma) ** 2 for x in ra) ** 0.5; vb = sum((y - mb) ** 2 for y in rb) ** 0.5
-    return cov / (va * vb) if va and vb else 1.0
 total = within = same = 0
 rho_min = 1.0
 print(f"{'shape':12} {'type':7} {'within ±3 %':>11} {'worst (config, diff %)':>24} {'rho':>6} {'same output':>11}")
@@ -68,6 +52,7 @@ for (shape, ty), rs in groups.items():
     ok = sum(abs(x) <= 3.0 for x, _ in d)
     worst = max(d, key=lambda p: abs(p[0]))
     rho = spearman([float(r["temper_us"]) for r in rs], [float(r["upstream_us"]) for r in rs])
+    rho = 1.0 if rho is None else rho  # all times equal on one side: nothing to misrank
     sm = sum(r["same_output"] == "1" for r in rs)
     total += len(rs); within += ok; same += sm; rho_min = min(rho_min, rho)
     print(f"{shape:12} {ty:7} {ok:>8}/{len(rs):<2} {'(' + worst[1]['nwarps'] + ',' + worst[1]['rows'] + ')':>14} {worst[0]:+6.1f}   {rho:6.3f} {sm:>8}/{len(rs)}")
