@@ -49,8 +49,9 @@ __device__ __forceinline__ float vec_dot<kQ4_0>(const void* __restrict__ vbq, co
   int sumi = 0;
 #pragma unroll
   for (int i = 0; i < vdr; ++i) {
-    sumi = dp4a((v[i] >> 0) & 0x0F0F0F0F, u[2 * i + 0], sumi);
-    sumi = dp4a((v[i] >> 4) & 0x0F0F0F0F, u[2 * i + 1], sumi);
+    const int lo = (v[i] >> 0) & 0x0F0F0F0F, hi = (v[i] >> 4) & 0x0F0F0F0F;  // both halves first, as upstream
+    sumi = dp4a(lo, u[2 * i + 0], sumi);
+    sumi = dp4a(hi, u[2 * i + 1], sumi);
   }
   const float2 ds8 = __half22float2(q8_1_ds(*y));
   return half_to_float(b->d) * (sumi * ds8.x - (8 * vdr / qi) * ds8.y);
@@ -78,8 +79,9 @@ __device__ __forceinline__ float vec_dot<kQ4_1>(const void* __restrict__ vbq, co
   int sumi = 0;
 #pragma unroll
   for (int i = 0; i < vdr; ++i) {
-    sumi = dp4a((v[i] >> 0) & 0x0F0F0F0F, u[2 * i + 0], sumi);
-    sumi = dp4a((v[i] >> 4) & 0x0F0F0F0F, u[2 * i + 1], sumi);
+    const int lo = (v[i] >> 0) & 0x0F0F0F0F, hi = (v[i] >> 4) & 0x0F0F0F0F;  // both halves first, as upstream
+    sumi = dp4a(lo, u[2 * i + 0], sumi);
+    sumi = dp4a(hi, u[2 * i + 1], sumi);
   }
   const float2 dm = __half22float2(__hmul2(load_half2(&b->d), q8_1_ds(*y)));
   // Each of the qi/vdr threads on this block adds its share of the m·s8 term.
