@@ -1,8 +1,9 @@
 // Issue 17: does where the q8_1 activations live change the kernel's time by the per-launch
-// constant seen between Temper's and upstream's kernel-only timings? Times Temper's mmvq_pdl
-// (d99724f's kernel, PDL launch as Temper launches it) with the same weights and the activations in
-// differently placed buffers, and with and without an unused argument the size of upstream's fusion
-// arguments. Device only (nvcc, sm_90); built and run by bench/act_placement.sh.
+// constant seen between Temper's and upstream's kernel-only timings? Times Temper's d99724f kernel
+// (PDL launch as Temper launches it) with the same weights and the activations in differently
+// placed buffers. (Until 13c48e3 it also timed the block's work with an unused argument the size of
+// upstream's fusion arguments; that needed the shared block function the kernel no longer has.)
+// Device only (nvcc, sm_90); built and run by bench/act_placement.sh.
 #include <algorithm>
 #include <cstdio>
 #include <vector>
@@ -12,40 +13,9 @@
 
 namespace tk = temper::kernels;
 
-// Upstream's kernel carries ggml_cuda_mm_fusion_args_device (6 pointers and an enum, 56 bytes) by
-// value; Temper's has none. The same block work with such an unused argument, to time the difference.
-struct FusionArgs {
-  const void* p[6];
-  int glu_op;
-};
+// Median time of Temper's kernel of Type at (W, R) after 20 warm-up launches behind a spin kernel of
+// ~10 ms at boost clock.
 template <unsigned Type, int W, int R>
-__launch_bounds__(W * 32, 1) __global__ void mmvq_fat(const void* vx, const void* vy, const int32_t* ids,
-                                                      const FusionArgs fusion, float* dst, TEMPER_MMVQ_SCALAR_PARAMS) {
-  (void)fusion;
-  tk::mmvq_block<Type, 1, W, R, true, false>(vx, vy, ids, dst, TEMPER_MMVQ_SCALAR_ARGS);
-}
-
-template <unsigned Type, int W, int R>
-int launch_fat(const tk::MmvqLaunch& l) {
-  cudaLaunchAttribute attr = {};
-  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr.val.programmaticStreamSerializationAllowed = 1;
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3((l.nrows + R - 1) / R, 1, 1);
-  cfg.blockDim = dim3(32, W, 1);
-  cfg.attrs = &attr;
-  cfg.numAttrs = 1;
-  const FusionArgs none = {};
-  constexpr temper::mmvq::TypeTraits traits = temper::mmvq::type_traits(Type);
-  return int(cudaLaunchKernelEx(&cfg, mmvq_fat<Type, W, R>, l.weights, l.act_q8_1, static_cast<const int32_t*>(nullptr),
-                                none, l.dst, uint32_t(l.k), make_uint3(0, 0, 1), uint32_t(l.k / traits.qk),
-                                uint32_t(l.k / 32), uint32_t(l.nrows), make_uint3(0, 0, 1), 0u, 0u, 0u,
-                                make_uint3(0, 0, 1), 0u, 0u, 0u));
-}
-
-// Median time of Temper's work of Type at (W, R), plain or with the unused fusion argument, after 20
-// warm-up launches behind a spin kernel of ~10 ms at boost clock.
-template <unsigned Type, int W, int R, bool Fat = false>
 double config_us(const std::vector<char*>& weights, const void* act, float* dst, int n, int k, int samples) {
   tk::MmvqLaunch l;
   l.type = Type;
@@ -57,7 +27,7 @@ double config_us(const std::vector<char*>& weights, const void* act, float* dst,
   l.k = k;
   auto launch = [&l](const void* w) {
     l.weights = w;
-    return Fat ? launch_fat<Type, W, R>(l) : tk::launch_instance_pdl<Type, 1, W, R>(l);
+    return tk::launch_instance_pdl<Type, 1, W, R>(l);
   };
   return median_us(launch, weights, samples, 20, 20000000);
 }
@@ -112,24 +82,12 @@ int main() {
     std::sort(v.begin(), v.end());
     return v.back() - v.front();
   };
-  std::printf("q4_1 n=%d k=%d, Temper's mmvq_pdl; per placement the median over %d interleaved rounds of the median of\n"
+  std::printf("q4_1 n=%d k=%d, Temper's d99724f kernel; per placement the median over %d interleaved rounds of the median of\n"
               "%d launches queued behind a spin kernel, one event between launches, weights rotating 4 copies\n",
               n, k, kRounds, samples);
   std::printf("%-22s %16s %16s %16s\n", "activations", "(4,1) us (range)", "(2,2) us (range)", "(8,4) us (range)");
   for (size_t p = 0; p < places.size(); ++p)
     std::printf("%-22s %9.2f (%4.2f) %9.2f (%4.2f) %9.2f (%4.2f)\n", places[p].name, med(r41[p]), spread(r41[p]),
                 med(r22[p]), spread(r22[p]), med(r84[p]), spread(r84[p]));
-  // The same kernel work with and without upstream's unused fusion argument, activations in their
-  // own buffer, interleaved.
-  std::vector<double> thin, fat, thin22, fat22;
-  for (int round = 0; round < kRounds; ++round) {
-    thin.push_back(config_us<kQ4_1, 4, 1>(weights, own, dst, n, k, samples));
-    fat.push_back(config_us<kQ4_1, 4, 1, true>(weights, own, dst, n, k, samples));
-    thin22.push_back(config_us<kQ4_1, 2, 2>(weights, own, dst, n, k, samples));
-    fat22.push_back(config_us<kQ4_1, 2, 2, true>(weights, own, dst, n, k, samples));
-  }
-  std::printf("\nkernel parameters      (4,1) us (range) (2,2) us (range)\n");
-  std::printf("%-22s %9.2f (%4.2f) %9.2f (%4.2f)\n", "Temper's", med(thin), spread(thin), med(thin22), spread(thin22));
-  std::printf("%-22s %9.2f (%4.2f) %9.2f (%4.2f)\n", "+ 56-byte fusion arg", med(fat), spread(fat), med(fat22), spread(fat22));
   return 0;
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 17: is the per-launch gap between Temper's and upstream's kernel-only times in the kernel
-# or around it? Nsight Compute's gpu__time_duration of each kernel launch, Temper's mmvq_pdl and
+# or around it? Nsight Compute's gpu__time_duration of each kernel launch, Temper's d99724f kernel and
 # upstream d99724f's mul_mat_vec_q, per config (ncu neither flushes caches nor locks clocks: both
 # harnesses rotate weights past L2 themselves). One device call: fidelity.sh's build and engine phases, then ncu on
 # `bench-gemv` (Temper) and `bench-gemv --probe --kernel-only` (upstream). Carry .deps and .upstream.
@@ -20,7 +20,7 @@ ncu="$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null || true)"
 probe="$(ls build-device/engine-cache/*/build/temper-probe | head -1)"
 temper=build-device/app/temper
 common=(--types "$types" --n "$n" --k "$k" --ncols 1 --engine ggml-d99724f --count 3 --warmup 1 --back-to-back 1)
-prof=("$ncu" --target-processes all --kernel-name-base mangled -k 'regex:(mul_mat_vec_q|mmvq_pdl)I'
+prof=("$ncu" --target-processes all --kernel-name-base mangled -k 'regex:(mul_mat_vec_q|4mmvq)I'
       --metrics gpu__time_duration.sum --print-units base --csv --cache-control none --clock-control none)
 t0=$(date +%s)
 # A side cut off at SIDE_S still leaves the launches profiled so far in its CSV.
@@ -43,9 +43,9 @@ def load(path):
         if r["Metric Name"] != "gpu__time_duration.sum":
             continue
         name = r["Kernel Name"]
-        # Demangled: mmvq_pdl<3, 1, 4, 1> / mul_mat_vec_q<3, 1, 0, 0, 0, 4, 1> (nwarps 0: the stock
+        # Demangled: mmvq<3, 1, 4, 1, (temper::mmvq::KernelVariant)1> / mul_mat_vec_q<3, 1, 0, 0, 0, 4, 1> (nwarps 0: the stock
         # dispatch the probe runs once per config to capture the launch; not a grid config).
-        m = re.search(r"(?:mmvq_pdl|mul_mat_vec_q)<(\d+), 1,", name)
+        m = re.search(r"(?:mmvq|mul_mat_vec_q)<(\d+)u?, 1,", name)
         if not m or re.search(r"mul_mat_vec_q<\d+, 1, \d, \d, \d, 0, 0>", name):
             continue
         t = int(m.group(1))

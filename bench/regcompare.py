@@ -27,8 +27,8 @@ TYPES = [("q4_0", 2), ("q4_1", 3), ("q5_0", 6), ("q5_1", 7), ("q8_0", 8), ("q2_K
          ("q4_K", 12), ("q5_K", 13), ("q6_K", 14), ("iq4_nl", 20), ("iq4_xs", 23), ("mxfp4", 39)]
 GGML_NAMES = {2: "Q4_0", 3: "Q4_1", 6: "Q5_0", 7: "Q5_1", 8: "Q8_0", 10: "Q2_K", 11: "Q3_K", 12: "Q4_K",
               13: "Q5_K", 14: "Q6_K", 20: "IQ4_NL", 23: "IQ4_XS", 39: "MXFP4"}
-# Engine version -> (Temper kernel modelling it, upstream archive stem).
-ENGINES = {"ggml-d99724f": ("mmvq_pdl", "ggml-d99724f"), "ggml-7180759": ("mmvq", "ggml-7180759")}
+# Engine version -> (Temper's kernel variant modelling it, mmvq::KernelVariant value; upstream archive stem).
+ENGINES = {"ggml-d99724f": (("GgmlD99724f", 1), "ggml-d99724f"), "ggml-7180759": (("Ggml7180759", 0), "ggml-7180759")}
 ARCH = "sm_90"
 NWARPS = 4  # upstream's GENERIC table at ncols 1 (every NVIDIA arch but Turing and GB10)
 STOCK_CONFIGS = [(False, (NWARPS, 1)), (True, (NWARPS, NWARPS))]  # (small_k, (nwarps, rows_per_block))
@@ -172,10 +172,10 @@ def temper_registers(nvcc, source_dir, iq_tables_dir, work, configs):
         f.write('#include "kernels/mmvq.h"\n')
         f.write("namespace temper::kernels {\nTEMPER_KERNELS_ABI_BEGIN\n")
         f.write("__attribute__((used)) static const void* temper_regcompare_kernels[] = {\n")
-        for kernel in sorted({k for k, _ in ENGINES.values()}):
+        for (variant, _), _ in sorted(ENGINES.values()):
             for _, tid in TYPES:
                 for w, r in configs:
-                    f.write(f"  (const void*)&{kernel}<{tid}u, 1, {w}, {r}>,\n")
+                    f.write(f"  (const void*)&mmvq<{tid}u, 1, {w}, {r}, mmvq::KernelVariant::{variant}>,\n")
         f.write("};\nTEMPER_KERNELS_ABI_END\n}\n")
     # The flags of temper_kernels_cuda (cmake/TemperKernels.cmake, Release).
     flags = ["-DTEMPER_GPU_CUDA", f"-I{source_dir}", f"-I{source_dir}/kernels", f"-I{source_dir}/core/common/include", f"-I{source_dir}/core/quant/include",
@@ -183,9 +183,10 @@ def temper_registers(nvcc, source_dir, iq_tables_dir, work, configs):
     table = compile_ptxas(nvcc, src, flags, work)
     out = {}
     for name, v in table.items():
-        m = re.search(r"(mmvq_pdl|mmvq)ILj(\d+)ELi1ELi(\d+)ELi(\d+)E", name)
+        # mmvq<type, 1, nwarps, rows, (mmvq::KernelVariant)v>
+        m = re.search(r"mmvqILj(\d+)ELi1ELi(\d+)ELi(\d+)ELN\w*KernelVariantE(\d+)E", name)
         if m:
-            out[(m.group(1), int(m.group(2)), (int(m.group(3)), int(m.group(4))))] = v
+            out[(int(m.group(4)), int(m.group(1)), (int(m.group(2)), int(m.group(3))))] = v
     return out
 
 
@@ -242,14 +243,14 @@ def main():
                               configs)
     failures = 0
     for engine in engines:
-        kernel = ENGINES[engine][0]
+        variant, variant_value = ENGINES[engine][0]
         up = upstream_registers(nvcc, archives[engine], a.work_dir, a.temper)
-        print(f"\n{engine}{' (hooked)' if a.temper else ''} vs Temper's {kernel}, {ARCH}, ncols 1 "
+        print(f"\n{engine}{' (hooked)' if a.temper else ''} vs Temper's mmvq<..., {variant}>, {ARCH}, ncols 1 "
               "(registers, spill stores/loads in bytes)")
         print(f"{'type':8} {'config':7} {'upstream':>14} {'temper':>14} {'diff':>5}  verdict")
         for name, tid in TYPES:
             for cfg in configs:
-                u, t = up.get((tid, cfg)), temper.get((kernel, tid, cfg))
+                u, t = up.get((tid, cfg)), temper.get((variant_value, tid, cfg))
                 cfg_text = f"({cfg[0]},{cfg[1]})"
                 if u is None or t is None:
                     print(f"{name:8} {cfg_text:7} {'missing' if u is None else u[0]:>14} "

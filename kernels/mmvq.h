@@ -30,136 +30,138 @@ __device__ __forceinline__ uint32_t fast_mod(uint32_t n, const uint3 d) { return
   ncols_x, nchannels_y, stride_row_x, stride_col_y, stride_col_dst, channel_ratio, stride_channel_x,           \
       stride_channel_y, stride_channel_dst, sample_ratio, stride_sample_x, stride_sample_y, stride_sample_dst
 
-// The work of one block, as upstream's mul_mat_vec_q without fusion: the K loop, the shared-memory
-// exchange between warps and the final warp reduction. Blocks of one launch: x = row groups,
-// y = channels, z = samples (Temper launches 1 × 1). LaneIndexedWrite: 7180759's output write
-// (after the row loop, lane i writes tmp[j][threadIdx.x]); else d99724f's (lane i writes tmp[j][i]
-// inside it). The form moves nvcc's register counts by up to 8 at rows > 1.
-template <unsigned Type, int Ncols, int Nwarps, int RowsPerBlock, bool GridDependencyWait, bool LaneIndexedWrite>
-__device__ __forceinline__ void mmvq_block(const void* vx, const void* vy, const int32_t* ids, float* dst,
-                                           TEMPER_MMVQ_SCALAR_PARAMS) {
-  constexpr int warp_size = kWarpSize;
-  constexpr mmvq::TypeTraits traits = mmvq::type_traits(Type);
-  constexpr int qk = traits.qk, qi = traits.qi, vdr = traits.vdr;
-  constexpr int blocks_per_iter = vdr * Nwarps * warp_size / qi;
-  static_assert(blocks_per_iter >= 1, "a block must consume at least one weight block per iteration");
-
-  const int tid = warp_size * threadIdx.y + threadIdx.x;
-  const int row0 = RowsPerBlock * blockIdx.x;
-  const int blocks_per_row_x = ncols_x / qk;
-  const uint32_t channel_dst = blockIdx.y;
-
-#if defined(TEMPER_CUDA_DEVICE) && __CUDA_ARCH__ >= 900
-  // Programmatic dependent launch (d99724f on Hopper+): wait for the previous grid's memory here,
-  // after the index set-up, where upstream calls cudaGridDependencySynchronize.
-  if constexpr (GridDependencyWait) asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-  const uint32_t channel_x = Ncols == 1 && ids ? ids[channel_dst] : fast_div(channel_dst, channel_ratio);
-  const uint32_t channel_y = Ncols == 1 && ids ? fast_mod(channel_dst, nchannels_y) : channel_dst;
-  const uint32_t sample_dst = blockIdx.z;
-  const uint32_t sample_x = fast_div(sample_dst, sample_ratio);
-  const uint32_t sample_y = sample_dst;
-
-  float tmp[Ncols][RowsPerBlock] = {{0.0f}};
-
-  // The last block reads all its rows, past the matrix's end as upstream does: weight buffers carry
-  // mmvq::kWeightPaddingRows spare rows; results of rows past the end are never written.
-  const BlockQ8_1* y = static_cast<const BlockQ8_1*>(vy) + sample_y * stride_sample_y + channel_y * stride_channel_y;
-  const int kbx_offset = sample_x * stride_sample_x + channel_x * stride_channel_x + row0 * stride_row_x;
-
-  for (int kbx = tid / (qi / vdr); kbx < blocks_per_row_x; kbx += blocks_per_iter) {
-    const int kby = kbx * (qk / quant::QK8_1);  // the q8_1 block aligned with weight block kbx
-    const int kqs = vdr * (tid % (qi / vdr));   // this thread's first int of quants in the block
-#pragma unroll
-    for (int j = 0; j < Ncols; ++j) {
-#pragma unroll
-      for (int i = 0; i < RowsPerBlock; ++i)
-        tmp[j][i] += vec_dot<Type>(vx, &y[j * stride_col_y + kby], kbx_offset + i * stride_row_x + kbx, kqs);
-    }
-  }
-
-  __shared__ float tmp_shared[Nwarps - 1 > 0 ? Nwarps - 1 : 1][Ncols][RowsPerBlock][warp_size];
-  if (threadIdx.y > 0) {
-#pragma unroll
-    for (int j = 0; j < Ncols; ++j) {
-#pragma unroll
-      for (int i = 0; i < RowsPerBlock; ++i) tmp_shared[threadIdx.y - 1][j][i][threadIdx.x] = tmp[j][i];
-    }
-  }
-  __syncthreads();
-  if (threadIdx.y > 0) return;
-
-  dst += sample_dst * stride_sample_dst + channel_dst * stride_channel_dst + row0;
-#pragma unroll
-  for (int j = 0; j < Ncols; ++j) {
-#pragma unroll
-    for (int i = 0; i < RowsPerBlock; ++i) {
-#pragma unroll
-      for (int l = 0; l < Nwarps - 1; ++l) tmp[j][i] += tmp_shared[l][j][i][threadIdx.x];
-      tmp[j][i] = warp_reduce_sum<warp_size>(tmp[j][i]);
-      if constexpr (!LaneIndexedWrite) {
-        if (threadIdx.x == i && (RowsPerBlock == 1 || uint32_t(row0 + i) < stride_col_dst))
-          dst[j * stride_col_dst + i] = tmp[j][i];
-      }
-    }
-    if constexpr (LaneIndexedWrite) {
-      if (threadIdx.x < RowsPerBlock && (RowsPerBlock == 1 || uint32_t(row0 + threadIdx.x) < stride_col_dst))
-        dst[j * stride_col_dst + threadIdx.x] = tmp[j][threadIdx.x];
-    }
-  }
-}
-
 #if defined(TEMPER_CUDA_DEVICE)
 #define TEMPER_TRAP() __trap()
 #else
 #define TEMPER_TRAP() __builtin_trap()
 #endif
 
-// The kernel as ggml 7180759 compiles it: restrict-qualified pointers, no dependent launch. On
-// NVIDIA with 7180759's output write; on AMD, where it also serves d99724f (one kernel per config
-// keeps the code objects' size), with d99724f's.
+// The kernel's pointer arguments, restrict-qualified or not.
+template <bool Restrict>
+struct MmvqPointers {
+  using Vx = const void*;
+  using Ids = const int32_t*;
+  using Dst = float*;
+};
+template <>
+struct MmvqPointers<true> {
+  using Vx = const void* __restrict__;
+  using Ids = const int32_t* __restrict__;
+  using Dst = float* __restrict__;
+};
+
+// Upstream's mul_mat_vec_q without fusion, one instantiation per engine version it models
+// (mmvq::KernelVariant): the K loop, the shared-memory exchange between warps and the final warp
+// reduction. Blocks of one launch: x = row groups, y = channels, z = samples (Temper launches 1 × 1).
 // vx: weight rows of ncols_x/qk blocks; vy: Ncols columns of ncols_x/32 q8_1 blocks; ids: expert
 // ids (Temper passes none); dst: Ncols columns of stride_col_dst floats.
-template <unsigned Type, int Ncols, int Nwarps, int RowsPerBlock>
+//
+// The variants differ where upstream's two versions do (docs/kernels.md):
+// - 7180759: restrict-qualified pointers, no dependent launch, and lane i writes tmp[j][threadIdx.x]
+//   after the row loop. On AMD this kernel also serves d99724f (one kernel per config keeps the code
+//   objects' size), with d99724f's output write.
+// - d99724f on NVIDIA: on Hopper and newer its launches use programmatic dependent launch, which
+//   requires plain pointers, and a block waits for the previous grid after its index set-up; before
+//   Hopper, restrict-qualified pointers and no wait. Lane i writes tmp[j][i] inside the row loop.
+// The block's work is written here, in the kernel, not in a shared __device__ function: nvcc
+// compiles an inlined function's body to different code (up to 8 registers more or fewer per
+// thread at the same config, bench/regcompare.py), and upstream writes it in the kernel.
+template <unsigned Type, int Ncols, int Nwarps, int RowsPerBlock,
+          mmvq::KernelVariant Variant = mmvq::KernelVariant::Ggml7180759>
 __launch_bounds__(Nwarps* kWarpSize, 1) __global__
-    void mmvq(const void* __restrict__ vx, const void* __restrict__ vy, const int32_t* __restrict__ ids,
-              float* __restrict__ dst, TEMPER_MMVQ_SCALAR_PARAMS) {
+    void mmvq(const void* vx_arg, const void* vy_arg, const int32_t* ids_arg, float* dst_arg,
+              TEMPER_MMVQ_SCALAR_PARAMS) {
   if constexpr (!mmvq::launchable(Ncols, Nwarps, RowsPerBlock, kWarpSize)) {
     // Same symbol set in every device pass of a fat binary; the host never launches this one.
     TEMPER_TRAP();
   } else {
+    constexpr bool d99724f = Variant == mmvq::KernelVariant::GgmlD99724f;
+#if defined(TEMPER_CUDA_DEVICE) && __CUDA_ARCH__ >= 900
+    constexpr bool dependent_launch = d99724f;
+#else
+    constexpr bool dependent_launch = false;
+#endif
 #if defined(TEMPER_CUDA_DEVICE)
-    constexpr bool lane_indexed_write = true;
+    constexpr bool lane_indexed_write = !d99724f;
 #else
     constexpr bool lane_indexed_write = false;
 #endif
-    mmvq_block<Type, Ncols, Nwarps, RowsPerBlock, false, lane_indexed_write>(vx, vy, ids, dst, TEMPER_MMVQ_SCALAR_ARGS);
-  }
-}
+    using Pointers = MmvqPointers<!dependent_launch>;
+    const typename Pointers::Vx vx = vx_arg;
+    const typename Pointers::Vx vy = vy_arg;
+    const typename Pointers::Ids ids = ids_arg;
+    typename Pointers::Dst dst = dst_arg;
 
-#if defined(TEMPER_GPU_CUDA) || defined(TEMPER_CUDA_DEVICE)
-// The kernel as ggml d99724f compiles it for NVIDIA. On Hopper and newer its launches use
-// programmatic dependent launch, which requires dropping __restrict__, and a block waits for the
-// previous grid after its index set-up; before Hopper, restrict-qualified pointers and no wait.
-template <unsigned Type, int Ncols, int Nwarps, int RowsPerBlock>
-__launch_bounds__(Nwarps* kWarpSize, 1) __global__
-    void mmvq_pdl(const void* vx, const void* vy, const int32_t* ids, float* dst, TEMPER_MMVQ_SCALAR_PARAMS) {
-  if constexpr (!mmvq::launchable(Ncols, Nwarps, RowsPerBlock, kWarpSize)) {
-    TEMPER_TRAP();
-  } else {
+    constexpr int warp_size = kWarpSize;
+    constexpr mmvq::TypeTraits traits = mmvq::type_traits(Type);
+    constexpr int qk = traits.qk, qi = traits.qi, vdr = traits.vdr;
+    constexpr int blocks_per_iter = vdr * Nwarps * warp_size / qi;
+    static_assert(blocks_per_iter >= 1, "a block must consume at least one weight block per iteration");
+
+    const int tid = warp_size * threadIdx.y + threadIdx.x;
+    const int row0 = RowsPerBlock * blockIdx.x;
+    const int blocks_per_row_x = ncols_x / qk;
+    const uint32_t channel_dst = blockIdx.y;
+
 #if defined(TEMPER_CUDA_DEVICE) && __CUDA_ARCH__ >= 900
-    mmvq_block<Type, Ncols, Nwarps, RowsPerBlock, true, false>(vx, vy, ids, dst, TEMPER_MMVQ_SCALAR_ARGS);
-#else
-    // Restrict-qualified copies, as upstream's GGML_CUDA_RESTRICT locals where it has no PDL.
-    const void* __restrict__ vx_r = vx;
-    const void* __restrict__ vy_r = vy;
-    const int32_t* __restrict__ ids_r = ids;
-    float* __restrict__ dst_r = dst;
-    mmvq_block<Type, Ncols, Nwarps, RowsPerBlock, false, false>(vx_r, vy_r, ids_r, dst_r, TEMPER_MMVQ_SCALAR_ARGS);
+    // Wait for the previous grid's memory here, where upstream calls cudaGridDependencySynchronize.
+    if constexpr (dependent_launch) asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
+    const uint32_t channel_x = Ncols == 1 && ids ? ids[channel_dst] : fast_div(channel_dst, channel_ratio);
+    const uint32_t channel_y = Ncols == 1 && ids ? fast_mod(channel_dst, nchannels_y) : channel_dst;
+    const uint32_t sample_dst = blockIdx.z;
+    const uint32_t sample_x = fast_div(sample_dst, sample_ratio);
+    const uint32_t sample_y = sample_dst;
+
+    float tmp[Ncols][RowsPerBlock] = {{0.0f}};
+
+    // The last block reads all its rows, past the matrix's end as upstream does: weight buffers carry
+    // mmvq::kWeightPaddingRows spare rows; results of rows past the end are never written.
+    const BlockQ8_1* y = static_cast<const BlockQ8_1*>(vy) + sample_y * stride_sample_y + channel_y * stride_channel_y;
+    const int kbx_offset = sample_x * stride_sample_x + channel_x * stride_channel_x + row0 * stride_row_x;
+
+    for (int kbx = tid / (qi / vdr); kbx < blocks_per_row_x; kbx += blocks_per_iter) {
+      const int kby = kbx * (qk / quant::QK8_1);  // the q8_1 block aligned with weight block kbx
+      const int kqs = vdr * (tid % (qi / vdr));   // this thread's first int of quants in the block
+#pragma unroll
+      for (int j = 0; j < Ncols; ++j) {
+#pragma unroll
+        for (int i = 0; i < RowsPerBlock; ++i)
+          tmp[j][i] += vec_dot<Type>(vx, &y[j * stride_col_y + kby], kbx_offset + i * stride_row_x + kbx, kqs);
+      }
+    }
+
+    __shared__ float tmp_shared[Nwarps - 1 > 0 ? Nwarps - 1 : 1][Ncols][RowsPerBlock][warp_size];
+    if (threadIdx.y > 0) {
+#pragma unroll
+      for (int j = 0; j < Ncols; ++j) {
+#pragma unroll
+        for (int i = 0; i < RowsPerBlock; ++i) tmp_shared[threadIdx.y - 1][j][i][threadIdx.x] = tmp[j][i];
+      }
+    }
+    __syncthreads();
+    if (threadIdx.y > 0) return;
+
+    dst += sample_dst * stride_sample_dst + channel_dst * stride_channel_dst + row0;
+#pragma unroll
+    for (int j = 0; j < Ncols; ++j) {
+#pragma unroll
+      for (int i = 0; i < RowsPerBlock; ++i) {
+#pragma unroll
+        for (int l = 0; l < Nwarps - 1; ++l) tmp[j][i] += tmp_shared[l][j][i][threadIdx.x];
+        tmp[j][i] = warp_reduce_sum<warp_size>(tmp[j][i]);
+        if constexpr (!lane_indexed_write) {
+          if (threadIdx.x == i && (RowsPerBlock == 1 || uint32_t(row0 + i) < stride_col_dst))
+            dst[j * stride_col_dst + i] = tmp[j][i];
+        }
+      }
+      if constexpr (lane_indexed_write) {
+        if (threadIdx.x < RowsPerBlock && (RowsPerBlock == 1 || uint32_t(row0 + threadIdx.x) < stride_col_dst))
+          dst[j * stride_col_dst + threadIdx.x] = tmp[j][threadIdx.x];
+      }
+    }
   }
 }
-#endif
 
 // The scalar arguments of a plain GEMV: one channel, one sample, no expert ids (n / 1 is
 // (umulhi(n, 0) + n) >> 0).
@@ -182,7 +184,7 @@ int launch_instance(const MmvqLaunch& l) {
 // PTX is 9.0 or newer (upstream's ggml_cuda_kernel_can_use_pdl), else a plain launch.
 template <unsigned Type, int Ncols, int Nwarps, int RowsPerBlock>
 int launch_instance_pdl(const MmvqLaunch& l) {
-  auto* kernel = &mmvq_pdl<Type, Ncols, Nwarps, RowsPerBlock>;
+  auto* kernel = &mmvq<Type, Ncols, Nwarps, RowsPerBlock, mmvq::KernelVariant::GgmlD99724f>;
   static const bool can_use_pdl = [kernel] {
     cudaFuncAttributes attr = {};
     return cudaFuncGetAttributes(&attr, reinterpret_cast<const void*>(kernel)) == cudaSuccess && attr.ptxVersion >= 90;
@@ -223,7 +225,7 @@ MmvqEntry make_entry() {
   e.function[0] = reinterpret_cast<const void*>(&mmvq<Type, Ncols, nwarps, rows>);
   e.launch[0] = &launch_instance<Type, Ncols, nwarps, rows>;
 #if defined(TEMPER_GPU_CUDA)
-  e.function[1] = reinterpret_cast<const void*>(&mmvq_pdl<Type, Ncols, nwarps, rows>);
+  e.function[1] = reinterpret_cast<const void*>(&mmvq<Type, Ncols, nwarps, rows, mmvq::KernelVariant::GgmlD99724f>);
   e.launch[1] = &launch_instance_pdl<Type, Ncols, nwarps, rows>;
 #else
   e.function[1] = e.function[0];

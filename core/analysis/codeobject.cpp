@@ -454,7 +454,13 @@ std::optional<MmvqInstance> parse_mmvq_symbol(std::string_view symbol) {
   if (s.size() > 3 && s.substr(s.size() - 3) == ".kd") s.remove_suffix(3);
   const std::string name = demangle(s);
   const auto args = mmvq_template_args(name);
-  if (!args || args->size() != 4) return std::nullopt;
+  // TYPE, NCOLS, NWARPS, ROWS_PER_BLOCK and, since the kernel took one, the engine variant
+  // (mmvq::KernelVariant, 0 or 1): the same compiled configuration to the analysis.
+  if (!args || (args->size() != 4 && args->size() != 5)) return std::nullopt;
+  if (args->size() == 5) {
+    const auto variant = template_int((*args)[4]);
+    if (!variant || *variant < 0 || *variant >= mmvq::kKernelVariants) return std::nullopt;
+  }
   long v[4];
   for (size_t i = 0; i < 4; ++i) {
     const auto x = template_int((*args)[i]);

@@ -84,6 +84,16 @@ TEST(MmvqSymbol, ParsesMangledAndDemangledNames) {
   ASSERT_TRUE(m);
   EXPECT_EQ(m->type, GgmlType::Q6_K);
   EXPECT_EQ(m->ncols, 4);
+  // The kernel's engine variant as a fifth argument (what hipcc names Temper's kernels now).
+  m = parse_mmvq_symbol("_ZN6temper7kernels4mmvqILj3ELi1ELi2ELi2ELNS_4mmvq13KernelVariantE0EEEvPKvS5_PKiPfj5uint3jjjS9_jjjS9_jjj");
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->type, GgmlType::Q4_1);
+  EXPECT_EQ(m->config, (Config{2, 2}));
+  m = parse_mmvq_symbol("void temper::kernels::mmvq<3u, 1, 2, 2, (temper::mmvq::KernelVariant)1>(void const*, void const*)");
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->config, (Config{2, 2}));
+  EXPECT_FALSE(parse_mmvq_symbol("temper::kernels::mmvq<3u, 1, 2, 2, (temper::mmvq::KernelVariant)2>(int)"));  // no such variant
+  EXPECT_FALSE(parse_mmvq_symbol("temper::kernels::mmvq<3u, 1, 2, 2, 0, 0>(int)"));  // six arguments
   EXPECT_FALSE(parse_mmvq_symbol("spiller"));
   EXPECT_FALSE(parse_mmvq_symbol("temper::kernels::mmvq<2u, 1, 4>(int)"));        // three arguments
   EXPECT_FALSE(parse_mmvq_symbol("temper::kernels::mmvq<5u, 1, 4, 1>(int)"));     // 5: a retired type id

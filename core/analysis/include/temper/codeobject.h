@@ -43,7 +43,8 @@ std::vector<CodeObject> load_code_objects(const std::filesystem::path& path);
 nlohmann::json parse_msgpack(std::span<const std::byte> bytes, const std::string& where);
 
 // Temper's mmvq instantiation named by a kernel symbol (mangled or demangled):
-// temper::kernels::mmvq<TYPE, NCOLS, NWARPS, ROWS_PER_BLOCK>(...). nullopt for other kernels.
+// temper::kernels::mmvq<TYPE, NCOLS, NWARPS, ROWS_PER_BLOCK[, VARIANT]>(...), VARIANT an
+// mmvq::KernelVariant. nullopt for other kernels.
 struct MmvqInstance {
   GgmlType type = GgmlType::Q4_0;
   int ncols = 1;
