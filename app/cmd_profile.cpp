@@ -373,7 +373,7 @@ Action define_profile(CLI::App& app) {
     json_flag(s);
   }
   CLI::App* diff = sub("diff", "what changed between two profiles", run_diff);
-  files(diff, "A B", 2, 2);
+  files(diff, "PROFILES", 2, 2);  // A then B
   diff->add_flag("--all", o->all, "also list the entries that are the same");
   arch(diff);
   json_flag(diff);

@@ -156,6 +156,20 @@ std::string command_path(const CLI::App& app) {
 
 }  // namespace
 
+namespace {
+// Names newer CLI11 releases refuse when an option is declared (from 2.2: whitespace in a
+// positional's name throws BadNameString, before any parsing): checked on every build, so the
+// help tests catch them whatever CLI11 this machine has.
+void check_option_names(CLI::App& app) {
+  for (const CLI::Option* o : app.get_options()) {
+    const std::string name = o->get_name(true, false);
+    if (name.find_first_of(" \t\n") != std::string::npos)
+      throw CLI::BadNameString("option name '" + name + "' of '" + app.get_name() + "' has whitespace");
+  }
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) check_option_names(*sub);
+}
+}  // namespace
+
 int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
   auto find = [](std::string_view name) {
@@ -188,6 +202,7 @@ int main(int argc, char** argv) {
   Action action;
   try {
     action = cmd->define(*sub);
+    check_option_names(*sub);
     if (help) {
       std::cout << sub->help("temper");
       return 0;
@@ -200,6 +215,9 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     std::fprintf(stderr, "%s: %s\n", command_path(app).c_str(), e.what());
     return 2;
+  } catch (const CLI::ConstructionError& e) {  // a command's options as this CLI11 cannot declare them
+    std::fprintf(stderr, "temper %s: internal error: %s\n", name.c_str(), e.what());
+    return 1;
   }
   try {
     return action();
