@@ -71,7 +71,7 @@ read -r all_ms all_rc < <(sweep all --device all --ncols 1 --seed 1)
 pid=$!
 for _ in $(seq 1 1200); do
   sleep 0.1
-  lines=$(wc -l <"$out/kill.journal" 2>/dev/null || echo 0)
+  lines=0; [[ -f "$out/kill.journal" ]] && lines=$(wc -l <"$out/kill.journal")
   (( lines >= 190 )) && break
   kill -0 "$pid" 2>/dev/null || break
 done
