@@ -154,9 +154,6 @@ std::string command_path(const CLI::App& app) {
   return path;
 }
 
-}  // namespace
-
-namespace {
 // Names newer CLI11 releases refuse when an option is declared (from 2.2: whitespace in a
 // positional's name throws BadNameString, before any parsing): checked on every build, so the
 // help tests catch them whatever CLI11 this machine has.
