@@ -17,14 +17,7 @@ namespace tk = temper::kernels;
 // ~10 ms at boost clock.
 template <unsigned Type, int W, int R>
 double config_us(const std::vector<char*>& weights, const void* act, float* dst, int n, int k, int samples) {
-  tk::MmvqLaunch l;
-  l.type = Type;
-  l.nwarps = W;
-  l.rows_per_block = R;
-  l.act_q8_1 = act;
-  l.dst = dst;
-  l.nrows = n;
-  l.k = k;
+  tk::MmvqLaunch l = gemv_launch(Type, W, R, int(temper::mmvq::KernelVariant::GgmlD99724f), act, dst, n, k);
   auto launch = [&l](const void* w) {
     l.weights = w;
     return tk::launch_instance_pdl<Type, 1, W, R>(l);

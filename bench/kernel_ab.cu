@@ -18,59 +18,32 @@
 
 namespace tk = temper::kernels;
 
-int upstream_launch(int type, int w, int r, const void* vx, const void* vy, float* dst, int nrows, int k);
+// Upstream's launcher of (type, w, r), from bench/kernel_ab_up.cu; nullptr for one not there.
+using Launcher = int (*)(const void* vx, const void* vy, float* dst, int nrows, int k);
+Launcher upstream_launcher(int type, int w, int r);
 
-using Launcher = int (*)(const void*, const void*, float*, int, int);
-
+// Temper's kernel variant to compare: d99724f's (PDL) unless built with -DTEMPER_VARIANT_PDL=0.
 #ifndef TEMPER_VARIANT_PDL
 #define TEMPER_VARIANT_PDL 1
 #endif
-template <unsigned Type, int W, int R>
-int temper_launch(const void* vx, const void* vy, float* dst, int nrows, int k) {
-  tk::MmvqLaunch l;
-  l.type = Type;
-  l.nwarps = W;
-  l.rows_per_block = R;
-  l.weights = vx;
-  l.act_q8_1 = vy;
-  l.dst = dst;
-  l.nrows = nrows;
-  l.k = k;
-#if TEMPER_VARIANT_PDL
-  return tk::launch_instance_pdl<Type, 1, W, R>(l);  // d99724f's kernel
-#else
-  return tk::launch_instance<Type, 1, W, R>(l);  // 7180759's
-#endif
-}
-template <unsigned Type, int W>
-void fill_row(Launcher* row) {
-  row[0] = &temper_launch<Type, W, 1>;
-  row[1] = &temper_launch<Type, W, 2>;
-  row[2] = &temper_launch<Type, W, 4>;
-  row[3] = &temper_launch<Type, W, 8>;
-}
-template <unsigned Type>
-void fill(Launcher t[5][4]) {
-  fill_row<Type, 1>(t[0]);
-  fill_row<Type, 2>(t[1]);
-  fill_row<Type, 4>(t[2]);
-  fill_row<Type, 8>(t[3]);
-  fill_row<Type, 16>(t[4]);
-}
+constexpr temper::mmvq::KernelVariant kVariant =
+    TEMPER_VARIANT_PDL ? temper::mmvq::KernelVariant::GgmlD99724f : temper::mmvq::KernelVariant::Ggml7180759;
 
-struct TypeInfo { const char* name; int id; int block_bytes, qk; void (*fill)(Launcher[5][4]); };
+// Per type, the kernel's instantiation table at ncols 1 (kernels/mmvq.h: every config of the grid).
+struct TypeInfo { const char* name; int id; int block_bytes, qk; tk::MmvqTypeTable (*table)(); };
 const TypeInfo kTypes[] = {
-    {"q4_0", 2, 18, 32, fill<2>},     {"q4_1", 3, 20, 32, fill<3>},     {"q5_0", 6, 22, 32, fill<6>},
-    {"q5_1", 7, 24, 32, fill<7>},     {"q8_0", 8, 34, 32, fill<8>},     {"q2_K", 10, 84, 256, fill<10>},
-    {"q3_K", 11, 110, 256, fill<11>}, {"q4_K", 12, 144, 256, fill<12>}, {"q5_K", 13, 176, 256, fill<13>},
-    {"q6_K", 14, 210, 256, fill<14>}, {"iq4_nl", 20, 18, 32, fill<20>}, {"iq4_xs", 23, 136, 256, fill<23>},
-    {"mxfp4", 39, 17, 32, fill<39>}};
+    {"q4_0", 2, 18, 32, tk::make_type_table<2, 1>},      {"q4_1", 3, 20, 32, tk::make_type_table<3, 1>},
+    {"q5_0", 6, 22, 32, tk::make_type_table<6, 1>},      {"q5_1", 7, 24, 32, tk::make_type_table<7, 1>},
+    {"q8_0", 8, 34, 32, tk::make_type_table<8, 1>},      {"q2_K", 10, 84, 256, tk::make_type_table<10, 1>},
+    {"q3_K", 11, 110, 256, tk::make_type_table<11, 1>},  {"q4_K", 12, 144, 256, tk::make_type_table<12, 1>},
+    {"q5_K", 13, 176, 256, tk::make_type_table<13, 1>},  {"q6_K", 14, 210, 256, tk::make_type_table<14, 1>},
+    {"iq4_nl", 20, 18, 32, tk::make_type_table<20, 1>},  {"iq4_xs", 23, 136, 256, tk::make_type_table<23, 1>},
+    {"mxfp4", 39, 17, 32, tk::make_type_table<39, 1>}};
 
 int main(int argc, char** argv) {
   const int rounds = argc > 1 ? std::atoi(argv[1]) : 3, samples = argc > 2 ? std::atoi(argv[2]) : 50;
   struct Shape { int n, k; bool k_quants_only; };
   const Shape shapes[] = {{4096, 14336, false}, {14336, 4096, false}, {128256, 4096, true}};
-  const int ws[] = {1, 2, 4, 8, 16}, rs[] = {1, 2, 4, 8};
   std::printf("shape,type,nwarps,rows,temper_us,upstream_us,same_output\n");
   for (const Shape& s : shapes) {
     size_t max_bytes = 0;
@@ -90,13 +63,22 @@ int main(int argc, char** argv) {
     std::vector<float> a(s.n), b(s.n);
     for (const TypeInfo& t : kTypes) {
       if (s.k_quants_only && t.id != 12 && t.id != 14) continue;
-      Launcher tl[5][4] = {};
-      t.fill(tl);
-      for (int wi = 0; wi < 5; ++wi)
-        for (int ri = 0; ri < 4; ++ri) {
-          const int w = ws[wi], r = rs[ri];
-          auto temper = [&](const void* wt) { return tl[wi][ri](wt, act, dst_t, s.n, s.k); };
-          auto upstream = [&](const void* wt) { return upstream_launch(t.id, w, r, wt, act, dst_u, s.n, s.k); };
+      const tk::MmvqTypeTable table = t.table();
+      for (int wi = 0; wi < tk::kGridNwarpsCount; ++wi)
+        for (int ri = 0; ri < tk::kGridRowsCount; ++ri) {
+          const int w = temper::mmvq::kGridNwarps[wi], r = temper::mmvq::kGridRowsPerBlock[ri];
+          const auto temper_launch = table.entries[wi][ri].launch[int(kVariant)];
+          const Launcher upstream_launch = upstream_launcher(t.id, w, r);
+          if (!upstream_launch) {
+            std::fprintf(stderr, "kernel_ab: upstream has no %s (%d,%d) here\n", t.name, w, r);
+            return 1;
+          }
+          tk::MmvqLaunch l = gemv_launch(t.id, w, r, int(kVariant), act, dst_t, s.n, s.k);
+          auto temper = [&](const void* wt) {
+            l.weights = wt;
+            return temper_launch(l);
+          };
+          auto upstream = [&](const void* wt) { return upstream_launch(wt, act, dst_u, s.n, s.k); };
           CHECK(cudaError_t(temper(weights[0])));
           CHECK(cudaError_t(upstream(weights[0])));
           CHECK(cudaMemcpy(a.data(), dst_t, a.size() * sizeof(float), cudaMemcpyDeviceToHost));

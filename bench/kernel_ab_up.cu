@@ -17,7 +17,7 @@
 // library; this program links no ggml, and never calls it.
 bool ggml_is_quantized(enum ggml_type) { return true; }
 
-using Launcher = int (*)(const void*, const void*, float*, int, int);
+using Launcher = int (*)(const void* vx, const void* vy, float* dst, int nrows, int k);
 
 template <ggml_type Type, int W, int R>
 static int launch(const void* vx, const void* vy, float* dst, int nrows, int k) {
@@ -59,8 +59,8 @@ static int index_of(int v, const int* list, int n) {
   return -1;
 }
 
-// type: ggml type id; w in 1,2,4,8,16; r in 1,2,4,8. -1 for a type or config not here.
-int upstream_launch(int type, int w, int r, const void* vx, const void* vy, float* dst, int nrows, int k) {
+// type: ggml type id; w in 1,2,4,8,16; r in 1,2,4,8. nullptr for a type or config not here.
+Launcher upstream_launcher(int type, int w, int r) {
   static const int ws[] = {1, 2, 4, 8, 16}, rs[] = {1, 2, 4, 8};
   Launcher t[5][4] = {};
   switch (type) {
@@ -77,9 +77,8 @@ int upstream_launch(int type, int w, int r, const void* vx, const void* vy, floa
     case 20: fill<GGML_TYPE_IQ4_NL>(t); break;
     case 23: fill<GGML_TYPE_IQ4_XS>(t); break;
     case 39: fill<GGML_TYPE_MXFP4>(t); break;
-    default: return -1;
+    default: return nullptr;
   }
   const int wi = index_of(w, ws, 5), ri = index_of(r, rs, 4);
-  if (wi < 0 || ri < 0) return -1;
-  return t[wi][ri](vx, vy, dst, nrows, k);
+  return wi < 0 || ri < 0 ? nullptr : t[wi][ri];
 }

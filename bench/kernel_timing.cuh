@@ -1,12 +1,15 @@
 #pragma once
 // The timing harness of the issue-17 device programs (bench/act_placement.cu, bench/kernel_ab.cu):
-// a CUDA error check and the median time of a kernel launch, measured as the fidelity runs do.
+// a CUDA error check, a plain GEMV launch of Temper's kernel and the median time of a kernel
+// launch, measured as the fidelity runs do.
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
+
+#include "kernels/launch.h"
 
 #define CHECK(x)                                                                                   \
   do {                                                                                            \
@@ -16,6 +19,21 @@
       std::exit(1);                                                                               \
     }                                                                                             \
   } while (0)
+
+// One column of nrows × k at (nwarps, rows) for Temper's kernel; the weights are set per launch.
+inline temper::kernels::MmvqLaunch gemv_launch(unsigned type, int nwarps, int rows, int variant, const void* act,
+                                               float* dst, int nrows, int k) {
+  temper::kernels::MmvqLaunch l;
+  l.type = type;
+  l.nwarps = nwarps;
+  l.rows_per_block = rows;
+  l.variant = variant;
+  l.act_q8_1 = act;
+  l.dst = dst;
+  l.nrows = nrows;
+  l.k = k;
+  return l;
+}
 
 __global__ void spin(long long cycles) {
   const long long t0 = clock64();
