@@ -119,7 +119,7 @@ row("sweep ncols 1, cold kernel cache, device 0", f"{int(cold_ms)/1000:.1f} s", 
 row("sweep ncols 1, warm, --device 0", f"{int(one_ms)/1000:.1f} s", f"{n_one} results")
 row("sweep ncols 1, warm, --device all", f"{int(all_ms)/1000:.1f} s",
     f"{dict(per_dev)} results per device: {'each device the whole sweep' if tagged else 'NOT complete per device'}; "
-    f"{len(per_dev) * n_one / max(1, n_one) * int(one_ms) / max(1, int(all_ms)):.2f}x the results per second")
+    f"{len(per_dev) * int(one_ms) / max(1, int(all_ms)):.2f}x the results per second")
 wins = collections.defaultdict(dict)
 for w in both.get("winners", []):
     wins[w.get("device", 0)][(w["type"], w["n"], w["k"], w["ncols"])] = (w["config"]["nwarps"], w["config"]["rows_per_block"])
@@ -157,12 +157,12 @@ for line in open(os.path.join(out, "kill.journal.at-kill")):
 if resume_rc == "0":
     final = load("kill.json")
     counts = collections.Counter((r["device"],) + key(r) for r in final["results"])
+    medians = {(r["device"],) + key(r): r["time_us"]["median"] for r in final["results"]}
     dup = sum(c > 1 for c in counts.values())
     per = collections.Counter(k[0] for k in counts)
     grid = len({k[1:] for k in counts})
     lost = sum(k not in counts for k in journaled)
-    kept = sum(1 for k, t in journaled.items()
-               for r in final["results"] if (r["device"],) + key(r) == k and r["time_us"]["median"] == t)
+    kept = sum(medians.get(k) == t for k, t in journaled.items())
     complete = all(per[d] == grid for d in per) and len(per) >= 2
     good = not dup and not lost and kept == len(journaled) and complete
     row("kill -9 mid-run (ncols 1,2,4,8, --device all)",
