@@ -117,7 +117,7 @@ void add_engine_probe(CLI::App& app, EngineProbeArgs& e, bool with_arch) {
     app.add_option("--arch", e.arch, "with --engine-src: the arch to build for (default: this machine's first GPU)")
         ->type_name("ARCH");
   app.add_option("--kernel-set", e.kernel_set, "with --engine-src: the hook's kernel instantiations (default full)")
-      ->check(one_of({"full", "all", "ncols1", "ci"}));
+      ->check(checked_by([](const std::string& v) { (void)engine::kernel_set(v); }));
 }
 
 engine::ProbeOptions engine_probe_options(const EngineProbeArgs& e) {
@@ -146,26 +146,27 @@ int run_replay(const Options& o) {
     if (!json_out) std::fprintf(stderr, "\rreplay: %d/%d runs   %s", done, total, done == total ? "\n" : "");
   });
   int64_t gemvs = 0;
-  for (const auto& n : plan.nodes) gemvs += n.gemvs();
+  for (const auto& n : plan.launches.launches) gemvs += n.gemvs();
+  const size_t launches = plan.launches.launches.size();
   if (json_out) {
     auto arm = [](const engine::ReplayArm& a) {
       return nlohmann::json{{"median_us", a.median}, {"ci_low_us", a.ci_low}, {"ci_high_us", a.ci_high},
                             {"tokens", a.token_us.size()}, {"mmvq_launches", a.launches}, {"tuned_launches", a.tuned}};
     };
     nlohmann::json j = {{"model", o.model}, {"device", device.info().name}, {"arch", device.info().arch},
-                        {"profile", ro.profile.string()}, {"graph_nodes", plan.nodes.size()}, {"gemvs_per_token", gemvs},
+                        {"profile", ro.profile.string()}, {"launches_per_token", launches}, {"gemvs_per_token", gemvs},
                         {"real_bytes", r.real_bytes}, {"stock", arm(r.stock)}, {"profiled", arm(r.profiled)},
                         {"speedup", r.speedup}, {"speedup_low", r.speedup_low}, {"speedup_high", r.speedup_high},
                         {"predicted_saving_us", r.predicted_saving_us}, {"predicted_speedup", r.predicted_speedup},
-                        {"profile_entries_hit", r.profile_entries_hit}, {"notes", plan.notes},
+                        {"profile_entries_hit", r.profile_entries_hit}, {"notes", plan.launches.notes},
                         {"kernel", "engine"}, {"probe", device.options().probe.string()}};
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
   std::printf("decode replay of %s on %s (kernel: the engine's; %s weights)\n", o.model.c_str(), device.info().name.c_str(),
               r.real_bytes ? "the file's" : "random valid");
-  std::printf("  %zu graph nodes, %lld GEMVs per token; mmvq launches per token: %lld stock, %lld with the profile (%lld tuned)\n",
-              plan.nodes.size(), static_cast<long long>(gemvs), static_cast<long long>(r.stock.launches),
+  std::printf("  %zu launches in the plan, %lld GEMVs per token; mmvq launches per token: %lld stock, %lld with the profile (%lld tuned)\n",
+              launches, static_cast<long long>(gemvs), static_cast<long long>(r.stock.launches),
               static_cast<long long>(r.profiled.launches), static_cast<long long>(r.profiled.tuned));
   std::printf("  GEMV time per token, stock:   %.1f µs [%.1f, %.1f] (%zu tokens)\n", r.stock.median, r.stock.ci_low,
               r.stock.ci_high, r.stock.token_us.size());
@@ -187,7 +188,7 @@ Action define_engine(CLI::App& app) {
   };
   auto kernel_set = [&](CLI::App* s) {
     s->add_option("--kernel-set", o->probe.kernel_set, "the hook's kernel instantiations (default full)")
-        ->check(one_of({"full", "all", "ncols1", "ci"}));
+        ->check(checked_by([](const std::string& v) { (void)engine::kernel_set(v); }));
   };
   add_json(*sub("check", "whether Temper's tuning hook applies to DIR (exit 2 when it does not)", run_check), o->json);
   CLI::App* patch = sub("patch", "apply the hook to DIR in place (or --undo it)", run_patch);

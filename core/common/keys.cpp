@@ -16,8 +16,25 @@ std::string values_text(const std::vector<int>& values) {
   return s + "}";
 }
 
+namespace {
+constexpr std::string_view kLaunchNames[] = {"mul_mat", "mul_mat_glu", "mul_mat_id", "mul_mat_id_glu"};
+}
+
+std::string_view launch_name(Launch l) { return kLaunchNames[static_cast<size_t>(l)]; }
+
+std::optional<Launch> parse_launch(std::string_view name) {
+  for (size_t i = 0; i < std::size(kLaunchNames); ++i)
+    if (kLaunchNames[i] == name) return static_cast<Launch>(i);
+  return std::nullopt;
+}
+
+std::string_view launch_names() { return "mul_mat|mul_mat_glu|mul_mat_id|mul_mat_id_glu"; }
+
 std::string shape_text(const ShapeKey& s, std::string_view times) {
-  return std::string(type_name(s.type)) + " " + std::to_string(s.n) + std::string(times) + std::to_string(s.k);
+  std::string out = std::string(type_name(s.type)) + " " + std::to_string(s.n) + std::string(times) + std::to_string(s.k);
+  if (launch_is_fused(s.launch)) out += " gate+up";
+  if (launch_has_ids(s.launch)) out += " experts " + std::to_string(s.used) + "/" + std::to_string(s.experts);
+  return out;
 }
 
 std::string group_text(const GroupKey& g, bool with_device) {

@@ -25,6 +25,17 @@ bool has_real_bytes(const TensorInfo& t) {
   return false;
 }
 
+// The probe's plan line for a launch (probe_protocol.h, Op::Replay).
+const char* replay_op(const PlannedLaunch& l) {
+  switch (l.launch) {
+    case Launch::MulMat: return "mm";
+    case Launch::MulMatGlu: return "glu";
+    case Launch::MulMatIdGlu: return "mmid_glu";
+    case Launch::MulMatId: return l.broadcast_input ? "mmid" : "mmid_down";
+  }
+  return "mm";
+}
+
 ReplayArm summarize_arm(std::vector<double> us, int64_t launches, int64_t tuned) {
   ReplayArm a;
   const SampleStats s = summarize(us);
@@ -50,7 +61,7 @@ ReplayReport run_replay(EngineDevice& device, const GgufFile& file, const Replay
   std::map<std::string, DeviceBuffer> weights;
   std::map<std::tuple<GgmlType, uint64_t, uint64_t, uint64_t>, std::vector<uint8_t>> generated;  // per shape
   int real = 0, total = 0;
-  for (const ReplayNode& n : plan.nodes) {
+  for (const PlannedLaunch& n : plan.launches.launches) {
     for (const std::string& name : n.tensors) {
       if (weights.count(name)) continue;
       const TensorInfo& t = *by_name.at(name);
@@ -74,7 +85,8 @@ ReplayReport run_replay(EngineDevice& device, const GgufFile& file, const Replay
   r.real_bytes = real == total;
 
   std::mt19937_64 rng(o.seed);
-  std::vector<float> x(size_t(plan.max_k) * size_t(std::max<int64_t>(plan.experts_used, 1)));
+  const LaunchPlan& lp = plan.launches;
+  std::vector<float> x(size_t(lp.max_k) * size_t(std::max<int64_t>(lp.experts_used, 1)));
   std::normal_distribution<float> normal(0.f, 1.f);
   for (float& v : x) v = normal(rng);
   DeviceBuffer xb = device.alloc(x.size() * sizeof(float));
@@ -83,8 +95,8 @@ ReplayReport run_replay(EngineDevice& device, const GgufFile& file, const Replay
   // The token's experts: distinct, fixed for the run (a router's choice changes which weights are
   // read, not how many).
   int64_t experts = 1;
-  for (const auto& n : plan.nodes) experts = std::max(experts, n.experts);
-  std::vector<int32_t> ids(static_cast<size_t>(std::max<int64_t>(plan.experts_used, 1)));
+  for (const auto& n : lp.launches) experts = std::max<int64_t>(experts, n.experts);
+  std::vector<int32_t> ids(static_cast<size_t>(std::max<int64_t>(lp.experts_used, 1)));
   std::vector<int32_t> all(static_cast<size_t>(experts));
   std::iota(all.begin(), all.end(), 0);
   std::shuffle(all.begin(), all.end(), rng);
@@ -96,9 +108,9 @@ ReplayReport run_replay(EngineDevice& device, const GgufFile& file, const Replay
     std::ostringstream p;
     p << "profile " << (profile.empty() ? "-" : profile) << "\n"
       << "x " << EngineDevice::handle(xb) << "\nout " << EngineDevice::handle(out) << "\nids " << EngineDevice::handle(idb) << "\n";
-    for (const ReplayNode& n : plan.nodes) {
-      p << n.op << " " << uint32_t(n.type) << " " << n.n << " " << n.k;
-      if (n.op.rfind("mmid", 0) == 0) p << " " << n.experts << " " << n.used;
+    for (const PlannedLaunch& n : lp.launches) {
+      p << replay_op(n) << " " << uint32_t(n.type) << " " << n.n << " " << n.k;
+      if (launch_has_ids(n.launch)) p << " " << n.experts << " " << n.used;
       for (const auto& t : n.tensors) p << " " << EngineDevice::handle(weights.at(t));
       p << "\n";
     }
@@ -125,26 +137,21 @@ ReplayReport run_replay(EngineDevice& device, const GgufFile& file, const Replay
   r.speedup_low = r.stock.ci_low / r.profiled.ci_high;
   r.speedup_high = r.stock.ci_high / r.profiled.ci_low;
 
-  const ReplayPrediction predicted = predict_replay(plan, load_profile(o.profile), device.info().arch);
+  const ReplayPrediction predicted = predict_replay(plan, load_profile(o.profile), device.info());
   r.profile_entries_hit = predicted.entries_hit;
   r.predicted_saving_us = predicted.saving_us;
   r.predicted_speedup = r.stock.median / (r.stock.median - r.predicted_saving_us);
   return r;
 }
 
-ReplayPrediction predict_replay(const ReplayPlan& plan, const Profile& profile, const std::string& arch) {
-  // The engine's fused gate/up kernels stay stock under a profile (temper-mmvq-runtime.cu), so
-  // only plain MUL_MAT and MUL_MAT_ID launches can gain.
-  std::map<std::tuple<GgmlType, int64_t, int64_t>, int64_t> gemvs;  // (type, n, k) -> per token
-  for (const ReplayNode& n : plan.nodes)
-    if (!n.fused()) gemvs[{n.type, n.n, n.k}] += n.gemvs();
+ReplayPrediction predict_replay(const ReplayPlan& plan, const Profile& profile, const DeviceInfo& device) {
   ReplayPrediction p;
-  for (const ProfileEntry& e : profile.entries) {
-    if (e.approval != Approval::Approved || e.key.ncols != 1 || e.key.arch != arch || !e.provenance) continue;
-    auto it = gemvs.find({e.key.type, e.key.n, e.key.k});
-    if (it == gemvs.end()) continue;
+  const ProfileDevice on = profile_device(device);
+  for (const Shape& shape : plan.launches.shapes) {
+    const ProfileEntry* e = applied_entry(profile, device.arch, on, shape.shape(), 1);
+    if (!e || !e->provenance) continue;
     ++p.entries_hit;
-    p.saving_us += double(it->second) * (e.provenance->default_us - e.provenance->tuned_us);
+    p.saving_us += double(shape.calls_per_token) * (e->provenance->default_us - e->provenance->tuned_us);
   }
   return p;
 }

@@ -1,7 +1,9 @@
-// The decode replay's plan: one token's GEMVs in the model's order, fused where the engine fuses.
+// The decode replay's plan and the profile's prediction for it: entries count where the engine
+// launches their kind, on their device.
 #include <gtest/gtest.h>
 
 #include "fixtures/fixtures.h"
+#include "temper/backend.h"
 #include "temper/engine_replay.h"
 #include "temper/error.h"
 #include "temper/gguf.h"
@@ -11,88 +13,75 @@ using namespace temper;
 
 namespace {
 
-int count(const engine::ReplayPlan& p, const std::string& op) {
-  return int(std::count_if(p.nodes.begin(), p.nodes.end(), [&](const auto& n) { return n.op == op; }));
-}
-
-TEST(ReplayPlan, DenseLlamaIsSevenGemvsALayerWithGateAndUpFused) {
-  const GgufFile f = GgufFile::open(fixtures::path(fixtures::Fixture::Llama3_8B_Q4_K_M));
-  const engine::ReplayPlan p = engine::plan_replay(f);
-  // 32 layers × (q, k, v, o, gate+up fused, down) + the output head.
-  EXPECT_EQ(p.nodes.size(), 32u * 6 + 1);
-  EXPECT_EQ(count(p, "glu"), 32);
-  EXPECT_EQ(count(p, "mmid"), 0);
-  int64_t gemvs = 0;
-  for (const auto& n : p.nodes) gemvs += n.gemvs();
-  EXPECT_EQ(gemvs, 32 * 7 + 1);
-  // The model's own order: layer 0's attention first, the head last.
-  EXPECT_EQ(p.nodes.front().tensors.front(), "blk.0.attn_q.weight");
-  EXPECT_EQ(p.nodes[4].op, "glu");
-  EXPECT_EQ(p.nodes[4].tensors, (std::vector<std::string>{"blk.0.ffn_gate.weight", "blk.0.ffn_up.weight"}));
-  EXPECT_EQ(p.nodes[4].n, 14336);
-  EXPECT_EQ(p.nodes[4].k, 4096);
-  EXPECT_EQ(p.nodes.back().tensors.front(), "output.weight");
-  EXPECT_EQ(p.nodes.back().type, GgmlType::Q6_K);
-  EXPECT_EQ(p.nodes.back().n, 128256);
-  EXPECT_EQ(p.max_k, 14336);
-  EXPECT_GT(p.weight_bytes, 4'000'000'000u);
+DeviceInfo h100() {
+  DeviceInfo d;
+  d.name = "NVIDIA H100 80GB HBM3";
+  d.arch = "sm_90";
+  d.compute_units = 132;
+  d.memory_bytes = 85'000'000'000ull;
+  return d;
 }
 
 engine::ReplayPrediction predict_with(const engine::ReplayPlan& plan, std::vector<std::pair<ShapeKey, double>> savings,
-                                      const std::string& arch = "sm_90", Approval approval = Approval::Approved) {
+                                      const DeviceInfo& on = h100(), Approval approval = Approval::Approved,
+                                      ProfileDevice entry_device = {}) {
   Profile profile;
   for (const auto& [shape, saving] : savings) {
     ProfileEntry e;
-    e.key = ProfileKey("sm_90", shape, 1);
+    e.key = ProfileKey("sm_90", shape, 1, entry_device);
     e.approval = approval;
     e.provenance = Provenance{};
     e.provenance->default_us = 10 + saving;
     e.provenance->tuned_us = 10;
     profile.entries.push_back(e);
   }
-  return engine::predict_replay(plan, profile, arch);
+  return engine::predict_replay(plan, profile, on);
 }
 
-// The engine keeps its fused gate/up kernel stock under a profile: an entry for the gate/up shape
-// predicts nothing; the attention's q and o (4096x4096, 64 a token) and the head (one) do.
-TEST(ReplayPlan, PredictionCountsOnlyTheLaunchesAProfileTunes) {
+TEST(ReplayPlan, IsTheEnginesLaunchPlanAtOneToken) {
   const GgufFile f = GgufFile::open(fixtures::path(fixtures::Fixture::Llama3_8B_Q4_K_M));
   const engine::ReplayPlan p = engine::plan_replay(f);
-  const ShapeKey gate_up{GgmlType::Q4_K, 14336, 4096}, attn{GgmlType::Q4_K, 4096, 4096}, head{GgmlType::Q6_K, 128256, 4096};
-  EXPECT_EQ(predict_with(p, {{gate_up, 1.0}}).entries_hit, 0);
-  const engine::ReplayPrediction both = predict_with(p, {{gate_up, 1.0}, {attn, 0.5}, {head, 2.0}});
-  EXPECT_EQ(both.entries_hit, 2);
-  EXPECT_NEAR(both.saving_us, 64 * 0.5 + 2.0, 1e-9);
-  EXPECT_EQ(predict_with(p, {{attn, 0.5}}, "gfx90a").entries_hit, 0);                   // another arch
-  EXPECT_EQ(predict_with(p, {{attn, 0.5}}, "sm_90", Approval::Rejected).entries_hit, 0);  // not approved
+  EXPECT_EQ(p.launches.launches.size(), 32u * 6 + 1);
+  EXPECT_EQ(p.launches.ncols, 1);
+  EXPECT_GT(p.weight_bytes, 4'000'000'000u);
+  EXPECT_GE(p.output_bytes, uint64_t(4) * 128256);
 }
 
-TEST(ReplayPlan, MoeExpertsGoThroughMulMatIdWithTheModelsExpertsPerToken) {
+// An entry predicts only where the engine makes its launch: the fused gate/up entry for the fused
+// launch (32 a token), the attention's q and o (4096x4096, 64 a token) and the head (one); a
+// plain-GEMV entry of the gate/up shape predicts nothing, since the engine fuses those at one token.
+TEST(ReplayPlan, PredictionCountsEntriesWhereTheirLaunchKindRuns) {
+  const GgufFile f = GgufFile::open(fixtures::path(fixtures::Fixture::Llama3_8B_Q4_K_M));
+  const engine::ReplayPlan p = engine::plan_replay(f);
+  const ShapeKey plain_gate_up{GgmlType::Q4_K, 14336, 4096}, attn{GgmlType::Q4_K, 4096, 4096}, head{GgmlType::Q6_K, 128256, 4096};
+  ShapeKey fused = plain_gate_up;
+  fused.launch = Launch::MulMatGlu;
+  EXPECT_EQ(predict_with(p, {{plain_gate_up, 1.0}}).entries_hit, 0);
+  const engine::ReplayPrediction all = predict_with(p, {{plain_gate_up, 1.0}, {fused, 0.25}, {attn, 0.5}, {head, 2.0}});
+  EXPECT_EQ(all.entries_hit, 3);
+  EXPECT_NEAR(all.saving_us, 32 * 0.25 + 64 * 0.5 + 2.0, 1e-9);
+  DeviceInfo mi = h100();
+  mi.arch = "gfx90a";
+  EXPECT_EQ(predict_with(p, {{attn, 0.5}}, mi).entries_hit, 0);                           // another arch
+  EXPECT_EQ(predict_with(p, {{attn, 0.5}}, h100(), Approval::Rejected).entries_hit, 0);  // not approved
+  // A device's own entries apply on that device only; arch-level ones on every device of the arch.
+  DeviceInfo h200 = h100();
+  h200.name = "NVIDIA H200";
+  EXPECT_EQ(predict_with(p, {{attn, 0.5}}, h100(), Approval::Approved, profile_device(h100())).entries_hit, 1);
+  EXPECT_EQ(predict_with(p, {{attn, 0.5}}, h200, Approval::Approved, profile_device(h100())).entries_hit, 0);
+  EXPECT_EQ(predict_with(p, {{attn, 0.5}}, h200).entries_hit, 1);
+}
+
+TEST(ReplayPlan, MoePredictionCountsTheMulMatIdLaunches) {
   const GgufFile f = GgufFile::open(fixtures::path(fixtures::Fixture::Qwen3_30B_A3B));
   const engine::ReplayPlan p = engine::plan_replay(f);
-  EXPECT_EQ(p.experts_used, 8);
-  EXPECT_EQ(count(p, "mmid_glu"), 48);
-  EXPECT_EQ(count(p, "mmid_down"), 48);
-  const auto it = std::find_if(p.nodes.begin(), p.nodes.end(), [](const auto& n) { return n.op == "mmid_glu"; });
-  ASSERT_NE(it, p.nodes.end());
-  EXPECT_EQ(it->experts, 128);
-  EXPECT_EQ(it->used, 8);
-  EXPECT_EQ(it->gemvs(), 16);  // gate and up for each of the 8 experts
-  EXPECT_EQ(it->k, 2048);
-  EXPECT_EQ(it->n, 768);
-  // The router is f32: not an mmvq GEMV, and said so.
-  EXPECT_TRUE(std::any_of(p.notes.begin(), p.notes.end(), [](const auto& s) { return s.find("ffn_gate_inp") != std::string::npos; }));
-}
-
-TEST(ReplayPlan, RefusesAModelWithoutQuantizedMatrices) {
-  GgufWriter w;
-  w.add("general.architecture", GgufWriter::Value::string("llama"));
-  w.add_tensor("blk.0.attn_q.weight", GgmlType::F32, {32, 32}, std::string(32 * 32 * 4, '\0'));
-  const auto path = std::filesystem::temp_directory_path() / ("temper-replay-f32-" + std::to_string(::getpid()) + ".gguf");
-  w.write(path);
-  const GgufFile f = GgufFile::open(path);
-  EXPECT_THROW(engine::plan_replay(f), Error);
-  std::filesystem::remove(path);
+  ShapeKey gate_up{GgmlType::Q4_K, 768, 2048, Launch::MulMatIdGlu, 128, 8};
+  const auto it = std::find_if(p.launches.shapes.begin(), p.launches.shapes.end(),
+                               [](const Shape& s) { return s.launch == Launch::MulMatIdGlu; });
+  ASSERT_NE(it, p.launches.shapes.end());
+  gate_up.type = it->type;
+  EXPECT_EQ(predict_with(p, {{gate_up, 1.0}}).saving_us, 48.0);
+  EXPECT_EQ(predict_with(p, {{plain_shape(gate_up), 1.0}}).entries_hit, 0);  // an expert timed as a plain GEMV
 }
 
 }  // namespace

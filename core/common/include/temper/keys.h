@@ -4,6 +4,7 @@
 // derive from it, so `r.type`, `r.shape()` and `r.group()` mean the same everywhere.
 #include <compare>
 #include <iterator>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,15 +31,40 @@ inline std::vector<int> grid_rows_per_block() {
 }
 std::string values_text(const std::vector<int>& values);  // "{1, 2, 4, 8}"
 
-// One GEMV shape: dst[n] = W[n×k] · x[k] with W of `type`.
+// Which engine launch a shape is (docs/plan.md): ggml's plain MUL_MAT, its fused gate/up
+// (MUL_MAT, MUL_MAT, GLU in one mmvq launch), MUL_MAT_ID over the experts a token uses, and the
+// fused expert gate/up. One launch of a fused kind reads both matrices; one of an ids kind reads
+// `used` experts' slices.
+enum class Launch : uint8_t { MulMat, MulMatGlu, MulMatId, MulMatIdGlu };
+std::string_view launch_name(Launch l);  // "mul_mat", "mul_mat_glu", "mul_mat_id", "mul_mat_id_glu"
+std::optional<Launch> parse_launch(std::string_view name);
+std::string_view launch_names();         // "mul_mat|mul_mat_glu|mul_mat_id|mul_mat_id_glu"
+inline bool launch_has_ids(Launch l) { return l == Launch::MulMatId || l == Launch::MulMatIdGlu; }
+inline bool launch_is_fused(Launch l) { return l == Launch::MulMatGlu || l == Launch::MulMatIdGlu; }
+inline int launch_matrices(Launch l) { return launch_is_fused(l) ? 2 : 1; }  // weight matrices per launch
+
+// One GEMV launch shape: dst[n] = W[n×k] · x[k] with W of `type`, as the engine launches it.
+// For the ids kinds, W is one of `experts` expert matrices and a launch multiplies `used` of them
+// (MulMatId: each with its own activation column, as decode's down projection; MulMatIdGlu: the
+// token's one column, gate and up). Plain shapes leave launch, experts and used at their defaults,
+// so every record of a plain sweep reads and writes as it always did.
 struct ShapeKey {
   GgmlType type = GgmlType::Q4_0;
   int n = 0;  // rows
   int k = 0;  // row length
+  Launch launch = Launch::MulMat;
+  int experts = 0;  // ids kinds: experts in the tensor; else 0
+  int used = 0;     // ids kinds: experts one token uses; else 0
   const ShapeKey& shape() const { return *this; }
-  auto operator<=>(const ShapeKey&) const = default;  // type id, n, k
+  // GEMVs (rows × K dot products of one expert's matrix) one launch makes per activation column.
+  int gemvs() const { return launch_matrices(launch) * (launch_has_ids(launch) ? used : 1); }
+  auto operator<=>(const ShapeKey&) const = default;  // type id, n, k, launch, experts, used
 };
-std::string shape_text(const ShapeKey& s, std::string_view times = "x");  // "q4_K 14336x4096"
+// "q4_K 14336x4096"; other launches add their kind: "q4_K 14336x4096 gate+up",
+// "q4_K 768x2048 experts 8/128", "q4_K 768x2048 gate+up experts 8/128".
+std::string shape_text(const ShapeKey& s, std::string_view times = "x");
+// The same shape as a plain GEMV of one matrix (what Temper's own kernel times).
+inline ShapeKey plain_shape(const ShapeKey& s) { return ShapeKey{s.type, s.n, s.k}; }
 
 struct DeviceKey {
   int device = 0;  // DeviceInfo::index

@@ -7,37 +7,23 @@
 #include <string>
 #include <vector>
 
+#include "temper/plan.h"
 #include "temper/types.h"
 
 namespace temper {
 class GgufFile;
 struct Profile;
+struct DeviceInfo;
 }
 
 namespace temper::engine {
 
-struct ReplayNode {
-  // "mm" (MUL_MAT), "glu" (gate + up + SwiGLU, fused by the engine), "mmid" (MUL_MAT_ID of the
-  // token's activations), "mmid_glu" (expert gate + up + SwiGLU), "mmid_down" (MUL_MAT_ID of the
-  // experts' own outputs)
-  std::string op;
-  GgmlType type = GgmlType::Q4_0;
-  int64_t n = 0, k = 0;
-  int64_t experts = 1, used = 1;     // MUL_MAT_ID: experts in the tensor, experts per token
-  std::vector<std::string> tensors;  // one, or gate then up
-  // GEMVs (rows × K dot products of one weight matrix) this node makes per token.
-  int64_t gemvs() const { return int64_t(tensors.size()) * (op.rfind("mmid", 0) == 0 ? used : 1); }
-  // Gate and up in one kernel (the engine's fusion); a profile leaves that kernel stock.
-  bool fused() const { return op == "glu" || op == "mmid_glu"; }
-};
-
+// One token's launches at batch width 1 (the engine's launch plan, temper/plan.h) and the buffers
+// the replay needs for them.
 struct ReplayPlan {
-  std::vector<ReplayNode> nodes;
-  int64_t max_k = 0;               // the activation buffer's length
-  int64_t experts_used = 0;
-  uint64_t weight_bytes = 0;       // every tensor the plan reads, once
-  uint64_t output_bytes = 0;       // the output arena (each node's result in its own slice)
-  std::vector<std::string> notes;  // tensors left out, and why
+  LaunchPlan launches;
+  uint64_t weight_bytes = 0;  // every tensor the plan reads, once
+  uint64_t output_bytes = 0;  // the output arena (each launch's results in their own slices)
 };
 
 // Error(BadInput) when the model has no tensor mmvq can run.
@@ -71,7 +57,7 @@ struct ReplayReport {
   ReplayArm stock, profiled;
   double speedup = 0, speedup_low = 0, speedup_high = 0;  // stock / profiled median, conservative CI
   // The profile's own prediction for this token: the sweep's (default - tuned) µs of every
-  // approved ncols-1 entry this model's unfused GEMVs hit, times its calls per token.
+  // approved ncols-1 entry this token's launches hit, times its launches per token.
   double predicted_saving_us = 0;
   double predicted_speedup = 0;     // stock median / (stock median - predicted saving)
   int profile_entries_hit = 0;
@@ -83,11 +69,12 @@ ReplayReport run_replay(EngineDevice& device, const GgufFile& file, const Replay
                         const std::function<void(int, int)>& progress = {});
 
 // The profile's prediction for one token of `plan` on `arch`: the sweep's (default - tuned) µs of
-// every approved ncols-1 entry the plan's unfused GEMVs hit, times its calls per token.
+// every approved ncols-1 entry whose launch (kind, type, n, k) the plan makes, times its launches
+// per token. A launch without an entry is counted stock.
 struct ReplayPrediction {
   double saving_us = 0;
   int entries_hit = 0;
 };
-ReplayPrediction predict_replay(const ReplayPlan& plan, const Profile& profile, const std::string& arch);
+ReplayPrediction predict_replay(const ReplayPlan& plan, const Profile& profile, const DeviceInfo& device);
 
 }  // namespace temper::engine

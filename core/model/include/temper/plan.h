@@ -1,0 +1,54 @@
+#pragma once
+// The engine's launch plan (docs/plan.md): the mmvq launches ggml makes for one decode token of a
+// model at a batch width — plain MUL_MAT, the fused gate/up (MUL_MAT, MUL_MAT, GLU in one launch
+// at one token), MUL_MAT_ID over the experts a token uses (fused gate/up at one token, then down),
+// the output head — each with the bytes it reads. The sweep, the estimate, the replay, the GUI and
+// the exports take per-token counts from here; nothing else sums a token.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "temper/keys.h"
+#include "temper/model.h"
+
+namespace temper {
+
+class GgufFile;
+
+// One launch of the token, in the model's order.
+struct PlannedLaunch : ShapeKey {
+  int layer = -1;                    // the blk index; -1 for the output head
+  std::vector<std::string> tensors;  // the weights it reads: one, or gate then up
+  uint64_t bytes = 0;                // weight bytes one launch reads (every matrix, `used` experts)
+  // MulMatId only: the token's one activation column is broadcast to every expert (an expert
+  // projection that is not the down projection); false: one column per expert (down).
+  bool broadcast_input = false;
+  std::string role() const;          // "attn_q", "ffn_gate+ffn_up", "ffn_down_exps", "output"
+};
+
+struct LaunchPlan {
+  int ncols = 1;
+  std::vector<PlannedLaunch> launches;  // one token, in order
+  // The distinct launch shapes with their launches and bytes per token, largest bytes first.
+  std::vector<Shape> shapes;
+  uint64_t bytes_per_token = 0;        // weight bytes of every launch
+  int64_t max_k = 0;                   // the longest row (activation length)
+  int64_t experts_used = 0;            // <arch>.expert_used_count (0: dense)
+  std::vector<std::string> notes;      // tensors left out, and why; what is approximated
+};
+
+// The plan at batch width `ncols` (1..8). ggml fuses gate/up only at one token, so at ncols > 1 the
+// pair are two launches. Error(BadInput) when the model has no tensor mmvq runs, or its metadata
+// contradicts its expert tensors.
+LaunchPlan plan_launches(const GgufFile& file, int ncols = 1);
+
+// The distinct shapes of `launches`, with calls and bytes per token, largest bytes first.
+std::vector<Shape> launch_shapes(const std::vector<PlannedLaunch>& launches);
+
+// What a sweep of the engine's kernel measures for these batch widths: the launch shapes of batch
+// width 1 with their launches and bytes per token (what the estimate counts), then with 0 launches
+// per token the plain shape of each fused gate/up (what the unfused pair would cost) and the shapes
+// the engine launches only at a larger width.
+std::vector<Shape> sweep_shapes(const GgufFile& file, const std::vector<int>& ncols);
+
+}  // namespace temper
