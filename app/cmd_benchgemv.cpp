@@ -99,7 +99,7 @@ int run_benchgemv(const Options& o) {
   for (GgmlType type : types) {
     Row row;
     row.type = type;
-    row.problem = {type, n, k, ncols, defaults::kernel_variant(engine)};
+    row.problem = {{type, n, k}, ncols, defaults::kernel_variant(engine)};
     std::fprintf(stderr, "%s: ", std::string(type_name(type)).c_str());
     try {
       GemvBench bench(*device, row.problem, options);

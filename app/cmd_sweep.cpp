@@ -19,7 +19,9 @@
 #include "temper/fake_backend.h"
 #include "temper/gpu_backend.h"
 #include "temper/input.h"
+#include "temper/gguf.h"
 #include "temper/model.h"
+#include "temper/plan.h"
 #include "temper/sweep.h"
 #include "temper/verify.h"
 
@@ -37,8 +39,31 @@ extern "C" void temper_sweep_on_sigint(int) {
 
 int parse_int(std::string_view s, std::string_view what, int lo, int hi) { return int(parse_integer(s, what, lo, hi)); }
 
-// TYPE:N:K[:CALLS], e.g. q4_K:4096:14336 (N rows, K values per row; CALLS per token, default 1).
-Shape parse_shape(const std::string& text) {
+// The launch kind after a shape: /KIND, and /KIND:EXPERTS:USED for the MUL_MAT_ID kinds.
+void parse_launch_suffix(Shape& s, const std::string& text, std::string_view suffix) {
+  const size_t colon = suffix.find(':');
+  const std::string kind(suffix.substr(0, colon));
+  const auto launch = parse_launch(kind);
+  if (!launch)
+    fail(ErrorKind::BadInput, "--shape '" + text + "': unknown launch kind '" + kind + "' (expected " +
+                                  std::string(launch_names()) + ")");
+  s.launch = *launch;
+  if (!launch_has_ids(s.launch)) {
+    if (colon != std::string_view::npos) fail(ErrorKind::BadInput, "--shape '" + text + "': only MUL_MAT_ID kinds take :EXPERTS:USED");
+    return;
+  }
+  const size_t colon2 = colon == std::string_view::npos ? colon : suffix.find(':', colon + 1);
+  if (colon2 == std::string_view::npos)
+    fail(ErrorKind::BadInput, "--shape '" + text + "': " + kind + " needs :EXPERTS:USED, e.g. /" + kind + ":128:8");
+  s.experts = parse_int(suffix.substr(colon + 1, colon2 - colon - 1), "--shape experts", 1, 1 << 16);
+  s.used = parse_int(suffix.substr(colon2 + 1), "--shape experts used", 1, s.experts);
+}
+
+// TYPE:N:K[:CALLS][/KIND[:EXPERTS:USED]], e.g. q4_K:4096:14336 (N rows, K values per row; CALLS per
+// token, default 1; KIND a launch kind, default mul_mat).
+Shape parse_shape(const std::string& full) {
+  const size_t slash = full.find('/');
+  const std::string text = full.substr(0, slash);
   const size_t a = text.find(':'), b = a == std::string::npos ? a : text.find(':', a + 1);
   if (a == std::string::npos || b == std::string::npos)
     fail(ErrorKind::BadInput, "--shape '" + text + "': expected TYPE:N:K[:CALLS], e.g. q4_K:4096:14336");
@@ -57,8 +82,9 @@ Shape parse_shape(const std::string& text) {
     fail(ErrorKind::BadInput, "--shape '" + text + "': K = " + std::to_string(s.k) + " is not a multiple of " +
                                   std::string(type_name(s.type)) + "'s block of " +
                                   std::to_string(type_info(s.type).block_size));
-  s.bytes_per_token = *row * uint64_t(s.n) * uint64_t(s.calls_per_token);
-  s.tensors = {"--shape " + text};
+  if (slash != std::string::npos) parse_launch_suffix(s, full, std::string_view(full).substr(slash + 1));
+  s.bytes_per_token = *row * uint64_t(s.n) * uint64_t(s.calls_per_token) * uint64_t(s.gemvs());
+  s.tensors = {"--shape " + full};
   return s;
 }
 
@@ -219,9 +245,14 @@ int run_sweep(const Options& o, const CLI::App& app) {
     SweepSetup setup;
     if (!o.model.empty() && !shapes_given.empty())
       fail(ErrorKind::BadInput, "give either a model file or --shape, not both");
+    setup.grid = o.quick ? quick_grid(o.engine) : full_grid(o.engine);
+    if (!o.ncols.empty()) setup.grid.ncols = parse_ncols_list(o.ncols);
     if (!o.model.empty()) {
-      const Model model = open_model(o.model);
-      setup.shapes = model.shapes;
+      const GgufFile file = GgufFile::open(o.model);
+      const Model model = describe_model(file);
+      // The engine's kernel is swept as the engine launches it (fused gate/up, MUL_MAT_ID over the
+      // experts a token uses); Temper's own kernel runs plain GEMVs, one per weight matrix.
+      setup.shapes = o.probe.given() ? sweep_shapes(file, setup.grid.ncols) : model.shapes;
       setup.model = model_identity(model);
     } else if (!shapes_given.empty()) {
       for (const auto& s : shapes_given) setup.shapes.push_back(parse_shape(s));
@@ -236,8 +267,6 @@ int run_sweep(const Options& o, const CLI::App& app) {
       });
       if (setup.shapes.empty()) fail(ErrorKind::BadInput, "--types " + o.types + " leaves no shape to sweep");
     }
-    setup.grid = o.quick ? quick_grid(o.engine) : full_grid(o.engine);
-    if (!o.ncols.empty()) setup.grid.ncols = parse_ncols_list(o.ncols);
     if (!o.nwarps.empty()) setup.grid.nwarps = o.nwarps;
     if (!o.rows_per_block.empty()) setup.grid.rows_per_block = o.rows_per_block;
     validate_grid(setup.grid);
@@ -361,7 +390,8 @@ Action define_sweep(CLI::App& app) {
       ->check(CLI::Validator(
           [](std::string& t) { return t == "all" ? std::string() : integer_in(0, 1 << 20)(t); }, ""));
   app.add_option("--shape", o->shapes,
-                 "TYPE:N:K[:CALLS], repeatable or comma-separated: N rows of K values, CALLS per token (default 1)")
+                 "TYPE:N:K[:CALLS][/KIND[:EXPERTS:USED]], repeatable or comma-separated: N rows of K values, CALLS per "
+                 "token (default 1); KIND a launch kind of the engine (mul_mat_glu, mul_mat_id:128:8, ...; default mul_mat)")
       ->delimiter(',')
       ->type_name("SHAPE");
   add_ncols(app, o->ncols)->description("batch widths, e.g. 1,2,4,8 or 1-8 (default 1,2,4,8; --quick: 1)");

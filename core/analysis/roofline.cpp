@@ -41,6 +41,7 @@ const char* kind_name(RooflineCeiling::Kind k) { return k == RooflineCeiling::Ki
 }  // namespace
 
 double gemv_ops(int64_t n, int64_t k, int ncols) { return 2.0 * static_cast<double>(n) * static_cast<double>(k) * ncols; }
+double gemv_ops(const ShapeKey& s, int ncols) { return gemv_ops(s.n, s.k, ncols) * s.gemvs(); }
 
 std::string RooflinePoint::label() const {
   return shape_text(*this, "×") + " ncols " + std::to_string(ncols) + " · " + config_text(config, "×") +
@@ -112,8 +113,8 @@ Roofline build_roofline(const Session& session, int device, const GpuSpec* spec)
     p.config = res.config;
     p.is_default = res.is_default;
     p.is_small_k = res.is_small_k;
-    p.ops = gemv_ops(res.n, res.k, res.ncols);
-    p.bytes = gemv_bytes(res.type, res.n, res.k, res.ncols);
+    p.ops = gemv_ops(res.shape(), res.ncols);
+    p.bytes = gemv_bytes(res.shape(), res.ncols);
     p.intensity = p.ops / p.bytes;
     p.median_us = res.time_us.median;
     p.ops_per_s = p.ops / (p.median_us * 1e-6);

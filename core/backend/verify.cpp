@@ -285,7 +285,7 @@ VerifyReport run_verification(Device& device, const VerifyOptions& options, cons
           }
           DeviceBuffer dst = device.alloc(expected.size() * sizeof(float));
           std::vector<float> out(expected.size());
-          const GemvProblem problem{type, shape.n, k, p.ncols};
+          const GemvProblem problem{ShapeKey{type, shape.n, k}, p.ncols};
           for (Config config : p.configs) {
             if (cancelled()) {
               report.cancelled = true;

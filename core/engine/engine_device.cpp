@@ -58,8 +58,8 @@ class Reader {
 };
 
 std::string problem_text(const GemvProblem& p, Config c) {
-  return std::string(type_name(p.type)) + " " + std::to_string(p.n) + "x" + std::to_string(p.k) + " ncols " +
-         std::to_string(p.ncols) + " config " + std::to_string(c.nwarps) + "x" + std::to_string(c.rows_per_block);
+  return shape_text(p) + " ncols " + std::to_string(p.ncols) + " config " + std::to_string(c.nwarps) + "x" +
+         std::to_string(c.rows_per_block);
 }
 
 // A number of the probe's hello reply; 0 when the field is absent or not a number.
@@ -236,10 +236,30 @@ Config EngineDevice::wire_config(const GemvProblem& p, Config c) const {
   return stock_config(p.type, p.ncols, p.k) == c ? Config{0, 0} : c;
 }
 
+void EngineDevice::put_launch_header(std::vector<uint8_t>& out, const GemvProblem& p, Config w) const {
+  if (protocol_ < 3)
+    fail(ErrorKind::BadInput, "temper-probe " + options_.probe.string() + " speaks protocol " + std::to_string(protocol_) +
+                                  ", which has no " + std::string(launch_name(p.launch)) +
+                                  " launches (protocol 3); rebuild it with `temper engine build`");
+  if (launch_has_ids(p.launch) && !p.ids) fail(ErrorKind::Internal, shape_text(p) + ": no expert ids");
+  Writer h;
+  h.put(int32_t(p.launch)).put(int32_t(p.glu)).put(int32_t(p.type)).put(int32_t(p.n)).put(int32_t(p.k))
+      .put(int32_t(p.ncols)).put(int32_t(w.nwarps)).put(int32_t(w.rows_per_block)).put(int32_t(p.experts))
+      .put(int32_t(p.used)).put(int32_t(p.ids_sets)).put(uint64_t(weight_layout(p).gate_offset));
+  out.insert(out.end(), h.bytes.begin(), h.bytes.end());
+}
+
 void EngineDevice::gemv(const GemvProblem& p, Config c, const DeviceBuffer& weights, const DeviceBuffer& y_q8_1,
                         DeviceBuffer& dst) {
   const Config w = wire_config(p, c);
   const std::string what = "Gemv " + problem_text(p, c);
+  if (p.launch != Launch::MulMat) {
+    Writer req;
+    put_launch_header(req.bytes, p, w);
+    req.put(handle(weights)).put(handle(y_q8_1)).put(p.ids ? handle(*p.ids) : uint64_t(0)).put(handle(dst));
+    call(uint32_t(Op::GemvLaunch), req.bytes, what.c_str());
+    return;
+  }
   call(uint32_t(Op::Gemv),
        Writer().put(int32_t(p.type)).put(int32_t(p.n)).put(int32_t(p.k)).put(int32_t(p.ncols)).put(int32_t(w.nwarps))
            .put(int32_t(w.rows_per_block)).put(handle(weights)).put(handle(y_q8_1)).put(handle(dst)).bytes,
@@ -259,14 +279,22 @@ std::vector<double> EngineDevice::time_gemv_grouped(const GemvProblem& p, Config
   if (weight_copies.empty()) fail(ErrorKind::BadInput, "time_gemv: no weight copies");
   if (groups < 1 || per_group < 1) fail(ErrorKind::BadInput, "time_gemv: groups and per_group must be positive");
   // Kernel-only: the config's own grid instantiation, the stock one too (there is no MUL_MAT around it).
-  const Config w = options_.kernel_only ? c : wire_config(p, c);
-  const Op op = options_.kernel_only ? Op::TimeKernel : Op::Time;
+  // Launches of the fused and ids kinds are timed as the engine makes them, never kernel-only.
+  const bool kernel_only = options_.kernel_only && p.launch == Launch::MulMat;
+  const Config w = kernel_only ? c : wire_config(p, c);
+  const Op op = p.launch != Launch::MulMat ? Op::TimeLaunch : kernel_only ? Op::TimeKernel : Op::Time;
   Writer req;
-  req.put(int32_t(p.type)).put(int32_t(p.n)).put(int32_t(p.k)).put(int32_t(p.ncols)).put(int32_t(w.nwarps))
-      .put(int32_t(w.rows_per_block)).put(int32_t(groups)).put(int32_t(per_group)).put(handle(y_q8_1))
-      .put(handle(dst)).put(uint32_t(weight_copies.size()));
+  if (op == Op::TimeLaunch) {
+    put_launch_header(req.bytes, p, w);
+    req.put(int32_t(groups)).put(int32_t(per_group)).put(handle(y_q8_1)).put(p.ids ? handle(*p.ids) : uint64_t(0));
+  } else {
+    req.put(int32_t(p.type)).put(int32_t(p.n)).put(int32_t(p.k)).put(int32_t(p.ncols)).put(int32_t(w.nwarps))
+        .put(int32_t(w.rows_per_block)).put(int32_t(groups)).put(int32_t(per_group)).put(handle(y_q8_1));
+  }
+  req.put(handle(dst)).put(uint32_t(weight_copies.size()));
   for (const DeviceBuffer* b : weight_copies) req.put(handle(*b));
-  const std::string what = (options_.kernel_only ? "TimeKernel " : "Time ") + problem_text(p, c);
+  const std::string what = (op == Op::TimeKernel ? "TimeKernel " : op == Op::TimeLaunch ? "TimeLaunch " : "Time ") +
+                           problem_text(p, c);
   const auto a = call(uint32_t(op), req.bytes, what.c_str());
   if (a.size() != size_t(groups) * sizeof(double))
     fail(ErrorKind::GpuFault, "temper-probe answered " + what + " with " + std::to_string(a.size()) +

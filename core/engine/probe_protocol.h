@@ -14,9 +14,10 @@
 
 namespace temper::probe {
 
-// 2 added TimeKernel. Temper accepts probes from kMinProtocolVersion on; an op newer than the
-// probe's version is refused on Temper's side with one line (rebuild the probe).
-constexpr uint32_t kProtocolVersion = 2;
+// 2 added TimeKernel; 3 added GemvLaunch and TimeLaunch (the fused gate/up and MUL_MAT_ID launches)
+// and Quantize of up to 64 columns. Temper accepts probes from kMinProtocolVersion on; an op newer
+// than the probe's version is refused on Temper's side with one line (rebuild the probe).
+constexpr uint32_t kProtocolVersion = 3;
 constexpr uint32_t kMinProtocolVersion = 1;
 
 enum class Op : uint32_t {
@@ -72,6 +73,20 @@ enum class Op : uint32_t {
   // values, fusion, stream) are the ones the engine itself built for one MUL_MAT of this shape; dst
   // is filled with 0xFF after that MUL_MAT, so afterwards it holds the kernel-only launches' output.
   TimeKernel = 16,
+  // Protocol 3. One launch of any kind, as the engine makes it (docs/plan.md), after the launch
+  // header: i32 launch (0 MUL_MAT, 1 fused gate/up: MUL_MAT, MUL_MAT, GLU, 2 MUL_MAT_ID, 3 fused
+  // MUL_MAT_ID gate/up), i32 glu (0 SwiGLU, 1 GeGLU), i32 type, n, k, ncols, nwarps, rows_per_block,
+  // i32 experts, i32 used, i32 ids_sets, u64 gate_offset (bytes from a weight buffer's start to the
+  // gate matrix; the up matrix, or all experts' matrices, start at 0).
+  //   GemvLaunch: header, u64 weights, u64 y, u64 ids, u64 dst — one launch, synchronised; ids set 0.
+  //   TimeLaunch: header, i32 groups, i32 per_group, u64 y, u64 ids, u64 dst, u32 copies,
+  //               u64 weights[copies] -> f64 us[groups], as Time (launch i reads copy i mod copies and
+  //               ids set i mod ids_sets).
+  // y holds activations Quantize wrote: `used` columns for MUL_MAT_ID (each expert its own, as decode's
+  // down projection), else ncols. ids holds ids_sets × used i32 expert ids (0 for the plain kinds). The
+  // probe refuses (EngineError) when the engine did not launch mmvq as that kind (e.g. did not fuse).
+  GemvLaunch = 17,
+  TimeLaunch = 18,
 };
 
 enum class ProbeStatus : int32_t { Ok = 0, BadRequest = 1, EngineError = 2, NotCompiled = 3 };

@@ -14,6 +14,10 @@
 namespace temper {
 namespace {
 
+constexpr std::string_view kMoeMultiTokenNote =
+    "MUL_MAT_ID launches are swept at ncols 1: at more tokens the engine runs its multi-token MoE kernel, whose "
+    "rows per block the hook does not tune";
+
 bool power_of_two(int v) { return v > 0 && (v & (v - 1)) == 0; }
 
 void check_axis(const std::vector<int>& values, std::string_view name, int max, bool pow2) {
@@ -79,24 +83,35 @@ Plan make_plan(std::span<const Shape> shapes, const PlanGrid& grid, const Device
   for (const Shape* s : order) {
     if (!seen.insert(s->shape()).second) continue;
     if (auto why = shape_unsupported(*s)) {
-      plan.skipped_shapes.push_back({s->type, int(std::min<int64_t>(s->n, INT_MAX)),
-                                     int(std::min<int64_t>(s->k, INT_MAX)), *why});
+      plan.skipped_shapes.push_back({s->shape(), *why});
       continue;
     }
-    const int n = int(s->n), k = int(s->k);
+    if (!device.runs_launch(s->launch)) {
+      plan.skipped_shapes.push_back(
+          {s->shape(), "a " + std::string(launch_name(s->launch)) + " launch: " + info.name +
+                           " times plain GEMVs only (sweep the engine's kernel, --engine-src or --probe)"});
+      continue;
+    }
+    const int k = s->k;
     try {
       (void)defaults::default_config(grid.engine, info, s->type, 1, k);
     } catch (const Error& e) {
-      plan.skipped_shapes.push_back({s->type, n, k, e.what()});  // no mmvq kernel for the type
+      plan.skipped_shapes.push_back({s->shape(), e.what()});  // no mmvq kernel for the type
       continue;
     }
     for (int nc : ncols) {
+      // The engine fuses gate/up only at one token, and runs MUL_MAT_ID at more than one token in
+      // its multi-token MoE kernel, which has no config to tune: those kinds are swept at ncols 1.
+      if (nc > 1 && s->launch != Launch::MulMat) {
+        if (launch_has_ids(s->launch) && std::find(plan.notes.begin(), plan.notes.end(), kMoeMultiTokenNote) == plan.notes.end())
+          plan.notes.push_back(std::string(kMoeMultiTokenNote));
+        continue;
+      }
       const Config table_def = defaults::default_config(grid.engine, info, s->type, nc, k);
       // The engine device knows what its engine really launches: that is the baseline.
       const Config def = device.stock_config(s->type, nc, k).value_or(table_def);
       if (def != table_def)
-        plan.notes.push_back(std::string(type_name(s->type)) + " " + std::to_string(n) + "x" + std::to_string(k) +
-                             " ncols " + std::to_string(nc) + ": the engine launches " + std::to_string(def.nwarps) +
+        plan.notes.push_back(shape_text(*s) + " ncols " + std::to_string(nc) + ": the engine launches " + std::to_string(def.nwarps) +
                              "x" + std::to_string(def.rows_per_block) + ", Temper's " + grid.engine + " table says " +
                              std::to_string(table_def.nwarps) + "x" + std::to_string(table_def.rows_per_block));
       const std::optional<Config> small_k = defaults::small_k_variant(grid.engine, info, s->type, nc, k);
@@ -113,10 +128,10 @@ Plan make_plan(std::span<const Shape> shapes, const PlanGrid& grid, const Device
           reason = "no kernel for this type, ncols and config in this build for " + info.arch;
         if (!reason.empty()) {
           if (is_default) reason += " (the default config: this shape and ncols have no baseline)";
-          plan.excluded.push_back({s->type, n, k, nc, c, reason, is_default, is_small_k});
+          plan.excluded.push_back({s->shape(), nc, c, reason, is_default, is_small_k});
           continue;
         }
-        plan.items.push_back({s->type, n, k, nc, c, is_default, is_small_k});
+        plan.items.push_back({s->shape(), nc, c, is_default, is_small_k});
       }
     }
   }
@@ -124,7 +139,7 @@ Plan make_plan(std::span<const Shape> shapes, const PlanGrid& grid, const Device
 }
 
 double detail::item_seconds(const PlanItem& item, const SweepOptions& options, double bandwidth_gbs) {
-  const double bytes = gemv_bytes(item.type, item.n, item.k, item.ncols);
+  const double bytes = gemv_bytes(item.shape(), item.ncols);
   const double bw = bandwidth_gbs > 0 ? bandwidth_gbs : 100.0;
   const double launch_us = bytes / (bw * 1e3) + 8.0;  // kernel + launch and event overhead
   const double typical_samples = std::max(options.min_samples, 200);
@@ -146,7 +161,7 @@ namespace {
 double shape_prep_seconds(const PlanItem& item, int max_ncols) {
   // Host fill + upload of the weight copies, and the CPU reference (a few ns per weight value, spread over cores).
   const double values = double(item.n) * item.k;
-  return values * max_ncols * 1e-9 + gemv_bytes(item.type, item.n, item.k, 1) * 4 / 5e9;
+  return values * max_ncols * 1e-9 + gemv_bytes(item.shape(), 1) * 4 / 5e9;
 }
 }  // namespace
 

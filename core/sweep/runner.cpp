@@ -91,18 +91,38 @@ struct ShapeData {
   std::vector<const DeviceBuffer*> copy_ptrs;
   bool copies_capped = false;
   DeviceBuffer y_q8_1, dst;
+  DeviceBuffer ids;                // ids kinds: ids_sets sets of `used` expert ids
+  int ids_sets = 1;
+  GluOp glu = GluOp::SwiGlu;
   int ncols = 0;                   // columns prepared (the largest ncols still to measure)
   mmvq::KernelVariant variant{};   // the session engine's kernel
   std::vector<Expected> expected;  // [col * n + row]
 };
 
-ShapeData prepare_shape(Device& device, const PlanItem& shape, int ncols, const SweepOptions& options, uint64_t seed,
-                        const CancelFlag& cancel) {
+// The launch of one plan item on a shape's buffers.
+GemvProblem problem_of(const ShapeKey& shape, int ncols, const ShapeData& d) {
+  GemvProblem p;
+  static_cast<ShapeKey&>(p) = shape;
+  p.ncols = ncols;
+  p.variant = d.variant;
+  p.glu = d.glu;
+  if (launch_has_ids(shape.launch)) {
+    p.ids = &d.ids;
+    p.ids_sets = d.ids_sets;
+  }
+  return p;
+}
+
+ShapeData prepare_shape(Device& device, const PlanItem& shape, int ncols, GluOp glu, mmvq::KernelVariant variant,
+                        const SweepOptions& options, uint64_t seed, const CancelFlag& cancel) {
   const DeviceInfo& info = device.info();
-  const size_t row = static_cast<size_t>(*row_bytes(shape.type, uint64_t(shape.k)));
-  const size_t weight_bytes = row * static_cast<size_t>(shape.n);
+  const WeightLayout layout = weight_layout(shape);
+  const size_t row = layout.row_bytes;
+  const size_t weight_bytes = layout.total;
   ShapeData d;
   d.ncols = ncols;
+  d.glu = glu;
+  d.variant = variant;
 
   // Enough copies that rotating through them exceeds twice the last-level cache, within the memory cap.
   const uint64_t llc = last_level_cache(info);
@@ -116,49 +136,65 @@ ShapeData prepare_shape(Device& device, const PlanItem& shape, int ncols, const 
     }
   }
 
-  // Random valid blocks (never zeros), generated in chunks of rows so cancellation stays prompt.
+  // Random valid blocks (never zeros) for every matrix of the launch (each expert's, gate and up),
+  // generated in chunks of rows so cancellation stays prompt. The padding rows stay zero.
   std::vector<uint8_t> weights(weight_bytes);
+  const size_t matrix_rows = size_t(shape.n) * layout.experts;
   const size_t rows_per_chunk = std::max<size_t>(1, (size_t(8) << 20) / row);
-  for (size_t r0 = 0, chunk = 0; r0 < size_t(shape.n); r0 += rows_per_chunk, ++chunk) {
-    check_cancel(cancel);
-    const size_t rows = std::min(rows_per_chunk, size_t(shape.n) - r0);
-    quant::fill_random(shape.type, weights.data() + r0 * row, int64_t(rows), shape.k, mix(seed + chunk));
+  size_t chunk = 0;
+  for (size_t operand = 0; operand < size_t(launch_matrices(shape.launch)); ++operand) {
+    uint8_t* base = weights.data() + operand * layout.gate_offset;
+    for (size_t r0 = 0; r0 < matrix_rows; r0 += rows_per_chunk, ++chunk) {
+      check_cancel(cancel);
+      const size_t rows = std::min(rows_per_chunk, matrix_rows - r0);
+      quant::fill_random(shape.type, base + r0 * row, int64_t(rows), shape.k, mix(seed + chunk));
+    }
   }
   for (size_t c = 0; c < copies; ++c) {
     check_cancel(cancel);
-    d.copies.push_back(device.alloc(weight_bytes + row * mmvq::kWeightPaddingRows));
+    d.copies.push_back(device.alloc(weight_bytes));
     device.upload(d.copies.back(), weights.data(), weight_bytes);
   }
   for (const auto& b : d.copies) d.copy_ptrs.push_back(&b);
 
+  // Expert ids: the experts split into disjoint sets of `used` in a random order, so launches
+  // cycle through every expert (a router's choice changes which weights are read, not how many)
+  // and consecutive launches never re-read the last one's experts from cache.
+  std::vector<int32_t> ids;
+  if (launch_has_ids(shape.launch)) {
+    if (shape.used < 1 || shape.used > shape.experts)
+      fail(ErrorKind::BadInput, shape_text(shape) + ": experts used must be 1.." + std::to_string(shape.experts));
+    std::vector<int32_t> order(size_t(shape.experts));
+    for (size_t i = 0; i < order.size(); ++i) order[i] = int32_t(i);
+    std::shuffle(order.begin(), order.end(), std::mt19937_64(mix(seed ^ 0x1D5u)));
+    d.ids_sets = std::max(1, shape.experts / shape.used);
+    ids.assign(order.begin(), order.begin() + ptrdiff_t(d.ids_sets) * shape.used);
+    d.ids = device.alloc(ids.size() * sizeof(int32_t));
+    device.upload(d.ids, ids.data(), ids.size() * sizeof(int32_t));
+  }
+
   // Fresh activations, quantized to q8_1 on the device as llama.cpp does; the exact reference uses
   // the device's own q8_1 blocks, so verification judges the GEMV alone.
   const size_t k = static_cast<size_t>(shape.k);
-  std::vector<float> x(k * size_t(ncols));
+  const int columns_in = input_columns(shape, ncols), columns_out = output_columns(shape, ncols);
+  std::vector<float> x(k * size_t(columns_in));
   quant::fill_random_activations(x.data(), int64_t(x.size()), mix(seed ^ 0xAC71u));
   DeviceBuffer x_dev = device.alloc(x.size() * sizeof(float));
   device.upload(x_dev, x.data(), x.size() * sizeof(float));
-  const size_t q8_bytes = k / 32 * sizeof(quant::BlockQ8_1) * size_t(ncols);
+  const size_t q8_bytes = k / 32 * sizeof(quant::BlockQ8_1) * size_t(columns_in);
   d.y_q8_1 = device.alloc(q8_bytes);
-  device.quantize_q8_1(x_dev, d.y_q8_1, shape.k, ncols);
-  std::vector<quant::BlockQ8_1> y(k / 32 * size_t(ncols));
+  device.quantize_q8_1(x_dev, d.y_q8_1, shape.k, columns_in);
+  std::vector<quant::BlockQ8_1> y(k / 32 * size_t(columns_in));
   device.download(y.data(), d.y_q8_1, q8_bytes);
-  d.dst = device.alloc(size_t(shape.n) * size_t(ncols) * sizeof(float));
+  d.dst = device.alloc(size_t(shape.n) * size_t(columns_out) * sizeof(float));
 
-  d.expected.resize(size_t(shape.n) * size_t(ncols));
+  d.expected.resize(size_t(shape.n) * size_t(columns_out));
+  const GemvProblem p = problem_of(shape, ncols, d);
   parallel_rows(size_t(shape.n), [&](size_t r0, size_t r1) {
-    for (size_t r = r0; r < r1; ++r) {
-      if ((r & 255) == 0) check_cancel(cancel);
-      const uint8_t* wrow = weights.data() + r * row;
-      for (int col = 0; col < ncols; ++col) {
-        const quant::DotQ8_1 ref = quant::dot_q8_1_detail(shape.type, wrow, y.data() + size_t(col) * (k / 32), shape.k);
-        Expected& e = d.expected[size_t(col) * size_t(shape.n) + r];
-        e.exact = ref.value;
-        e.tolerance = quant::tolerance_q8_1(ref);
-        // The loose float64 check belongs to `temper verify`; here the exact one decides.
-        e.f64 = ref.value;
-        e.f64_tolerance = std::numeric_limits<double>::infinity();
-      }
+    for (size_t r = r0; r < r1; r += 256) {
+      check_cancel(cancel);
+      expected_launch_rows(p, weights.data(), y.data(), ids.data(), int64_t(r), int64_t(std::min(r1, r + 256)),
+                           d.expected.data());
     }
   });
   return d;
@@ -213,10 +249,10 @@ Result measure(Device& device, const PlanItem& it, ShapeData& d, const SweepOpti
   try {
     r.kernel = device.kernel_attributes(it.type, it.ncols, it.config);
     // 1. Verification: poisoned outputs, one launch, every value compared with the reference.
-    const GemvProblem p{it.type, it.n, it.k, it.ncols, d.variant};
+    const GemvProblem p = problem_of(it, it.ncols, d);
     device.fill(d.dst, 0xFF);  // NaN everywhere: an unwritten output cannot pass
     device.gemv(p, it.config, *d.copy_ptrs[0], d.y_q8_1, d.dst);
-    std::vector<float> out(size_t(it.n) * size_t(it.ncols));
+    std::vector<float> out(size_t(it.n) * size_t(output_columns(it, it.ncols)));
     device.download(out.data(), d.dst, out.size() * sizeof(float));
     const OutputCheck check =
         compare_outputs(out, std::span<const Expected>(d.expected.data(), out.size()), it.n);
@@ -245,8 +281,8 @@ Result measure(Device& device, const PlanItem& it, ShapeData& d, const SweepOpti
         break;
     }
     const double seconds = r.time_us.median * 1e-6;
-    r.gbs = gemv_bytes(it.type, it.n, it.k, it.ncols) / seconds / 1e9;
-    r.ops_per_s = 2.0 * double(it.n) * double(it.k) * double(it.ncols) / seconds;
+    r.gbs = gemv_bytes(it.shape(), it.ncols) / seconds / 1e9;
+    r.ops_per_s = 2.0 * double(it.n) * double(it.k) * double(it.ncols) * it.gemvs() / seconds;
     r.telemetry = device.telemetry();
   } catch (const Error& e) {
     if (e.kind() == ErrorKind::Cancelled) throw;
@@ -265,7 +301,7 @@ Result measure(Device& device, const PlanItem& it, ShapeData& d, const SweepOpti
 // for one seed (the same session from the CLI and from the GUI), with no wall-time dependence.
 void warm_up_device(Device& device, const PlanItem& it, ShapeData& d, double seconds, const CancelFlag& cancel) {
   if (!(seconds > 0) || is_fake(device.info())) return;
-  const GemvProblem p{it.type, it.n, it.k, it.ncols, d.variant};
+  const GemvProblem p = problem_of(it, it.ncols, d);
   const auto start = Clock::now();
   try {
     do {
@@ -288,7 +324,7 @@ Confirmation confirm_winner(Device& device, const Verdict& w, ShapeData& d, cons
   static_cast<GroupKey&>(c) = w.group();
   c.default_config = w.default_config;
   c.config = w.config;
-  const GemvProblem p{w.type, w.n, w.k, w.ncols, d.variant};
+  const GemvProblem p = problem_of(w, w.ncols, d);
   try {
     for (Config cfg : {c.default_config, c.config})
       if (options.warmup > 0) (void)time_batch(device, p, cfg, d, options.warmup);
@@ -421,8 +457,9 @@ void run_device(Device& device, SessionDevice& sd, Shared& sh, const std::set<It
     report(sh, dev, "preparing " + shape_text(first), eta(), false);
     std::optional<ShapeData> data;
     try {
-      data = prepare_shape(device, first, max_ncols, options, shape_seed(seed, first.type, first.n, first.k), cancel);
-      data->variant = defaults::kernel_variant(sh.session.grid.engine);
+      data = prepare_shape(device, first, max_ncols, glu_of_architecture(sh.session.model.architecture),
+                           defaults::kernel_variant(sh.session.grid.engine), options,
+                           shape_seed(seed, first.type, first.n, first.k), cancel);
     } catch (const Error& e) {
       // Out of memory on a huge shape: every item of the shape records why; a lost device stops.
       if (e.kind() == ErrorKind::Cancelled || !device_healthy(device)) throw;

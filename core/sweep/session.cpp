@@ -21,11 +21,17 @@ using json_read::Node;
 
 json config_json(Config c) { return {{"nwarps", c.nwarps}, {"rows_per_block", c.rows_per_block}}; }
 
-// The key fields as every record writes them: type, n, k; a group adds device and ncols.
+// The key fields as every record writes them: type, n, k, and for a launch other than a plain
+// MUL_MAT its kind (and experts for the ids kinds); a group adds device and ncols.
 void put_shape(json& j, const ShapeKey& s) {
   j["type"] = type_name(s.type);
   j["n"] = s.n;
   j["k"] = s.k;
+  if (s.launch != Launch::MulMat) j["launch"] = launch_name(s.launch);
+  if (launch_has_ids(s.launch)) {
+    j["experts"] = s.experts;
+    j["experts_used"] = s.used;
+  }
 }
 void put_group(json& j, const GroupKey& g) {
   j["device"] = g.device;
@@ -68,7 +74,12 @@ json plan_json(const Plan& p) {
   }
   json skipped = json::array();
   for (const auto& sk : p.skipped_shapes)
-    skipped.push_back({{"type", type_name(sk.type)}, {"n", sk.n}, {"k", sk.k}, {"reason", sk.reason}});
+  {
+    json j;
+    put_shape(j, sk);
+    j["reason"] = sk.reason;
+    skipped.push_back(std::move(j));
+  }
   json j = {{"grid", grid_json(p.grid)}, {"defaults_table", p.defaults_table}, {"items", items},
             {"excluded", excluded}, {"skipped_shapes", skipped}};
   if (!p.notes.empty()) j["notes"] = p.notes;  // optional: engine sweeps whose stock differs from the table
@@ -85,12 +96,12 @@ json options_json(const SweepOptions& o) {
 }
 
 json shape_json(const Shape& s) {
-  return {{"type", type_name(s.type)},
-          {"n", s.n},
-          {"k", s.k},
-          {"calls_per_token", s.calls_per_token},
-          {"bytes_per_token", s.bytes_per_token},
-          {"tensors", s.tensors}};
+  json j;
+  put_shape(j, s);
+  j["calls_per_token"] = s.calls_per_token;
+  j["bytes_per_token"] = s.bytes_per_token;
+  j["tensors"] = s.tensors;
+  return j;
 }
 
 json winner_json(const Verdict& w) {
@@ -136,17 +147,17 @@ json kernel_json(const std::optional<KernelAttributes>& k) {
 }
 
 json estimate_shape_json(const EstimateShape& e) {
-  return {{"type", type_name(e.type)},
-          {"n", e.n},
-          {"k", e.k},
-          {"calls_per_token", e.calls_per_token},
+  json j;
+  put_shape(j, e);
+  j.update(json{{"calls_per_token", e.calls_per_token},
           {"bytes_per_token", e.bytes_per_token},
           {"measured", e.measured},
           {"default_config", config_json(e.default_config)},
           {"tuned_config", config_json(e.tuned_config)},
           {"default_us", e.default_us},
           {"tuned_us", e.tuned_us},
-          {"share", e.share}};
+          {"share", e.share}});
+  return j;
 }
 
 json estimate_json(const Estimate& e) {
@@ -175,7 +186,25 @@ GgmlType type_from(const Node& n) {
   return *t;
 }
 
-ShapeKey shape_key_from(const Node& n) { return {type_from(n["type"]), n["n"].integer(), n["k"].integer()}; }
+ShapeKey shape_key_from(const Node& n) {
+  ShapeKey s{type_from(n["type"]), n["n"].integer(), n["k"].integer()};
+  if (n.has("launch")) {  // absent: a plain MUL_MAT (every schema 1 record)
+    const std::string name = n["launch"].str();
+    const auto launch = parse_launch(name);
+    if (!launch)
+      fail(ErrorKind::BadInput, n["launch"].where + ": unknown launch kind \"" + name + "\" (expected " +
+                                    std::string(launch_names()) + ")");
+    s.launch = *launch;
+  }
+  if (launch_has_ids(s.launch)) {
+    s.experts = n["experts"].integer();
+    s.used = n["experts_used"].integer();
+    if (s.used < 1 || s.used > s.experts)
+      fail(ErrorKind::BadInput, n["experts_used"].where + ": expected 1.." + std::to_string(s.experts) + " (experts), got " +
+                                    std::to_string(s.used));
+  }
+  return s;
+}
 GroupKey group_from(const Node& n) {
   GroupKey g;
   g.device = n["device"].integer();  // fields in order, so the first missing one is the one named
@@ -261,20 +290,20 @@ Plan plan_from(const Node& n) {
   const Node items = n["items"];
   for (size_t i = 0; i < items.size(); ++i) {
     const Node it = items.at(i);
-    p.items.push_back({type_from(it["type"]), it["n"].integer(), it["k"].integer(), it["ncols"].integer(),
+    p.items.push_back({shape_key_from(it), it["ncols"].integer(),
                        config_from(it["config"]), it["is_default"].boolean(), it["is_small_k"].boolean()});
   }
   const Node excluded = n["excluded"];
   for (size_t i = 0; i < excluded.size(); ++i) {
     const Node e = excluded.at(i);
-    p.excluded.push_back({type_from(e["type"]), e["n"].integer(), e["k"].integer(), e["ncols"].integer(),
+    p.excluded.push_back({shape_key_from(e), e["ncols"].integer(),
                           config_from(e["config"]), e["reason"].str(), e["is_default"].boolean(),
                           e["is_small_k"].boolean()});
   }
   const Node skipped = n["skipped_shapes"];
   for (size_t i = 0; i < skipped.size(); ++i) {
     const Node sk = skipped.at(i);
-    p.skipped_shapes.push_back({type_from(sk["type"]), sk["n"].integer(), sk["k"].integer(), sk["reason"].str()});
+    p.skipped_shapes.push_back({shape_key_from(sk), sk["reason"].str()});
   }
   if (n.has("notes")) {
     const Node notes = n["notes"];
@@ -402,9 +431,7 @@ Estimate estimate_from(const Node& n) {
   for (size_t i = 0; i < shapes.size(); ++i) {
     const Node sh = shapes.at(i);
     EstimateShape es;
-    es.type = type_from(sh["type"]);
-    es.n = sh["n"].integer();
-    es.k = sh["k"].integer();
+    static_cast<ShapeKey&>(es) = shape_key_from(sh);
     es.calls_per_token = sh["calls_per_token"].int64();
     es.bytes_per_token = sh["bytes_per_token"].uint64();
     es.measured = sh["measured"].boolean();
@@ -624,8 +651,9 @@ Session session_from_json(const json& j, const std::string& where) {
   if (version > kSessionSchemaVersion)
     fail(ErrorKind::BadInput, where + ": session written by a newer Temper (schema " + std::to_string(version) +
                                   ", this build reads <= " + std::to_string(kSessionSchemaVersion) + ")");
-  // Version 1 is the first format; older numbers were never written by any Temper. Migrations of
-  // later versions go here, oldest first, each turning version v into v + 1.
+  // Version 1 is the first format; older numbers were never written by any Temper. Version 2 only
+  // added optional fields (launch kinds), so both read alike. Migrations of later versions go here,
+  // oldest first, each turning version v into v + 1.
   if (version < 1)
     fail(ErrorKind::BadInput, where + ": schema_version " + std::to_string(version) +
                                   " is not a Temper session version (expected 1.." +

@@ -178,6 +178,100 @@ struct MulMatGraph {
     MulMatGraph & operator=(const MulMatGraph &) = delete;
 };
 
+// A launch of any kind (probe_protocol.h, GemvLaunch / TimeLaunch), as the engine's graph makes it.
+struct LaunchSpec {
+    int launch = 0, glu = 0, type = 0, n = 0, k = 0, ncols = 1, nwarps = 0, rows = 0, experts = 0, used = 0, ids_sets = 1;
+    uint64_t gate_offset = 0;
+    bool ids() const { return launch >= 2; }
+    bool fused() const { return launch == 1 || launch == 3; }
+    int input_columns() const { return launch == 2 ? used : launch == 3 ? 1 : ncols; }
+};
+
+LaunchSpec launch_spec(Reader & r) {
+    LaunchSpec s;
+    s.launch = r.get<int32_t>(); s.glu = r.get<int32_t>(); s.type = r.get<int32_t>();
+    s.n = r.get<int32_t>(); s.k = r.get<int32_t>(); s.ncols = r.get<int32_t>();
+    s.nwarps = r.get<int32_t>(); s.rows = r.get<int32_t>();
+    s.experts = r.get<int32_t>(); s.used = r.get<int32_t>(); s.ids_sets = r.get<int32_t>();
+    s.gate_offset = r.get<uint64_t>();
+    if (s.launch < 0 || s.launch > 3 || s.glu < 0 || s.glu > 1 || s.n < 1 || s.k < 1 || s.ncols < 1 || s.ncols > 8)
+        fail(ProbeStatus::BadRequest, "launch: bad kind, GLU or size");
+    if (s.ids() && (s.used < 1 || s.used > s.experts || s.ids_sets < 1 || s.ncols != 1))
+        fail(ProbeStatus::BadRequest, "launch: bad experts");
+    if (s.fused() && s.ncols != 1) fail(ProbeStatus::EngineError, "the engine fuses gate/up only at one token");
+    return s;
+}
+
+// One graph of `weights.size()` launches of a kind, each reading its own weight copy (and the ids
+// set of its launch index), all writing dst; gate and up of the fused kinds go to a scratch buffer
+// the fused kernel never writes (it writes only the GLU result).
+struct LaunchGraph {
+    ggml_context * ctx = nullptr;
+    ggml_cgraph * graph = nullptr;
+    ggml_backend_buffer_t scratch = nullptr;
+    LaunchGraph(const LaunchSpec & s, const std::vector<uint64_t> & weights, size_t first_launch, uint64_t x, uint64_t ids, uint64_t dst) {
+        const size_t nodes = weights.size() * 6 + 8;
+        ggml_init_params params = {ggml_tensor_overhead() * (nodes + 8) + ggml_graph_overhead_custom(nodes, false), nullptr, true};
+        ctx = ggml_init(params);
+        graph = ggml_new_graph_custom(ctx, nodes, false);
+        const int out_cols = s.ids() ? s.used : s.ncols;
+        const size_t out_bytes = size_t(s.n) * size_t(out_cols) * 4;
+        if (s.fused()) {
+            scratch = ggml_backend_buft_alloc_buffer(ggml_backend_get_default_buffer_type(g_backend), 2 * out_bytes + 512 + kSlack);
+            if (!scratch) fail(ProbeStatus::EngineError, "out of device memory for the scratch of a fused launch");
+        }
+        auto at = [&](ggml_tensor * t, ggml_backend_buffer_t b, size_t offset) {
+            if (offset + ggml_nbytes(t) > ggml_backend_buffer_get_size(b))
+                fail(ProbeStatus::BadRequest, std::string("launch: a buffer is too small for ") + ggml_get_name(t));
+            if (ggml_backend_tensor_alloc(b, t, static_cast<char *>(ggml_backend_buffer_get_base(b)) + offset) != GGML_STATUS_SUCCESS)
+                fail(ProbeStatus::EngineError, "ggml_backend_tensor_alloc failed");
+            return t;
+        };
+        ggml_tensor * xt = at(ggml_new_tensor_3d(ctx, GGML_TYPE_F32, s.k, s.input_columns(), 1), buffer(x), 0);
+        for (size_t i = 0; i < weights.size(); ++i) {
+            ggml_backend_buffer_t wb = buffer(weights[i]);
+            auto matrix = [&](size_t offset) {
+                ggml_tensor * t = s.ids() ? ggml_new_tensor_3d(ctx, ggml_type(s.type), s.k, s.n, s.experts)
+                                          : ggml_new_tensor_2d(ctx, ggml_type(s.type), s.k, s.n);
+                return at(t, wb, offset);
+            };
+            ggml_tensor * sel = nullptr;
+            if (s.ids()) {
+                const size_t set = (first_launch + i) % size_t(s.ids_sets);
+                sel = at(ggml_new_tensor_2d(ctx, GGML_TYPE_I32, s.used, 1), buffer(ids), set * size_t(s.used) * 4);
+            }
+            auto product = [&](ggml_tensor * w) { return s.ids() ? ggml_mul_mat_id(ctx, w, xt, sel) : ggml_mul_mat(ctx, w, xt); };
+            ggml_tensor * out = nullptr;
+            if (s.fused()) {
+                ggml_tensor * g = at(product(matrix(s.gate_offset)), scratch, 0);
+                ggml_tensor * up = at(product(matrix(0)), scratch, (out_bytes + 255) / 256 * 256);
+                out = s.glu == 1 ? ggml_geglu_split(ctx, g, up) : ggml_swiglu_split(ctx, g, up);
+            } else {
+                out = product(matrix(0));
+            }
+            ggml_set_name(out, "dst");
+            at(out, buffer(dst), 0);
+            ggml_build_forward_expand(graph, out);
+        }
+    }
+    ~LaunchGraph() {
+        ggml_free(ctx);
+        if (scratch) ggml_backend_buffer_free(scratch);
+    }
+    LaunchGraph(const LaunchGraph &) = delete;
+    LaunchGraph & operator=(const LaunchGraph &) = delete;
+};
+
+// Runs a launch graph once and checks that the engine made every launch as that kind through mmvq.
+void compute_launch(const LaunchGraph & g, const LaunchSpec & s, size_t launches) {
+    const long long before = temper_mmvq_launch_count();
+    if (ggml_backend_graph_compute(g_backend, g.graph) != GGML_STATUS_SUCCESS) fail(ProbeStatus::EngineError, "ggml_backend_graph_compute failed");
+    if (temper_mmvq_launch_count() - before != (long long) launches || temper_mmvq_last_launch_kind() != s.launch)
+        fail(ProbeStatus::EngineError, "the engine did not launch mmvq as this kind (" + std::to_string(launches) + " launches of kind " +
+                                           std::to_string(s.launch) + " expected; saw " + std::to_string(temper_mmvq_launch_count() - before) +
+                                           ", the last of kind " + std::to_string(temper_mmvq_last_launch_kind()) + ")");
+}
+
 void compute(const MulMatGraph & g) {
     const long long before = temper_mmvq_launch_count();
     if (ggml_backend_graph_compute(g_backend, g.graph) != GGML_STATUS_SUCCESS) fail(ProbeStatus::EngineError, "ggml_backend_graph_compute failed");
@@ -300,11 +394,67 @@ std::string replay(uint32_t tokens, const std::string & plan) {
     return out;
 }
 
-void set_config(int type, int n, int k, int ncols, int nwarps, int rows) {
+void set_config(int type, int n, int k, int ncols, int nwarps, int rows, int launch = 0) {
     if (nwarps > 0 && !temper_mmvq_has(type, ncols, nwarps, rows))
         fail(ProbeStatus::NotCompiled, "config (" + std::to_string(nwarps) + "," + std::to_string(rows) + ") of type " +
                                            ggml_type_name(ggml_type(type)) + " at ncols " + std::to_string(ncols) + " is not compiled in");
-    temper_mmvq_set_override(type, n, k, ncols, nwarps, rows);
+    temper_mmvq_set_override_launch(launch, type, n, k, ncols, nwarps, rows);
+}
+
+// Op::TimeLaunch: as Time, for a launch of any kind (probe_protocol.h).
+std::string time_launch(Reader & r) {
+    const LaunchSpec s = launch_spec(r);
+    const int groups = r.get<int32_t>(), per_group = r.get<int32_t>();
+    const uint64_t y = r.get<uint64_t>(), ids = r.get<uint64_t>(), dst = r.get<uint64_t>();
+    const uint32_t copies = r.get<uint32_t>();
+    if (groups < 1 || per_group < 1 || copies < 1) fail(ProbeStatus::BadRequest, "time_launch: groups, per_group and copies must be positive");
+    std::vector<uint64_t> ring(copies);
+    for (auto & h : ring) h = r.get<uint64_t>();
+    const Quantized & q = quantized(y);
+    if (q.k != s.k || q.ncols < s.input_columns()) fail(ProbeStatus::BadRequest, "time_launch: activations do not match k/columns");
+    set_config(s.type, s.n, s.k, s.ncols, s.nwarps, s.rows, s.launch);
+    // One graph per distinct group start (the ring of copies and of id sets continues across groups).
+    std::vector<std::unique_ptr<LaunchGraph>> graphs;
+    std::vector<int> group_graph(groups);
+    std::map<size_t, int> by_start;
+    const size_t period = size_t(copies) * size_t(s.ids() ? s.ids_sets : 1);
+    for (int g = 0; g < groups; ++g) {
+        const size_t start = size_t(g) * size_t(per_group) % period;
+        auto it = by_start.find(start);
+        if (it == by_start.end()) {
+            std::vector<uint64_t> ws(per_group);
+            for (int i = 0; i < per_group; ++i) ws[i] = ring[(start + size_t(i)) % copies];
+            graphs.push_back(std::make_unique<LaunchGraph>(s, ws, start, q.x, ids, dst));
+            it = by_start.emplace(start, int(graphs.size()) - 1).first;
+        }
+        group_graph[g] = it->second;
+    }
+    for (const auto & g : graphs) compute_launch(*g, s, size_t(per_group));  // warm-up, and proof of the kind
+    cudaStream_t stream = (cudaStream_t) temper_mmvq_last_stream();
+    std::vector<cudaEvent_t> ev(size_t(groups) + 1);
+    for (auto & e : ev) check_cuda(cudaEventCreate(&e), "cudaEventCreate");
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int g = 0; g < groups; ++g) ggml_backend_graph_compute_async(g_backend, graphs[size_t(group_graph[g])]->graph);
+    ggml_backend_synchronize(g_backend);
+    const double enqueue_ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+    spin<<<1, 1, 0, stream>>>((long long) (enqueue_ns * 1.5) + 50000);
+    check_cuda(cudaEventRecord(ev[0], stream), "cudaEventRecord");
+    for (int g = 0; g < groups; ++g) {
+        if (ggml_backend_graph_compute_async(g_backend, graphs[size_t(group_graph[g])]->graph) != GGML_STATUS_SUCCESS)
+            fail(ProbeStatus::EngineError, "ggml_backend_graph_compute_async failed");
+        check_cuda(cudaEventRecord(ev[size_t(g) + 1], stream), "cudaEventRecord");
+    }
+    ggml_backend_synchronize(g_backend);
+    check_cuda(cudaEventSynchronize(ev.back()), "cudaEventSynchronize");
+    std::string out;
+    for (int g = 0; g < groups; ++g) {
+        float ms = 0;
+        check_cuda(cudaEventElapsedTime(&ms, ev[size_t(g)], ev[size_t(g) + 1]), "cudaEventElapsedTime");
+        put(out, double(ms) * 1000.0 / per_group);
+    }
+    for (auto & e : ev) cudaEventDestroy(e);
+    temper_mmvq_set_override_launch(s.launch, s.type, s.n, s.k, s.ncols, 0, 0);
+    return out;
 }
 
 std::string hello() {
@@ -467,7 +617,8 @@ std::string serve(Op op, const std::string & payload) {
         case Op::Quantize: {
             const uint64_t x = r.get<uint64_t>(), y = r.get<uint64_t>();
             const int k = r.get<int32_t>(), ncols = r.get<int32_t>();
-            if (k <= 0 || k % 32 || ncols < 1 || ncols > 8) fail(ProbeStatus::BadRequest, "quantize: k must be a positive multiple of 32, ncols 1..8");
+            // Up to 64 columns: MUL_MAT_ID's down projection reads one column per expert a token uses.
+            if (k <= 0 || k % 32 || ncols < 1 || ncols > 64) fail(ProbeStatus::BadRequest, "quantize: k must be a positive multiple of 32, ncols 1..64");
             // ggml pads each column to a multiple of 512 values; Temper's layout is k/32 blocks a column.
             const long long padded = (k + 511) / 512 * 512;
             const size_t col_bytes = size_t(k / 32) * 36, padded_col = size_t(padded / 32) * 36;
@@ -559,6 +710,18 @@ std::string serve(Op op, const std::string & payload) {
             return out;
         }
         case Op::TimeKernel: return time_kernel(r);
+        case Op::GemvLaunch: {
+            const LaunchSpec s = launch_spec(r);
+            const uint64_t w = r.get<uint64_t>(), y = r.get<uint64_t>(), ids = r.get<uint64_t>(), dst = r.get<uint64_t>();
+            const Quantized & q = quantized(y);
+            if (q.k != s.k || q.ncols < s.input_columns()) fail(ProbeStatus::BadRequest, "gemv_launch: activations do not match k/columns");
+            set_config(s.type, s.n, s.k, s.ncols, s.nwarps, s.rows, s.launch);
+            LaunchGraph g(s, {w}, 0, q.x, ids, dst);
+            compute_launch(g, s, 1);
+            temper_mmvq_set_override_launch(s.launch, s.type, s.n, s.k, s.ncols, 0, 0);
+            return out;
+        }
+        case Op::TimeLaunch: return time_launch(r);
         case Op::HasKernel: {
             const int type = r.get<int32_t>(), ncols = r.get<int32_t>(), nwarps = r.get<int32_t>(), rows = r.get<int32_t>();
             put(out, uint8_t(temper_mmvq_has(type, ncols, nwarps, rows) ? 1 : 0));

@@ -12,8 +12,8 @@ using testing::HostDevice;
 
 TEST(GemvBytes, CountsWeightsActivationsAndOutputs) {
   // q4_0 4096 x 14336: 448 blocks of 18 B per row; q8_1: 448 blocks of 36 B; 4096 floats out.
-  EXPECT_EQ(gemv_bytes({GgmlType::Q4_0, 4096, 14336, 1}), 4096ull * 448 * 18 + 448 * 36 + 4096 * 4);
-  EXPECT_EQ(gemv_bytes({GgmlType::Q8_0, 10, 64, 3}), 10ull * 2 * 34 + 3 * 2 * 36 + 3 * 10 * 4);
+  EXPECT_EQ(gemv_bytes({{GgmlType::Q4_0, 4096, 14336}, 1}), 4096ull * 448 * 18 + 448 * 36 + 4096 * 4);
+  EXPECT_EQ(gemv_bytes({{GgmlType::Q8_0, 10, 64}, 3}), 10ull * 2 * 34 + 3 * 2 * 36 + 3 * 10 * 4);
 }
 
 TEST(RotationCopies, ExceedTwiceTheCache) {
@@ -45,7 +45,7 @@ TEST(GemvBench, VerifiesThenTimesRotatingCopies) {
   o.per_sample = 1;  // the host device times launches one by one only
   o.warmup = 3;
   o.llc_bytes = 10'000;
-  GemvBench bench(dev, {GgmlType::Q4_0, 64, 512, 1}, o);
+  GemvBench bench(dev, {{GgmlType::Q4_0, 64, 512}, 1}, o);
   // 64 rows × 16 blocks × 18 B = 18432 B per copy; 2 copies exceed 20000 B.
   EXPECT_EQ(bench.weight_bytes(), 18432u);
   EXPECT_EQ(bench.copies(), 2);
@@ -74,7 +74,7 @@ TEST(GemvBench, LaunchesTheProblemsKernelVariantOnPaddedWeights) {
   o.count = 101;
   o.per_sample = 1;
   o.warmup = 1;
-  GemvProblem p{GgmlType::Q8_0, 5, 256, 1};
+  GemvProblem p{{GgmlType::Q8_0, 5, 256}, 1};
   p.variant = mmvq::KernelVariant::GgmlD99724f;
   GemvBench bench(dev, p, o);
   EXPECT_EQ(bench.weight_bytes(), 5u * 8 * 34);  // the matrix itself; the spare rows are not counted
@@ -91,10 +91,10 @@ TEST(GemvBench, BackToBackSamplesAverageTheirLaunches) {
   o.per_sample = 1;
   o.warmup = 0;
   o.verify = false;
-  GemvBench one(fake, {GgmlType::Q4_0, 64, 512, 1}, o);
+  GemvBench one(fake, {{GgmlType::Q4_0, 64, 512}, 1}, o);
   const ConfigTiming single = one.run({4, 1});
   o.per_sample = 8;
-  GemvBench grouped(fake, {GgmlType::Q4_0, 64, 512, 1}, o);
+  GemvBench grouped(fake, {{GgmlType::Q4_0, 64, 512}, 1}, o);
   const int64_t before = fake.launches();
   const ConfigTiming eight = grouped.run({4, 1});
   ASSERT_TRUE(single.ok() && eight.ok()) << single.error << eight.error;
@@ -104,25 +104,25 @@ TEST(GemvBench, BackToBackSamplesAverageTheirLaunches) {
 
   // A device that can only time launches one by one says so instead of faking it.
   HostDevice host;
-  GemvBench refused(host, {GgmlType::Q4_0, 64, 512, 1}, o);
+  GemvBench refused(host, {{GgmlType::Q4_0, 64, 512}, 1}, o);
   const ConfigTiming t = refused.run({4, 1});
   EXPECT_NE(t.error.find("times launches one by one only"), std::string::npos) << t.error;
 }
 
 TEST(GemvBench, RejectsBadProblems) {
   HostDevice dev;
-  EXPECT_THROW(GemvBench(dev, {GgmlType::Q4_0, 0, 512, 1}), Error);
-  EXPECT_THROW(GemvBench(dev, {GgmlType::Q4_0, 4, 100, 1}), Error);
-  EXPECT_THROW(GemvBench(dev, {GgmlType::Q4_0, 4, 512, 9}), Error);
+  EXPECT_THROW(GemvBench(dev, {{GgmlType::Q4_0, 0, 512}, 1}), Error);
+  EXPECT_THROW(GemvBench(dev, {{GgmlType::Q4_0, 4, 100}, 1}), Error);
+  EXPECT_THROW(GemvBench(dev, {{GgmlType::Q4_0, 4, 512}, 9}), Error);
   GemvBenchOptions o;
   o.count = 0;
-  EXPECT_THROW(GemvBench(dev, {GgmlType::Q4_0, 4, 512, 1}, o), Error);
+  EXPECT_THROW(GemvBench(dev, {{GgmlType::Q4_0, 4, 512}, 1}, o), Error);
 }
 
 TEST(GemvBench, OutOfMemoryIsAGpuFault) {
   HostDevice dev;  // refuses allocations above 16 GiB, like a device that is full
   try {
-    GemvBench bench(dev, {GgmlType::Q8_0, 1 << 20, 1 << 15, 1});  // 34 GiB of weights
+    GemvBench bench(dev, {{GgmlType::Q8_0, 1 << 20, 1 << 15}, 1});  // 34 GiB of weights
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::GpuFault);

@@ -67,7 +67,7 @@ TEST_F(GpuDevice, KernelAttributesAndTiming) {
   }
   GemvBenchOptions o;
   o.count = 50;
-  GemvBench bench(*device_, {GgmlType::Q4_0, 4096, 4096, 1}, o);
+  GemvBench bench(*device_, {{GgmlType::Q4_0, 4096, 4096}, 1}, o);
   const ConfigTiming t = bench.run(configs.front());
   ASSERT_TRUE(t.ok()) << t.error;
   EXPECT_EQ(t.us.n, 50);

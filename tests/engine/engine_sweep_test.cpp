@@ -26,7 +26,7 @@ namespace fs = std::filesystem;
 namespace {
 
 Shape shape(GgmlType t, int n, int k) {
-  return {t, n, k, 1, *row_bytes(t, uint64_t(k)) * uint64_t(n), {}};
+  return {{t, n, k}, 1, *row_bytes(t, uint64_t(k)) * uint64_t(n), {}};
 }
 
 // q4_0 128x256: the fake engine has a faster config (N a multiple of 128); q4_K 192x512: none.
@@ -54,6 +54,66 @@ Session sweep(engine::EngineDevice& dev, const SweepSetup& setup) {
   CancelFlag never{false};
   run_session(s, devices, nullptr, {}, never);
   return s;
+}
+
+// The engine's launch kinds, swept as it launches them: the fused gate/up and MUL_MAT_ID over the
+// experts a token uses, verified against the CPU reference of the whole launch (the GLU of both
+// products; each used expert's own output), winners found and exported with their kind.
+TEST(EngineSweep, FusedAndExpertLaunchesAreVerifiedAndTunedAsTheirKind) {
+  engine::EngineDevice dev(fake());
+  ASSERT_TRUE(dev.runs_launch(Launch::MulMatGlu));
+  SweepSetup setup = small_setup(dev);
+  Shape glu = shape(GgmlType::Q4_K, 256, 512);
+  glu.launch = Launch::MulMatGlu;
+  Shape gate_up = shape(GgmlType::Q4_0, 128, 256);
+  gate_up.launch = Launch::MulMatIdGlu;
+  gate_up.experts = 16;
+  gate_up.used = 4;
+  Shape down = shape(GgmlType::Q8_0, 256, 128);
+  down.launch = Launch::MulMatId;
+  down.experts = 16;
+  down.used = 4;
+  setup.shapes = {glu, gate_up, down};
+  const Session s = sweep(dev, setup);
+  ASSERT_EQ(s.status, "complete");
+  size_t ok = 0;
+  for (const Result& r : s.results) {
+    EXPECT_EQ(r.status, ResultStatus::Ok) << group_text(r) << ": " << r.failure;
+    EXPECT_EQ(r.ncols, 1) << "fused and ids kinds run at one token only";
+    ok += r.status == ResultStatus::Ok;
+  }
+  EXPECT_EQ(ok, s.devices.at(0).plan.items.size());  // every planned config, at ncols 1 only
+  EXPECT_EQ(ok, 3u * 9);                              // the 4 x 2 grid and the stock config, per kind
+  // Each kind has a verdict of its own; the fake engine's faster config wins where N is a multiple of 128.
+  for (const Shape& sh : setup.shapes) {
+    const Verdict* w = find_verdict(s, group_key(0, sh, 1));
+    ASSERT_TRUE(w) << shape_text(sh);
+    EXPECT_TRUE(w->is_winner()) << shape_text(sh) << ": " << w->verdict;
+  }
+  Profile p = profile_from_session(s);
+  ASSERT_EQ(p.entries.size(), 3u);
+  EXPECT_TRUE(validate_profile(p).empty());
+  const Profile back = profile_from_json(to_json(p), "round trip");
+  for (size_t i = 0; i < p.entries.size(); ++i) EXPECT_EQ(back.entries[i].key, p.entries[i].key);
+  EXPECT_TRUE(std::any_of(back.entries.begin(), back.entries.end(),
+                          [](const ProfileEntry& e) { return e.key.launch == Launch::MulMatIdGlu && e.key.used == 4; }));
+}
+
+// A probe of protocol 2 runs plain launches only: the other kinds are skipped with the reason.
+TEST(EngineSweep, AnOlderProbeSkipsTheKindsItCannotLaunch) {
+  setenv("FAKE_PROBE_PROTOCOL", "2", 1);
+  engine::EngineDevice dev(fake());
+  unsetenv("FAKE_PROBE_PROTOCOL");
+  EXPECT_FALSE(dev.runs_launch(Launch::MulMatGlu));
+  SweepSetup setup = small_setup(dev);
+  Shape glu = shape(GgmlType::Q4_K, 256, 512);
+  glu.launch = Launch::MulMatGlu;
+  setup.shapes.push_back(glu);
+  const Session s = sweep(dev, setup);
+  const auto& skipped = s.devices.at(0).plan.skipped_shapes;
+  ASSERT_EQ(skipped.size(), 1u);
+  EXPECT_EQ(skipped[0].launch, Launch::MulMatGlu);
+  EXPECT_NE(skipped[0].reason.find("plain GEMVs only"), std::string::npos) << skipped[0].reason;
 }
 
 TEST(EngineSweep, StockBaselineVerifiedWinnersConfirmed) {

@@ -16,7 +16,8 @@
 //                           (a number, or Gemv / Time / Alloc / Quantize ...)
 //   FAKE_PROBE_STOCK=WxR    the engine's stock config for every shape (an engine newer than Temper's table)
 //   FAKE_PROBE_SLEEP_US=U   real wall time per Gemv or Time request (so a sweep lasts long enough to kill)
-//   FAKE_PROBE_PROTOCOL=V   the protocol version Hello reports (below 2: TimeKernel is an unknown op)
+//   FAKE_PROBE_PROTOCOL=V   the protocol version Hello reports (below 2: TimeKernel is an unknown op;
+//                           below 3: GemvLaunch and TimeLaunch)
 //
 // TimeKernel (kernel-only) answers (bytes at 1000 GB/s) × the config's factor, exactly, without
 // jitter; it takes every compiled config as itself, the stock one included.
@@ -38,6 +39,7 @@
 #include "temper/defaults.h"
 #include "temper/quant/reference.h"
 #include "temper/session.h"
+#include "temper/verify.h"
 
 using namespace temper;
 using temper::probe::Op;
@@ -114,7 +116,8 @@ std::pair<uint32_t, long> env_op(const char* name) {
       {"Hello", Op::Hello}, {"Alloc", Op::Alloc},       {"Free", Op::Free},           {"Upload", Op::Upload},
       {"Download", Op::Download}, {"Fill", Op::Fill},   {"Quantize", Op::Quantize},   {"Gemv", Op::Gemv},
       {"Time", Op::Time}, {"HasKernel", Op::HasKernel}, {"Attributes", Op::Attributes},
-      {"StockConfig", Op::StockConfig}, {"Bandwidth", Op::Bandwidth}, {"TimeKernel", Op::TimeKernel}};
+      {"StockConfig", Op::StockConfig}, {"Bandwidth", Op::Bandwidth}, {"TimeKernel", Op::TimeKernel},
+      {"GemvLaunch", Op::GemvLaunch}, {"TimeLaunch", Op::TimeLaunch}};
   std::string s = v;
   long count = 1;
   if (const size_t colon = s.find(':'); colon != std::string::npos) {
@@ -231,6 +234,46 @@ class Probe {
         nap();
         return out.bytes;
       }
+      case Op::GemvLaunch: {
+        if (protocol() < 3) throw Fail{ProbeStatus::BadRequest, "unknown op " + std::to_string(uint32_t(op))};
+        const auto [p, c] = launch_problem(in);
+        const uint64_t wh = in.get<uint64_t>(), yh = in.get<uint64_t>(), ih = in.get<uint64_t>(), dh = in.get<uint64_t>();
+        check_launch(p, c, yh);
+        auto& w = buffer(wh);
+        auto& y = buffer(yh);
+        auto& dst = buffer(dh);
+        const int32_t* ids = launch_has_ids(p.launch) ? reinterpret_cast<const int32_t*>(buffer(ih).data()) : nullptr;
+        const size_t outputs = size_t(p.n) * size_t(output_columns(p, p.ncols));
+        if (w.size() < weight_layout(p).total || dst.size() < outputs * 4 ||
+            y.size() < size_t(p.k / 32) * size_t(input_columns(p, p.ncols)) * sizeof(quant::BlockQ8_1) ||
+            (ids && buffer(ih).size() < size_t(p.used) * 4))
+          throw Fail{ProbeStatus::BadRequest, "GemvLaunch: buffers too small"};
+        std::vector<Expected> e(outputs);
+        expected_launch_rows(p, w.data(), reinterpret_cast<const quant::BlockQ8_1*>(y.data()), ids, 0, p.n, e.data());
+        auto* out_f = reinterpret_cast<float*>(dst.data());
+        for (size_t i = 0; i < outputs; ++i) out_f[i] = float(e[i].exact);
+        nap();
+        return {};
+      }
+      case Op::TimeLaunch: {
+        if (protocol() < 3) throw Fail{ProbeStatus::BadRequest, "unknown op " + std::to_string(uint32_t(op))};
+        const auto [p, c] = launch_problem(in);
+        const int groups = in.get<int32_t>(), per_group = in.get<int32_t>();
+        const uint64_t yh = in.get<uint64_t>(), ih = in.get<uint64_t>(), dh = in.get<uint64_t>();
+        const uint32_t copies = in.get<uint32_t>();
+        for (uint32_t i = 0; i < copies; ++i) buffer(in.get<uint64_t>());
+        buffer(dh);
+        if (launch_has_ids(p.launch)) buffer(ih);
+        if (groups < 1 || per_group < 1 || copies == 0) throw Fail{ProbeStatus::BadRequest, "TimeLaunch: nothing to time"};
+        check_launch(p, c, yh);
+        const double mean = mean_us(p, c.nwarps == 0 ? stock(p) : c);
+        for (int g = 0; g < groups; ++g) {
+          jitter_ = mix(jitter_ + 1);
+          out.put(mean * (1 + 0.004 * (double(jitter_ % 10000) / 10000.0 - 0.5)));
+        }
+        nap();
+        return out.bytes;
+      }
       case Op::TimeKernel: {
         if (protocol() < 2) throw Fail{ProbeStatus::BadRequest, "unknown op " + std::to_string(uint32_t(op))};
         const auto [p, c, groups, per_group, yh] = timing_request(in, "TimeKernel");
@@ -279,6 +322,35 @@ class Probe {
     auto it = buffers_.find(h);
     if (it == buffers_.end()) throw Fail{ProbeStatus::BadRequest, "no buffer with handle " + std::to_string(h)};
     return it->second;
+  }
+
+  // GemvLaunch / TimeLaunch's header (probe_protocol.h).
+  std::pair<GemvProblem, Config> launch_problem(In& in) {
+    GemvProblem p;
+    const int32_t launch = in.get<int32_t>(), glu = in.get<int32_t>();
+    if (launch < 0 || launch > int32_t(Launch::MulMatIdGlu) || glu < 0 || glu > 1)
+      throw Fail{ProbeStatus::BadRequest, "bad launch kind or GLU"};
+    p.launch = Launch(launch);
+    p.glu = GluOp(glu);
+    p.type = GgmlType(in.get<int32_t>());
+    p.n = in.get<int32_t>();
+    p.k = in.get<int32_t>();
+    p.ncols = in.get<int32_t>();
+    Config c;
+    c.nwarps = in.get<int32_t>();
+    c.rows_per_block = in.get<int32_t>();
+    p.experts = in.get<int32_t>();
+    p.used = in.get<int32_t>();
+    p.ids_sets = in.get<int32_t>();
+    const uint64_t gate_offset = in.get<uint64_t>();
+    if (p.n < 1 || p.k < 32 || p.ncols < 1 || p.ncols > 8 || !row_bytes(p.type, uint64_t(p.k)))
+      throw Fail{ProbeStatus::BadRequest, "bad problem"};
+    if (launch_has_ids(p.launch) && (p.used < 1 || p.used > p.experts || p.ncols != 1))
+      throw Fail{ProbeStatus::BadRequest, "bad experts"};
+    if (launch_is_fused(p.launch) && p.ncols != 1)
+      throw Fail{ProbeStatus::EngineError, "the engine fuses gate/up only at one token"};
+    if (gate_offset != weight_layout(p).gate_offset) throw Fail{ProbeStatus::BadRequest, "gate offset differs from the layout"};
+    return {p, c};
   }
 
   std::pair<GemvProblem, Config> problem(In& in) {
@@ -337,7 +409,7 @@ class Probe {
 
   // (Bytes at 1000 GB/s plus 3 µs) times factor().
   double mean_us(const GemvProblem& p, Config c) const {
-    return (gemv_bytes(p.type, p.n, p.k, p.ncols) / (kBandwidthGbs * 1e3) + 3.0) * factor(p, c);
+    return (gemv_bytes(p.shape(), p.ncols) / (kBandwidthGbs * 1e3) + 3.0) * factor(p, c);
   }
 
   // 1 for stock, 0.9 for the one faster config of shapes whose N is a multiple of 128, else
@@ -351,7 +423,8 @@ class Probe {
         f = 0.9;
       } else {
         const uint64_t h = mix((uint64_t(p.type) << 48) ^ (uint64_t(p.n) << 24) ^ uint64_t(p.k) ^
-                               (uint64_t(p.ncols) << 56) ^ (uint64_t(c.nwarps) << 40) ^ (uint64_t(c.rows_per_block) << 44));
+                               (uint64_t(p.ncols) << 56) ^ (uint64_t(c.nwarps) << 40) ^ (uint64_t(c.rows_per_block) << 44) ^
+                               (uint64_t(p.launch) << 60));
         f = 1.03 + 0.4 * double(h % 1000) / 1000.0;
       }
     }
@@ -389,7 +462,7 @@ int main() {
     const Op op = Op(head[0]);
     if (op == Op::Quit) return 0;
     const long nth = ++per_op[head[0]];
-    const bool launch = op == Op::Gemv || op == Op::Time || op == Op::TimeKernel;
+    const bool launch = op == Op::Gemv || op == Op::Time || op == Op::TimeKernel || op == Op::GemvLaunch || op == Op::TimeLaunch;
     if (n == crash_at || (head[0] == crash_op && nth == crash_count)) {
       std::fprintf(stderr, "fake probe: crashing in request %ld (op %u) as asked\n", n, head[0]);
       const int32_t status = 0;

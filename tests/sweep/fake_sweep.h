@@ -8,7 +8,7 @@ namespace temper::test {
 // N rows of K values, called `calls` times per token.
 inline Shape shape(GgmlType t, int n, int k, int calls = 1) {
   const uint64_t bytes = *row_bytes(t, uint64_t(k)) * uint64_t(n) * uint64_t(calls);
-  return {t, n, k, calls, bytes, {}};
+  return {{t, n, k}, calls, bytes, {}};
 }
 
 inline Session run(const SweepSetup& setup, FakeDevice& dev, Journal* journal = nullptr,

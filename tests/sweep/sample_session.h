@@ -35,8 +35,8 @@ inline Session sample_session() {
   s.tool_version = "0.1.0";
   s.build = {"0123456789abcdef0123456789abcdef01234567", "GNU 14.2.0", "RelWithDebInfo", "-O2 -g", "", "90", "ci"};
   s.model = {"llama-3-8b.Q4_K_M.gguf", 4920000000ull, "fnv1a64:00112233aabbccdd", "llama"};
-  s.shapes = {{GgmlType::Q4_K, 14336, 4096, 64, 64ull * 14336 * 4096 / 256 * 144, {"blk.*.ffn_gate", "blk.*.ffn_up"}},
-              {GgmlType::Q6_K, 4096, 14336, 32, 32ull * 4096 * 14336 / 256 * 210, {"blk.*.ffn_down"}}};
+  s.shapes = {{{GgmlType::Q4_K, 14336, 4096}, 64, 64ull * 14336 * 4096 / 256 * 144, {"blk.*.ffn_gate", "blk.*.ffn_up"}},
+              {{GgmlType::Q6_K, 4096, 14336}, 32, 32ull * 4096 * 14336 / 256 * 210, {"blk.*.ffn_down"}}};
   s.grid = {{1, 2}, {1, 2, 4}, {1, 2}, "ggml-7180759", false};
   s.options.seed = 42;
   SessionDevice d;
@@ -53,12 +53,12 @@ inline Session sample_session() {
   d.plan.grid = s.grid;
   d.plan.defaults_table = "GENERIC";
   for (const auto& sh : s.shapes) {
-    d.plan.items.push_back({sh.type, int(sh.n), int(sh.k), 1, {4, 1}, true, false});
-    d.plan.items.push_back({sh.type, int(sh.n), int(sh.k), 1, {2, 1}, false, false});
-    d.plan.items.push_back({sh.type, int(sh.n), int(sh.k), 1, {1, 1}, false, false});
+    d.plan.items.push_back({{sh.type, int(sh.n), int(sh.k)}, 1, {4, 1}, true, false});
+    d.plan.items.push_back({{sh.type, int(sh.n), int(sh.k)}, 1, {2, 1}, false, false});
+    d.plan.items.push_back({{sh.type, int(sh.n), int(sh.k)}, 1, {1, 1}, false, false});
   }
-  d.plan.excluded.push_back({GgmlType::Q4_K, 14336, 4096, 1, {16, 8}, "more than 1024 threads"});
-  d.plan.skipped_shapes.push_back({GgmlType::F16, 4096, 4096, "no mmvq kernel for f16"});
+  d.plan.excluded.push_back({{GgmlType::Q4_K, 14336, 4096}, 1, {16, 8}, "more than 1024 threads"});
+  d.plan.skipped_shapes.push_back({{GgmlType::F16, 4096, 4096}, "no mmvq kernel for f16"});
   s.devices.push_back(d);
   // q4_K: {2,1} clearly beats the default; {1,1} is faster on median but its CI overlaps.
   s.results.push_back(ok_result(GgmlType::Q4_K, 14336, 4096, 1, {4, 1}, 100.0, 0.5, true));

@@ -12,8 +12,8 @@ TEST(SweepOnDevice, SmallSweepVerifiesTimesAndPicksWinners) {
   auto device = gpu::open_device(list, 0);
   SweepSetup setup;
   const uint64_t row = *row_bytes(GgmlType::Q4_K, 4096);
-  setup.shapes = {{GgmlType::Q4_K, 4096, 4096, 32, 32 * row * 4096, {"test"}},
-                  {GgmlType::Q4_0, 1024, 2048, 1, *row_bytes(GgmlType::Q4_0, 2048) * 1024, {"test"}}};
+  setup.shapes = {{{GgmlType::Q4_K, 4096, 4096}, 32, 32 * row * 4096, {"test"}},
+                  {{GgmlType::Q4_0, 1024, 2048}, 1, *row_bytes(GgmlType::Q4_0, 2048) * 1024, {"test"}}};
   setup.model = {std::string(kSyntheticShape), 0, "", ""};
   setup.grid = quick_grid(std::string(known_engines()[0]));
   setup.options.time_cap_s = 0.2;

@@ -52,6 +52,7 @@ struct Roofline {
 };
 
 double gemv_ops(int64_t n, int64_t k, int ncols);  // 2·n·k·ncols
+double gemv_ops(const ShapeKey& shape, int ncols);  // every GEMV of one launch (gate and up, each expert)
 
 // The roofline of one device of a session (Error(BadInput) when the session has no such device).
 // `spec` overrides the database look-up of the device's spec_id (nullptr: look it up).

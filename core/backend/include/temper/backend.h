@@ -53,16 +53,50 @@ struct Telemetry {
   std::optional<double> sm_clock_mhz, memory_clock_mhz, power_w, temperature_c, busy_percent;
 };
 
-// One GEMV problem: dst[ncols][n] = W[n][k] · y[ncols][k].
+// The gate activation of a fused gate/up launch: out = up · act(gate). ggml's fused mmvq applies
+// SwiGLU (silu) or GeGLU (tanh-approximated gelu), whichever the model's graph uses.
+enum class GluOp : uint8_t { SwiGlu, GeGlu };
+std::string_view glu_name(GluOp g);                    // "swiglu", "geglu"
+GluOp glu_of_architecture(std::string_view architecture);  // gemma*: GeGlu; else SwiGlu
+
+class DeviceBuffer;
+
+// One GEMV launch: dst[ncols][n] = W[n][k] · y[ncols][k] for a plain launch; the fused and ids
+// kinds of ShapeKey read their weights as weight_layout() lays them out, and ids launches write one
+// column per expert (`used` columns of n) from the expert ids in `ids`.
 struct GemvProblem : ShapeKey {
   int ncols = 1;
   // Which engine version's compiled kernel to run (defaults::kernel_variant of the session's engine).
   mmvq::KernelVariant variant = mmvq::KernelVariant::Ggml7180759;
+  GluOp glu = GluOp::SwiGlu;            // fused kinds
+  // ids kinds: `ids_sets` sets of `used` distinct int32 expert ids, one after the other; a launch
+  // uses set (launch index mod ids_sets), gemv() set 0, so timed launches read a spread of experts.
+  const DeviceBuffer* ids = nullptr;
+  int ids_sets = 1;
 };
 
+// Where a launch's weights live in one buffer: the matrix (all `experts` matrices of an ids kind,
+// one after the other), then for fused kinds the gate matrix (likewise) at gate_offset. The up
+// matrix comes first because ggml's fused mmvq reads it as its x and the gate through its fusion
+// arguments. Each matrix is followed by the spare rows the kernels may read past the last one.
+struct WeightLayout {
+  size_t row_bytes = 0;
+  size_t matrix_bytes = 0;   // one expert's matrix (n rows)
+  size_t experts = 1;        // matrices per operand
+  size_t gate_offset = 0;    // 0 when the launch has no gate
+  size_t total = 0;          // the buffer's size
+};
+WeightLayout weight_layout(const ShapeKey& s);
+// Activation columns one launch reads (y) and output columns it writes (dst).
+int input_columns(const ShapeKey& s, int ncols);
+int output_columns(const ShapeKey& s, int ncols);
+
 // Bytes one launch moves, as GB/s and the roofline count them: weights + q8_1 activations
-// (ncols × k/32 blocks of 36 bytes) + float outputs (ncols × n).
-double gemv_bytes(GgmlType type, int64_t n, int64_t k, int ncols);
+// (ncols × k/32 blocks of 36 bytes) + float outputs (ncols × n); a launch of a fused or ids kind
+// counts every matrix it reads (both of gate/up, `used` experts) and its activation and output
+// columns (one per expert for ids kinds, whose ncols is 1).
+double gemv_bytes(const ShapeKey& shape, int ncols);
+double gemv_bytes(GgmlType type, int64_t n, int64_t k, int ncols);  // a plain GEMV
 uint64_t gemv_bytes(const GemvProblem& p);
 
 class Device;
@@ -103,6 +137,9 @@ class Device {
   // x: ncols columns of k floats → y: ncols × k/32 q8_1 blocks (36 bytes each).
   virtual void quantize_q8_1(const DeviceBuffer& x, DeviceBuffer& y, int k, int ncols) = 0;
   virtual bool has_kernel(GgmlType type, int ncols, Config config) const = 0;
+  // Whether this device can launch shapes of this kind (Temper's own kernel: plain GEMVs only; the
+  // engine's: every kind its probe serves).
+  virtual bool runs_launch(Launch l) const { return l == Launch::MulMat; }
   // The config the device's own engine launches for (type, ncols, K), when it knows (the engine
   // device asks its probe); nullopt: the sweep takes the default from Temper's tables.
   virtual std::optional<Config> stock_config(GgmlType, int /*ncols*/, int /*k*/) const { return std::nullopt; }

@@ -45,6 +45,16 @@ struct Expected {
   double f64_tolerance = 0;  // quant::tolerance_f64
 };
 
+// The expected outputs of one launch for rows [r0, r1) of every output column, into out[col * n +
+// row], from its buffers as the device holds them: `weights` laid out as weight_layout(p), `y` the
+// device-quantized activation columns (input_columns), `ids` the `used` expert ids of an ids kind
+// (set 0). Each dot is the exact q8_1 reference with its tolerance; the fused kinds' GLU,
+// up · act(gate), is evaluated in double and its tolerance carries both dots' tolerances through
+// its derivatives (plus the device's float rounding of act()). Error(BadInput) on an expert id out
+// of range.
+void expected_launch_rows(const GemvProblem& p, const uint8_t* weights, const quant::BlockQ8_1* y, const int32_t* ids,
+                          int64_t r0, int64_t r1, Expected* out);
+
 struct OutputCheck {
   int values = 0;
   int unwritten = 0;             // still NaN: the kernel never wrote them

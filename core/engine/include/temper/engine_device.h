@@ -73,6 +73,7 @@ class EngineDevice final : public Device {
   void fill(DeviceBuffer& dst, uint8_t byte) override;
   void quantize_q8_1(const DeviceBuffer& x, DeviceBuffer& y, int k, int ncols) override;
   bool has_kernel(GgmlType type, int ncols, Config config) const override;
+  bool runs_launch(Launch l) const override { return l == Launch::MulMat || protocol_ >= 3; }
   std::optional<Config> stock_config(GgmlType type, int ncols, int k) const override;
   void gemv(const GemvProblem& p, Config c, const DeviceBuffer& weights, const DeviceBuffer& y_q8_1,
             DeviceBuffer& dst) override;
@@ -97,6 +98,8 @@ class EngineDevice final : public Device {
   std::vector<uint8_t> call(uint32_t op, const std::vector<uint8_t>& payload, const char* what) const;
   // The config to send: {0, 0} (the engine's stock launch) when c is the stock config for (type, ncols, k).
   Config wire_config(const GemvProblem& p, Config c) const;
+  // GemvLaunch / TimeLaunch's header for a launch of a fused or ids kind (protocol 3).
+  void put_launch_header(std::vector<uint8_t>& out, const GemvProblem& p, Config wire) const;
 
   ProbeOptions options_;
   std::unique_ptr<ProbeProcess> process_;

@@ -18,7 +18,9 @@
 namespace temper {
 
 // The session format this build writes; it reads this version and every older one it knows.
-inline constexpr int kSessionSchemaVersion = 1;
+// 2 added launch kinds: a shape key may carry "launch" (and "experts", "experts_used"); a version 1
+// file reads as plain MUL_MATs.
+inline constexpr int kSessionSchemaVersion = 2;
 inline constexpr std::string_view kEstimateLabel = "estimate of the GEMV share of decode";
 inline constexpr std::string_view kNotInDatabase = "not in database";
 inline constexpr std::string_view kSyntheticShape = "synthetic shape";
