@@ -212,7 +212,7 @@ std::vector<int> KernelSet::ncols_of(const std::string& type) const {
   return other_ncols;
 }
 
-std::string_view kernel_set_names() { return "full|all|ncols1|ci"; }
+std::string_view kernel_set_names() { return "full|all|ncols1|ci|TYPE,TYPE,..."; }
 
 namespace {
 // The tier-1 types as upstream's enum names them ("Q4_K", "IQ4_NL", "MXFP4").
@@ -233,7 +233,22 @@ KernelSet kernel_set(const std::string& name) {
   if (name == "full") return {"full", {}, tier1_upstream_names(), {1}};
   // The tier-1 types at ncols 1 only (bench/fidelity.sh): a fraction of the full build's time.
   if (name == "ncols1") return {"ncols1", {1}, tier1_upstream_names(), {}};
-  fail(ErrorKind::BadInput, "kernel set \"" + name + "\": expected " + std::string(kernel_set_names()));
+  // A list of ggml types ("q4_K,q6_K"): just the types of one's model, at ncols 1-8 — a fraction
+  // of the full set's build time; shapes of other types run stock.
+  KernelSet set{name, {}, {}, {}};
+  for (size_t at = 0; at <= name.size();) {
+    const size_t comma = std::min(name.find(',', at), name.size());
+    const std::string item = name.substr(at, comma - at);
+    const auto type = parse_type(item);
+    if (!type || !mmvq::type_supported(uint32_t(*type)))
+      fail(ErrorKind::BadInput, "kernel set \"" + name + "\": expected " + std::string(kernel_set_names()) +
+                                    (item.empty() ? std::string() : " (\"" + item + "\" is not a type mmvq runs)"));
+    std::string upper(type_name(*type));
+    for (char& c : upper) c = char(std::toupper(static_cast<unsigned char>(c)));
+    if (std::find(set.types.begin(), set.types.end(), upper) == set.types.end()) set.types.push_back(upper);
+    at = comma + 1;
+  }
+  return set;
 }
 
 Patch make_patch(const std::string& source, const KernelSet& set, int hook_version) {

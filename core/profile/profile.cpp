@@ -33,8 +33,17 @@ std::optional<Approval> parse_approval(std::string_view name) {
   return std::nullopt;
 }
 
+ProfileDevice profile_device(const DeviceInfo& info) {
+  return {info.name, info.compute_units, info.memory_bytes >> 20};
+}
+
+std::string device_text(const ProfileDevice& d) {
+  return d.any() ? "any device" : d.name + " (" + std::to_string(d.compute_units) + " CUs)";
+}
+
 std::string key_text(const ProfileKey& key) {
-  return (key.arch.empty() ? "(no arch)" : key.arch) + " " + shape_text(key) + " ncols " + std::to_string(key.ncols);
+  return (key.arch.empty() ? "(no arch)" : key.arch) + " " + shape_text(key) + " ncols " + std::to_string(key.ncols) +
+         (key.device.any() ? "" : " on " + device_text(key.device));
 }
 
 std::vector<std::string> profile_arches(const Profile& p) {
@@ -50,6 +59,16 @@ ProfileEntry* find_entry(Profile& p, const ProfileKey& key) {
 }
 const ProfileEntry* find_entry(const Profile& p, const ProfileKey& key) {
   return find_entry(const_cast<Profile&>(p), key);
+}
+
+const ProfileEntry* applied_entry(const Profile& p, const std::string& arch, const ProfileDevice& device,
+                                  const ShapeKey& shape, int ncols) {
+  for (const ProfileDevice& d : {device, ProfileDevice{}}) {
+    const ProfileEntry* e = find_entry(p, ProfileKey(arch, shape, ncols, d));
+    if (e && e->approval == Approval::Approved) return e;
+    if (e || d.any()) break;  // the device's own entry decides, approved or not
+  }
+  return nullptr;
 }
 
 namespace {
@@ -74,7 +93,7 @@ Profile profile_from_session(const Session& s, std::optional<int> device) {
     if (!d) fail(ErrorKind::BadInput, "session " + s.id + ": winner on device " + std::to_string(w.device) +
                                           " which the session does not list");
     ProfileEntry e;
-    e.key = {d->info.arch, w, w.ncols};
+    e.key = {d->info.arch, w, w.ncols, profile_device(d->info)};
     e.config = w.config;
     e.default_config = w.default_config;
     e.is_small_k = w.ncols == 1 && w.default_config.nwarps > 1 && w.config.nwarps == w.default_config.nwarps &&
@@ -102,7 +121,7 @@ Profile profile_from_session(const Session& s, std::optional<int> device) {
       }
     e.provenance = pv;
     if (find_entry(p, e.key))
-      fail(ErrorKind::BadInput, "session " + s.id + ": two devices of arch " + e.key.arch + " both have a winner for " +
+      fail(ErrorKind::BadInput, "session " + s.id + ": two devices of one kind both have a winner for " +
                                     key_text(e.key) + "; export one device with --device");
     p.entries.push_back(std::move(e));
   }
@@ -155,10 +174,9 @@ void set_approval(Profile& p, const ProfileKey& key, Approval a, const std::stri
 Estimate estimate_with_profile(const Session& s, int device, const Profile& p) {
   const SessionDevice* d = find_device(s, device);
   if (!d) fail(ErrorKind::BadInput, "session " + s.id + " has no device " + std::to_string(device));
-  const std::string arch = d->info.arch;
+  const ProfileDevice on = profile_device(d->info);
   return estimate_decode(s, device, [&](const ShapeKey& shape) -> std::optional<Config> {
-    const ProfileEntry* e = find_entry(p, {arch, shape, 1});
-    if (e && e->approval == Approval::Approved) return e->config;
+    if (const ProfileEntry* e = applied_entry(p, d->info.arch, on, shape, 1)) return e->config;
     return std::nullopt;
   });
 }
@@ -222,9 +240,26 @@ GgmlType read_type(const Reader& r) {
 ProfileEntry read_entry(const Reader& r) {
   ProfileEntry e;
   e.key.arch = r.at("arch").str();
+  if (r.has("device")) {  // absent: an arch-level entry (schema 1)
+    const Reader d = r.at("device");
+    e.key.device.name = d.at("name").str();
+    if (e.key.device.name.empty()) d.at("name").bad("expected the device's name");
+    e.key.device.compute_units = int(d.at("compute_units").integer(1, 1 << 20));
+    e.key.device.memory_mib = uint64_t(d.at("memory_mib").integer(0, INT64_MAX));
+  }
   e.key.type = read_type(r.at("type"));
   e.key.n = int(r.at("n").integer(1, INT32_MAX));
   e.key.k = int(r.at("k").integer(1, INT32_MAX));
+  if (r.has("launch")) {  // absent: a plain MUL_MAT (schema 1)
+    const std::string name = r.at("launch").str();
+    const auto launch = parse_launch(name);
+    if (!launch) r.at("launch").bad("unknown launch kind \"" + name + "\" (expected " + std::string(launch_names()) + ")");
+    e.key.launch = *launch;
+  }
+  if (launch_has_ids(e.key.launch)) {
+    e.key.experts = int(r.at("experts").integer(1, INT32_MAX));
+    e.key.used = int(r.at("experts_used").integer(1, e.key.experts));
+  }
   e.key.ncols = int(r.at("ncols").integer(1, 1024));
   e.config = read_config(r.at("config"));
   e.default_config = read_config(r.at("default_config"));
@@ -316,11 +351,17 @@ json to_json(const Profile& p) {
             {"speedup_high", v.speedup_high},   {"calls_per_token", v.calls_per_token},
             {"bytes_per_token", v.bytes_per_token}, {"kernel", v.kernel}};
     }
-    entries.push_back({{"arch", e.key.arch},
-                       {"type", std::string(type_name(e.key.type))},
-                       {"n", e.key.n},
-                       {"k", e.key.k},
-                       {"ncols", e.key.ncols},
+    json entry = {{"arch", e.key.arch}};
+    if (!e.key.device.any())
+      entry["device"] = {{"name", e.key.device.name}, {"compute_units", e.key.device.compute_units},
+                         {"memory_mib", e.key.device.memory_mib}};
+    entry.update(json{{"type", std::string(type_name(e.key.type))}, {"n", e.key.n}, {"k", e.key.k}});
+    if (e.key.launch != Launch::MulMat) entry["launch"] = launch_name(e.key.launch);
+    if (launch_has_ids(e.key.launch)) {
+      entry["experts"] = e.key.experts;
+      entry["experts_used"] = e.key.used;
+    }
+    entry.update(json{{"ncols", e.key.ncols},
                        {"config", config_json(e.config)},
                        {"default_config", config_json(e.default_config)},
                        {"is_small_k", e.is_small_k},
@@ -329,6 +370,7 @@ json to_json(const Profile& p) {
                        {"decided_at", e.decided_at},
                        {"note", e.note},
                        {"provenance", pv}});
+    entries.push_back(std::move(entry));
   }
   return {{"format", "temper-profile"}, {"schema_version", p.schema_version}, {"created", p.created},
           {"tool_version", p.tool_version}, {"source", p.source}, {"model", p.model},
@@ -397,6 +439,11 @@ std::vector<std::string> validate_profile(const Profile& p) {
       problems.push_back(at + "k " + std::to_string(e.key.k) + " is not a whole number of " + std::string(ti.name) +
                          " blocks (" + std::to_string(ti.block_size) + " values)");
     if (e.key.ncols < 1 || e.key.ncols > 8) problems.push_back(at + "ncols must be 1..8");
+    if (launch_is_fused(e.key.launch) && e.key.ncols != 1)
+      problems.push_back(at + "a fused gate/up launch exists at ncols 1 only (ggml fuses at one token)");
+    else if (launch_has_ids(e.key.launch) && e.key.ncols != 1)
+      problems.push_back(at + "MUL_MAT_ID at more than one token runs the multi-token MoE kernel, which the hook does not tune");
+    if (e.bucketed && e.key.launch != Launch::MulMat) problems.push_back(at + "a kernel-anvil bucket tunes plain MUL_MAT only");
     if (!in_range(e.config.nwarps) || !in_range(e.config.rows_per_block))
       problems.push_back(at + "config values must be 1..32, got nwarps " + std::to_string(e.config.nwarps) +
                          " rows_per_block " + std::to_string(e.config.rows_per_block));

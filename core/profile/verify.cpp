@@ -38,7 +38,8 @@ std::string RecheckReport::text() const {
     }
     o << "\n";
   }
-  for (const auto& k : skipped) o << "skipped: " << key_text(k) << " (other arch or a bucketed import)\n";
+  for (const auto& k : skipped)
+    o << "skipped: " << key_text(k) << " (another arch or device, overridden by this device's own entry, or a bucketed import)\n";
   o << still_winning() << " of " << lines.size() << " approved entries still win\n";
   return o.str();
 }
@@ -49,10 +50,12 @@ RecheckReport recheck_profile(const Profile& p, Device& device, const RecheckOpt
   RecheckReport report;
   report.device_name = info.name;
   report.device_arch = info.arch;
+  // The entries the engine would apply on this device: its own, else the arch-level ones.
+  const ProfileDevice on = profile_device(info);
   std::vector<const ProfileEntry*> todo;
   for (const auto& e : p.entries) {
     if (e.approval != Approval::Approved) continue;
-    if (e.key.arch != info.arch || e.bucketed)
+    if (e.key.arch != info.arch || e.bucketed || applied_entry(p, info.arch, on, e.key, e.key.ncols) != &e)
       report.skipped.push_back(e.key);
     else
       todo.push_back(&e);
@@ -94,8 +97,8 @@ RecheckReport recheck_profile(const Profile& p, Device& device, const RecheckOpt
   Plan& plan = s.devices.front().plan;
   std::erase_if(plan.items, [&](const PlanItem& it) {
     if (it.is_default) return false;
-    const ProfileEntry* e = find_entry(p, {info.arch, it, it.ncols});
-    return !(e && e->approval == Approval::Approved && e->config == it.config);
+    const ProfileEntry* e = applied_entry(p, info.arch, on, it, it.ncols);
+    return !(e && e->config == it.config);
   });
   report.session_id = s.id;
 

@@ -5,8 +5,13 @@
 extern "C" {
 int  temper_mmvq_hook_version(void);
 const char * temper_mmvq_kernel_set(void);
-// nwarps 0 removes the override: that shape runs as the profile or the stock table says.
+// nwarps 0 removes the override: that shape runs as the profile or the stock table says. The plain
+// form overrides plain MUL_MAT launches; the _launch form any kind (0 MUL_MAT, 1 fused gate/up,
+// 2 MUL_MAT_ID, 3 fused MUL_MAT_ID gate/up; Temper's Launch).
 void temper_mmvq_set_override(int type, int n, int k, int ncols, int nwarps, int rows);
+void temper_mmvq_set_override_launch(int launch, int type, int n, int k, int ncols, int nwarps, int rows);
+// The kind of the last mmvq launch (as above); -1 before the first.
+int  temper_mmvq_last_launch_kind(void);
 int  temper_mmvq_has(int type, int ncols, int nwarps, int rows);
 int  temper_mmvq_attributes(int type, int ncols, int nwarps, int rows, int out[5]);
 // The last launch mmvq made: nwarps, grid x; and how many launches it has made in all.

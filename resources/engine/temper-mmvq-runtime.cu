@@ -33,14 +33,28 @@ int rows_index(int r) { for (int i = 0; i < 4; ++i) if (kRows[i] == r) return i;
 struct Instance { temper_mmvq_launch_fn launch = nullptr; temper_mmvq_attr_fn attr = nullptr; };
 Instance g_instances[kTypes][9][5][4];
 
-using ShapeKey = std::tuple<int, int, int, int>;  // type, n, k, ncols
+// The launch kinds of Temper's profiles (docs/profile-format.md): what ggml launched mmvq for.
+enum LaunchKind { kMulMat = 0, kMulMatGlu = 1, kMulMatId = 2, kMulMatIdGlu = 3, kLaunchKinds = 4 };
+const char * const kLaunchNames[kLaunchKinds] = {"mul_mat", "mul_mat_glu", "mul_mat_id", "mul_mat_id_glu"};
+int launch_kind(const temper_mmvq_args & a) {
+    const bool fused = a.fusion && a.fusion->gate;
+    return a.ids ? (fused ? kMulMatIdGlu : kMulMatId) : (fused ? kMulMatGlu : kMulMat);
+}
+
+using ShapeKey = std::tuple<int, int, int, int, int>;  // launch kind, type, n, k, ncols
 struct Choice { int nwarps, rows; };
+// Entries of one arch: the arch-level ones, and per device (name, compute units) its own.
+struct ArchEntries {
+    std::map<ShapeKey, Choice> any_device;
+    std::map<std::pair<std::string, int>, std::map<ShapeKey, Choice>> by_device;
+};
 
 std::mutex g_mutex;
 std::map<ShapeKey, Choice> g_overrides;                        // the probe's
-std::map<std::string, std::map<ShapeKey, Choice>> g_profile;   // per arch, approved entries
+std::map<std::string, ArchEntries> g_profile;                  // per arch, approved entries
 std::string g_profile_path;
-int g_profile_malformed = 0, g_profile_unapproved = 0;
+int g_profile_malformed = 0, g_profile_unapproved = 0, g_profile_unknown_launch = 0;
+std::atomic<int> g_last_kind{-1};
 bool g_profile_reported[64] = {};
 std::once_flag g_registered, g_profile_loaded;
 std::atomic<long long> g_launches{0}, g_tuned{0};
@@ -192,21 +206,35 @@ std::string read_profile(const std::string & path) {
         const Json * arch = e.get("arch");
         const Json * type = e.get("type");
         const Json * config = e.get("config");
+        const Json * launch = e.get("launch");    // absent: a plain MUL_MAT (schema 1)
+        const Json * device = e.get("device");    // absent: every device of the arch
+        int kind = kMulMat;
+        if (launch) {
+            kind = -1;
+            for (int i = 0; launch->kind == Json::String && i < kLaunchKinds; ++i)
+                if (launch->text == kLaunchNames[i]) kind = i;
+            if (kind < 0) { ++g_profile_unknown_launch; continue; }  // a newer Temper's launch kind
+        }
         const int n = int_field(e, "n"), k = int_field(e, "k"), ncols = int_field(e, "ncols");
         const int t = type && type->kind == Json::String ? type_id(type->text) : -1;
         const int w = config ? int_field(*config, "nwarps") : -1, r = config ? int_field(*config, "rows_per_block") : -1;
-        if (!approval || !arch || arch->kind != Json::String || t < 0 || n <= 0 || k <= 0 || ncols < 1 || ncols > 8 || w <= 0 || r <= 0) {
+        const Json * device_name = device ? device->get("name") : nullptr;
+        const int device_cus = device ? int_field(*device, "compute_units") : 0;
+        if (!approval || !arch || arch->kind != Json::String || t < 0 || n <= 0 || k <= 0 || ncols < 1 || ncols > 8 || w <= 0 || r <= 0 ||
+            (device && (!device_name || device_name->kind != Json::String || device_name->text.empty() || device_cus <= 0))) {
             ++g_profile_malformed;
             continue;
         }
-        g_profile[arch->text][ShapeKey{t, n, k, ncols}] = Choice{w, r};
+        ArchEntries & a = g_profile[arch->text];
+        auto & table = device ? a.by_device[{device_name->text, device_cus}] : a.any_device;
+        table[ShapeKey{kind, t, n, k, ncols}] = Choice{w, r};
     }
     return std::string();
 }
 
 void load_profile_locked(const char * explicit_path) {
     g_profile.clear();
-    g_profile_malformed = g_profile_unapproved = 0;
+    g_profile_malformed = g_profile_unapproved = g_profile_unknown_launch = 0;
     std::fill(std::begin(g_profile_reported), std::end(g_profile_reported), false);
     const char * env = getenv("TEMPER_PROFILE");
     std::string path = explicit_path ? explicit_path : env ? env : default_profile_path();
@@ -223,30 +251,65 @@ void load_profile_locked(const char * explicit_path) {
     }
 }
 
-std::string device_arch(int device) {
+// What identifies a device for its own profile entries: arch, name, compute units.
+struct DeviceId { std::string arch, name; int compute_units = 0; };
+
+DeviceId device_id(int device) {
+    DeviceId id;
     cudaDeviceProp prop;
-    if (cudaGetDeviceProperties(&prop, device) != cudaSuccess) return "unknown";
+    if (cudaGetDeviceProperties(&prop, device) != cudaSuccess) { id.arch = "unknown"; return id; }
 #if defined(GGML_USE_HIP)
-    std::string arch = prop.gcnArchName;
-    return arch.substr(0, arch.find(':'));
+    id.arch = prop.gcnArchName;
+    id.arch = id.arch.substr(0, id.arch.find(':'));
 #else
-    return "sm_" + std::to_string(prop.major * 10 + prop.minor);
+    id.arch = "sm_" + std::to_string(prop.major * 10 + prop.minor);
 #endif
+    id.name = prop.name;
+    id.compute_units = prop.multiProcessorCount;
+    return id;
 }
 
-// The profile's one line, once per device: what it holds for this arch and what it ignored.
-void report_profile(int device, const std::string & arch) {
-    if (g_profile_path.empty() || device < 0 || device >= 64 || g_profile_reported[device]) return;
-    g_profile_reported[device] = true;
-    int usable = 0, other_arch = 0, not_compiled = 0;
-    for (const auto & [a, entries] : g_profile) {
-        if (a != arch) { other_arch += (int) entries.size(); continue; }
+// The entries the hook uses on this device: its own, then the arch-level ones. Counts what it used
+// and what it ignored.
+struct Usable { int own = 0, arch = 0, not_compiled = 0, other_arch = 0, other_devices = 0; };
+Usable count_usable(const DeviceId & id) {
+    Usable u;
+    auto count = [&](const std::map<ShapeKey, Choice> & entries, int & into) {
         for (const auto & [key, c] : entries) {
-            if (find_instance(std::get<0>(key), std::get<3>(key), c.nwarps, c.rows)) ++usable; else ++not_compiled;
+            if (find_instance(std::get<1>(key), std::get<4>(key), c.nwarps, c.rows)) ++into; else ++u.not_compiled;
+        }
+    };
+    for (const auto & [a, entries] : g_profile) {
+        int all = (int) entries.any_device.size();
+        for (const auto & [dev, table] : entries.by_device) all += (int) table.size();
+        if (a != id.arch) { u.other_arch += all; continue; }
+        count(entries.any_device, u.arch);
+        for (const auto & [dev, table] : entries.by_device) {
+            if (dev.first == id.name && dev.second == id.compute_units) count(table, u.own);
+            else u.other_devices += (int) table.size();
         }
     }
-    fprintf(stderr, "temper: profile %s: %d entries for %s (device %d); ignored %d for other archs, %d with a config not compiled in, %d malformed, %d not approved\n",
-            g_profile_path.c_str(), usable, arch.c_str(), device, other_arch, not_compiled, g_profile_malformed, g_profile_unapproved);
+    return u;
+}
+
+// The profile's one line, once per device: what it holds for this device and arch, what it ignored.
+void report_profile(int device, const DeviceId & id) {
+    if (g_profile_path.empty() || device < 0 || device >= 64 || g_profile_reported[device]) return;
+    g_profile_reported[device] = true;
+    const Usable u = count_usable(id);
+    fprintf(stderr, "temper: profile %s: %d entries for %s (%s, device %d), %d for %s; ignored %d for other archs, %d for other devices, "
+                    "%d for launches this hook lacks, %d with a config not compiled in, %d malformed, %d not approved\n",
+            g_profile_path.c_str(), u.own, id.name.c_str(), id.arch.c_str(), device, u.arch, id.arch.c_str(), u.other_arch,
+            u.other_devices, g_profile_unknown_launch, u.not_compiled, g_profile_malformed, g_profile_unapproved);
+}
+
+const Choice * profile_choice(const DeviceId & id, const ShapeKey & key) {
+    auto arch = g_profile.find(id.arch);
+    if (arch == g_profile.end()) return nullptr;
+    if (auto dev = arch->second.by_device.find({id.name, id.compute_units}); dev != arch->second.by_device.end())
+        if (auto it = dev->second.find(key); it != dev->second.end()) return &it->second;
+    if (auto it = arch->second.any_device.find(key); it != arch->second.any_device.end()) return &it->second;
+    return nullptr;
 }
 
 }  // namespace
@@ -262,24 +325,23 @@ bool temper_mmvq_try_launch(int type, int ncols_dst, const temper_mmvq_args & a)
     g_last_stream = (void *) a.stream;
     std::lock_guard<std::mutex> lock(g_mutex);
     std::call_once(g_profile_loaded, [] { load_profile_locked(nullptr); });
-    const ShapeKey key{type, a.nrows_x, (int) a.ncols_x, ncols_dst};
+    // Entries tune one launch kind each: a plain MUL_MAT's config says nothing about the fused
+    // gate/up kernel (twice the work per block) or about MUL_MAT_ID over experts.
+    const int kind = launch_kind(a);
+    g_last_kind = kind;
+    const ShapeKey key{kind, type, a.nrows_x, (int) a.ncols_x, ncols_dst};
     const Choice * choice = nullptr;
     bool from_probe = false;
     if (auto it = g_overrides.find(key); it != g_overrides.end()) {
         choice = &it->second;
         from_probe = true;
-    } else if (!g_profile.empty() && !(a.fusion && a.fusion->gate)) {
-        // Profile entries come from sweeps of plain MUL_MAT (and MUL_MAT_ID, which runs the same
-        // kernel). The fused gate/up kernel does twice the work per block: on the H100 the plain
-        // winner (4,4) of q4_K 14336x4096 cost 6 % of a Llama-3-8B token there. It runs stock.
+    } else if (!g_profile.empty()) {
         static thread_local int cached_device = -1;
-        static thread_local std::string cached_arch;
+        static thread_local DeviceId cached_id;
         const int device = ggml_cuda_get_device();
-        if (device != cached_device) { cached_arch = device_arch(device); cached_device = device; }
-        report_profile(device, cached_arch);
-        if (auto arch = g_profile.find(cached_arch); arch != g_profile.end()) {
-            if (auto it = arch->second.find(key); it != arch->second.end()) choice = &it->second;
-        }
+        if (device != cached_device) { cached_id = device_id(device); cached_device = device; }
+        report_profile(device, cached_id);
+        choice = profile_choice(cached_id, key);
     }
     if (!choice) return false;
     const Instance * in = find_instance(type, ncols_dst, choice->nwarps, choice->rows);
@@ -307,11 +369,17 @@ extern "C" {
 
 int temper_mmvq_hook_version(void) { return TEMPER_MMVQ_HOOK_VERSION; }
 
-void temper_mmvq_set_override(int type, int n, int k, int ncols, int nwarps, int rows) {
+void temper_mmvq_set_override_launch(int launch, int type, int n, int k, int ncols, int nwarps, int rows) {
     std::lock_guard<std::mutex> lock(g_mutex);
-    if (nwarps <= 0) g_overrides.erase(ShapeKey{type, n, k, ncols});
-    else g_overrides[ShapeKey{type, n, k, ncols}] = Choice{nwarps, rows};
+    if (nwarps <= 0) g_overrides.erase(ShapeKey{launch, type, n, k, ncols});
+    else g_overrides[ShapeKey{launch, type, n, k, ncols}] = Choice{nwarps, rows};
 }
+
+void temper_mmvq_set_override(int type, int n, int k, int ncols, int nwarps, int rows) {
+    temper_mmvq_set_override_launch(kMulMat, type, n, k, ncols, nwarps, rows);
+}
+
+int temper_mmvq_last_launch_kind(void) { return g_last_kind.load(); }
 
 int temper_mmvq_has(int type, int ncols, int nwarps, int rows) {
     ensure_registered();

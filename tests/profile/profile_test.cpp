@@ -120,7 +120,9 @@ TEST(Profile, FromSessionTakesWinnersWithProvenance) {
   const Profile p = profile_from_session(s);
   ASSERT_EQ(p.entries.size(), 1u);  // q4_K wins, q6_K's default stays
   const ProfileEntry& e = p.entries[0];
-  EXPECT_EQ(e.key, (ProfileKey{"sm_90", GgmlType::Q4_K, 14336, 4096, 1}));
+  // Keyed by the device it was measured on: another GPU of the arch may want another config.
+  EXPECT_EQ(e.key, (ProfileKey{"sm_90", ShapeKey{GgmlType::Q4_K, 14336, 4096}, 1, ProfileDevice{"Fake GPU", 132}}));
+  EXPECT_EQ(e.key.device.memory_mib, 80u << 10);
   EXPECT_EQ(e.config, (Config{2, 1}));
   EXPECT_EQ(e.default_config, (Config{4, 1}));
   EXPECT_EQ(e.approval, Approval::Pending);

@@ -13,7 +13,7 @@
 
 namespace temper::engine {
 
-constexpr int kHookVersion = 2;  // 2: the `full` set compiles tier 2 at ncols 1 only
+constexpr int kHookVersion = 3;  // 2: the `full` set compiles tier 2 at ncols 1 only; 3: launch kinds and device entries
 
 enum class TreeKind { Ggml, LlamaCpp };
 
@@ -44,8 +44,9 @@ struct KernelSet {
   // The ncols this set compiles for an upstream type name (empty: none).
   std::vector<int> ncols_of(const std::string& type) const;
 };
+// A named set, or a comma-separated list of ggml types (each at ncols 1-8, nothing else).
 KernelSet kernel_set(const std::string& name);  // Error(BadInput) for another name
-std::string_view kernel_set_names();            // "full|all|ncols1|ci", for help and messages
+std::string_view kernel_set_names();            // "full|all|ncols1|ci|TYPE,TYPE,...", for help and messages
 
 // The hooked tree's files: the patched mmvq.cu and the generated ones (name relative to the
 // ggml-cuda folder, content).

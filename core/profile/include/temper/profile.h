@@ -21,7 +21,8 @@
 namespace temper {
 
 // The profile format this build writes; it reads this version and every older one it knows.
-inline constexpr int kProfileSchemaVersion = 1;
+// 2 added, per entry, the launch kind (launch, experts, experts_used) and the device.
+inline constexpr int kProfileSchemaVersion = 2;
 inline constexpr std::string_view kSourceTemper = "temper";
 inline constexpr std::string_view kSourceKernelAnvil = "kernel-anvil";  // imported: no provenance
 inline constexpr double kDefaultMinSpeedup = 0.03;  // "approve significant": at least 3% faster
@@ -30,22 +31,48 @@ enum class Approval { Pending, Approved, Rejected };
 std::string_view approval_name(Approval a);  // "pending", "approved", "rejected"
 std::optional<Approval> parse_approval(std::string_view name);
 
-// What an entry is keyed by. Ordered: arch, type id, n, k, ncols.
+// The one device an entry is for. Two GPUs of one arch can want different configs (an H100 and an
+// H200; a 7900 XTX and a 780M iGPU), so entries made from a sweep name the device they were measured
+// on; the hooked engine matches the device it runs on by name and compute units (memory is shown,
+// not matched) and prefers its own entries to arch-level ones. An empty name: every device of the
+// arch (schema 1 entries, kernel-anvil imports).
+struct ProfileDevice {
+  std::string name;
+  int compute_units = 0;
+  uint64_t memory_mib = 0;
+  bool any() const { return name.empty(); }
+  friend bool operator==(const ProfileDevice& a, const ProfileDevice& b) {
+    return a.name == b.name && a.compute_units == b.compute_units;
+  }
+  friend std::strong_ordering operator<=>(const ProfileDevice& a, const ProfileDevice& b) {
+    if (auto c = a.name <=> b.name; c != 0) return c;
+    return a.compute_units <=> b.compute_units;
+  }
+};
+ProfileDevice profile_device(const DeviceInfo& info);
+std::string device_text(const ProfileDevice& d);  // "NVIDIA H100 80GB HBM3 (132 CUs)", "any device"
+
+// What an entry is keyed by. Ordered: arch, device, type id, n, k, launch kind, ncols.
 struct ProfileKey : ShapeKey {
   std::string arch;  // "sm_90", "gfx942"; empty only for a kernel-anvil import without --arch
+  ProfileDevice device;
   int ncols = 1;
   ProfileKey() = default;
-  ProfileKey(std::string arch_, const ShapeKey& shape_, int ncols_) : ShapeKey(shape_), arch(std::move(arch_)), ncols(ncols_) {}
+  ProfileKey(std::string arch_, const ShapeKey& shape_, int ncols_, ProfileDevice device_ = {})
+      : ShapeKey(shape_), arch(std::move(arch_)), device(std::move(device_)), ncols(ncols_) {}
   ProfileKey(std::string arch_, GgmlType type_, int n_, int k_, int ncols_)
       : ProfileKey(std::move(arch_), ShapeKey{type_, n_, k_}, ncols_) {}
-  friend bool operator==(const ProfileKey&, const ProfileKey&) = default;
+  friend bool operator==(const ProfileKey& a, const ProfileKey& b) {
+    return a.arch == b.arch && a.device == b.device && a.shape() == b.shape() && a.ncols == b.ncols;
+  }
   friend std::strong_ordering operator<=>(const ProfileKey& a, const ProfileKey& b) {
     if (auto c = a.arch <=> b.arch; c != 0) return c;
+    if (auto c = a.device <=> b.device; c != 0) return c;
     if (auto c = a.shape() <=> b.shape(); c != 0) return c;
     return a.ncols <=> b.ncols;
   }
 };
-// "sm_90 q4_K 14336x4096 ncols 1"
+// "sm_90 q4_K 14336x4096 ncols 1", with " on NVIDIA H100 80GB HBM3 (132 CUs)" for a device's entry
 std::string key_text(const ProfileKey& key);
 
 // Where an entry's numbers come from: one session's measurement on one device.
@@ -91,6 +118,10 @@ struct Profile {
 std::vector<std::string> profile_arches(const Profile& p);
 ProfileEntry* find_entry(Profile& p, const ProfileKey& key);
 const ProfileEntry* find_entry(const Profile& p, const ProfileKey& key);
+// The approved entry the hooked engine would launch for this shape and batch width on `device`
+// of `arch`: the device's own entry, else the arch-level one; nullptr when it runs stock.
+const ProfileEntry* applied_entry(const Profile& p, const std::string& arch, const ProfileDevice& device,
+                                  const ShapeKey& shape, int ncols);
 
 // Every winner (verdict "winner") of the session as a pending entry with provenance. `device`
 // picks one device of the session; nullopt takes all of them.
@@ -108,7 +139,7 @@ void set_approval(Profile& p, const ProfileKey& key, Approval a, const std::stri
                   const std::string& when = {});
 
 // Estimated model tokens/s (GEMV share of decode, ncols 1) on one device of the session, default
-// configs vs the profile's approved entries for that device's arch.
+// configs vs the approved entries the engine would apply on that device (applied_entry).
 Estimate estimate_with_profile(const Session& s, int device, const Profile& p);
 
 // ---- Temper JSON (lossless) ----
