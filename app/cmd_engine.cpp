@@ -1,5 +1,6 @@
 // `temper engine check|patch|build DIR`: the tuning hook on a user's ggml / llama.cpp tree, and the
 // private hooked build with temper-probe that `temper sweep --engine-src` times (docs/engine.md).
+#include <cmath>
 #include <cstdio>
 #include <string>
 
@@ -159,9 +160,24 @@ int run_replay(const Options& o) {
                         {"speedup", r.speedup}, {"speedup_low", r.speedup_low}, {"speedup_high", r.speedup_high},
                         {"predicted_saving_us", r.predicted_saving_us}, {"predicted_speedup", r.predicted_speedup},
                         {"profile_entries_hit", r.profile_entries_hit}, {"notes", plan.launches.notes},
-                        {"kernel", "engine"}, {"probe", device.options().probe.string()}};
+                        {"kernel", "engine"}, {"probe", device.options().probe.string()},
+                        {"copy_bandwidth_gbs", r.copy_bandwidth_gbs}, {"launches_compared", r.launches_compared}};
+    nlohmann::json breakdown = nlohmann::json::array(), differences = nlohmann::json::array();
+    for (const auto& s : r.breakdown)
+      breakdown.push_back({{"kind", std::string(launch_name(s.launch))}, {"type", std::string(type_name(s.type))},
+                           {"n", s.n}, {"k", s.k}, {"experts", s.experts}, {"experts_used", s.used},
+                           {"launches_per_token", s.launches}, {"bytes_per_token", s.bytes},
+                           {"stock_us", s.stock_us}, {"profiled_us", s.profiled_us}, {"ideal_us", s.ideal_us},
+                           {"percent_of_copy_bandwidth", s.percent_of_copy},
+                           {"overhead_us_per_launch", s.overhead_us_per_launch}});
+    for (const auto& d : r.differences)
+      differences.push_back({{"launch", d.index}, {"role", d.role},
+                             {"max_abs_difference", std::isnan(d.max_abs_difference) ? nlohmann::json(nullptr) : nlohmann::json(d.max_abs_difference)},
+                             {"stock_rms", d.scale}});
+    j["breakdown"] = breakdown;
+    j["differences"] = differences;
     std::printf("%s\n", j.dump(2).c_str());
-    return 0;
+    return r.differences.empty() ? 0 : 5;  // a tuned launch computes something else: verification failed
   }
   std::printf("decode replay of %s on %s (kernel: the engine's; %s weights)\n", o.model.c_str(), device.info().name.c_str(),
               r.real_bytes ? "the file's" : "random valid");
@@ -173,7 +189,20 @@ int run_replay(const Options& o) {
   std::printf("  GEMV time per token, profile: %.1f µs [%.1f, %.1f]\n", r.profiled.median, r.profiled.ci_low, r.profiled.ci_high);
   std::printf("  measured speedup %.3f [%.3f, %.3f]; the profile predicts %.3f (%d entries hit, %.1f µs saved per token)\n",
               r.speedup, r.speedup_low, r.speedup_high, r.predicted_speedup, r.profile_entries_hit, r.predicted_saving_us);
-  return 0;
+  if (r.differences.empty())
+    std::printf("  outputs: all %d launches agree between the arms\n", r.launches_compared);
+  for (const auto& d : r.differences)
+    std::printf("  OUTPUT DIFFERS: launch %d (%s): max |stock - profile| %g, stock rms %g\n", d.index, d.role.c_str(),
+                d.max_abs_difference, d.scale);
+  if (!r.breakdown.empty()) {
+    std::printf("\n  where a token's GEMV time goes (each shape's launches on their own; copy bandwidth %.0f GB/s):\n",
+                r.copy_bandwidth_gbs);
+    std::printf("  %-40s %8s %11s %11s %9s %11s\n", "launch shape", "launches", "stock µs", "profile µs", "% copy", "µs/launch+");
+    for (const auto& s : r.breakdown)
+      std::printf("  %-40s %8lld %11.1f %11.1f %8.0f%% %11.2f\n", shape_text(s).c_str(), static_cast<long long>(s.launches),
+                  s.stock_us, s.profiled_us, s.percent_of_copy, s.overhead_us_per_launch);
+  }
+  return r.differences.empty() ? 0 : 5;
 }
 
 // The sub-commands of `temper engine`, each with its options.

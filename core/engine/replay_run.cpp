@@ -1,5 +1,7 @@
 // The decode replay on the engine device: weights up once, then stock and profiled tokens in turn.
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <random>
@@ -104,11 +106,13 @@ ReplayReport run_replay(EngineDevice& device, const GgufFile& file, const Replay
   DeviceBuffer idb = device.alloc(ids.size() * sizeof(int32_t));
   device.upload(idb, ids.data(), ids.size() * sizeof(int32_t));
 
-  auto plan_text = [&](const std::string& profile) {
+  // A plan of the token's launches (or of those of one shape), for the profile or stock ("").
+  auto plan_text = [&](const std::string& profile, const ShapeKey* only = nullptr) {
     std::ostringstream p;
     p << "profile " << (profile.empty() ? "-" : profile) << "\n"
       << "x " << EngineDevice::handle(xb) << "\nout " << EngineDevice::handle(out) << "\nids " << EngineDevice::handle(idb) << "\n";
     for (const PlannedLaunch& n : lp.launches) {
+      if (only && n.shape() != *only) continue;
       p << replay_op(n) << " " << uint32_t(n.type) << " " << n.n << " " << n.k;
       if (launch_has_ids(n.launch)) p << " " << n.experts << " " << n.used;
       for (const auto& t : n.tensors) p << " " << EngineDevice::handle(weights.at(t));
@@ -137,11 +141,79 @@ ReplayReport run_replay(EngineDevice& device, const GgufFile& file, const Replay
   r.speedup_low = r.stock.ci_low / r.profiled.ci_high;
   r.speedup_high = r.stock.ci_high / r.profiled.ci_low;
 
+  // Same answers: each launch's output of one token, stock and with the profile.
+  auto outputs = [&](const std::string& text) {
+    device.replay(text, 1);
+    std::vector<float> v(plan.output_bytes / sizeof(float));
+    device.download(v.data(), out, v.size() * sizeof(float));
+    return v;
+  };
+  const std::vector<float> stock_out = outputs(stock_plan), prof_out = outputs(profiled_plan);
+  const auto slices = replay_output_slices(plan);
+  for (size_t i = 0; i < slices.size(); ++i) {
+    const auto [at, count] = slices[i];
+    // Non-finite where the stock launch is non-finite too is the data's (a file with garbage
+    // scales), not the config's; finite values differ beyond rounding only by a wrong config.
+    double worst = 0, sum2 = 0;
+    size_t finite = 0;
+    bool nan = false;
+    for (size_t j = at; j < at + count; ++j) {
+      const double a = stock_out[j], b = prof_out[j];
+      if (!std::isfinite(a) || !std::isfinite(b)) {
+        nan |= std::isfinite(a) != std::isfinite(b);
+        continue;
+      }
+      worst = std::max(worst, std::abs(a - b));
+      sum2 += a * a;
+      ++finite;
+    }
+    const double rms = std::sqrt(sum2 / double(std::max<size_t>(finite, 1)));
+    ++r.launches_compared;
+    if (nan || worst > 1e-3 * rms) {
+      const PlannedLaunch& l = lp.launches[i];
+      r.differences.push_back({int(i), (l.layer < 0 ? std::string("head") : "blk." + std::to_string(l.layer)) + " " + l.role(),
+                               nan ? std::numeric_limits<double>::quiet_NaN() : worst, rms});
+    }
+  }
+
+  // Where the time goes: each launch shape's launches on their own.
+  r.copy_bandwidth_gbs = device.copy_bandwidth_gbs(size_t(1) << 30);
+  if (o.breakdown_tokens > 0) {
+    for (const Shape& sh : lp.shapes) {
+      const auto median_of = [&](const std::string& text) { return summarize(device.replay(text, uint32_t(o.breakdown_tokens)).token_us).median; };
+      ReplayShare s;
+      static_cast<ShapeKey&>(s) = sh.shape();
+      s.launches = sh.calls_per_token;
+      s.bytes = sh.bytes_per_token;
+      s.stock_us = median_of(plan_text("", &sh));
+      s.profiled_us = median_of(plan_text(o.profile.string(), &sh));
+      s.ideal_us = r.copy_bandwidth_gbs > 0 ? double(sh.bytes_per_token) / (r.copy_bandwidth_gbs * 1e3) : 0;
+      s.percent_of_copy = s.stock_us > 0 ? 100 * s.ideal_us / s.stock_us : 0;
+      s.overhead_us_per_launch = s.launches > 0 ? (s.stock_us - s.ideal_us) / double(s.launches) : 0;
+      r.breakdown.push_back(s);
+    }
+    std::stable_sort(r.breakdown.begin(), r.breakdown.end(),
+                     [](const ReplayShare& a, const ReplayShare& b) { return a.stock_us > b.stock_us; });
+  }
+
   const ReplayPrediction predicted = predict_replay(plan, load_profile(o.profile), device.info());
   r.profile_entries_hit = predicted.entries_hit;
   r.predicted_saving_us = predicted.saving_us;
   r.predicted_speedup = r.stock.median / (r.stock.median - r.predicted_saving_us);
   return r;
+}
+
+std::vector<std::pair<size_t, size_t>> replay_output_slices(const ReplayPlan& plan) {
+  std::vector<std::pair<size_t, size_t>> out;
+  size_t at = 0;  // bytes, as the probe's TokenGraph::output() advances
+  for (const PlannedLaunch& l : plan.launches.launches) {
+    const size_t floats = size_t(l.n) * size_t(launch_has_ids(l.launch) ? l.used : 1);
+    const size_t slice = (floats * sizeof(float) + 255) / 256 * 256;
+    if (launch_is_fused(l.launch)) at += 2 * slice;  // gate and up, which the fused kernel never writes
+    out.emplace_back(at / sizeof(float), floats);
+    at += slice;
+  }
+  return out;
 }
 
 ReplayPrediction predict_replay(const ReplayPlan& plan, const Profile& profile, const DeviceInfo& device) {

@@ -13,13 +13,19 @@ namespace {
 
 std::string fmt(const char* f, double v) { return format_number(f, v); }
 
-
 std::string pad(std::string s, size_t width) {
   // Width in characters, not bytes: the table holds "±" and "×".
   size_t chars = 0;
   for (unsigned char ch : s) chars += (ch & 0xC0) != 0x80;
   if (chars < width) s.append(width - chars, ' ');
   return s;
+}
+
+// The shape column: wide enough for the longest shape ("q4_K 768x2048 gate+up experts 8/128").
+int shape_column(const std::vector<Shape>& shapes) {
+  int width = 22;
+  for (const auto& sh : shapes) width = std::max(width, int(shape_text(sh).size()) + 2);
+  return width;
 }
 
 const Result* best_result(const Session& s, const Verdict& w) {
@@ -71,7 +77,8 @@ std::string format_summary(const Session& s) {
   if (!s.verdicts.empty()) {
     o << "\n";
     const bool multi = s.devices.size() > 1;
-    o << (multi ? pad("dev", 4) : "") << pad("shape (type NxK)", 22) << pad("ncols", 6) << pad("default µs (cfg)", 20)
+    const int shape_width = shape_column(s.shapes);
+    o << (multi ? pad("dev", 4) : "") << pad("shape (type NxK)", shape_width) << pad("ncols", 6) << pad("default µs (cfg)", 20)
       << pad("best µs ± CI (cfg)", 26) << pad("speedup [CI]", 22) << pad("% copy BW", 10) << "verdict\n";
     for (const auto& w : s.verdicts) {
       const SessionDevice* d = find_device(s, w.device);
@@ -82,7 +89,7 @@ std::string format_summary(const Session& s) {
       const bool have_default = w.verdict != kVerdictNoDefault;
       const double half = std::max(w.best_us - w.best_ci_low, w.best_ci_high - w.best_us);
       o << (multi ? pad(std::to_string(w.device), 4) : "")
-        << pad(shape_text(w), 22)
+        << pad(shape_text(w), shape_width)
         << pad(std::to_string(w.ncols), 6)
         << pad(have_default ? fmt("%.2f", w.default_us) + " (" + config_text(w.default_config) + ")" : "-", 20)
         << pad(have_default ? fmt("%.2f", w.best_us) + " ± " + fmt("%.2f", half) + " (" + config_text(w.config) + ")"
@@ -235,11 +242,13 @@ std::string format_comparison(const SessionComparison& c) {
   if (!c.rows.empty()) {
     const bool multi = std::any_of(c.rows.begin(), c.rows.end(), [](const auto& r) { return r.device != 0; });
     auto cell = [](double us, Config cfg) { return fmt("%.2f", us) + " (" + config_text(cfg) + ")"; };
-    o << "\n" << (multi ? pad("dev", 4) : "") << pad("shape (type NxK)", 22) << pad("ncols", 6)
+    int shape_width = 22;
+    for (const auto& r : c.rows) shape_width = std::max(shape_width, int(shape_text(r).size()) + 2);
+    o << "\n" << (multi ? pad("dev", 4) : "") << pad("shape (type NxK)", shape_width) << pad("ncols", 6)
       << pad("first: default µs", 20) << pad("best µs", 16) << pad("second: default µs", 20) << pad("best µs", 16)
       << "winners agree\n";
     for (const auto& r : c.rows)
-      o << (multi ? pad(std::to_string(r.device), 4) : "") << pad(shape_text(r), 22) << pad(std::to_string(r.ncols), 6)
+      o << (multi ? pad(std::to_string(r.device), 4) : "") << pad(shape_text(r), shape_width) << pad(std::to_string(r.ncols), 6)
         << pad(cell(r.a.default_us, r.a.default_config), 20) << pad(cell(r.a.best_us, r.a.config), 16)
         << pad(cell(r.b.default_us, r.b.default_config), 20) << pad(cell(r.b.best_us, r.b.config), 16)
         << (r.agree ? "yes" : "no") << "\n";

@@ -16,6 +16,7 @@
 //                           (a number, or Gemv / Time / Alloc / Quantize ...)
 //   FAKE_PROBE_STOCK=WxR    the engine's stock config for every shape (an engine newer than Temper's table)
 //   FAKE_PROBE_SLEEP_US=U   real wall time per Gemv or Time request (so a sweep lasts long enough to kill)
+//   FAKE_PROBE_WRONG=WxR    Replay: a tuned launch of that config writes a wrong result
 //   FAKE_PROBE_PROTOCOL=V   the protocol version Hello reports (below 2: TimeKernel is an unknown op;
 //                           below 3: GemvLaunch and TimeLaunch)
 //
@@ -31,6 +32,7 @@
 #include <cstring>
 #include <map>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -38,6 +40,7 @@
 #include "engine/probe_protocol.h"
 #include "temper/defaults.h"
 #include "temper/quant/reference.h"
+#include "temper/profile.h"
 #include "temper/session.h"
 #include "temper/verify.h"
 
@@ -49,6 +52,7 @@ namespace {
 
 constexpr std::string_view kEngine = "ggml-d99724f";
 constexpr double kBandwidthGbs = 1000;
+constexpr const char* kName = "Temper fake probe (CPU reference, synthetic times)";
 
 bool read_all(void* p, size_t n) {
   auto* b = static_cast<uint8_t*>(p);
@@ -152,7 +156,7 @@ class Probe {
     switch (op) {
       case Op::Hello: {
         const std::string text = "protocol=" + std::to_string(protocol()) +
-                                 "\nname=Temper fake probe (CPU reference, synthetic times)\narch=sm_90\ncc=90\n"
+                                 "\nname=" + std::string(kName) + "\narch=sm_90\ncc=90\n"
                                  "sms=16\nwarp_size=32\nl2_bytes=1048576\nmemory_bytes=1073741824\nclock_mhz=1000\n"
                                  "memory_clock_mhz=1000\nmemory_bus_bits=256\nshared_per_block=49152\n"
                                  "shared_per_sm=233472\nregs_per_block=65536\nregs_per_sm=65536\n"
@@ -274,6 +278,7 @@ class Probe {
         nap();
         return out.bytes;
       }
+      case Op::Replay: return replay(in);
       case Op::TimeKernel: {
         if (protocol() < 2) throw Fail{ProbeStatus::BadRequest, "unknown op " + std::to_string(uint32_t(op))};
         const auto [p, c, groups, per_group, yh] = timing_request(in, "TimeKernel");
@@ -322,6 +327,99 @@ class Probe {
     auto it = buffers_.find(h);
     if (it == buffers_.end()) throw Fail{ProbeStatus::BadRequest, "no buffer with handle " + std::to_string(h)};
     return it->second;
+  }
+
+  // Op::Replay on the CPU: each node's exact output in its slice of the arena (as the real probe lays
+  // them out), tokens timed as the sum of the nodes' synthetic times with the profile's configs (the
+  // entries the engine would apply on this device), launches and tuned launches counted.
+  // FAKE_PROBE_WRONG=WxR: a tuned launch of that config writes a wrong last row (a buggy kernel).
+  std::vector<uint8_t> replay(In& in) {
+    const uint32_t tokens = in.get<uint32_t>();
+    const std::string text(reinterpret_cast<const char*>(in.here()), in.left());
+    std::istringstream lines(text);
+    std::string line, profile_path = "-";
+    uint64_t xh = 0, outh = 0, idsh = 0;
+    Profile profile;
+    size_t at = 0;  // bytes into the arena
+    double us = 0;
+    int64_t launches = 0, tuned = 0;
+    std::optional<Config> wrong;
+    if (const char* w = std::getenv("FAKE_PROBE_WRONG")) {
+      Config c;
+      if (std::sscanf(w, "%dx%d", &c.nwarps, &c.rows_per_block) == 2) wrong = c;
+    }
+    DeviceInfo self;
+    self.name = kName;
+    self.arch = "sm_90";
+    self.compute_units = 16;
+    self.memory_bytes = 1ull << 30;
+    while (std::getline(lines, line)) {
+      std::istringstream l(line);
+      std::string op;
+      if (!(l >> op)) continue;
+      if (op == "profile") {
+        l >> profile_path;
+        try {
+          if (profile_path != "-") profile = load_profile(profile_path);
+        } catch (const Error&) {
+          profile = {};  // as the engine: an unusable file is ignored
+        }
+        continue;
+      }
+      if (op == "x") { l >> xh; continue; }
+      if (op == "out") { l >> outh; continue; }
+      if (op == "ids") { l >> idsh; continue; }
+      int type = 0, n = 0, k = 0, e = 1, u = 1;
+      uint64_t w = 0, w2 = 0;
+      GemvProblem p;
+      if (op == "mm" && (l >> type >> n >> k >> w)) p.launch = Launch::MulMat;
+      else if (op == "glu" && (l >> type >> n >> k >> w >> w2)) p.launch = Launch::MulMatGlu;
+      else if ((op == "mmid" || op == "mmid_down") && (l >> type >> n >> k >> e >> u >> w)) p.launch = Launch::MulMatId;
+      else if (op == "mmid_glu" && (l >> type >> n >> k >> e >> u >> w >> w2)) p.launch = Launch::MulMatIdGlu;
+      else throw Fail{ProbeStatus::BadRequest, "replay: cannot read plan line \"" + line + "\""};
+      p.type = GgmlType(type);
+      p.n = n;
+      p.k = k;
+      if (launch_has_ids(p.launch)) p.experts = e, p.used = u;
+      const ProfileEntry* entry = applied_entry(profile, self.arch, profile_device(self), p, 1);
+      const Config c = entry && compiled(p.type, 1, entry->config) ? entry->config : stock(p);
+      us += mean_us(p, c);
+      ++launches;
+      tuned += c != stock(p);
+      // The node's output: each column (expert) its own dot of the activations quantized as the GPU does.
+      const size_t row = *row_bytes(p.type, uint64_t(k)), cols = launch_has_ids(p.launch) ? size_t(u) : 1;
+      const auto* x = reinterpret_cast<const float*>(buffer(xh).data());
+      const auto* ids = launch_has_ids(p.launch) ? reinterpret_cast<const int32_t*>(buffer(idsh).data()) : nullptr;
+      const size_t slice = (size_t(n) * cols * 4 + 255) / 256 * 256;
+      if (launch_is_fused(p.launch)) at += 2 * slice;
+      auto& arena = buffer(outh);
+      if (at + slice > arena.size()) throw Fail{ProbeStatus::BadRequest, "replay: the output arena is too small"};
+      auto* out = reinterpret_cast<float*>(arena.data() + at);
+      std::vector<quant::BlockQ8_1> y(size_t(k / 32));
+      for (size_t col = 0; col < cols; ++col) {
+        quant::quantize_q8_1(x + (op == "mmid_down" ? col * size_t(k) : 0), y.data(), k, quant::Q8_1Style::Gpu);
+        const size_t expert = ids ? size_t(ids[col]) : 0;
+        for (int r = 0; r < n; ++r) {
+          const size_t off = (expert * size_t(n) + size_t(r)) * row;
+          double v = quant::dot_q8_1(p.type, buffer(w).data() + off, y.data(), k);
+          if (launch_is_fused(p.launch)) {  // the plan names gate first, then up: silu(gate) · up
+            const double up = quant::dot_q8_1(p.type, buffer(w2).data() + off, y.data(), k);
+            v = v / (1 + std::exp(-v)) * up;
+          }
+          out[col * size_t(n) + size_t(r)] = float(v);
+        }
+        if (wrong && entry && c == *wrong) out[col * size_t(n) + size_t(n - 1)] += 1.0f + std::abs(out[col * size_t(n)]);
+      }
+      at += slice;
+    }
+    Out out;
+    for (uint32_t t = 0; t < tokens; ++t) {
+      jitter_ = mix(jitter_ + 1);
+      out.put(us * (1 + 0.004 * (double(jitter_ % 10000) / 10000.0 - 0.5)));
+    }
+    out.put(launches).put(tuned);
+    nap();
+    return out.bytes;
   }
 
   // GemvLaunch / TimeLaunch's header (probe_protocol.h).

@@ -43,6 +43,27 @@ struct ReplayOptions {
   int tokens = 40;                // tokens per round and arm
   int rounds = 5;                 // stock and profile alternate, so drift hits both alike
   uint64_t seed = 1;
+  // Also time each launch shape's launches of a token on their own, stock and with the profile
+  // (ReplayReport::breakdown): `breakdown_tokens` tokens per shape and arm; 0: no breakdown.
+  int breakdown_tokens = 10;
+};
+
+// Where a token's GEMV time goes: one launch shape's launches of a token, run as a graph of their
+// own (stock and with the profile), against what their bytes cost at the measured copy bandwidth.
+struct ReplayShare : ShapeKey {
+  int64_t launches = 0;           // per token
+  uint64_t bytes = 0;             // weight bytes per token
+  double stock_us = 0, profiled_us = 0;  // medians per token
+  double ideal_us = 0;            // bytes at the copy bandwidth
+  // Stock: percent of copy bandwidth, and the µs per launch beyond the bytes' time (ramp, tail, launch).
+  double percent_of_copy = 0, overhead_us_per_launch = 0;
+};
+
+// A launch whose output differs between the arms beyond rounding: a tuned config that is wrong.
+struct ReplayDifference {
+  int index = 0;                  // in the plan's order
+  std::string role;               // "blk.3 ffn_gate+ffn_up"
+  double max_abs_difference = 0, scale = 0;  // worst |stock - profiled|, and the stock output's rms
 };
 
 struct ReplayArm {
@@ -61,7 +82,18 @@ struct ReplayReport {
   double predicted_saving_us = 0;
   double predicted_speedup = 0;     // stock median / (stock median - predicted saving)
   int profile_entries_hit = 0;
+  double copy_bandwidth_gbs = 0;    // measured on the device (read + write counted)
+  std::vector<ReplayShare> breakdown;   // per launch shape, largest stock time first
+  // Every launch's output compared between the arms (the last token of each): a value finite in
+  // one arm only, or a difference beyond 1e-3 of the stock output's rms, is named here.
+  int launches_compared = 0;
+  std::vector<ReplayDifference> differences;
 };
+
+// Where each launch's result lies in the replay's output arena (as the probe lays it out: each
+// result in its own slice, 256-byte aligned; the fused kinds' gate and up before it): offset and
+// float count of the launch's final output, in plan order.
+std::vector<std::pair<size_t, size_t>> replay_output_slices(const ReplayPlan& plan);
 
 // Uploads the plan's weights (real bytes when the file has them, random valid blocks otherwise),
 // then times `rounds` × (stock, profiled) runs of `tokens` tokens each. `progress(done, total)`.
