@@ -52,6 +52,10 @@ int anvil_bucket(int64_t x) {
 
 std::optional<std::string> anvil_inapplicable(const ProfileEntry& e) {
   const Config c = e.config;
+  if (e.key.launch != Launch::MulMat)
+    return "a " + std::string(launch_name(e.key.launch)) +
+           " launch: kernel-anvil's cells have no launch kind, and its patch would apply the value to every launch "
+           "of the bucket";
   if (e.key.ncols != 1)
     return "ncols " + std::to_string(e.key.ncols) + ": kernel-anvil's patch reads entries at ncols 1 only";
   if (c.nwarps < 1 || c.nwarps > kAnvilMaxValue || c.rows_per_block < 1 || c.rows_per_block > kAnvilMaxValue)
@@ -213,6 +217,16 @@ Export export_header(const Profile& p, const ExportOptions& o) {
       out.report.notes.push_back({e.key, e.config, ExportFate::Dropped, "config values must be ≥ 1", {}});
       continue;
     }
+    // The lookup has no device: one entry per launch, the first device's (entries are sorted).
+    const auto same_launch = std::find_if(rows.begin(), rows.end(), [&](const ProfileEntry* r) {
+      return r->key.shape() == e.key.shape() && r->key.ncols == e.key.ncols && r->bucketed == e.bucketed;
+    });
+    if (same_launch != rows.end()) {
+      out.report.notes.push_back({e.key, e.config, ExportFate::Merged,
+                                  "another device's entry for the same launch: the header's lookup has no device",
+                                  (*same_launch)->key});
+      continue;
+    }
     rows.push_back(&e);
     out.report.notes.push_back({e.key, e.config, ExportFate::Emitted, "exact shape", {}});
     if (e.bucketed) out.report.notes.back().reason = "kernel-anvil bucket (range of shapes)";
@@ -237,14 +251,15 @@ Export export_header(const Profile& p, const ExportOptions& o) {
     << "// Tuned llama.cpp mmvq launch configs for arch " << comment_safe(arch.empty() ? "(none)" : arch)
     << ", measured on " << comment_safe(join(devices)) << ", session(s) " << comment_safe(join(sessions))
     << (p.model.empty() ? "" : ", model " + comment_safe(p.model)) << ".\n"
-    << "// lookup(type, n, k, ncols): type = ggml type id (GGML_TYPE_*), n = rows, k = row length,\n"
-    << "// ncols = batch width. Returns the tuned (nwarps, rows_per_block), or use_default = true when\n"
-    << "// the engine's own table should decide. Standalone C++17, no includes.\n"
+    << "// lookup(type, n, k, ncols, launch): type = ggml type id (GGML_TYPE_*), n = rows, k = row length,\n"
+    << "// ncols = batch width, launch = 0 plain MUL_MAT, 1 fused gate/up, 2 MUL_MAT_ID, 3 fused MUL_MAT_ID\n"
+    << "// gate/up (n, k of one matrix, one expert's). Returns the tuned (nwarps, rows_per_block), or\n"
+    << "// use_default = true when the engine's own table should decide. Standalone C++17, no includes.\n"
     << "#ifndef " << guard << "\n#define " << guard << "\n\nnamespace temper_tuning {\n\n"
     << "struct LaunchConfig {\n  int nwarps;\n  int rows_per_block;\n  bool use_default;\n};\n\n"
     << "namespace detail {\nstruct Entry {\n  int type;\n  long long n_lo, n_hi, k_lo, k_hi;\n  int ncols;\n"
-    << "  int nwarps;\n  int rows_per_block;\n};\n"
-    << "// {type, n_lo, n_hi, k_lo, k_hi, ncols, nwarps, rows_per_block}; the last row only ends the table.\n"
+    << "  int nwarps;\n  int rows_per_block;\n  int launch;\n};\n"
+    << "// {type, n_lo, n_hi, k_lo, k_hi, ncols, nwarps, rows_per_block, launch}; the last row only ends the table.\n"
     << "inline constexpr Entry kEntries[] = {\n";
   static const long long kLo[5] = {1, 129, 1025, 4097, 16385};
   static const long long kHi[5] = {128, 1024, 4096, 16384, 9223372036854775807LL};
@@ -255,8 +270,9 @@ Export export_header(const Profile& p, const ExportOptions& o) {
       klo = kLo[anvil_bucket(e->key.k)], khi = kHi[anvil_bucket(e->key.k)];
     }
     h << "    {" << uint32_t(e->key.type) << ", " << nlo << "LL, " << nhi << "LL, " << klo << "LL, " << khi << "LL, "
-      << e->key.ncols << ", " << e->config.nwarps << ", " << e->config.rows_per_block << "},  // "
-      << type_name(e->key.type);
+      << e->key.ncols << ", " << e->config.nwarps << ", " << e->config.rows_per_block << ", " << int(e->key.launch)
+      << "},  // " << type_name(e->key.type);
+    if (e->key.launch != Launch::MulMat) h << " " << launch_name(e->key.launch);
     if (e->provenance)
       h << " " << e->key.n << "x" << e->key.k << ": " << num(e->provenance->speedup) << "x ("
         << num(e->provenance->speedup_low) << ".." << num(e->provenance->speedup_high) << ") vs default "
@@ -265,12 +281,13 @@ Export export_header(const Profile& p, const ExportOptions& o) {
       h << " bucket, imported without measurements";
     h << "\n";
   }
-  h << "    {-1, 0LL, 0LL, 0LL, 0LL, 0, 0, 0},\n};\n}  // namespace detail\n\n"
+  h << "    {-1, 0LL, 0LL, 0LL, 0LL, 0, 0, 0, 0},\n};\n}  // namespace detail\n\n"
     << "inline constexpr const char* kArch = \"" << arch << "\";\n"
     << "inline constexpr int kEntryCount = " << rows.size() << ";\n\n"
-    << "constexpr LaunchConfig lookup(int type, long long n, long long k, int ncols) {\n"
+    << "constexpr LaunchConfig lookup(int type, long long n, long long k, int ncols, int launch = 0) {\n"
     << "  for (const detail::Entry& e : detail::kEntries) {\n"
-    << "    if (e.type == type && e.ncols == ncols && n >= e.n_lo && n <= e.n_hi && k >= e.k_lo && k <= e.k_hi) {\n"
+    << "    if (e.type == type && e.launch == launch && e.ncols == ncols && n >= e.n_lo && n <= e.n_hi && k >= e.k_lo &&\n"
+    << "        k <= e.k_hi) {\n"
     << "      return LaunchConfig{e.nwarps, e.rows_per_block, false};\n    }\n  }\n"
     << "  return LaunchConfig{0, 0, true};\n}\n\n}  // namespace temper_tuning\n\n#endif  // " << guard << "\n";
   out.content = h.str();
@@ -283,7 +300,7 @@ Export export_csv(const Session& s) {
   std::ostringstream c;
   c << "session,device,device_name,arch,type,n,k,ncols,nwarps,rows_per_block,is_default,is_small_k,status,"
        "median_us,p10_us,p90_us,ci_low_us,ci_high_us,samples,converged,gbs,ops_per_s,max_abs_error,"
-       "worst_error_ratio,speedup_vs_default,verdict,failure\n";
+       "worst_error_ratio,speedup_vs_default,verdict,failure,launch,experts,experts_used\n";
   for (const Result& r : s.results) {
     const SessionDevice* d = find_device(s, r.device);
     const bool timed = r.status == ResultStatus::Ok && r.time_us.n > 0;
@@ -305,7 +322,8 @@ Export export_csv(const Session& s) {
       c << num(r.max_abs_error) << "," << num(r.worst_error_ratio) << ",";
     else
       c << ",,";
-    c << speedup << "," << csv_field(verdict) << "," << csv_field(r.failure) << "\n";
+    c << speedup << "," << csv_field(verdict) << "," << csv_field(r.failure) << "," << launch_name(r.launch) << ","
+      << r.experts << "," << r.used << "\n";
     out.report.notes.push_back({{d ? d->info.arch : "", r, r.ncols}, r.config, ExportFate::Emitted, "row", {}});
   }
   out.content = c.str();

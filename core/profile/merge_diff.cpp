@@ -131,7 +131,7 @@ int ProfileDiff::count(DiffKind k) const {
 
 std::string ProfileDiff::text(bool include_same) const {
   std::ostringstream o;
-  if (!by_arch) o << "comparing arch " << arch_a << " (a) with " << arch_b << " (b) by shape\n";
+  if (!by_arch) o << "comparing " << arch_a << " (a) with " << arch_b << " (b) by shape\n";
   auto side = [](const ProfileEntry& e) {
     std::string s = config_text(e.config) + " " + std::string(approval_name(e.approval));
     if (e.provenance) s += " speedup " + fmt(e.provenance->speedup);
@@ -140,7 +140,7 @@ std::string ProfileDiff::text(bool include_same) const {
   for (const auto& l : lines) {
     if (l.kind == DiffKind::Same && !include_same) continue;
     ProfileKey k = l.key;
-    if (!by_arch) k.arch = arch_a + "/" + arch_b;
+    if (!by_arch) k.arch = arch_a + " / " + arch_b, k.device = {};
     o << diff_kind_name(l.kind) << ": " << key_text(k);
     if (l.a) o << "  a: " << side(*l.a);
     if (l.b) o << "  b: " << side(*l.b);
@@ -154,15 +154,25 @@ std::string ProfileDiff::text(bool include_same) const {
 
 ProfileDiff diff_profiles(const Profile& a, const Profile& b) {
   ProfileDiff d;
-  const auto arches_a = profile_arches(a), arches_b = profile_arches(b);
-  if (arches_a.size() == 1 && arches_b.size() == 1 && arches_a[0] != arches_b[0]) {
+  // Where each profile's entries were measured: (arch, device). One place each, and different
+  // (the same model on two GPUs): entries line up by shape.
+  auto places = [](const Profile& p) {
+    std::set<std::pair<std::string, ProfileDevice>> out;
+    for (const auto& e : p.entries) out.insert({e.key.arch, e.key.device});
+    return out;
+  };
+  const auto places_a = places(a), places_b = places(b);
+  if (places_a.size() == 1 && places_b.size() == 1 && *places_a.begin() != *places_b.begin()) {
     d.by_arch = false;
-    d.arch_a = arches_a[0];
-    d.arch_b = arches_b[0];
+    auto text = [](const std::pair<std::string, ProfileDevice>& p) {
+      return p.second.any() ? p.first : p.first + " " + device_text(p.second);
+    };
+    d.arch_a = text(*places_a.begin());
+    d.arch_b = text(*places_b.begin());
   }
   auto key_of = [&](const ProfileEntry& e) {
     ProfileKey k = e.key;
-    if (!d.by_arch) k.arch.clear();
+    if (!d.by_arch) k.arch.clear(), k.device = {};
     return k;
   };
   std::map<ProfileKey, DiffLine> lines;

@@ -402,6 +402,25 @@ TEST(ProfileDiff, AddedRemovedChangedAndSpeedupChanges) {
   EXPECT_EQ(two.arch_b, "gfx942");
   EXPECT_EQ(two.count(DiffKind::Same), 1);
   EXPECT_EQ(two.count(DiffKind::Changed), 1);
+  // Two GPUs of one arch (an H100 and an H200): each profile's entries name their device, and the
+  // shapes line up across the devices too.
+  Profile h100 = a, h200 = b;
+  for (auto& e : h100.entries) e.key.device = {"NVIDIA H100 80GB HBM3", 132, 81559};
+  for (auto& e : h200.entries) e.key.arch = "sm_90", e.key.device = {"NVIDIA H200", 132, 143771};
+  const ProfileDiff devices = diff_profiles(h100, h200);
+  EXPECT_FALSE(devices.by_arch);
+  EXPECT_EQ(devices.arch_b, "sm_90 NVIDIA H200 (132 CUs)");
+  EXPECT_EQ(devices.count(DiffKind::Same), 1);
+  EXPECT_EQ(devices.count(DiffKind::Changed), 1);
+  // Merged, both devices' entries stay: no conflict, since the device is part of the key.
+  const MergeResult m = merge_profiles({h100, h200});
+  EXPECT_TRUE(m.conflicts.empty());
+  EXPECT_EQ(m.profile.entries.size(), h100.entries.size() + h200.entries.size());
+  // The engine's choice on each device: its own entry (then the arch-level one; here none).
+  const ShapeKey q4k{GgmlType::Q4_K, 4096, 4096};
+  EXPECT_EQ(applied_entry(m.profile, "sm_90", {"NVIDIA H200", 132}, q4k, 1)->config, (Config{1, 1}));
+  EXPECT_EQ(applied_entry(m.profile, "sm_90", {"NVIDIA H100 80GB HBM3", 132}, q4k, 1)->config, (Config{2, 1}));
+  EXPECT_EQ(applied_entry(m.profile, "sm_90", {"NVIDIA H100 PCIe", 114}, q4k, 1), nullptr);
   // An approval change alone is a change.
   Profile c = a;
   c.entries[0].approval = Approval::Rejected;

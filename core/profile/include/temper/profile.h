@@ -234,8 +234,8 @@ struct DiffLine {
   std::optional<double> speedup_change;  // b.speedup − a.speedup when both are measured
 };
 struct ProfileDiff {
-  bool by_arch = true;           // false: both hold one arch each and they differ (two GPUs)
-  std::string arch_a, arch_b;    // when !by_arch
+  bool by_arch = true;           // false: each holds one (arch, device) and they differ (two GPUs)
+  std::string arch_a, arch_b;    // when !by_arch: where each side was measured ("sm_90 NVIDIA H100 ... (132 CUs)")
   std::vector<DiffLine> lines;   // every key of either side, sorted
   int count(DiffKind k) const;
   std::string text(bool include_same = false) const;
