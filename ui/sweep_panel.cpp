@@ -425,6 +425,15 @@ bool SweepPanel::startSweep() {
       }, journal_dir_);
       Q_EMIT progressText(QStringLiteral("Measuring copy bandwidth and planning…"), 0, 0);
     } else {
+      // The engine's kernel is swept as the engine launches it: the launches (fused gate/up,
+      // MUL_MAT_ID) whose matrices are among the checked shapes.
+      if (const auto& m = doc_->model(); m && !m->launches.empty()) {
+        std::vector<Shape> launches;
+        for (const Shape& l : m->launches)
+          if (std::any_of(setup.shapes.begin(), setup.shapes.end(), [&](const Shape& s) { return s.shape() == plain_shape(l); }))
+            launches.push_back(l);
+        setup.shapes = std::move(launches);
+      }
       EngineRequest request;
       if (kernel == KernelChoice::EngineProbe) {
         if (probePath().isEmpty()) fail(ErrorKind::BadInput, "choose a temper-probe executable (or build the engine from its source)");

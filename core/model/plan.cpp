@@ -77,9 +77,12 @@ std::vector<Shape> sweep_shapes(const GgufFile& file, const std::vector<int>& nc
       static_cast<ShapeKey&>(plain) = plain_shape(plain);
       add_uncounted(std::move(plain));
     }
+  // Launches only wider batches make; MUL_MAT_ID's there run the multi-token MoE kernel, which
+  // has nothing to tune.
   for (int nc : ncols)
     if (nc > 1)
-      for (Shape& s : plan_launches(file, nc).shapes) add_uncounted(std::move(s));
+      for (Shape& s : plan_launches(file, nc).shapes)
+        if (!launch_has_ids(s.launch)) add_uncounted(std::move(s));
   return out;
 }
 

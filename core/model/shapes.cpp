@@ -10,6 +10,7 @@
 #include "temper/error.h"
 #include "temper/gguf.h"
 #include "temper/model.h"
+#include "temper/plan.h"
 
 namespace temper {
 namespace {
@@ -243,6 +244,11 @@ Model describe_model(const GgufFile& file) {
   }
 
   m.shapes = shapes.take();
+  try {
+    m.launches = sweep_shapes(file, {1, 2, 4, 8});
+  } catch (const Error&) {
+    // Nothing mmvq runs (f16 / f32 only): no launches, and the shapes say why.
+  }
   for (const auto& s : m.shapes) m.bytes_per_token += s.bytes_per_token;
 
   if (has_experts || !legacy_experts.empty())

@@ -41,7 +41,10 @@ struct Model {
   uint64_t experts = 0;         // <arch>.expert_count (0: dense)
   uint64_t experts_used = 0;    // <arch>.expert_used_count
   std::vector<QuantShare> quant_mix;  // largest first
-  std::vector<Shape> shapes;          // largest bytes_per_token first
+  std::vector<Shape> shapes;          // one plain GEMV per weight matrix, largest bytes_per_token first
+  // What a sweep of the engine's kernel measures: its launch plan's shapes (temper/plan.h,
+  // sweep_shapes at ncols 1, 2, 4, 8); empty when mmvq runs nothing of the model.
+  std::vector<Shape> launches;
   uint64_t bytes_per_token = 0;       // sum over shapes
   std::vector<std::string> notes;     // assumptions and skipped tensors, one sentence each
   // Tensors of ggml types this Temper does not know (a newer ggml's): left out of everything above.
