@@ -103,8 +103,23 @@ std::string format_summary(const Session& s) {
     }
     for (const auto& w : s.verdicts)
       if (!w.note.empty())
-        o << "  " << (multi ? "device " + std::to_string(w.device) + " " : "") << type_name(w.type) << " " << w.n << "x"
-          << w.k << " ncols " << w.ncols << ": " << w.note << "\n";
+        o << "  " << (multi ? "device " + std::to_string(w.device) + " " : "") << shape_text(w) << " ncols " << w.ncols
+          << ": " << w.note << "\n";
+    // The fused gate/up against the unfused pair at their best (the engine fuses; the pair is what
+    // switching fusion off would run).
+    for (const auto& w : s.verdicts) {
+      if (w.launch != Launch::MulMatGlu || w.ncols != 1) continue;
+      const Verdict* pair = find_verdict(s, group_key(w.device, plain_shape(w), 1));
+      if (!pair) continue;
+      const double fused = w.best_us, unfused = 2 * pair->best_us;
+      o << "  " << (multi ? "device " + std::to_string(w.device) + " " : "") << shape_text(w) << ": fused at best "
+        << fmt("%.2f", fused) << " µs (" << config_text(w.config) << ") vs the unfused pair at best 2 x "
+        << fmt("%.2f", pair->best_us) << " µs (" << config_text(pair->config) << "): "
+        << (fused <= unfused ? "fused faster by " + fmt("%.1f%%", 100 * (unfused / fused - 1))
+                             : "the pair faster by " + fmt("%.1f%%", 100 * (fused / unfused - 1)) +
+                                   " (the hook runs the engine's fused launch; GGML_CUDA_DISABLE_FUSION=1 unfuses every shape)")
+        << "\n";
+    }
   }
   for (const auto& e : s.estimates) {
     o << "\n" << e.label << (s.devices.size() > 1 ? " (device " + std::to_string(e.device) + ")" : "") << ":\n";
