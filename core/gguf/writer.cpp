@@ -1,11 +1,17 @@
-// GGUF writer: header in memory, tensor data written in place, sparse tensors left as holes.
+// GGUF writer: header in memory, tensor data written in place, sparse tensors left as holes,
+// filled tensors made chunk by chunk by a few threads that each write what they made.
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <exception>
+#include <mutex>
 #include <random>
 #include <sstream>
+#include <thread>
 
 #include "temper/error.h"
 #include "temper/gguf.h"
@@ -38,12 +44,12 @@ uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
   fail(ErrorKind::Io, what + " " + p.string() + ": " + std::strerror(errno));
 }
 
-void pwrite_all(int fd, std::string_view data, uint64_t at, const std::filesystem::path& p) {
+void pwrite_all(int fd, std::span<const char> data, uint64_t at, const std::filesystem::path& p) {
   while (!data.empty()) {
     const ssize_t n = ::pwrite(fd, data.data(), data.size(), static_cast<off_t>(at));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) io_fail("cannot write", p);
-    data.remove_prefix(static_cast<size_t>(n));
+    data = data.subspan(static_cast<size_t>(n));
     at += static_cast<uint64_t>(n);
   }
 }
@@ -134,7 +140,18 @@ void GgufWriter::add_sparse_tensor(std::string name, GgmlType type, std::vector<
   add_tensor_impl(std::move(name), type, std::move(dims), std::nullopt);
 }
 
-void GgufWriter::add_tensor_impl(std::string name, GgmlType type, std::vector<uint64_t> dims, std::optional<std::string> data) {
+void GgufWriter::add_filled_tensor(std::string name, GgmlType type, std::vector<uint64_t> dims, Fill fill) {
+  if (!fill) fail(ErrorKind::Internal, "GGUF writer: tensor \"" + name + "\": empty fill");
+  add_tensor_impl(std::move(name), type, std::move(dims), std::nullopt, std::move(fill));
+}
+
+uint64_t GgufWriter::fill_chunk_bytes(GgmlType type) {
+  const uint64_t block = type_info(type).type_size;
+  return std::max<uint64_t>(1, (4u << 20) / block) * block;
+}
+
+void GgufWriter::add_tensor_impl(std::string name, GgmlType type, std::vector<uint64_t> dims, std::optional<std::string> data,
+                                 Fill fill) {
   const std::string what = "GGUF writer: tensor \"" + name + "\": ";
   if (names_.count(name)) fail(ErrorKind::BadInput, what + "duplicate name");
   if (dims.empty() || dims.size() > 4) fail(ErrorKind::BadInput, what + "expected 1 to 4 dims, got " + std::to_string(dims.size()));
@@ -151,7 +168,7 @@ void GgufWriter::add_tensor_impl(std::string name, GgmlType type, std::vector<ui
   if (data && data->size() != bytes)
     fail(ErrorKind::BadInput, what + "expected " + std::to_string(bytes) + " bytes of data, got " + std::to_string(data->size()));
   names_.emplace(name, tensors_.size());
-  tensors_.push_back(Tensor{std::move(name), type, std::move(dims), bytes, std::move(data)});
+  tensors_.push_back(Tensor{std::move(name), type, std::move(dims), bytes, std::move(data), std::move(fill)});
 }
 
 std::vector<uint64_t> GgufWriter::tensor_offsets() const {
@@ -194,6 +211,16 @@ uint64_t GgufWriter::file_size() const {
   return data_offset() + align_up(tensor_offsets().back() + tensors_.back().bytes, alignment_);
 }
 
+std::vector<GgufWriter::Chunk> GgufWriter::fill_chunks() const {
+  std::vector<Chunk> chunks;
+  for (size_t i = 0; i < tensors_.size(); ++i) {
+    if (!tensors_[i].fill) continue;
+    const uint64_t step = fill_chunk_bytes(tensors_[i].type);
+    for (uint64_t at = 0; at < tensors_[i].bytes; at += step) chunks.push_back({i, at, std::min(step, tensors_[i].bytes - at)});
+  }
+  return chunks;
+}
+
 std::string GgufWriter::image() const {
   std::string out = header();
   const uint64_t data_at = align_up(out.size(), alignment_);
@@ -201,10 +228,52 @@ std::string GgufWriter::image() const {
   out.resize(file_size(), '\0');
   for (size_t i = 0; i < tensors_.size(); ++i)
     if (tensors_[i].data) out.replace(data_at + offsets[i], tensors_[i].data->size(), *tensors_[i].data);
+  for (const Chunk& c : fill_chunks())
+    tensors_[c.tensor].fill(std::as_writable_bytes(std::span(out).subspan(data_at + offsets[c.tensor] + c.first_byte, c.bytes)),
+                            c.first_byte);
   return out;
 }
 
-void GgufWriter::write(const std::filesystem::path& path) const {
+void GgufWriter::write_filled(int fd, uint64_t data_at, const std::filesystem::path& tmp, const WriteOptions& options) const {
+  const auto chunks = fill_chunks();
+  if (chunks.empty()) return;
+  const auto offsets = tensor_offsets();
+  uint64_t total = 0;
+  for (const Chunk& c : chunks) total += c.bytes;
+  const unsigned threads = std::clamp<unsigned>(options.threads ? options.threads : std::thread::hardware_concurrency(), 1,
+                                                static_cast<unsigned>(std::min<size_t>(chunks.size(), 256)));
+  std::atomic<size_t> next{0};
+  std::mutex mutex;  // guards error, done and the progress callback
+  std::exception_ptr error;
+  uint64_t done = 0;
+  // Each thread makes one chunk at a time and writes it at its place: memory stays at a chunk per thread.
+  auto work = [&] {
+    std::vector<char> buffer;
+    for (size_t j; (j = next++) < chunks.size();) {
+      const Chunk& c = chunks[j];
+      try {
+        buffer.resize(c.bytes);
+        tensors_[c.tensor].fill(std::as_writable_bytes(std::span(buffer)), c.first_byte);
+        pwrite_all(fd, buffer, data_at + offsets[c.tensor] + c.first_byte, tmp);
+      } catch (...) {
+        const std::lock_guard lock(mutex);
+        if (!error) error = std::current_exception();
+        next = chunks.size();
+        return;
+      }
+      const std::lock_guard lock(mutex);
+      done += c.bytes;
+      if (options.progress && !error) options.progress(done, total);
+    }
+  };
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  if (error) std::rethrow_exception(error);
+}
+
+void GgufWriter::write(const std::filesystem::path& path, const WriteOptions& options) const {
   const std::string head = header();
   const uint64_t data_at = align_up(head.size(), alignment_);
   const auto offsets = tensor_offsets();
@@ -220,6 +289,7 @@ void GgufWriter::write(const std::filesystem::path& path) const {
     pwrite_all(fd, head, 0, tmp);
     for (size_t i = 0; i < tensors_.size(); ++i)
       if (tensors_[i].data) pwrite_all(fd, *tensors_[i].data, data_at + offsets[i], tmp);
+    write_filled(fd, data_at, tmp, options);
     // Padding and sparse tensors: the file grows with holes that read as zeros.
     if (::ftruncate(fd, static_cast<off_t>(size)) != 0) io_fail("cannot extend", tmp);
     if (::fsync(fd) != 0) io_fail("cannot sync", tmp);

@@ -3,8 +3,11 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <map>
+#include <mutex>
+#include <set>
 
 #include "fixtures/fixtures.h"
 #include "temper/error.h"
@@ -143,6 +146,86 @@ TEST(GgufWriter, WrittenFileEqualsImageAndReadsBack) {
     EXPECT_EQ(f.path(), p);
     EXPECT_EQ(f.file_size(), w.file_size());
   }
+  std::filesystem::remove_all(dir);
+}
+
+// Two tensors of 2.1 M floats (three fill chunks each) whose float i is i + tag: a misplaced or
+// missing chunk shows.
+constexpr std::pair<const char*, float> kFilled[] = {{"big_a", 0.5f}, {"big_b", 0.25f}};
+
+GgufWriter filled_writer(std::mutex& m, std::set<uint64_t>& starts) {
+  GgufWriter w;
+  w.add("general.architecture", V::string("llama"));
+  w.add_tensor("small", GgmlType::F32, {3}, pattern(12, 5));
+  w.add_sparse_tensor("hole", GgmlType::Q4_K, {256, 7});
+  for (const auto& entry : kFilled) {
+    const float tag = entry.second;
+    w.add_filled_tensor(entry.first, GgmlType::F32, {1024, 2100}, [&m, &starts, tag](std::span<std::byte> out, uint64_t first) {
+      for (size_t i = 0; i < out.size() / 4; ++i) {
+        const float v = float(first / 4 + i) + tag;
+        std::memcpy(out.data() + 4 * i, &v, 4);
+      }
+      const std::lock_guard lock(m);
+      starts.insert(first);
+    });
+  }
+  return w;
+}
+
+TEST(GgufWriter, FilledTensorsAreTheSameBytesOnAnyThreadCount) {
+  const auto dir = std::filesystem::temp_directory_path() / ("temper-gguf-fill-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::mutex m;
+  std::set<uint64_t> starts;
+  const GgufWriter w = filled_writer(m, starts);
+  const std::string image = w.image();
+  const uint64_t chunk = GgufWriter::fill_chunk_bytes(GgmlType::F32);
+  EXPECT_EQ(chunk, 4u << 20);
+  EXPECT_EQ(starts, (std::set<uint64_t>{0, chunk, 2 * chunk}));  // 8.4 MB in 4 MiB chunks
+  for (const unsigned threads : {1u, 4u}) {
+    SCOPED_TRACE(threads);
+    std::vector<std::pair<uint64_t, uint64_t>> progress;
+    GgufWriter::WriteOptions options;
+    options.threads = threads;
+    options.progress = [&](uint64_t done, uint64_t total) { progress.emplace_back(done, total); };
+    w.write(dir / "filled.gguf", options);
+    EXPECT_TRUE(read_file(dir / "filled.gguf") == image);
+    ASSERT_EQ(progress.size(), 6u);  // one call per chunk, growing to the total
+    const uint64_t total = 2 * 1024 * 2100 * 4;
+    EXPECT_EQ(progress.back(), std::make_pair(total, total));
+    for (size_t i = 1; i < progress.size(); ++i) EXPECT_GT(progress[i].first, progress[i - 1].first);
+  }
+  const GgufFile f = GgufFile::open(dir / "filled.gguf");
+  for (const auto& [name, tag] : kFilled) {
+    const TensorInfo* t = f.find_tensor(name);
+    ASSERT_NE(t, nullptr) << name;
+    for (const uint64_t i : {uint64_t(0), chunk / 4 - 1, chunk / 4, uint64_t(1024 * 2100 - 1)}) {
+      float v;
+      std::memcpy(&v, t->data.data() + 4 * i, 4);
+      EXPECT_EQ(v, float(i) + tag) << name << " float " << i;
+    }
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(GgufWriter, AFailingFillLeavesNoFile) {
+  const auto dir = std::filesystem::temp_directory_path() / ("temper-gguf-fail-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  GgufWriter w;
+  w.add_filled_tensor("t", GgmlType::F32, {1024, 3000}, [](std::span<std::byte> out, uint64_t first) {
+    if (first > 0) fail(ErrorKind::BadInput, "chunk at byte " + std::to_string(first) + " refused");
+    std::fill(out.begin(), out.end(), std::byte{1});
+  });
+  GgufWriter::WriteOptions options;
+  options.threads = 3;
+  try {
+    w.write(dir / "x.gguf", options);
+    ADD_FAILURE() << "write succeeded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("refused"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(dir));  // neither the target nor the temporary file
+  EXPECT_THROW(w.add_filled_tensor("u", GgmlType::F32, {4}, {}), Error);
   std::filesystem::remove_all(dir);
 }
 

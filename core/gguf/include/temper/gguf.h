@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -161,7 +162,8 @@ class GgufFile {
 
 // Builds a GGUF file. Tensors are laid out in the order added, each at an aligned offset;
 // "sparse" tensors get no bytes written: the file is extended with ftruncate, so fixtures of
-// 70B-class models cost only their header on disk.
+// 70B-class models cost only their header on disk. "Filled" tensors are made while writing, chunk
+// by chunk on several threads, so a multi-gigabyte file streams to disk without being held in memory.
 class GgufWriter {
  public:
   // An owned, encoded metadata value.
@@ -193,6 +195,18 @@ class GgufWriter {
     std::string encoded_;  // payload after the kind tag (arrays: element kind, count, elements)
   };
 
+  // Makes bytes [first_byte, first_byte + out.size()) of one tensor, from nothing but its arguments
+  // (the file is then the same whatever the thread count). Called from several threads at once, for
+  // disjoint chunks of whole blocks starting at multiples of fill_chunk_bytes(type).
+  using Fill = std::function<void(std::span<std::byte> out, uint64_t first_byte)>;
+  static uint64_t fill_chunk_bytes(GgmlType type);  // about 4 MiB, a whole number of blocks
+
+  struct WriteOptions {
+    unsigned threads = 0;  // threads running Fill; 0: one per hardware thread
+    // Bytes of filled tensors written so far and in all; called by one thread at a time.
+    std::function<void(uint64_t done, uint64_t total)> progress;
+  };
+
   explicit GgufWriter(uint32_t version = 3);
 
   // Adding "general.alignment" (u32, a power of two) also sets the alignment of tensor data.
@@ -200,6 +214,7 @@ class GgufWriter {
   // `data` must hold exactly the tensor's bytes. dims are ggml's ne[0..n_dims-1].
   void add_tensor(std::string name, GgmlType type, std::vector<uint64_t> dims, std::string data);
   void add_sparse_tensor(std::string name, GgmlType type, std::vector<uint64_t> dims);
+  void add_filled_tensor(std::string name, GgmlType type, std::vector<uint64_t> dims, Fill fill);
 
   // The header as it will be written (magic to the end of the tensor infos, unpadded).
   std::string header() const;
@@ -207,8 +222,10 @@ class GgufWriter {
   uint64_t file_size() const;
   // The whole file in memory (sparse tensors as zeros): for small files, tests and fuzz seeds.
   std::string image() const;
-  // Temporary sibling, fsync, rename: the target is replaced whole or not at all (Error(Io)).
-  void write(const std::filesystem::path& path) const;
+  // Temporary sibling, fsync, rename: the target is replaced whole or not at all (Error(Io), or
+  // whatever a Fill threw).
+  void write(const std::filesystem::path& path, const WriteOptions& options) const;
+  void write(const std::filesystem::path& path) const { write(path, WriteOptions()); }
 
  private:
   struct Tensor {
@@ -216,10 +233,18 @@ class GgufWriter {
     GgmlType type;
     std::vector<uint64_t> dims;
     uint64_t bytes;
-    std::optional<std::string> data;  // nullopt: sparse
+    std::optional<std::string> data;  // neither data nor fill: sparse
+    Fill fill;
   };
-  void add_tensor_impl(std::string name, GgmlType type, std::vector<uint64_t> dims, std::optional<std::string> data);
+  void add_tensor_impl(std::string name, GgmlType type, std::vector<uint64_t> dims, std::optional<std::string> data,
+                       Fill fill = {});
   std::vector<uint64_t> tensor_offsets() const;  // relative to the data section
+  struct Chunk {
+    size_t tensor;
+    uint64_t first_byte, bytes;
+  };
+  std::vector<Chunk> fill_chunks() const;  // every filled tensor's chunks, in file order
+  void write_filled(int fd, uint64_t data_at, const std::filesystem::path& tmp, const WriteOptions& options) const;
 
   uint32_t version_;
   uint32_t alignment_ = 32;
