@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Engine-bridge evidence on an NVIDIA host (issues 15 and 16). Carry an extracted, trimmed upstream
-# tree in .upstream/ (docs/engine.md) and .deps/ (scripts/device-deps). Stages, chosen by STAGES
+# Engine-bridge evidence on an NVIDIA host (issues 15 and 16). Carry an extracted upstream tree in
+# .upstream/ (UPSTREAM, default .upstream/ggml-d99724f, or $TEMPER_UPSTREAM/ggml-d99724f when that is
+# set; docs/engine.md) and .deps/ (scripts/device-deps). Stages, chosen by STAGES
 # (default "all"; on a warm machine later calls reuse what earlier ones built):
 #   temper   builds `temper` and `temper-fixture` (device preset, KERNEL_SET kernels, default full)
 #   engine   `temper engine build` of the upstream tree for sm_90 (ENGINE_SET, default full) from a
@@ -23,7 +24,7 @@ log="$out/engine.log"
 say() { echo "$*" | tee -a "$log" >&2; }
 stages="${STAGES:-all}"
 want() { [[ "$stages" == all || " $stages " == *" $1 "* ]]; }
-upstream="${UPSTREAM:-$here/.upstream/ggml-d99724f}"
+upstream="${UPSTREAM:-${TEMPER_UPSTREAM:-$here/.upstream}/ggml-d99724f}"
 engine_set="${ENGINE_SET:-full}"
 kernel_set="${KERNEL_SET:-full}"
 ncols="${NCOLS:-1,2,4,8}"

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Fidelity of Temper's own mmvq against upstream's (issue 17), in one device call on an NVIDIA host
 # with nvcc, cmake, ninja and python3 (no Qt). Carry .deps/ (scripts/device-deps) and .upstream/
-# holding ggml-d99724f (extracted, or ggml-d99724f.tar.gz from ../shared/upstream). Phases, each
-# timed on stderr ("== phase: N s"):
+# holding the extracted trees ggml-d99724f/ and (regs) ggml-7180759/ (copied from $TEMPER_UPSTREAM;
+# TEMPER_UPSTREAM, when set, is used instead of .upstream/). Phases, each timed on stderr
+# ("== phase: N s"):
 #   build     Temper (device preset, Temper kernel set KERNEL_SET, default ci: every type at ncols 1)
-#   engine    `temper engine build` of upstream d99724f for sm_90, kernel set ncols1 (the 13 tier-1
-#             types × the ncols-1 grid) into build-device/engine-cache (cached by source hash)
+#   engine    `temper engine build` of upstream d99724f (UPSTREAM, default .upstream/ggml-d99724f)
+#             for sm_90, kernel set ncols1 (the 13 tier-1 types × the ncols-1 grid) into
+#             build-device/engine-cache (cached by source hash)
 #   time      bench/probe_smoke.py on the probe (kernel-only output checked), then per shape, upstream's kernel-only times (`temper bench-gemv --probe P --kernel-only`:
 #             mul_mat_vec_q alone through the hook's registry, upstream's launch path and PDL; its
 #             stock config timed as its grid instantiation) then Temper's (`bench-gemv --engine`),
@@ -13,8 +15,8 @@
 #             q6_K and q4_K at 128256x4096; both sides: weights rotating past 2x L2, COUNT events
 #             pairs around BACK_TO_BACK launches each, after 20 warm-up launches
 #   regs      registers per thread from ptxas for both kernels over the ncols-1 grid (bench/regcompare.py
-#             --temper: upstream patched with the hook; skipped, exit
-#             77, without the ggml archives: UPSTREAM_DIR, else ../shared/upstream)
+#             --temper: copies of upstream patched with the hook; skipped, exit 77, without both
+#             trees)
 #   table     bench/fidelity_table.py: per config both times, the difference, registers; per type
 #             configs within ±3 %, worst config, rank correlation; printed last
 # PHASES picks some (default "build engine time regs table"); CPU_ONLY=1 means "build regs table"
@@ -29,6 +31,7 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
+upstreams="${TEMPER_UPSTREAM:-$here/.upstream}"  # extracted upstream trees (ggml-<commit>/)
 work="${WORK:-$here/build-device/fidelity}"
 mkdir -p "$work"
 log="$work/fidelity.log"
@@ -93,10 +96,7 @@ fi
 probe=""
 if want engine; then
   begin
-  upstream="${UPSTREAM:-$here/.upstream/ggml-d99724f}"
-  if [[ ! -d "$upstream" && -f "$here/.upstream/ggml-d99724f.tar.gz" ]]; then
-    tar xzf "$here/.upstream/ggml-d99724f.tar.gz" -C "$here/.upstream"
-  fi
+  upstream="${UPSTREAM:-$upstreams/ggml-d99724f}"
   [[ -d "$upstream" ]] || { say "fidelity.sh: no upstream tree at $upstream (carry .upstream/)"; exit 2; }
   "$temper" engine build "$upstream" --arch sm_90 --kernel-set ncols1 --cache "$cache" --jobs "$jobs" --json \
     >"$work/engine-build.json" 2>>"$log" || { tail -20 "$log" >&2; grep -m3 error "$cache"/*/build.log >&2 || true; exit 1; }
@@ -154,10 +154,10 @@ fi
 regs_rc=0
 if want regs; then
   begin
-  python3 bench/regcompare.py --source-dir "$here" ${UPSTREAM_DIR:+--upstream-dir "$UPSTREAM_DIR"} \
+  python3 bench/regcompare.py --source-dir "$here" --upstream-dir "$upstreams" \
     --temper "$temper" --iq-tables-dir build-device/kernels --work-dir "$work/regcompare" >"$work/regs.txt" 2>>"$log" || regs_rc=$?
   cat "$work/regs.txt" >>"$log"
-  done_phase regs "regcompare exit $regs_rc (77 = skipped: no archive)"
+  done_phase regs "regcompare exit $regs_rc (77 = skipped: no upstream tree)"
 fi
 
 # table: upstream's rows from every upstream-*.csv of the work folder.

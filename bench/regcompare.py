@@ -1,25 +1,26 @@
 #!/usr/bin/env python3
 """Register fidelity of Temper's mmvq against upstream's, on the CPU (no GPU needed).
 
-Compiles upstream's mul_mat_vec_q (from the ggml archives in ../shared/upstream, extracted into a
-work folder) and Temper's kernels (kernels/mmvq.h) for sm_90 with `ptxas -v`, maps each upstream
+Compiles upstream's mul_mat_vec_q (from the extracted ggml trees in $TEMPER_UPSTREAM or
+--upstream-dir, ggml-<commit>/, copied into a work folder) and Temper's kernels (kernels/mmvq.h) for sm_90 with `ptxas -v`, maps each upstream
 instantiation to Temper's launch config and prints registers and spills side by side, per engine
 version. Stock upstream compiles only its default-table configs, so on sm_90 at ncols 1 the
 comparable grid configs are (nwarps 4, rows 1) and, for small K, (4, 4) (calc_nwarps /
 calc_rows_per_block, GENERIC table). With --temper, the extracted copy is first patched by
 `temper engine patch` (the tuning hook adds nwarps / rows template parameters to mul_mat_vec_q,
-the instantiation the engine bridge launches), and the whole ncols-1 grid is compared.
+the instantiation the engine bridge launches), and the whole ncols-1 grid is compared. The trees
+themselves are only read.
 
 Exit: 0 all within the allowed difference, 1 a difference beyond it (or a new spill), 2 bad
-arguments or input, 77 skipped (no nvcc, no archive, or the generated IQ tables missing).
+arguments or input, 77 skipped (no nvcc, no upstream tree, or the generated IQ tables missing).
 """
 import argparse
 import os
 import re
 import shutil
 import subprocess
+import stat
 import sys
-import tarfile
 
 SKIP = 77
 # Tier-1 types: name, ggml id.
@@ -27,7 +28,7 @@ TYPES = [("q4_0", 2), ("q4_1", 3), ("q5_0", 6), ("q5_1", 7), ("q8_0", 8), ("q2_K
          ("q4_K", 12), ("q5_K", 13), ("q6_K", 14), ("iq4_nl", 20), ("iq4_xs", 23), ("mxfp4", 39)]
 GGML_NAMES = {2: "Q4_0", 3: "Q4_1", 6: "Q5_0", 7: "Q5_1", 8: "Q8_0", 10: "Q2_K", 11: "Q3_K", 12: "Q4_K",
               13: "Q5_K", 14: "Q6_K", 20: "IQ4_NL", 23: "IQ4_XS", 39: "MXFP4"}
-# Engine version -> (Temper's kernel variant modelling it, mmvq::KernelVariant value; upstream archive stem).
+# Engine version -> (Temper's kernel variant modelling it, mmvq::KernelVariant value; upstream tree's folder).
 ENGINES = {"ggml-d99724f": (("GgmlD99724f", 1), "ggml-d99724f"), "ggml-7180759": (("Ggml7180759", 0), "ggml-7180759")}
 ARCH = "sm_90"
 NWARPS = 4  # upstream's GENERIC table at ncols 1 (every NVIDIA arch but Turing and GB10)
@@ -57,25 +58,21 @@ def find_nvcc(given):
     return None
 
 
-def extract(archive, dest):
-    """The archive's include/ and src/ (headers and ggml-cuda) under dest, once."""
-    stamp = os.path.join(dest, ".extracted")
+def copy_tree(tree, dest):
+    """The tree's include/ and src/ (headers and ggml-cuda) under dest, writable, once."""
+    stamp = os.path.join(dest, ".copied")
     if os.path.exists(stamp):
         return
-    with tarfile.open(archive) as tar:
-        members = [m for m in tar.getmembers() if (m.isfile() or m.isdir()) and
-                   re.search(r"(^|/)(include|src)(/|$)", m.name) and ".." not in m.name.split("/")]
-        if not members:
-            bad(f"{archive}: no include/ or src/ inside (expected a ggml source archive)")
-        tar.extractall(dest, members=members)
+    if not os.path.isdir(os.path.join(tree, "src", "ggml-cuda")):
+        bad(f"{tree}: no src/ggml-cuda inside (expected an extracted ggml tree)")
+    shutil.rmtree(dest, ignore_errors=True)
+    for part in ("include", "src"):
+        shutil.copytree(os.path.join(tree, part), os.path.join(dest, part))
+    for root, dirs, files in os.walk(dest):  # the copy is patched even where the tree is read-only
+        for name in dirs + files:
+            path = os.path.join(root, name)
+            os.chmod(path, os.stat(path).st_mode | stat.S_IWUSR)
     open(stamp, "w").close()
-
-
-def ggml_root(dest):
-    for root, dirs, files in os.walk(dest):
-        if "ggml-cuda" in dirs and os.path.basename(root) == "src":
-            return os.path.dirname(root)
-    bad(f"{dest}: no src/ggml-cuda after extraction")
 
 
 def ptxas_table(log):
@@ -107,13 +104,12 @@ def compile_ptxas(nvcc, src, flags, work):
     return ptxas_table(p.stdout + p.stderr)
 
 
-def upstream_registers(nvcc, archive, work, temper_bin):
+def upstream_registers(nvcc, tree, work, temper_bin):
     """{(type id, (nwarps, rows)): (registers, spill stores, spill loads)} of upstream's kernel."""
-    dest = os.path.join(work, os.path.basename(archive).split(".")[0] + ("-hooked" if temper_bin else ""))
+    root = os.path.join(work, os.path.basename(tree) + ("-hooked" if temper_bin else ""))
     if temper_bin:
-        shutil.rmtree(dest, ignore_errors=True)  # patched afresh: the hook may have changed since
-    extract(archive, dest)
-    root = ggml_root(dest)
+        shutil.rmtree(root, ignore_errors=True)  # patched afresh: the hook may have changed since
+    copy_tree(tree, root)
     cuda = os.path.join(root, "src", "ggml-cuda")
     if temper_bin:
         p = subprocess.run([temper_bin, "engine", "patch", root], capture_output=True, text=True)
@@ -127,7 +123,7 @@ def upstream_registers(nvcc, archive, work, temper_bin):
     if cut < 0:
         bad(f"{cuda}/mmvq.cu: neither '{MOE_MARKER}' nor calc_launch_params found to cut the kernel out at")
     # The kernel and everything it needs, without the host dispatch that would instantiate all types.
-    head = os.path.join(work, os.path.basename(dest) + "_mmvq_kernel.cuh")
+    head = os.path.join(work, os.path.basename(root) + "_mmvq_kernel.cuh")
     with open(head, "w") as f:
         f.write(text[:cut])
     if temper_bin:
@@ -143,7 +139,7 @@ def upstream_registers(nvcc, archive, work, temper_bin):
     else:
         instances = [(tid, cfg, f"mul_mat_vec_q<GGML_TYPE_{GGML_NAMES[tid]}, 1, false, {str(small_k).lower()}>")
                      for _, tid in TYPES for small_k, cfg in STOCK_CONFIGS]
-    src = os.path.join(work, os.path.basename(dest) + "_regs.cu")
+    src = os.path.join(work, os.path.basename(root) + "_regs.cu")
     with open(src, "w") as f:
         f.write(f'#include "{head}"\n')
         f.write("// Taking each kernel's address instantiates exactly the configs compared.\n")
@@ -211,7 +207,8 @@ def main():
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--source-dir", default=here)
-    ap.add_argument("--upstream-dir", help="folder with ggml-<commit>.tar.gz (default: SOURCE/../shared/upstream)")
+    ap.add_argument("--upstream-dir", default=os.environ.get("TEMPER_UPSTREAM"),
+                    help="folder of extracted upstream trees, ggml-<commit>/ (default: $TEMPER_UPSTREAM)")
     ap.add_argument("--iq-tables-dir", required=True, help="folder of the generated iq_tables.h (build/kernels)")
     ap.add_argument("--work-dir", required=True)
     ap.add_argument("--engine", action="append", choices=sorted(ENGINES), help="engine versions to compare (default all)")
@@ -225,12 +222,13 @@ def main():
     nvcc = find_nvcc(a.nvcc)
     if not nvcc:
         skip("nvcc not found (PATH, /usr/local/cuda/bin)")
-    upstream_dir = a.upstream_dir or os.path.join(os.path.dirname(os.path.abspath(a.source_dir)), "shared", "upstream")
+    if not a.upstream_dir:
+        skip("no upstream trees: TEMPER_UPSTREAM is not set (nor --upstream-dir)")
     engines = a.engine or sorted(ENGINES)
-    archives = {e: os.path.join(upstream_dir, ENGINES[e][1] + ".tar.gz") for e in engines}
-    missing = [p for p in archives.values() if not os.path.isfile(p)]
+    trees = {e: os.path.join(os.path.abspath(a.upstream_dir), ENGINES[e][1]) for e in engines}
+    missing = [p for p in trees.values() if not os.path.isdir(p)]
     if missing:
-        skip(f"upstream archive absent: {', '.join(missing)}")
+        skip(f"upstream tree absent: {', '.join(missing)}")
     if not os.path.isfile(os.path.join(a.iq_tables_dir, "iq_tables.h")):
         skip(f"{a.iq_tables_dir}/iq_tables.h not generated yet (build temper_iq_tables first)")
     if a.temper and not (os.path.isfile(a.temper) and os.access(a.temper, os.X_OK)):
@@ -244,7 +242,7 @@ def main():
     failures = 0
     for engine in engines:
         variant, variant_value = ENGINES[engine][0]
-        up = upstream_registers(nvcc, archives[engine], a.work_dir, a.temper)
+        up = upstream_registers(nvcc, trees[engine], a.work_dir, a.temper)
         print(f"\n{engine}{' (hooked)' if a.temper else ''} vs Temper's mmvq<..., {variant}>, {ARCH}, ncols 1 "
               "(registers, spill stores/loads in bytes)")
         print(f"{'type':8} {'config':7} {'upstream':>14} {'temper':>14} {'diff':>5}  verdict")

@@ -1,16 +1,19 @@
 #!/bin/sh
-# The hooked mmvq.cu compiles: `temper engine patch --kernel-set ci` on ggml d99724f, then nvcc for
-# sm_90 on the patched mmvq.cu, one generated instantiation unit, the registry and the run time
-# (compile only, as ggml's own CMake would, with its CUDA flags). Exit 77 (skipped) without nvcc or
-# the archive. Usage: hook_nvcc_test.sh TEMPER NVCC UPSTREAM_DIR OUT_DIR
+# The hooked mmvq.cu compiles: `temper engine patch --kernel-set ci` on a copy of ggml d99724f
+# ($TEMPER_UPSTREAM/ggml-d99724f, read when the test runs), then nvcc for sm_90 on the patched
+# mmvq.cu, one generated instantiation unit, the registry and the run time (compile only, as ggml's
+# own CMake would, with its CUDA flags). Exit 77 (skipped) without nvcc or the tree.
+# Usage: TEMPER_UPSTREAM=DIR hook_nvcc_test.sh TEMPER NVCC OUT_DIR SOURCE_DIR
 set -eu
-temper=$(cd "$(dirname "$1")" && pwd)/$(basename "$1") nvcc=$2 upstream=$3 out=$4 source=$5
-archive="$upstream/ggml-d99724f.tar.gz"
+temper=$(cd "$(dirname "$1")" && pwd)/$(basename "$1") nvcc=$2 out=$3 source=$4
 if [ -z "$nvcc" ] || [ ! -x "$nvcc" ]; then echo "SKIPPED: no nvcc"; exit 77; fi
-if [ ! -f "$archive" ]; then echo "SKIPPED: no $archive"; exit 77; fi
-rm -rf "$out" && mkdir -p "$out"
-tar xzf "$archive" -C "$out"
+if [ -z "${TEMPER_UPSTREAM:-}" ]; then echo "SKIPPED: TEMPER_UPSTREAM is not set (a folder of extracted upstream trees)"; exit 77; fi
+upstream="$TEMPER_UPSTREAM/ggml-d99724f"
+if [ ! -d "$upstream/src/ggml-cuda" ]; then echo "SKIPPED: no upstream tree $upstream"; exit 77; fi
+rm -rf "$out" && mkdir -p "$out/ggml-d99724f"
 tree="$out/ggml-d99724f"
+cp -R "$upstream/include" "$upstream/src" "$tree/"  # what nvcc reads; the copy is patched, never the original
+chmod -R u+w "$tree"
 "$temper" engine patch "$tree" --kernel-set ci
 cd "$tree"
 flags="-c -std=c++17 -O3 -arch=sm_90 -use_fast_math -extended-lambda -DNDEBUG -DGGML_CUDA_PEER_MAX_BATCH_SIZE=128

@@ -1,13 +1,16 @@
-// The tuning hook against upstream's own mmvq.cu of both archived ggml versions: it applies, it
-// undoes byte for byte, and it refuses (writing nothing) where an anchor has moved.
+// The tuning hook against upstream's own mmvq.cu of both ggml versions and a llama.cpp checkout
+// ($TEMPER_UPSTREAM; skipped without it): it applies to a copy, it undoes byte for byte, and it
+// refuses (writing nothing) where an anchor has moved.
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cstdlib>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
+#include "support/upstream_tree.h"
 #include "temper/engine.h"
 #include "temper/error.h"
 #include "temper/fileio.h"
@@ -17,46 +20,38 @@ using namespace temper;
 
 namespace {
 
-const fs::path kUpstream = fs::path(TEMPER_SOURCE_DIR) / ".." / "shared" / "upstream";
+using test::UpstreamCopy;
 
-// A fresh extracted copy of ggml-<commit>.tar.gz; empty when the archive is not there.
-fs::path extract(const std::string& commit, const std::string& into_subdir = "") {
-  const fs::path archive = kUpstream / ("ggml-" + commit + ".tar.gz");
-  if (!fs::exists(archive)) return {};
-  const fs::path dir = fs::temp_directory_path() / ("temper-hook-" + commit + "-" + std::to_string(::getpid()) + "-" +
-                                                    std::to_string(std::rand()));
-  fs::create_directories(dir / into_subdir);
-  const std::string cmd = "tar xzf '" + archive.string() + "' -C '" + (dir / into_subdir).string() + "'";
-  if (std::system(cmd.c_str()) != 0) return {};
-  if (!into_subdir.empty()) {
-    fs::rename(dir / into_subdir / ("ggml-" + commit), dir / "ggml");
-    return dir;
-  }
-  return dir / ("ggml-" + commit);
-}
+// The part of a tree the hook reads and writes: its ggml-cuda folder, copied alone.
+const char* cuda_part(const std::string& tree) { return tree == "llama.cpp" ? "ggml/src/ggml-cuda" : "src/ggml-cuda"; }
 
+// Every file under cuda_dir, by path relative to it, with its bytes.
 std::string snapshot(const fs::path& cuda_dir) {
   std::string all;
   std::vector<fs::path> files;
   for (const auto& e : fs::recursive_directory_iterator(cuda_dir)) if (e.is_regular_file()) files.push_back(e.path());
   std::sort(files.begin(), files.end());
-  for (const auto& f : files) all += f.string() + "\n" + read_file(f);
+  for (const auto& f : files) all += f.lexically_relative(cuda_dir).string() + "\n" + read_file(f);
   return all;
 }
+
+// A private copy of the named tree's ggml-cuda folder as `var`; the test skips without the tree.
+#define COPY_OR_SKIP(var, name)                    \
+  const UpstreamCopy var(name, {cuda_part(name)}); \
+  if (var.root().empty()) GTEST_SKIP() << "SKIPPED: " << var.why()
 
 class HookOn : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(HookOn, AppliesAndUndoesByteForByte) {
-  const fs::path tree = extract(GetParam());
-  if (tree.empty()) GTEST_SKIP() << "SKIPPED: " << kUpstream << " has no ggml-" << GetParam() << " archive";
-  const fs::path cuda = tree / "src" / "ggml-cuda";
-  const std::string before = snapshot(cuda);
+  COPY_OR_SKIP(copy, GetParam());
+  const fs::path& tree = copy.root();
+  const fs::path cuda = tree / cuda_part(GetParam());
   const std::string original = read_file(cuda / "mmvq.cu");
 
   engine::CheckReport c = engine::check(tree);
   EXPECT_TRUE(c.applies) << c.problem;
   EXPECT_EQ(c.state, engine::HookState::Stock);
-  EXPECT_EQ(c.tree.kind, engine::TreeKind::Ggml);
+  EXPECT_EQ(c.tree.kind, GetParam() == "llama.cpp" ? engine::TreeKind::LlamaCpp : engine::TreeKind::Ggml);
   EXPECT_NE(std::find(c.types.begin(), c.types.end(), "Q4_K"), c.types.end());
 
   engine::patch(tree, engine::kernel_set("ci"));
@@ -92,14 +87,14 @@ TEST_P(HookOn, AppliesAndUndoesByteForByte) {
 
   engine::undo(tree);
   EXPECT_EQ(read_file(cuda / "mmvq.cu"), original);
-  EXPECT_EQ(snapshot(cuda), before);
-  fs::remove_all(tree.parent_path());
+  EXPECT_EQ(snapshot(cuda), snapshot(test::upstream_tree(GetParam()) / cuda_part(GetParam())));
 }
 
 TEST_P(HookOn, FullSetCoversEveryTypeAndNcols) {
-  const fs::path tree = extract(GetParam());
-  if (tree.empty()) GTEST_SKIP() << "SKIPPED: no archive";
-  const std::string source = read_file(tree / "src/ggml-cuda/mmvq.cu");
+  std::string why;
+  const fs::path tree = test::upstream_tree(GetParam(), &why);  // read only: no copy
+  if (tree.empty()) GTEST_SKIP() << "SKIPPED: " << why;
+  const std::string source = read_file(tree / cuda_part(GetParam()) / "mmvq.cu");
   const auto has = [](const engine::Patch& p, const std::string& name) {
     return std::any_of(p.files.begin(), p.files.end(), [&](const auto& f) { return f.first == name; });
   };
@@ -123,7 +118,7 @@ TEST_P(HookOn, FullSetCoversEveryTypeAndNcols) {
   ASSERT_NE(header, all.files.end());
   EXPECT_NE(header->second.find("#define TEMPER_MMVQ_HOOK_VERSION " + std::to_string(engine::kHookVersion) + "\n"),
             std::string::npos);
-  EXPECT_EQ(all.halve_iters, GetParam() == "d99724f");
+  EXPECT_EQ(all.halve_iters, GetParam() != "ggml-7180759");  // llama.cpp's mmvq.cu is d99724f's
   // ncols1 (bench/fidelity.sh): the 13 tier-1 types, one ncols-1 unit each, all 20 grid configs.
   const engine::Patch n1 = engine::make_patch(source, engine::kernel_set("ncols1"));
   EXPECT_EQ(n1.files.size(), 13u + 4u);
@@ -133,14 +128,19 @@ TEST_P(HookOn, FullSetCoversEveryTypeAndNcols) {
   for (size_t at = 0; (at = mx->second.find("temper_mmvq_register(GGML_TYPE_MXFP4, 1,", at)) != std::string::npos; ++at) ++registered;
   EXPECT_EQ(registered, 20u);
   EXPECT_FALSE(has(n1, "temper-mmvq-iq2_xxs-1.cu"));
-  fs::remove_all(tree.parent_path());
 }
 
-INSTANTIATE_TEST_SUITE_P(Upstream, HookOn, ::testing::Values("7180759", "d99724f"));
+// Both ggml versions, and a llama.cpp checkout (ggml/ inside) whose mmvq.cu is d99724f's.
+INSTANTIATE_TEST_SUITE_P(Upstream, HookOn, ::testing::Values("ggml-7180759", "ggml-d99724f", "llama.cpp"),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           for (char& c : name) if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                           return name;
+                         });
 
 TEST(Hook, RefusesAMovedAnchorAndWritesNothing) {
-  const fs::path tree = extract("d99724f");
-  if (tree.empty()) GTEST_SKIP() << "SKIPPED: no archive";
+  COPY_OR_SKIP(copy, "ggml-d99724f");
+  const fs::path& tree = copy.root();
   const fs::path mmvq = tree / "src/ggml-cuda/mmvq.cu";
   std::string text = read_file(mmvq);
   // A newer upstream that renamed the kernel's rows-per-block constant.
@@ -161,24 +161,22 @@ TEST(Hook, RefusesAMovedAnchorAndWritesNothing) {
   const engine::CheckReport c = engine::check(tree);
   EXPECT_FALSE(c.applies);
   EXPECT_NE(c.problem.find("rows_per_cuda_block"), std::string::npos);
-  fs::remove_all(tree.parent_path());
 }
 
 TEST(Hook, RefusesATruncatedFile) {
-  const fs::path tree = extract("7180759");
-  if (tree.empty()) GTEST_SKIP() << "SKIPPED: no archive";
+  COPY_OR_SKIP(copy, "ggml-7180759");
+  const fs::path& tree = copy.root();
   const fs::path mmvq = tree / "src/ggml-cuda/mmvq.cu";
   const std::string text = read_file(mmvq);
   write_file_atomic(mmvq, text.substr(0, text.size() / 2));
   EXPECT_THROW(engine::patch(tree, engine::kernel_set("ci")), Error);
   EXPECT_FALSE(fs::exists(tree / "src/ggml-cuda/temper-mmvq.cuh"));
   EXPECT_FALSE(fs::exists(tree / "src/ggml-cuda/.temper-hook"));
-  fs::remove_all(tree.parent_path());
 }
 
 TEST(Hook, UndoLeavesAFileEditedSinceAlone) {
-  const fs::path tree = extract("d99724f");
-  if (tree.empty()) GTEST_SKIP() << "SKIPPED: no archive";
+  COPY_OR_SKIP(copy, "ggml-d99724f");
+  const fs::path& tree = copy.root();
   const fs::path mmvq = tree / "src/ggml-cuda/mmvq.cu";
   engine::patch(tree, engine::kernel_set("ci"));
   const std::string edited = read_file(mmvq) + "// the user's own line\n";
@@ -190,25 +188,23 @@ TEST(Hook, UndoLeavesAFileEditedSinceAlone) {
     EXPECT_NE(std::string(e.what()).find("changed since Temper patched it"), std::string::npos) << e.what();
   }
   EXPECT_EQ(read_file(mmvq), edited);
-  fs::remove_all(tree.parent_path());
 }
 
 TEST(Hook, FindsALlamaCppCheckoutAndItsCommit) {
-  const fs::path root = extract("7180759", "llama.cpp");
-  if (root.empty()) GTEST_SKIP() << "SKIPPED: no archive";
-  // A checkout's .git with a branch ref, as git leaves it.
+  COPY_OR_SKIP(copy, "llama.cpp");
+  const fs::path& root = copy.root();
+  // A checkout's .git with a branch ref, as git leaves it (the commit is read back as written).
   fs::create_directories(root / ".git/refs/heads");
   std::ofstream(root / ".git/HEAD") << "ref: refs/heads/master\n";
-  std::ofstream(root / ".git/refs/heads/master") << "7180759cb71625b8bb0eb60a88483f817e31508a\n";
+  std::ofstream(root / ".git/refs/heads/master") << "0123456789abcdef0123456789abcdef01234567\n";
   const engine::Tree t = engine::find_tree(root);
   EXPECT_EQ(t.kind, engine::TreeKind::LlamaCpp);
   EXPECT_EQ(t.ggml_root, root / "ggml");
-  EXPECT_EQ(t.commit, "7180759cb71625b8bb0eb60a88483f817e31508a");
+  EXPECT_EQ(t.commit, "0123456789abcdef0123456789abcdef01234567");
   engine::patch(root, engine::kernel_set("ci"));
   EXPECT_TRUE(fs::exists(root / "ggml/src/ggml-cuda/temper-mmvq.cuh"));
   engine::undo(root);
   EXPECT_FALSE(fs::exists(root / "ggml/src/ggml-cuda/temper-mmvq.cuh"));
-  fs::remove_all(root);
 }
 
 TEST(Hook, RefusesAFolderWithoutGgml) {
@@ -242,8 +238,8 @@ TEST(Hook, KernelSetNamesAreChecked) {
 
 // A tree patched by hook v1 (no hash in its manifest; its "full" set was today's "all") still undoes.
 TEST(Hook, UndoesATreePatchedByHookV1) {
-  const fs::path tree = extract("d99724f");
-  if (tree.empty()) GTEST_SKIP() << "SKIPPED: no archive";
+  COPY_OR_SKIP(copy, "ggml-d99724f");
+  const fs::path& tree = copy.root();
   const fs::path cuda = tree / "src/ggml-cuda";
   const std::string before = snapshot(cuda);
   const std::string original = read_file(cuda / "mmvq.cu");
@@ -260,7 +256,6 @@ TEST(Hook, UndoesATreePatchedByHookV1) {
   EXPECT_EQ(engine::check(tree).patched_version, 1);
   engine::undo(tree);
   EXPECT_EQ(snapshot(cuda), before);
-  fs::remove_all(tree.parent_path());
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "profile_helpers.h"
+#include "support/upstream_tree.h"
 #include "temper/defaults.h"
 #include "temper/fileio.h"
 #include "temper/ggml_table.h"
@@ -255,12 +256,12 @@ std::string cut(const std::string& text, const std::string& from, const std::str
 }
 
 // Wherever the profile has no entry, the export agrees with upstream's own calc_nwarps and
-// calc_rows_per_block, cut at test time from the archived mmvq.cu of the version the entries
-// were measured against (test data beside the repository; skipped without it).
+// calc_rows_per_block, cut at test time from the mmvq.cu of the version the entries were measured
+// against ($TEMPER_UPSTREAM/ggml-<commit>, read in place; skipped without it).
 TEST(GgmlTable, StockValuesAreUpstreamsOwn) {
-  const auto upstream = std::filesystem::path(TEMPER_SOURCE_DIR) / ".." / "shared" / "upstream";
-  if (!std::filesystem::exists(upstream / "ggml-d99724f.tar.gz") || !std::filesystem::exists(upstream / "ggml-7180759.tar.gz"))
-    GTEST_SKIP() << "no upstream archives in " << upstream;
+  std::string why;
+  for (const char* tree : {"ggml-d99724f", "ggml-7180759"})
+    if (test::upstream_tree(tree, &why).empty()) GTEST_SKIP() << why;
   const ScratchDir scratch("temper-ggml-upstream-");
   const std::filesystem::path& dir = scratch.path;
   const std::string d = dir.string(), cxx = TEMPER_HOST_CXX;
@@ -271,9 +272,7 @@ TEST(GgmlTable, StockValuesAreUpstreamsOwn) {
                         Case{"d99724f", "sm_75", "TURING"}, Case{"d99724f", "gfx1100", "RDNA3_0"},
                         Case{"d99724f", "gfx1201", "RDNA4"}}) {
     SCOPED_TRACE(c.arch + " at " + c.commit);
-    const std::string source = "ggml-" + c.commit + "/src/ggml-cuda/mmvq.cu";
-    ASSERT_EQ(run("tar -xzf " + (upstream / ("ggml-" + c.commit + ".tar.gz")).string() + " -C " + d + " " + source), 0);
-    const std::string mmvq = read_file(dir / source);
+    const std::string mmvq = read_file(test::upstream_tree("ggml-" + c.commit) / "src/ggml-cuda/mmvq.cu");
     const std::string table_ids = cut(mmvq, "enum mmvq_parameter_table_id {", "};");
     const std::string nwarps = cut(mmvq, "static constexpr __host__ __device__ int calc_nwarps(", "}");
     const std::string rows = cut(mmvq, "static constexpr __host__ __device__ int calc_rows_per_block(", "}");

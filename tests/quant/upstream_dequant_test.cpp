@@ -1,7 +1,7 @@
 // Issue 19: every type Temper dequantizes (tiers 1 and 2, q1_0, q2_0) gives exactly ggml's floats.
-// Upstream's own ggml-quants.c (d99724f, from ../shared/upstream/, test data only) is compiled at
-// test time with tests/quant/upstream/dequant_harness.c and run over the same random blocks;
-// skipped when the archive or a C compiler is absent.
+// Upstream's own ggml-quants.c ($TEMPER_UPSTREAM/ggml-d99724f, read in place; test data only) is
+// compiled at test time with tests/quant/upstream/dequant_harness.c and run over the same random
+// blocks; skipped when the tree or a C compiler is absent.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <vector>
 
+#include "support/upstream_tree.h"
 #include "temper/fileio.h"
 #include "temper/quant/reference.h"
 #include "temper/types.h"
@@ -19,30 +20,21 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const fs::path kArchive = fs::path(TEMPER_SOURCE_DIR) / ".." / "shared" / "upstream" / "ggml-d99724f.tar.gz";
-
 class UpstreamDequant : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    if (!fs::exists(kArchive)) {
-      skip_ = "no " + kArchive.string();
-      return;
-    }
+    const fs::path root = test::upstream_tree("ggml-d99724f", &skip_);
+    if (root.empty()) return;
     if (std::system("command -v cc >/dev/null 2>&1") != 0) {
       skip_ = "no C compiler (cc)";
       return;
     }
     dir_ = fs::temp_directory_path() / ("temper-upstream-dequant-" + std::to_string(::getpid()));
     fs::create_directories(dir_);
-    const std::string src = "ggml-d99724f";
-    const std::string extract = "tar -xzf '" + kArchive.string() + "' -C '" + dir_.string() + "' " + src + "/include " + src +
-                                "/src/ggml-quants.c " + src + "/src/ggml-quants.h " + src + "/src/ggml-common.h " + src +
-                                "/src/ggml-impl.h " + src + "/src/ggml-cpu/ggml-cpu-impl.h";
-    const fs::path root = dir_ / src;
     const std::string compile = "cc -O1 -std=gnu11 -w -I '" + (root / "include").string() + "' -I '" + (root / "src").string() +
                                 "' '" + TEMPER_SOURCE_DIR + "/tests/quant/upstream/dequant_harness.c' '" +
                                 (root / "src" / "ggml-quants.c").string() + "' -o '" + (dir_ / "harness").string() + "' -lm";
-    built_ = std::system(extract.c_str()) == 0 && std::system(compile.c_str()) == 0;
+    built_ = std::system(compile.c_str()) == 0;
   }
   static void TearDownTestSuite() {
     std::error_code ec;
@@ -50,7 +42,7 @@ class UpstreamDequant : public ::testing::Test {
   }
   void SetUp() override {
     if (!skip_.empty()) GTEST_SKIP() << skip_;
-    ASSERT_TRUE(built_) << "could not extract or compile upstream's ggml-quants.c with the harness";
+    ASSERT_TRUE(built_) << "could not compile upstream's ggml-quants.c with the harness";
   }
 
   // Upstream's floats for `blocks` of `type` holding `values` values.
