@@ -95,7 +95,7 @@ if want engines && [[ -z "${FAKE:-}" ]]; then
   run patch "$temper" engine patch "$llama" --kernel-set "$types"
   run llama-configure cmake -S "$llama" -B "$llama/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON \
     -DGGML_CUDA_FA=OFF -DCMAKE_CUDA_ARCHITECTURES=90 -DGGML_NATIVE=OFF -DLLAMA_CURL=OFF -DLLAMA_BUILD_SERVER=OFF \
-    -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF
+    -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF
   t0=$(date +%s)
   cmake --build "$llama/build" --target llama-bench -j "$jobs" >"$ev/llama-build.out" 2>&1 &
   llama_pid=$!
