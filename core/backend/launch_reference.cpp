@@ -44,7 +44,8 @@ void expected_launch_rows(const GemvProblem& p, const uint8_t* weights, const qu
                                       std::to_string(p.experts - 1));
       expert = size_t(ids[col]);
     }
-    const quant::BlockQ8_1* yc = y + size_t(p.launch == Launch::MulMatIdGlu ? 0 : col) * blocks;
+    // Expert gate/up broadcast the token's one column; down reads one column per expert.
+    const quant::BlockQ8_1* yc = y + size_t(has_ids && fused ? 0 : col) * blocks;
     for (int64_t r = r0; r < r1; ++r) {
       const size_t at = expert * l.matrix_bytes + size_t(r) * l.row_bytes;
       const quant::DotQ8_1 up = quant::dot_q8_1_detail(p.type, weights + at, yc, p.k);

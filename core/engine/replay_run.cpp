@@ -220,7 +220,7 @@ ReplayPrediction predict_replay(const ReplayPlan& plan, const Profile& profile, 
   ReplayPrediction p;
   const ProfileDevice on = profile_device(device);
   for (const Shape& shape : plan.launches.shapes) {
-    const ProfileEntry* e = applied_entry(profile, device.arch, on, shape.shape(), 1);
+    const ProfileEntry* e = applied_launch(profile, device.arch, on, shape.shape(), 1);
     if (!e || !e->provenance) continue;
     ++p.entries_hit;
     p.saving_us += double(shape.calls_per_token) * (e->provenance->default_us - e->provenance->tuned_us);

@@ -70,12 +70,12 @@ std::vector<Shape> sweep_shapes(const GgufFile& file, const std::vector<int>& nc
     s.bytes_per_token = 0;
     out.push_back(std::move(s));
   };
-  // The fused gate/up's matrices as plain launches: what the unfused pair would cost at one token.
+  // Each fused gate/up as the hook can run it instead: the unfused pair, timed beside it.
   for (size_t i = 0, fused = out.size(); i < fused; ++i)
-    if (out[i].launch == Launch::MulMatGlu) {
-      Shape plain = out[i];
-      static_cast<ShapeKey&>(plain) = plain_shape(plain);
-      add_uncounted(std::move(plain));
+    if (launch_is_fused(out[i].launch)) {
+      Shape pair = out[i];
+      static_cast<ShapeKey&>(pair) = with_launch(pair, unfused_kind(pair.launch));
+      add_uncounted(std::move(pair));
     }
   // Launches only wider batches make; MUL_MAT_ID's there run the multi-token MoE kernel, which
   // has nothing to tune.

@@ -57,6 +57,14 @@ ProfileEntry* find_entry(Profile& p, const ProfileKey& key) {
     if (e.key == key) return &e;
   return nullptr;
 }
+
+const ProfileEntry* applied_launch(const Profile& p, const std::string& arch, const ProfileDevice& device,
+                                   const ShapeKey& shape, int ncols) {
+  if (launch_is_fused(shape.launch) && !launch_is_unfused(shape.launch))
+    if (const ProfileEntry* pair = applied_entry(p, arch, device, with_launch(shape, unfused_kind(shape.launch)), ncols))
+      return pair;
+  return applied_entry(p, arch, device, shape, ncols);
+}
 const ProfileEntry* find_entry(const Profile& p, const ProfileKey& key) {
   return find_entry(const_cast<Profile&>(p), key);
 }
@@ -87,7 +95,24 @@ Profile profile_from_session(const Session& s, std::optional<int> device) {
   p.tool_version = TEMPER_VERSION;
   p.model = s.model.file_name;
   p.sessions = {s.id};
+  // A fused gate/up's entry is its unfused pair's when the pair beats the fused launch at its best
+  // (then measured against the fused launch's stock: what the engine runs without the profile).
+  std::vector<Verdict> verdicts;
   for (const Verdict& w : s.verdicts) {
+    if (launch_is_unfused(w.launch)) {
+      if (std::optional<Verdict> v = unfused_verdict(s, w)) verdicts.push_back(std::move(*v));
+    } else {
+      verdicts.push_back(w);
+    }
+  }
+  std::erase_if(verdicts, [&](const Verdict& w) {
+    return launch_is_fused(w.launch) && !launch_is_unfused(w.launch) &&
+           std::any_of(verdicts.begin(), verdicts.end(), [&](const Verdict& u) {
+             return launch_is_unfused(u.launch) && u.device == w.device && u.ncols == w.ncols &&
+                    with_launch(u, w.launch) == w.shape();
+           });
+  });
+  for (const Verdict& w : verdicts) {
     if (!w.is_winner() || (device && w.device != *device)) continue;
     const SessionDevice* d = find_device(s, w.device);
     if (!d) fail(ErrorKind::BadInput, "session " + s.id + ": winner on device " + std::to_string(w.device) +
@@ -114,8 +139,9 @@ Profile profile_from_session(const Session& s, std::optional<int> device) {
     pv.speedup = w.speedup;
     pv.speedup_low = w.speedup_low;
     pv.speedup_high = w.speedup_high;
+    // The launches it replaces: an unfused pair's are its fused launch's.
     for (const Shape& sh : s.shapes)
-      if (sh.shape() == w.shape()) {
+      if (sh.shape() == with_launch(w, fused_kind(w.launch))) {
         pv.calls_per_token = sh.calls_per_token;
         pv.bytes_per_token = sh.bytes_per_token;
       }

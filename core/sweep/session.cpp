@@ -157,6 +157,7 @@ json estimate_shape_json(const EstimateShape& e) {
           {"default_us", e.default_us},
           {"tuned_us", e.tuned_us},
           {"share", e.share}});
+  if (e.tuned_unfused) j["tuned_unfused"] = true;  // optional: the fused launch runs as the unfused pair
   return j;
 }
 
@@ -439,6 +440,7 @@ Estimate estimate_from(const Node& n) {
     es.tuned_config = config_from(sh["tuned_config"]);
     es.default_us = sh["default_us"].number();
     es.tuned_us = sh["tuned_us"].number();
+    es.tuned_unfused = sh.has("tuned_unfused") && sh["tuned_unfused"].boolean();
     es.share = sh["share"].number();
     e.shapes.push_back(es);
   }

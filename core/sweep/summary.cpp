@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "temper/format.h"
+#include "temper/estimate.h"
 #include "temper/sweep.h"
 
 namespace temper {
@@ -105,19 +106,18 @@ std::string format_summary(const Session& s) {
       if (!w.note.empty())
         o << "  " << (multi ? "device " + std::to_string(w.device) + " " : "") << shape_text(w) << " ncols " << w.ncols
           << ": " << w.note << "\n";
-    // The fused gate/up against the unfused pair at their best (the engine fuses; the pair is what
-    // switching fusion off would run).
+    // Each fused gate/up against its unfused pair (the hook's alternative), both at their best: a
+    // profile runs the faster.
     for (const auto& w : s.verdicts) {
-      if (w.launch != Launch::MulMatGlu || w.ncols != 1) continue;
-      const Verdict* pair = find_verdict(s, group_key(w.device, plain_shape(w), 1));
-      if (!pair) continue;
-      const double fused = w.best_us, unfused = 2 * pair->best_us;
+      if (!launch_is_fused(w.launch) || launch_is_unfused(w.launch) || w.ncols != 1) continue;
+      const Verdict* pair = find_verdict(s, group_key(w.device, with_launch(w, unfused_kind(w.launch)), 1));
+      if (!pair || pair->verdict == kVerdictNoDefault) continue;
+      const double fused = w.is_winner() ? w.best_us : w.default_us, unfused = pair->best_us;
       o << "  " << (multi ? "device " + std::to_string(w.device) + " " : "") << shape_text(w) << ": fused at best "
-        << fmt("%.2f", fused) << " µs (" << config_text(w.config) << ") vs the unfused pair at best 2 x "
-        << fmt("%.2f", pair->best_us) << " µs (" << config_text(pair->config) << "): "
-        << (fused <= unfused ? "fused faster by " + fmt("%.1f%%", 100 * (unfused / fused - 1))
-                             : "the pair faster by " + fmt("%.1f%%", 100 * (fused / unfused - 1)) +
-                                   " (the hook runs the engine's fused launch; GGML_CUDA_DISABLE_FUSION=1 unfuses every shape)")
+        << fmt("%.2f", fused) << " µs (" << config_text(w.config) << "), unfused pair at best " << fmt("%.2f", unfused)
+        << " µs (" << config_text(pair->config) << "): "
+        << (unfused_verdict(s, *pair) ? "the pair, faster by " + fmt("%.1f%%", 100 * (fused / unfused - 1)) + ", goes into a profile"
+                                      : std::string("the fused launch stays"))
         << "\n";
     }
   }

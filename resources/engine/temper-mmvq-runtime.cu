@@ -7,6 +7,7 @@
 // the engine then runs stock.
 #include "temper-mmvq.cuh"
 #include "quantize.cuh"
+#include "unary.cuh"
 
 #include <atomic>
 #include <cctype>
@@ -33,9 +34,14 @@ int rows_index(int r) { for (int i = 0; i < 4; ++i) if (kRows[i] == r) return i;
 struct Instance { temper_mmvq_launch_fn launch = nullptr; temper_mmvq_attr_fn attr = nullptr; };
 Instance g_instances[kTypes][9][5][4];
 
-// The launch kinds of Temper's profiles (docs/profile-format.md): what ggml launched mmvq for.
-enum LaunchKind { kMulMat = 0, kMulMatGlu = 1, kMulMatId = 2, kMulMatIdGlu = 3, kLaunchKinds = 4 };
-const char * const kLaunchNames[kLaunchKinds] = {"mul_mat", "mul_mat_glu", "mul_mat_id", "mul_mat_id_glu"};
+// The launch kinds of Temper's profiles (docs/profile-format.md): what ggml launched mmvq for, and
+// the fused gate/up kinds as the hook can run them unfused (gate and up as two plain launches).
+enum LaunchKind {
+    kMulMat = 0, kMulMatGlu = 1, kMulMatId = 2, kMulMatIdGlu = 3, kMulMatGluUnfused = 4, kMulMatIdGluUnfused = 5,
+    kLaunchKinds = 6
+};
+const char * const kLaunchNames[kLaunchKinds] = {"mul_mat", "mul_mat_glu", "mul_mat_id", "mul_mat_id_glu",
+                                                 "mul_mat_glu_unfused", "mul_mat_id_glu_unfused"};
 int launch_kind(const temper_mmvq_args & a) {
     const bool fused = a.fusion && a.fusion->gate;
     return a.ids ? (fused ? kMulMatIdGlu : kMulMatId) : (fused ? kMulMatGlu : kMulMat);
@@ -320,6 +326,63 @@ void temper_mmvq_register(int type, int ncols, int nwarps, int rows, temper_mmvq
     g_instances[type][ncols][wi][ri] = Instance{launch, attr};
 }
 
+// up · act(gate) for the unfused pair, with ggml's own activations; dst as the fused launch writes it
+// (rows of each channel, channels stride_channel_dst apart, one column).
+__global__ void temper_glu(const float * gate, const float * up, float * dst, int rows, int channels, int stride_channel, int geglu) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= rows * channels) return;
+    const int at = (i / rows) * stride_channel + i % rows;
+    const float g = gate[at];
+    dst[at] = up[at] * (geglu ? ggml_cuda_op_gelu_single(g) : ggml_cuda_op_silu_single(g));
+}
+
+// Scratch for the pair's gate and up results, per device; grown only outside a graph capture.
+struct Scratch { void * p = nullptr; size_t bytes = 0; };
+Scratch g_scratch[64];
+
+bool capturing(cudaStream_t stream) {
+#if defined(GGML_USE_HIP)
+    hipStreamCaptureStatus status;
+    return hipStreamIsCapturing(stream, &status) != hipSuccess || status != hipStreamCaptureStatusNone;
+#else
+    cudaStreamCaptureStatus status;
+    return cudaStreamIsCapturing(stream, &status) != cudaSuccess || status != cudaStreamCaptureStatusNone;
+#endif
+}
+
+// A fused gate/up launch run as its unfused pair: the gate and the up GEMV through the plain
+// instantiation `in`, on the activations the engine quantized once, then the GLU into dst. False
+// (nothing launched: the fused launch goes on as it would) for what the pair does not carry —
+// biases, scales, GLU ops other than SwiGLU and GeGLU, samples — or when scratch cannot be had.
+bool launch_unfused(const Instance & in, const temper_mmvq_args & a) {
+    const ggml_cuda_mm_fusion_args_device & f = *a.fusion;
+    if (f.x_bias || f.gate_bias || f.x_scale || f.gate_scale || a.nsamples_dst != 1) return false;
+    if (f.glu_op != GGML_GLU_OP_SWIGLU && f.glu_op != GGML_GLU_OP_GEGLU) return false;
+    const size_t span = size_t(a.nchannels_dst - 1) * a.stride_channel_dst + size_t(a.nrows_x);
+    const size_t need = 2 * span * sizeof(float);
+    const int device = ggml_cuda_get_device();
+    if (device < 0 || device >= 64) return false;
+    Scratch & s = g_scratch[device];
+    if (s.bytes < need) {
+        if (capturing(a.stream)) return false;
+        if (s.p) cudaFree(s.p);
+        s = Scratch{};
+        if (cudaMalloc(&s.p, need) != cudaSuccess) { s.p = nullptr; (void) cudaGetLastError(); return false; }
+        s.bytes = need;
+    }
+    float * gate = static_cast<float *>(s.p), * up = gate + span;
+    const ggml_cuda_mm_fusion_args_device none{};
+    temper_mmvq_args g = a, u = a;
+    g.vx = f.gate; g.fusion = &none; g.dst = gate;
+    u.fusion = &none; u.dst = up;
+    in.launch(g);
+    in.launch(u);
+    const int total = a.nrows_x * a.nchannels_dst;
+    temper_glu<<<(total + 255) / 256, 256, 0, a.stream>>>(gate, up, a.dst, a.nrows_x, a.nchannels_dst, (int) a.stride_channel_dst,
+                                                          f.glu_op == GGML_GLU_OP_GEGLU);
+    return cudaGetLastError() == cudaSuccess;
+}
+
 bool temper_mmvq_try_launch(int type, int ncols_dst, const temper_mmvq_args & a) {
     ensure_registered();
     g_last_stream = (void *) a.stream;
@@ -329,20 +392,35 @@ bool temper_mmvq_try_launch(int type, int ncols_dst, const temper_mmvq_args & a)
     // gate/up kernel (twice the work per block) or about MUL_MAT_ID over experts.
     const int kind = launch_kind(a);
     g_last_kind = kind;
-    const ShapeKey key{kind, type, a.nrows_x, (int) a.ncols_x, ncols_dst};
-    const Choice * choice = nullptr;
-    bool from_probe = false;
-    if (auto it = g_overrides.find(key); it != g_overrides.end()) {
-        choice = &it->second;
-        from_probe = true;
-    } else if (!g_profile.empty()) {
-        static thread_local int cached_device = -1;
-        static thread_local DeviceId cached_id;
+    static thread_local int cached_device = -1;
+    static thread_local DeviceId cached_id;
+    auto choose = [&](int k, bool & from_probe) -> const Choice * {
+        const ShapeKey key{k, type, a.nrows_x, (int) a.ncols_x, ncols_dst};
+        from_probe = false;
+        if (auto it = g_overrides.find(key); it != g_overrides.end()) {
+            from_probe = true;
+            return &it->second;
+        }
+        if (g_profile.empty()) return nullptr;
         const int device = ggml_cuda_get_device();
         if (device != cached_device) { cached_id = device_id(device); cached_device = device; }
         report_profile(device, cached_id);
-        choice = profile_choice(cached_id, key);
+        return profile_choice(cached_id, key);
+    };
+    bool from_probe = false;
+    // A fused gate/up runs as its unfused pair when the probe or the profile chose that.
+    if (kind == kMulMatGlu || kind == kMulMatIdGlu) {
+        const int pair_kind = kind == kMulMatGlu ? kMulMatGluUnfused : kMulMatIdGluUnfused;
+        if (const Choice * pair = choose(pair_kind, from_probe)) {
+            const Instance * in = find_instance(type, ncols_dst, pair->nwarps, pair->rows);
+            if (in && launch_unfused(*in, a)) {
+                g_last_kind = pair_kind;
+                ++g_tuned;
+                return true;
+            }
+        }
     }
+    const Choice * choice = choose(kind, from_probe);
     if (!choice) return false;
     const Instance * in = find_instance(type, ncols_dst, choice->nwarps, choice->rows);
     if (!in) return false;

@@ -182,9 +182,12 @@ struct MulMatGraph {
 struct LaunchSpec {
     int launch = 0, glu = 0, type = 0, n = 0, k = 0, ncols = 1, nwarps = 0, rows = 0, experts = 0, used = 0, ids_sets = 1;
     uint64_t gate_offset = 0;
-    bool ids() const { return launch >= 2; }
-    bool fused() const { return launch == 1 || launch == 3; }
-    int input_columns() const { return launch == 2 ? used : launch == 3 ? 1 : ncols; }
+    // 0 MUL_MAT, 1 fused gate/up, 2 MUL_MAT_ID, 3 fused MUL_MAT_ID gate/up; 4 and 5: 1 and 3 as the
+    // hook's unfused pair (the graph is the fused one; the override asks the hook for the pair).
+    bool ids() const { return launch == 2 || launch == 3 || launch == 5; }
+    bool fused() const { return launch == 1 || launch == 3 || launch == 4 || launch == 5; }
+    bool unfused() const { return launch >= 4; }
+    int input_columns() const { return launch == 2 ? used : ids() ? 1 : ncols; }
 };
 
 LaunchSpec launch_spec(Reader & r) {
@@ -194,7 +197,7 @@ LaunchSpec launch_spec(Reader & r) {
     s.nwarps = r.get<int32_t>(); s.rows = r.get<int32_t>();
     s.experts = r.get<int32_t>(); s.used = r.get<int32_t>(); s.ids_sets = r.get<int32_t>();
     s.gate_offset = r.get<uint64_t>();
-    if (s.launch < 0 || s.launch > 3 || s.glu < 0 || s.glu > 1 || s.n < 1 || s.k < 1 || s.ncols < 1 || s.ncols > 8)
+    if (s.launch < 0 || s.launch > 5 || s.glu < 0 || s.glu > 1 || s.n < 1 || s.k < 1 || s.ncols < 1 || s.ncols > 8)
         fail(ProbeStatus::BadRequest, "launch: bad kind, GLU or size");
     if (s.ids() && (s.used < 1 || s.used > s.experts || s.ids_sets < 1 || s.ncols != 1))
         fail(ProbeStatus::BadRequest, "launch: bad experts");
@@ -262,10 +265,12 @@ struct LaunchGraph {
     LaunchGraph & operator=(const LaunchGraph &) = delete;
 };
 
-// Runs a launch graph once and checks that the engine made every launch as that kind through mmvq.
+// Runs a launch graph once and checks that the engine made every launch as that kind through mmvq
+// (the unfused pair: two plain mmvq launches each).
 void compute_launch(const LaunchGraph & g, const LaunchSpec & s, size_t launches) {
     const long long before = temper_mmvq_launch_count();
     if (ggml_backend_graph_compute(g_backend, g.graph) != GGML_STATUS_SUCCESS) fail(ProbeStatus::EngineError, "ggml_backend_graph_compute failed");
+    if (s.unfused()) launches *= 2;
     if (temper_mmvq_launch_count() - before != (long long) launches || temper_mmvq_last_launch_kind() != s.launch)
         fail(ProbeStatus::EngineError, "the engine did not launch mmvq as this kind (" + std::to_string(launches) + " launches of kind " +
                                            std::to_string(s.launch) + " expected; saw " + std::to_string(temper_mmvq_launch_count() - before) +

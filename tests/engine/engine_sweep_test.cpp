@@ -99,6 +99,47 @@ TEST(EngineSweep, FusedAndExpertLaunchesAreVerifiedAndTunedAsTheirKind) {
                           [](const ProfileEntry& e) { return e.key.launch == Launch::MulMatIdGlu && e.key.used == 4; }));
 }
 
+// Each fused gate/up is swept beside its unfused pair (the hook's alternative), and the profile takes
+// the faster of the two against the engine's fused stock: the fake engine's pair wins where N is a
+// multiple of 256, loses at 384.
+TEST(EngineSweep, TheUnfusedPairReplacesTheFusedEntryOnlyWhereItIsFaster) {
+  engine::EngineDevice dev(fake());
+  SweepSetup setup = small_setup(dev);
+  setup.shapes.clear();
+  for (int n : {256, 384}) {
+    Shape glu = shape(GgmlType::Q4_K, n, 512);
+    glu.launch = Launch::MulMatGlu;
+    glu.calls_per_token = 32;
+    Shape pair = glu;
+    pair.launch = Launch::MulMatGluUnfused;
+    pair.calls_per_token = 0;
+    setup.shapes.push_back(glu);
+    setup.shapes.push_back(pair);
+  }
+  const Session s = sweep(dev, setup);
+  ASSERT_EQ(s.status, "complete");
+  for (const Result& r : s.results) EXPECT_EQ(r.status, ResultStatus::Ok) << group_text(r) << ": " << r.failure;
+  const Profile p = profile_from_session(s);
+  auto entry = [&](int n) -> const ProfileEntry* {
+    for (const auto& e : p.entries)
+      if (e.key.n == n) return &e;
+    return nullptr;
+  };
+  ASSERT_TRUE(entry(256) && entry(384));
+  EXPECT_EQ(entry(256)->key.launch, Launch::MulMatGluUnfused);
+  EXPECT_EQ(entry(384)->key.launch, Launch::MulMatGlu);
+  // The pair's entry is measured against what the engine runs without it: the fused stock.
+  const Verdict* fused = find_verdict(s, group_key(0, with_launch(entry(256)->key, Launch::MulMatGlu), 1));
+  ASSERT_TRUE(fused);
+  EXPECT_EQ(entry(256)->default_config, fused->default_config);
+  EXPECT_DOUBLE_EQ(entry(256)->provenance->default_us, fused->default_us);
+  EXPECT_EQ(entry(256)->provenance->calls_per_token, 32);
+  EXPECT_TRUE(validate_profile(p).empty());
+  // The session's estimate counts the pair's time for the fused launches of N = 256.
+  for (const auto& es : s.estimates.at(0).shapes)
+    if (es.launch == Launch::MulMatGlu) EXPECT_EQ(es.tuned_unfused, es.n == 256) << shape_text(es);
+}
+
 // A probe of protocol 2 runs plain launches only: the other kinds are skipped with the reason.
 TEST(EngineSweep, AnOlderProbeSkipsTheKindsItCannotLaunch) {
   setenv("FAKE_PROBE_PROTOCOL", "2", 1);

@@ -95,6 +95,12 @@ TEST(ReplayOnTheEngine, TunedLaunchesAgreeAndThePredictionHolds) {
   EXPECT_EQ(r.stock.launches, 7);
   EXPECT_EQ(r.stock.tuned, 0);
   EXPECT_EQ(r.profiled.tuned, 7);  // every launch, the fused ones included, runs its entry
+  // The fake engine's unfused pair beats its fused gate/up where N is a multiple of 256 (here, 256):
+  // the profile chose the pair, whose two plain launches each fused launch becomes.
+  const Profile p = load_profile(f.profile);
+  EXPECT_TRUE(std::any_of(p.entries.begin(), p.entries.end(), [](const ProfileEntry& e) { return e.key.launch == Launch::MulMatGluUnfused; }));
+  EXPECT_FALSE(std::any_of(p.entries.begin(), p.entries.end(), [](const ProfileEntry& e) { return e.key.launch == Launch::MulMatGlu; }));
+  EXPECT_EQ(r.profiled.launches, 7 + 2);
   EXPECT_EQ(r.launches_compared, 7);
   EXPECT_TRUE(r.differences.empty()) << r.differences.front().role;
   EXPECT_GT(r.speedup, 1.05);

@@ -97,6 +97,11 @@ TEST(LaunchPlan, AtMoreThanOneTokenGateAndUpAreTwoLaunches) {
   });
   ASSERT_NE(plain, sweep.end());
   EXPECT_EQ(plain->calls_per_token, 0);
+  // Beside the fused gate/up, its unfused pair (the hook's alternative), counted nowhere either.
+  const auto pair = std::find_if(sweep.begin(), sweep.end(), [](const Shape& s) { return s.launch == Launch::MulMatGluUnfused; });
+  ASSERT_NE(pair, sweep.end());
+  EXPECT_EQ(pair->calls_per_token, 0);
+  EXPECT_EQ(plain_shape(*pair), plain_shape(*plain));
   uint64_t counted = 0;
   for (const Shape& s : sweep) counted += s.bytes_per_token;
   EXPECT_EQ(counted, plan_launches(f, 1).bytes_per_token);

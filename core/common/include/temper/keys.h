@@ -34,14 +34,29 @@ std::string values_text(const std::vector<int>& values);  // "{1, 2, 4, 8}"
 // Which engine launch a shape is (docs/plan.md): ggml's plain MUL_MAT, its fused gate/up
 // (MUL_MAT, MUL_MAT, GLU in one mmvq launch), MUL_MAT_ID over the experts a token uses, and the
 // fused expert gate/up. One launch of a fused kind reads both matrices; one of an ids kind reads
-// `used` experts' slices.
-enum class Launch : uint8_t { MulMat, MulMatGlu, MulMatId, MulMatIdGlu };
-std::string_view launch_name(Launch l);  // "mul_mat", "mul_mat_glu", "mul_mat_id", "mul_mat_id_glu"
+// `used` experts' slices. The two "unfused" kinds are a fused launch as the hook can run it
+// instead: gate and up as two plain launches of one config on the activations the engine
+// quantized once, then the GLU (the engine never makes them; a sweep times them beside the fused
+// kind, and a profile entry of such a kind tells the hook to run the pair).
+enum class Launch : uint8_t { MulMat, MulMatGlu, MulMatId, MulMatIdGlu, MulMatGluUnfused, MulMatIdGluUnfused };
+// "mul_mat", "mul_mat_glu", "mul_mat_id", "mul_mat_id_glu", "mul_mat_glu_unfused", "mul_mat_id_glu_unfused"
+std::string_view launch_name(Launch l);
 std::optional<Launch> parse_launch(std::string_view name);
-std::string_view launch_names();         // "mul_mat|mul_mat_glu|mul_mat_id|mul_mat_id_glu"
-inline bool launch_has_ids(Launch l) { return l == Launch::MulMatId || l == Launch::MulMatIdGlu; }
-inline bool launch_is_fused(Launch l) { return l == Launch::MulMatGlu || l == Launch::MulMatIdGlu; }
+std::string_view launch_names();         // "mul_mat|mul_mat_glu|...", for messages
+inline bool launch_is_unfused(Launch l) { return l == Launch::MulMatGluUnfused || l == Launch::MulMatIdGluUnfused; }
+inline bool launch_has_ids(Launch l) {
+  return l == Launch::MulMatId || l == Launch::MulMatIdGlu || l == Launch::MulMatIdGluUnfused;
+}
+// Reads gate and up and writes their GLU (fused by the engine, or as the hook's pair).
+inline bool launch_is_fused(Launch l) { return l == Launch::MulMatGlu || l == Launch::MulMatIdGlu || launch_is_unfused(l); }
 inline int launch_matrices(Launch l) { return launch_is_fused(l) ? 2 : 1; }  // weight matrices per launch
+// The fused kind and its unfused pair, each way (other kinds map to themselves).
+inline Launch fused_kind(Launch l) {
+  return l == Launch::MulMatGluUnfused ? Launch::MulMatGlu : l == Launch::MulMatIdGluUnfused ? Launch::MulMatIdGlu : l;
+}
+inline Launch unfused_kind(Launch l) {
+  return l == Launch::MulMatGlu ? Launch::MulMatGluUnfused : l == Launch::MulMatIdGlu ? Launch::MulMatIdGluUnfused : l;
+}
 
 // One GEMV launch shape: dst[n] = W[n×k] · x[k] with W of `type`, as the engine launches it.
 // For the ids kinds, W is one of `experts` expert matrices and a launch multiplies `used` of them
@@ -65,6 +80,11 @@ struct ShapeKey {
 std::string shape_text(const ShapeKey& s, std::string_view times = "x");
 // The same shape as a plain GEMV of one matrix (what Temper's own kernel times).
 inline ShapeKey plain_shape(const ShapeKey& s) { return ShapeKey{s.type, s.n, s.k}; }
+// The same shape as another launch kind.
+inline ShapeKey with_launch(ShapeKey s, Launch l) {
+  s.launch = l;
+  return s;
+}
 
 struct DeviceKey {
   int device = 0;  // DeviceInfo::index

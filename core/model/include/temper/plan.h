@@ -47,8 +47,8 @@ std::vector<Shape> launch_shapes(const std::vector<PlannedLaunch>& launches);
 
 // What a sweep of the engine's kernel measures for these batch widths: the launch shapes of batch
 // width 1 with their launches and bytes per token (what the estimate counts), then with 0 launches
-// per token the plain shape of each fused gate/up (what the unfused pair would cost) and the shapes
-// the engine launches only at a larger width.
+// per token each fused gate/up's unfused kind (the hook's pair, which a profile may choose instead)
+// and the shapes the engine launches only at a larger width.
 std::vector<Shape> sweep_shapes(const GgufFile& file, const std::vector<int>& ncols);
 
 }  // namespace temper

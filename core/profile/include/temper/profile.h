@@ -122,6 +122,10 @@ const ProfileEntry* find_entry(const Profile& p, const ProfileKey& key);
 // of `arch`: the device's own entry, else the arch-level one; nullptr when it runs stock.
 const ProfileEntry* applied_entry(const Profile& p, const std::string& arch, const ProfileDevice& device,
                                   const ShapeKey& shape, int ncols);
+// The entry the hooked engine applies to a launch of `shape`: for a fused gate/up, its unfused
+// pair's entry when there is one (the hook runs the pair), else the shape's own (applied_entry).
+const ProfileEntry* applied_launch(const Profile& p, const std::string& arch, const ProfileDevice& device,
+                                   const ShapeKey& shape, int ncols);
 
 // Every winner (verdict "winner") of the session as a pending entry with provenance. `device`
 // picks one device of the session; nullopt takes all of them.

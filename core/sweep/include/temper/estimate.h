@@ -24,4 +24,11 @@ std::vector<Estimate> estimate_decode(const Session& session);
 // 1e6 / us_per_token; 0 for a non-positive time.
 double tokens_per_s(double us_per_token);
 
+// An unfused pair's verdict (launch kind mul_mat_glu_unfused / mul_mat_id_glu_unfused) restated
+// against what the engine runs without a profile, its fused launch: default = the fused launch's
+// stock, best = the pair at its best config. A winner only when that beats the fused launch at its
+// own best and its CI lies below the fused stock's; nullopt when the pair is no winner (or the
+// fused launch was not measured).
+std::optional<Verdict> unfused_verdict(const Session& s, const Verdict& pair);
+
 }  // namespace temper

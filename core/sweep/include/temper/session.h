@@ -154,6 +154,7 @@ struct EstimateShape : ShapeKey {
   uint64_t bytes_per_token = 0;
   bool measured = false;           // a verified default result exists at ncols 1
   Config default_config, tuned_config;
+  bool tuned_unfused = false;      // tuned_config runs the fused gate/up as the hook's unfused pair
   double default_us = 0, tuned_us = 0;  // per call (median)
   double share = 0;                // of the default GEMV time per token (0..1)
 };
