@@ -104,6 +104,15 @@ TEST_P(HookOn, FullSetCoversEveryTypeAndNcols) {
   const auto unit = std::find_if(all.files.begin(), all.files.end(), [](const auto& f) { return f.first == "temper-mmvq-q6_k-5-8.cu"; });
   ASSERT_NE(unit, all.files.end());
   EXPECT_NE(unit->second.find("temper_mmvq_register(GGML_TYPE_Q6_K, 8, 2, 2, &launch<8, 2, 2>"), std::string::npos);
+  // Host and device cannot disagree on a block's shape: one template pair (W, R) sets the block
+  // (warp_size x W), the grid (N / R) and the kernel instantiation (its __launch_bounds__ and rows).
+  EXPECT_NE(unit->second.find("const dim3 block_nums((a.nrows_x + R - 1) / R, a.nchannels_dst, a.nsamples_dst);"),
+            std::string::npos);
+  EXPECT_NE(unit->second.find("const dim3 block_dims(a.warp_size, W, 1);"), std::string::npos);
+  EXPECT_NE(unit->second.find("mul_mat_vec_q_switch_fusion<GGML_TYPE_Q6_K, C, "), std::string::npos);
+  EXPECT_NE(unit->second.find(", W, R>(\n"), std::string::npos);
+  EXPECT_NE(all.mmvq.find("__launch_bounds__((temper_nwarps > 0 ? temper_nwarps : "), std::string::npos);
+  EXPECT_NE(all.mmvq.find("temper_rows > 0 ? temper_rows : calc_rows_per_block"), std::string::npos);
   EXPECT_GE(all.types.size(), 21u);
   // full: the 13 tier-1 types at every ncols group, the others at ncols 1 only.
   const engine::Patch full = engine::make_patch(source, engine::kernel_set("full"));
@@ -218,6 +227,14 @@ TEST(Hook, RefusesAFolderWithoutGgml) {
     EXPECT_NE(std::string(e.what()).find("neither a ggml tree"), std::string::npos);
   }
   fs::remove_all(dir);
+}
+
+TEST(Hook, AKernelSetOfTypesBuildsJustThoseAtEveryNcols) {
+  const engine::KernelSet s = engine::kernel_set("q4_K,Q6_K,q4_K");
+  EXPECT_EQ(s.types, (std::vector<std::string>{"Q4_K", "Q6_K"}));
+  EXPECT_EQ(s.ncols_of("Q6_K").size(), 8u);
+  EXPECT_TRUE(s.ncols_of("Q4_0").empty());
+  for (const char* bad : {"q4_K,", "q4_K,q9_Z", "f32"}) EXPECT_THROW(engine::kernel_set(bad), Error) << bad;
 }
 
 TEST(Hook, KernelSetNamesAreChecked) {
