@@ -399,6 +399,37 @@ std::string replay(uint32_t tokens, const std::string & plan) {
     return out;
 }
 
+// Times one graph a group (each `per_group` launches), the groups back to back on ggml's stream
+// behind a spin kernel that holds the GPU until all are queued (the host's launch cost never shows),
+// device events around each group only: µs per launch, one value a group.
+std::string time_groups(const std::vector<ggml_cgraph *> & order, int per_group) {
+    cudaStream_t stream = (cudaStream_t) temper_mmvq_last_stream();
+    std::vector<cudaEvent_t> ev(order.size() + 1);
+    for (auto & e : ev) check_cuda(cudaEventCreate(&e), "cudaEventCreate");
+    // Enqueue cost of the whole batch on the host, so the spin covers it with room to spare.
+    const auto t0 = std::chrono::steady_clock::now();
+    for (ggml_cgraph * g : order) ggml_backend_graph_compute_async(g_backend, g);
+    ggml_backend_synchronize(g_backend);
+    const double enqueue_ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+    spin<<<1, 1, 0, stream>>>((long long) (enqueue_ns * 1.5) + 50000);
+    check_cuda(cudaEventRecord(ev[0], stream), "cudaEventRecord");
+    for (size_t g = 0; g < order.size(); ++g) {
+        if (ggml_backend_graph_compute_async(g_backend, order[g]) != GGML_STATUS_SUCCESS)
+            fail(ProbeStatus::EngineError, "ggml_backend_graph_compute_async failed");
+        check_cuda(cudaEventRecord(ev[g + 1], stream), "cudaEventRecord");
+    }
+    ggml_backend_synchronize(g_backend);
+    check_cuda(cudaEventSynchronize(ev.back()), "cudaEventSynchronize");
+    std::string out;
+    for (size_t g = 0; g < order.size(); ++g) {
+        float ms = 0;
+        check_cuda(cudaEventElapsedTime(&ms, ev[g], ev[g + 1]), "cudaEventElapsedTime");
+        put(out, double(ms) * 1000.0 / per_group);
+    }
+    for (auto & e : ev) cudaEventDestroy(e);
+    return out;
+}
+
 void set_config(int type, int n, int k, int ncols, int nwarps, int rows, int launch = 0) {
     if (nwarps > 0 && !temper_mmvq_has(type, ncols, nwarps, rows))
         fail(ProbeStatus::NotCompiled, "config (" + std::to_string(nwarps) + "," + std::to_string(rows) + ") of type " +
@@ -435,29 +466,9 @@ std::string time_launch(Reader & r) {
         group_graph[g] = it->second;
     }
     for (const auto & g : graphs) compute_launch(*g, s, size_t(per_group));  // warm-up, and proof of the kind
-    cudaStream_t stream = (cudaStream_t) temper_mmvq_last_stream();
-    std::vector<cudaEvent_t> ev(size_t(groups) + 1);
-    for (auto & e : ev) check_cuda(cudaEventCreate(&e), "cudaEventCreate");
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int g = 0; g < groups; ++g) ggml_backend_graph_compute_async(g_backend, graphs[size_t(group_graph[g])]->graph);
-    ggml_backend_synchronize(g_backend);
-    const double enqueue_ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
-    spin<<<1, 1, 0, stream>>>((long long) (enqueue_ns * 1.5) + 50000);
-    check_cuda(cudaEventRecord(ev[0], stream), "cudaEventRecord");
-    for (int g = 0; g < groups; ++g) {
-        if (ggml_backend_graph_compute_async(g_backend, graphs[size_t(group_graph[g])]->graph) != GGML_STATUS_SUCCESS)
-            fail(ProbeStatus::EngineError, "ggml_backend_graph_compute_async failed");
-        check_cuda(cudaEventRecord(ev[size_t(g) + 1], stream), "cudaEventRecord");
-    }
-    ggml_backend_synchronize(g_backend);
-    check_cuda(cudaEventSynchronize(ev.back()), "cudaEventSynchronize");
-    std::string out;
-    for (int g = 0; g < groups; ++g) {
-        float ms = 0;
-        check_cuda(cudaEventElapsedTime(&ms, ev[size_t(g)], ev[size_t(g) + 1]), "cudaEventElapsedTime");
-        put(out, double(ms) * 1000.0 / per_group);
-    }
-    for (auto & e : ev) cudaEventDestroy(e);
+    std::vector<ggml_cgraph *> order(static_cast<size_t>(groups));
+    for (int g = 0; g < groups; ++g) order[size_t(g)] = graphs[size_t(group_graph[g])]->graph;
+    const std::string out = time_groups(order, per_group);
     temper_mmvq_set_override_launch(s.launch, s.type, s.n, s.k, s.ncols, 0, 0);
     return out;
 }
@@ -688,29 +699,9 @@ std::string serve(Op op, const std::string & payload) {
                 group_graph[g] = it->second;
             }
             for (const auto & g : graphs) compute(*g);  // warm-up, and proof that mmvq runs
-            cudaStream_t stream = (cudaStream_t) temper_mmvq_last_stream();
-            std::vector<cudaEvent_t> ev(size_t(groups) + 1);
-            for (auto & e : ev) check_cuda(cudaEventCreate(&e), "cudaEventCreate");
-            // Enqueue cost of the whole batch on the host, so the spin covers it with room to spare.
-            const auto t0 = std::chrono::steady_clock::now();
-            for (int g = 0; g < groups; ++g) ggml_backend_graph_compute_async(g_backend, graphs[size_t(group_graph[g])]->graph);
-            ggml_backend_synchronize(g_backend);
-            const double enqueue_ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
-            spin<<<1, 1, 0, stream>>>((long long) (enqueue_ns * 1.5) + 50000);
-            check_cuda(cudaEventRecord(ev[0], stream), "cudaEventRecord");
-            for (int g = 0; g < groups; ++g) {
-                if (ggml_backend_graph_compute_async(g_backend, graphs[size_t(group_graph[g])]->graph) != GGML_STATUS_SUCCESS)
-                    fail(ProbeStatus::EngineError, "ggml_backend_graph_compute_async failed");
-                check_cuda(cudaEventRecord(ev[size_t(g) + 1], stream), "cudaEventRecord");
-            }
-            ggml_backend_synchronize(g_backend);
-            check_cuda(cudaEventSynchronize(ev.back()), "cudaEventSynchronize");
-            for (int g = 0; g < groups; ++g) {
-                float ms = 0;
-                check_cuda(cudaEventElapsedTime(&ms, ev[size_t(g)], ev[size_t(g) + 1]), "cudaEventElapsedTime");
-                put(out, double(ms) * 1000.0 / per_group);
-            }
-            for (auto & e : ev) cudaEventDestroy(e);
+            std::vector<ggml_cgraph *> order(static_cast<size_t>(groups));
+            for (int g = 0; g < groups; ++g) order[size_t(g)] = graphs[size_t(group_graph[g])]->graph;
+            out = time_groups(order, per_group);
             temper_mmvq_set_override(type, n, k, ncols, 0, 0);
             return out;
         }

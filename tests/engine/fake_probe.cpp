@@ -431,25 +431,16 @@ class Probe {
 
   // GemvLaunch / TimeLaunch's header (probe_protocol.h).
   std::pair<GemvProblem, Config> launch_problem(In& in) {
-    GemvProblem p;
     const int32_t launch = in.get<int32_t>(), glu = in.get<int32_t>();
     if (launch < 0 || launch > int32_t(Launch::MulMatIdGluUnfused) || glu < 0 || glu > 1)
       throw Fail{ProbeStatus::BadRequest, "bad launch kind or GLU"};
+    auto [p, c] = problem(in);  // Gemv's fields follow, in Gemv's order
     p.launch = Launch(launch);
     p.glu = GluOp(glu);
-    p.type = GgmlType(in.get<int32_t>());
-    p.n = in.get<int32_t>();
-    p.k = in.get<int32_t>();
-    p.ncols = in.get<int32_t>();
-    Config c;
-    c.nwarps = in.get<int32_t>();
-    c.rows_per_block = in.get<int32_t>();
     p.experts = in.get<int32_t>();
     p.used = in.get<int32_t>();
     p.ids_sets = in.get<int32_t>();
     const uint64_t gate_offset = in.get<uint64_t>();
-    if (p.n < 1 || p.k < 32 || p.ncols < 1 || p.ncols > 8 || !row_bytes(p.type, uint64_t(p.k)))
-      throw Fail{ProbeStatus::BadRequest, "bad problem"};
     if (launch_has_ids(p.launch) && (p.used < 1 || p.used > p.experts || p.ncols != 1))
       throw Fail{ProbeStatus::BadRequest, "bad experts"};
     if (launch_is_fused(p.launch) && p.ncols != 1)
