@@ -141,8 +141,8 @@ TEST_P(HookOn, FullSetCoversEveryTypeAndNcols) {
 
 // Both ggml versions, and a llama.cpp checkout (ggml/ inside) whose mmvq.cu is d99724f's.
 INSTANTIATE_TEST_SUITE_P(Upstream, HookOn, ::testing::Values("ggml-7180759", "ggml-d99724f", "llama.cpp"),
-                         [](const auto& info) {
-                           std::string name = info.param;
+                         [](const auto& test_info) {  // "llama.cpp" -> llama_cpp: test names take [A-Za-z0-9_]
+                           std::string name = test_info.param;
                            for (char& c : name) if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
                            return name;
                          });
