@@ -31,8 +31,10 @@ bool has_real_bytes(const TensorInfo& t) {
 const char* replay_op(const PlannedLaunch& l) {
   switch (l.launch) {
     case Launch::MulMat: return "mm";
-    case Launch::MulMatGlu: return "glu";
-    case Launch::MulMatIdGlu: return "mmid_glu";
+    case Launch::MulMatGlu:
+    case Launch::MulMatGluUnfused: return "glu";  // the plan holds the engine's launches: fused
+    case Launch::MulMatIdGlu:
+    case Launch::MulMatIdGluUnfused: return "mmid_glu";
     case Launch::MulMatId: return l.broadcast_input ? "mmid" : "mmid_down";
   }
   return "mm";
