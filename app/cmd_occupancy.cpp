@@ -258,7 +258,8 @@ const Registrar registrar{Command{
       add_type(app, o->type, "only this ggml type (q4_0, q4_K, ...)");
       app.add_option("--ncols", o->ncols, "only this batch width")->check(integer_in(1, 8));
       app.add_option("--codeobj-dir", o->codeobj_dir,
-                     "read AMD code objects from DIR instead (default $TEMPER_CODEOBJ_DIR, else the build's codeobj/; "
+                     "read AMD code objects from DIR instead (default $TEMPER_CODEOBJ_DIR, else the install's "
+                     "share/temper/codeobj/ or the build's codeobj/; "
                      "DIR/<arch>/ or any code object, offload bundle under DIR)")
           ->type_name("DIR");
       app.add_option("--regs,--vgprs", o->regs, "describe one kernel by hand: registers (VGPRs) per thread")

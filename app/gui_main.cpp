@@ -50,6 +50,7 @@ int main(int argc, char** argv) {
   QApplication::setOrganizationName(QStringLiteral("Temper"));
   QApplication::setApplicationVersion(QStringLiteral(TEMPER_VERSION));
   QApplication::setWindowIcon(QIcon(QStringLiteral(":/icons/temper.svg")));
+  QGuiApplication::setDesktopFileName(QStringLiteral(TEMPER_APP_ID));
 
   QCommandLineParser cli;
   cli.setApplicationDescription(QStringLiteral("Temper: profile and tune quantized GEMV (mmvq) kernels for LLM decode"));

@@ -160,6 +160,7 @@ function(temper_add_hip_kernels)
 
   set(TEMPER_CODEOBJ_DIR ${_codeobj} CACHE INTERNAL "Per-arch AMD code objects of the mmvq kernels")
   set_property(GLOBAL PROPERTY TEMPER_CODEOBJ_DIR ${_codeobj})
+  set_property(GLOBAL PROPERTY TEMPER_CODEOBJ_FILES ${_codeobjects})  # what an install copies
 endfunction()
 
 function(temper_add_cuda_kernels)

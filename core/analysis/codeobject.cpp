@@ -11,6 +11,7 @@
 #include "temper/error.h"
 #include "temper/fileio.h"
 #include "temper/input.h"
+#include "temper/install.h"
 #include "temper/mmvq_traits.h"
 
 namespace temper {
@@ -528,6 +529,7 @@ nlohmann::json to_json(const ConfigOccupancy& c) {
 
 std::filesystem::path default_codeobj_dir() {
   if (const char* env = std::getenv("TEMPER_CODEOBJ_DIR"); env && *env) return env;
+  if (const auto data = installed_data_dir()) return *data / "codeobj";  // an install never reads its build tree
   return TEMPER_BUILD_CODEOBJ_DIR;
 }
 

@@ -65,8 +65,9 @@ struct ConfigOccupancy {
 std::vector<ConfigOccupancy> static_mmvq_occupancy(const GpuSpec& gpu, std::span<const CodeObject> objects);
 nlohmann::json to_json(const ConfigOccupancy& c);
 
-// Where this build keeps its per-arch code objects: $TEMPER_CODEOBJ_DIR, else the build tree's
-// codeobj/ directory (kernels/ writes <dir>/<gfxarch>/*.co when TEMPER_HIP=ON).
+// Where this build keeps its per-arch code objects: $TEMPER_CODEOBJ_DIR, else an installed Temper's
+// <prefix>/share/temper/codeobj, else the build tree's codeobj/ directory (kernels/ writes
+// <dir>/<gfxarch>/*.co when TEMPER_HIP=ON; the install copies them).
 std::filesystem::path default_codeobj_dir();
 // Code objects for `arch` from `dir`: <dir>/<arch>/ when it exists, else every code object under
 // `dir` whose target is `arch`. Empty when there are none.
