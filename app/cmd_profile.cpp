@@ -32,7 +32,7 @@ struct Options {
   std::string format, output, approve, arch, type, note, backend = "gpu", engine;
   double min_speedup = kDefaultMinSpeedup;
   int device = -1, n = 0, k = 0, ncols = 1;
-  bool json = false, all = false, update = false;
+  bool json = false, all = false, update = false, allow_empty = false;
   EngineProbeArgs probe;
 };
 
@@ -49,7 +49,16 @@ json report_json(const ExportReport& r) {
     if (n.kept) j["kept"] = key_json(*n.kept);
     notes.push_back(j);
   }
-  return {{"format", r.format}, {"emitted", r.emitted()}, {"merged", r.merged()}, {"dropped", r.dropped()}, {"notes", notes}};
+  json out{{"format", r.format}, {"emitted", r.emitted()}, {"merged", r.merged()}, {"dropped", r.dropped()}, {"notes", notes}};
+  if (!r.rows.empty()) {
+    json rows = json::array();
+    for (const auto& x : r.rows)
+      rows.push_back({{"arch", x.arch}, {"branch", x.branch}, {"stock", config_json(x.stock)}, {"value", config_json(x.value)},
+                      {"shapes", x.shapes}, {"unmeasured", x.unmeasured}, {"stock_us_per_token", x.stock_us_per_token},
+                      {"table_us_per_token", x.table_us_per_token}, {"net_us_per_token", x.net_us_per_token()}});
+    out["rows"] = rows;
+  }
+  return out;
 }
 
 json estimate_json(const Estimate& e) {
@@ -113,23 +122,21 @@ int run_export(const Options& o) {
             (policy == "significant" ? ", min speedup " + std::to_string(int(min_speedup * 1000 + 0.5) / 10.0).substr(0, 4) + "%" : "") + ")\n");
       ex = format == "temper" ? export_temper(p) : format == "kernel-anvil" ? export_kernel_anvil(p, eo)
            : format == "ggml-table" ? export_ggml_table(p, eo, &s) : export_header(p, eo);
-      if (format == "kernel-anvil") {
-        // What the engine will actually run with this file: less than the profile when entries drop.
-        const Profile applied = as_applied(p, ex.report);
-        json carried = json::array();
-        for (const auto& d : s.devices) {
-          if ((device && d.info.index != *device) || (!eo.arch.empty() && d.info.arch != eo.arch)) continue;
-          const Estimate e = estimate_with_profile(s, d.info.index, applied);
-          carried.push_back(estimate_json(e));
-          if (!json_out && e.shapes_measured > 0) {
-            char buf[256];
-            std::snprintf(buf, sizeof buf, "device %d: %.1f tok/s with what kernel-anvil's format carries (%s)\n",
-                          d.info.index, e.tuned_tokens_per_s, e.label.c_str());
-            out(buf);
-          }
+      // What the engine will actually run with this file: less than the approvals when the format
+      // cannot carry them all (kernel-anvil's buckets, the ggml table's one value per type and ncols).
+      json carried = json::array();
+      for (const auto& d : s.devices) {
+        if ((device && d.info.index != *device) || (!eo.arch.empty() && d.info.arch != eo.arch)) continue;
+        const Estimate e = estimate_exported(s, d.info.index, p, format, eo);
+        carried.push_back(estimate_json(e));
+        if (!json_out && e.shapes_measured > 0) {
+          char buf[256];
+          std::snprintf(buf, sizeof buf, "device %d: %.1f tok/s as exported (what this %s file makes the engine run; %s)\n",
+                        d.info.index, e.tuned_tokens_per_s, format.c_str(), e.label.c_str());
+          out(buf);
         }
-        summary["estimates_as_applied"] = carried;
       }
+      summary["estimates_as_applied"] = carried;
     }
   } else {
     if (format == "csv") fail(ErrorKind::BadInput, "--format csv exports a session's results; " + pos[0] + " is a profile");
@@ -141,6 +148,11 @@ int run_export(const Options& o) {
     ex = format == "temper" ? export_temper(p) : format == "kernel-anvil" ? export_kernel_anvil(p, eo)
          : format == "ggml-table" ? export_ggml_table(p, eo) : export_header(p, eo);
   }
+  // An export that carries nothing used to be written anyway ({"configs": {}}, exit 0).
+  if (const std::string why = empty_export_reason(ex); !why.empty() && !o.allow_empty) {
+    if (!json_out) out(ex.report.text());
+    fail(ErrorKind::BadInput, path + " not written: " + why + " (--allow-empty writes it anyway)");
+  }
   write_file_atomic(path, ex.content);
   summary["report"] = report_json(ex.report);
   if (json_out) {
@@ -149,11 +161,8 @@ int run_export(const Options& o) {
     out(ex.report.text());
     out("wrote " + path + "\n");
   }
-  // An export that carries nothing used to pass silently ({"configs": {}}, exit 0).
-  if (format != "csv" && ex.report.emitted() == 0)
-    err("temper profile export: warning: " + path + " carries no config (0 emitted, " + std::to_string(ex.report.dropped()) +
-        " dropped" + (format == "kernel-anvil" ? ": nothing approved is expressible in kernel-anvil's format" : ": nothing approved") +
-        "); the engine keeps its defaults\n");
+  if (const std::string why = empty_export_reason(ex); !why.empty())
+    err("temper profile export: warning: " + path + ": " + why + "\n");
   return 0;
 }
 
@@ -362,6 +371,7 @@ Action define_profile(CLI::App& app) {
           },
           ""));
   add_device(*ex, o->device)->description("one device of the session");
+  ex->add_flag("--allow-empty", o->allow_empty, "write an export that carries no config (refused otherwise)");
   arch(ex);
   json_flag(ex);
 
