@@ -174,8 +174,10 @@ int run_show(const Options& o) {
     out(to_json(p).dump(2) + "\n");
     return 0;
   }
-  out("profile (" + p.source + "), created " + p.created + ", model " + (p.model.empty() ? "-" : p.model) + ", " +
-      std::to_string(p.entries.size()) + " entries\n");
+  // A kernel-anvil file records no date: the time it was read is not when it was made.
+  const bool anvil = p.source == kSourceKernelAnvil;
+  out("profile (" + p.source + "), " + (anvil ? std::string("no creation date recorded") : "created " + p.created) +
+      ", model " + (p.model.empty() ? "-" : p.model) + ", " + std::to_string(p.entries.size()) + " entries\n");
   char buf[512];
   std::snprintf(buf, sizeof buf, "%-8s %-8s %7s %7s %5s %7s %7s %-9s %s\n", "arch", "type", "n", "k", "ncols", "config",
                 "default", "approval", "speedup [CI] / source");
@@ -213,7 +215,13 @@ int run_validate(const Options& o) {
 }
 
 int run_diff(const Options& o) {
-  const ProfileDiff d = diff_profiles(load_for_cli(o, o.files[0]), load_for_cli(o, o.files[1]));
+  ProfileDiff d;
+  try {
+    d = diff_profiles(load_for_cli(o, o.files[0]), load_for_cli(o, o.files[1]));
+  } catch (const Error& e) {  // any trouble is 2, as diff(1) says it, whatever its kind
+    std::fprintf(stderr, "temper profile diff: %s\n", e.what());
+    return 2;
+  }
   if (o.json) {
     json lines = json::array();
     for (const auto& l : d.lines) {
@@ -231,7 +239,8 @@ int run_diff(const Options& o) {
   } else {
     out(d.text(o.all));
   }
-  return 0;
+  // As diff(1): 0 the same, 1 different (2 trouble: the errors above).
+  return d.count(DiffKind::Added) + d.count(DiffKind::Removed) + d.count(DiffKind::Changed) > 0 ? 1 : 0;
 }
 
 int run_merge(const Options& o) {
@@ -382,7 +391,7 @@ Action define_profile(CLI::App& app) {
     arch(s);
     json_flag(s);
   }
-  CLI::App* diff = sub("diff", "what changed between two profiles", run_diff);
+  CLI::App* diff = sub("diff", "what changed between two profiles (exit 0 same, 1 different, 2 trouble, as diff(1))", run_diff);
   files(diff, "PROFILES", 2, 2);  // A then B
   diff->add_flag("--all", o->all, "also list the entries that are the same");
   arch(diff);
@@ -430,16 +439,21 @@ const Registrar registrar{Command{
     "approve a session's winners and export them for engines; show, validate, diff, merge, verify profiles",
     "export: from a session, every winner becomes an entry; --approve significant (default) approves\n"
     "  winners whose CI is separated from the default's and whose speedup is at least --min-speedup\n"
-    "  (0.03 = 3%); it prints the estimated tokens/s (GEMV share of decode) default vs approved.\n"
+    "  (0.03 = 3%); it prints the estimated tokens/s (GEMV share of decode) default vs approved, and\n"
+    "  as exported: what the file makes the engine run. A file that would carry no config is refused\n"
+    "  (exit 2, nothing written) unless --allow-empty.\n"
     "  temper: lossless profile JSON. kernel-anvil: the JSON its llama.cpp patch reads (one arch; ncols 1\n"
     "  small-K winners only; shapes sharing a bucket cell merged); every dropped or merged entry is\n"
     "  listed. header: a standalone C++17 constexpr lookup. csv: every result of the session.\n"
     "  ggml-table: per arch, calc_nwarps / calc_rows_per_block / should_use_small_k in upstream's form\n"
-    "  (one value per type and ncols; shapes it cannot carry are listed with their cost) and the\n"
-    "  evidence table for a llama.cpp pull request (all arches unless --arch).\n"
+    "  (one value per type and ncols: the approved config fastest per token over every measured shape\n"
+    "  of the row, upstream's when none beats stock; each row's net µs per token is printed; shapes it\n"
+    "  cannot carry are listed with their cost) and the evidence for a llama.cpp pull request (all\n"
+    "  arches unless --arch).\n"
     "  From a profile, its approvals are kept unless --approve is given. --arch picks one arch.\n"
     "show/validate/diff/merge read Temper profiles and kernel-anvil files (imports carry no provenance;\n"
-    "  give their arch with --arch). validate exits 2 when it finds problems. merge keeps, per key, the\n"
+    "  give their arch with --arch). validate exits 2 when it finds problems; diff exits 0 same,\n"
+    "  1 different, 2 trouble (as diff(1)). merge keeps, per key, the\n"
     "  measured faster entry and reports every conflict; arches are part of the key and never mix.\n"
     "verify re-measures every approved entry of the device's arch against the default on this device\n"
     "  and reports which still win; it changes nothing unless --update (entries that no longer win go\n"
