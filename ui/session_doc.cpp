@@ -252,11 +252,9 @@ Estimate SessionDocument::approvedEstimate() const {
 
 Estimate SessionDocument::winnersEstimate() const {
   if (!session_ || !currentDevice()) return {};
-  const int device = selection_.device;
-  return estimate_decode(*session_, device, [&](const ShapeKey& shape) -> std::optional<Config> {
-    const Verdict* w = find_verdict(*session_, group_key(device, shape, 1));
-    return w && w->is_winner() ? std::optional(w->config) : std::nullopt;
-  });
+  for (Estimate& e : estimate_decode(*session_))  // core's: the same figure the CLI prints
+    if (e.device == selection_.device) return e;
+  return {};
 }
 
 void SessionDocument::select(const Selection& s) {

@@ -114,13 +114,16 @@ std::optional<Timing> time_at(const Measured& m, Config c, const Session* s) {
   return std::nullopt;
 }
 
-// Every measured shape of `arch`: the profile's entries first, then the session's other verdicts.
+// Every measured launch of `arch` the table reaches: the profile's entries first, then the session's
+// other verdicts; one per (shape, ncols) — the first device's, as the table has no device. The
+// hook's unfused pairs are not the engine's launches: the table never reaches them.
 std::vector<Measured> measured_shapes(const std::string& arch, const Profile& p, const Session* s) {
   std::vector<Measured> out;
-  std::set<ProfileKey> seen;
+  std::set<std::pair<ShapeKey, int>> seen;
+  auto fresh = [&](const ShapeKey& shape, int ncols) { return !launch_is_unfused(shape.launch) && seen.insert({shape, ncols}).second; };
   for (const ProfileEntry& e : p.entries) {
     if (e.key.arch != arch || e.bucketed || !e.provenance || !usable(e.key.type, e.key.ncols) ||
-        e.default_config.nwarps < 1 || !seen.insert(e.key).second)
+        e.default_config.nwarps < 1 || !fresh(e.key.shape(), e.key.ncols))
       continue;
     const Provenance& pv = *e.provenance;
     Measured m{e.key, &e, std::nullopt, std::string(approval_name(e.approval)), e.default_config,
@@ -133,10 +136,10 @@ std::vector<Measured> measured_shapes(const std::string& arch, const Profile& p,
   if (s)
     for (const Verdict& w : s->verdicts) {
       const SessionDevice* d = find_device(*s, w.device);
-      const ProfileKey key{arch, w.type, w.n, w.k, w.ncols};
       if (!d || d->info.arch != arch || w.verdict == kVerdictNoDefault || w.default_config.nwarps < 1 ||
-          !usable(w.type, w.ncols) || !seen.insert(key).second)
+          !usable(w.type, w.ncols) || !fresh(w.shape(), w.ncols))
         continue;
+      const ProfileKey key{arch, w.shape(), w.ncols, profile_device(d->info)};
       out.push_back({key, nullptr, w.group(), w.verdict, w.default_config,
                      {w.default_us, w.default_ci_low, w.default_ci_high, "default"}, calls_per_token(s, key, nullptr)});
     }
@@ -166,6 +169,8 @@ std::optional<std::string> dropped_reason(const ProfileEntry& e, const std::stri
   if (e.key.arch.empty()) return "no arch: a table is per GPU family";
   if (!only_arch.empty() && e.key.arch != only_arch) return "arch " + e.key.arch + ": this file holds " + only_arch + " only";
   if (e.bucketed) return "kernel-anvil bucket: no measured shape to place in a per-type table";
+  if (launch_is_unfused(e.key.launch))
+    return "the hook's unfused pair: upstream's table has no launch kind to carry it (a Temper profile does)";
   if (!mmvq::type_supported(uint32_t(e.key.type))) return "type " + std::string(type_name(e.key.type)) + " has no mmvq kernel";
   if (e.key.ncols < 1 || e.key.ncols > mmvq::kMaxNcols) return "ncols outside 1..8";
   const std::string why =
@@ -262,7 +267,8 @@ std::string GgmlTableCell::branch_text() const {
 }
 
 std::optional<Config> GgmlTable::launch(const ProfileKey& key) const {
-  if (!usable(key.type, key.ncols)) return std::nullopt;
+  // The hook's unfused pair is no launch of the engine's: the table does not reach it.
+  if (!usable(key.type, key.ncols) || launch_is_unfused(key.launch)) return std::nullopt;
   for (const GgmlTableArch& a : arches)
     if (a.arch == key.arch) return a.value(key.type, key.ncols, a.uses_small_k(key.type, key.ncols, key.k));
   return std::nullopt;
