@@ -189,8 +189,9 @@ CLI::App* deepest(CLI::App& app) {
   return a;
 }
 
-// For arguments the parser did not expect: the option or sub-command each one probably meant.
-std::string suggestions(CLI::App& app, const std::vector<std::string>& args) {
+// For arguments the parser did not know: the option each unknown `--word` probably meant and, where
+// words were left over (`extras`), the sub-command each one probably meant.
+std::string suggestions(CLI::App& app, const std::vector<std::string>& args, bool extras) {
   CLI::App* at = deepest(app);
   std::vector<std::string> options, subcommands;
   for (const CLI::App* a = at; a; a = a->get_parent())
@@ -202,7 +203,7 @@ std::string suggestions(CLI::App& app, const std::vector<std::string>& args) {
     const std::string word = arg.substr(0, arg.find('='));
     if (word.rfind("--", 0) == 0 && std::find(options.begin(), options.end(), word) == options.end()) {
       if (const std::string m = did_you_mean(word, options); !m.empty()) out += "; did you mean " + m + " for " + word + "?";
-    } else if (word.rfind("-", 0) != 0) {
+    } else if (extras && word.rfind("-", 0) != 0) {
       if (const std::string m = did_you_mean(word, subcommands); !m.empty() && m != word)
         out += "; did you mean '" + m + "' for '" + word + "'?";
     }
@@ -270,8 +271,8 @@ int main(int argc, char** argv) {
     std::cout << app.help();
     return 0;
   } catch (const CLI::ParseError& e) {
-    const bool extras = dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr;  // what was typed but not known
-    std::fprintf(stderr, "%s: %s%s\n", command_path(app).c_str(), e.what(), extras ? suggestions(app, args).c_str() : "");
+    const bool extras = dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr;  // words typed but not known
+    std::fprintf(stderr, "%s: %s%s\n", command_path(app).c_str(), e.what(), suggestions(app, args, extras).c_str());
     return 2;
   } catch (const CLI::ConstructionError& e) {  // a command's options as this CLI11 cannot declare them
     std::fprintf(stderr, "temper %s: internal error: %s\n", name.c_str(), e.what());

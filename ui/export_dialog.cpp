@@ -77,14 +77,7 @@ void ExportDialog::setAllChecked(bool on) {
 }
 
 QString ExportDialog::fileFor(int item) const {
-  QString stem = QStringLiteral("temper");
-  if (doc_->hasSession()) {
-    const QString model = qstr(doc_->session().model.file_name);
-    stem = QFileInfo(model).completeBaseName();
-    if (stem.isEmpty()) stem = QStringLiteral("session");
-    if (const SessionDevice* d = doc_->currentDevice()) stem += QLatin1Char('-') + qstr(d->info.arch);
-  }
-  return QDir(dir_->text()).filePath(stem + items_[size_t(item)].suffix);
+  return QDir(dir_->text()).filePath(fileStem(*doc_) + items_[size_t(item)].suffix);
 }
 
 QString ExportDialog::exportChecked() {

@@ -307,11 +307,8 @@ bool MainWindow::confirmDiscard() {
 namespace {
 // "<dir>/llama3-8b-q4_k_m-sm_90.temper-profile.json": beside the session, else in `fallback`.
 QString approvalsPath(const SessionDocument& doc, const QString& fallback) {
-  QString stem = QFileInfo(qstr(doc.session().model.file_name)).completeBaseName();
-  if (stem.isEmpty()) stem = QStringLiteral("session");
-  if (const SessionDevice* d = doc.currentDevice()) stem += QLatin1Char('-') + qstr(d->info.arch);
   const QString dir = doc.path().isEmpty() ? fallback : QFileInfo(doc.path()).absolutePath();
-  return QDir(dir).filePath(stem + QStringLiteral(".temper-profile.json"));
+  return QDir(dir).filePath(fileStem(doc) + QStringLiteral(".temper-profile.json"));
 }
 }  // namespace
 

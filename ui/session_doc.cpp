@@ -39,6 +39,14 @@ class ProfileEdit : public QUndoCommand {
   std::vector<ProfileEntry> before_, after_;
 };
 
+QString fileStem(const SessionDocument& doc) {
+  if (!doc.hasSession()) return QStringLiteral("temper");
+  QString stem = QFileInfo(qstr(doc.session().model.file_name)).completeBaseName();
+  if (stem.isEmpty()) stem = QStringLiteral("session");
+  if (const SessionDevice* d = doc.currentDevice()) stem += QLatin1Char('-') + qstr(d->info.arch);
+  return stem;
+}
+
 std::vector<int> sweptNcols(const SessionDocument& doc) {
   std::set<int> n;
   if (const SessionDevice* d = doc.currentDevice()) {

@@ -113,6 +113,10 @@ std::vector<int> sweptNcols(const SessionDocument& doc);
 // all winners 357.0 tokens/s" (current device, ncols 1, GEMV share of decode); "" without any.
 QString tokensPerSecondText(const SessionDocument& doc);
 
+// The stem of the files made from a session: its model's name and the current device's arch
+// ("llama3-8b-q4_k_m-sm_90"); "temper" without a session.
+QString fileStem(const SessionDocument& doc);
+
 QString qstr(std::string_view s);
 QString configText(Config c);  // "4×1"
 QString shapeText(const ShapeKey& shape);  // "q4_K 14336×4096"

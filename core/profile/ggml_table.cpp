@@ -120,7 +120,9 @@ std::optional<Timing> time_at(const Measured& m, Config c, const Session* s) {
 std::vector<Measured> measured_shapes(const std::string& arch, const Profile& p, const Session* s) {
   std::vector<Measured> out;
   std::set<std::pair<ShapeKey, int>> seen;
-  auto fresh = [&](const ShapeKey& shape, int ncols) { return !launch_is_unfused(shape.launch) && seen.insert({shape, ncols}).second; };
+  auto fresh = [&](const ShapeKey& shape, int ncols) {
+    return !launch_is_unfused(shape.launch) && seen.insert({shape, ncols}).second;
+  };
   for (const ProfileEntry& e : p.entries) {
     if (e.key.arch != arch || e.bucketed || !e.provenance || !usable(e.key.type, e.key.ncols) ||
         e.default_config.nwarps < 1 || !fresh(e.key.shape(), e.key.ncols))

@@ -142,7 +142,7 @@ TEST_F(Cli, OutputsNeverOverwriteAnInput) {
   expect_refused(temper("roofline s.json --svg s.json"), "--svg s.json is the input");
   EXPECT_EQ(read_file(session), session_bytes);
   // A different output still works.
-  EXPECT_EQ(temper("profile export s.json --format temper -o p.json").code, 0);
+  EXPECT_EQ(temper("profile export s.json --format csv -o p.csv").code, 0);
   // (16) An export carrying nothing is refused, nothing written (issue 30), unless --allow-empty.
   const Result empty = temper("profile export s.json --format kernel-anvil --approve none -o anvil.json");
   EXPECT_EQ(empty.code, 2) << empty.err;
