@@ -32,7 +32,7 @@ struct Options {
   std::string format, output, approve, arch, type, note, backend = "gpu", engine;
   double min_speedup = kDefaultMinSpeedup;
   int device = -1, n = 0, k = 0, ncols = 1;
-  bool json = false, all = false, update = false;
+  bool json = false, all = false, update = false, allow_empty = false;
   EngineProbeArgs probe;
 };
 
@@ -49,7 +49,16 @@ json report_json(const ExportReport& r) {
     if (n.kept) j["kept"] = key_json(*n.kept);
     notes.push_back(j);
   }
-  return {{"format", r.format}, {"emitted", r.emitted()}, {"merged", r.merged()}, {"dropped", r.dropped()}, {"notes", notes}};
+  json out{{"format", r.format}, {"emitted", r.emitted()}, {"merged", r.merged()}, {"dropped", r.dropped()}, {"notes", notes}};
+  if (!r.rows.empty()) {
+    json rows = json::array();
+    for (const auto& x : r.rows)
+      rows.push_back({{"arch", x.arch}, {"branch", x.branch}, {"stock", config_json(x.stock)}, {"value", config_json(x.value)},
+                      {"shapes", x.shapes}, {"unmeasured", x.unmeasured}, {"stock_us_per_token", x.stock_us_per_token},
+                      {"table_us_per_token", x.table_us_per_token}, {"net_us_per_token", x.net_us_per_token()}});
+    out["rows"] = rows;
+  }
+  return out;
 }
 
 json estimate_json(const Estimate& e) {
@@ -113,23 +122,21 @@ int run_export(const Options& o) {
             (policy == "significant" ? ", min speedup " + std::to_string(int(min_speedup * 1000 + 0.5) / 10.0).substr(0, 4) + "%" : "") + ")\n");
       ex = format == "temper" ? export_temper(p) : format == "kernel-anvil" ? export_kernel_anvil(p, eo)
            : format == "ggml-table" ? export_ggml_table(p, eo, &s) : export_header(p, eo);
-      if (format == "kernel-anvil") {
-        // What the engine will actually run with this file: less than the profile when entries drop.
-        const Profile applied = as_applied(p, ex.report);
-        json carried = json::array();
-        for (const auto& d : s.devices) {
-          if ((device && d.info.index != *device) || (!eo.arch.empty() && d.info.arch != eo.arch)) continue;
-          const Estimate e = estimate_with_profile(s, d.info.index, applied);
-          carried.push_back(estimate_json(e));
-          if (!json_out && e.shapes_measured > 0) {
-            char buf[256];
-            std::snprintf(buf, sizeof buf, "device %d: %.1f tok/s with what kernel-anvil's format carries (%s)\n",
-                          d.info.index, e.tuned_tokens_per_s, e.label.c_str());
-            out(buf);
-          }
+      // What the engine will actually run with this file: less than the approvals when the format
+      // cannot carry them all (kernel-anvil's buckets, the ggml table's one value per type and ncols).
+      json carried = json::array();
+      for (const auto& d : s.devices) {
+        if ((device && d.info.index != *device) || (!eo.arch.empty() && d.info.arch != eo.arch)) continue;
+        const Estimate e = estimate_exported(s, d.info.index, p, format, eo);
+        carried.push_back(estimate_json(e));
+        if (!json_out && e.shapes_measured > 0) {
+          char buf[256];
+          std::snprintf(buf, sizeof buf, "device %d: %.1f tok/s as exported (what this %s file makes the engine run; %s)\n",
+                        d.info.index, e.tuned_tokens_per_s, format.c_str(), e.label.c_str());
+          out(buf);
         }
-        summary["estimates_as_applied"] = carried;
       }
+      summary["estimates_as_applied"] = carried;
     }
   } else {
     if (format == "csv") fail(ErrorKind::BadInput, "--format csv exports a session's results; " + pos[0] + " is a profile");
@@ -141,6 +148,11 @@ int run_export(const Options& o) {
     ex = format == "temper" ? export_temper(p) : format == "kernel-anvil" ? export_kernel_anvil(p, eo)
          : format == "ggml-table" ? export_ggml_table(p, eo) : export_header(p, eo);
   }
+  // An export that carries nothing used to be written anyway ({"configs": {}}, exit 0).
+  if (const std::string why = empty_export_reason(ex); !why.empty() && !o.allow_empty) {
+    if (!json_out) out(ex.report.text());
+    fail(ErrorKind::BadInput, path + " not written: " + why + " (--allow-empty writes it anyway)");
+  }
   write_file_atomic(path, ex.content);
   summary["report"] = report_json(ex.report);
   if (json_out) {
@@ -149,11 +161,8 @@ int run_export(const Options& o) {
     out(ex.report.text());
     out("wrote " + path + "\n");
   }
-  // An export that carries nothing used to pass silently ({"configs": {}}, exit 0).
-  if (format != "csv" && ex.report.emitted() == 0)
-    err("temper profile export: warning: " + path + " carries no config (0 emitted, " + std::to_string(ex.report.dropped()) +
-        " dropped" + (format == "kernel-anvil" ? ": nothing approved is expressible in kernel-anvil's format" : ": nothing approved") +
-        "); the engine keeps its defaults\n");
+  if (const std::string why = empty_export_reason(ex); !why.empty())
+    err("temper profile export: warning: " + path + ": " + why + "\n");
   return 0;
 }
 
@@ -165,8 +174,10 @@ int run_show(const Options& o) {
     out(to_json(p).dump(2) + "\n");
     return 0;
   }
-  out("profile (" + p.source + "), created " + p.created + ", model " + (p.model.empty() ? "-" : p.model) + ", " +
-      std::to_string(p.entries.size()) + " entries\n");
+  // A kernel-anvil file records no date: the time it was read is not when it was made.
+  const bool anvil = p.source == kSourceKernelAnvil;
+  out("profile (" + p.source + "), " + (anvil ? std::string("no creation date recorded") : "created " + p.created) +
+      ", model " + (p.model.empty() ? "-" : p.model) + ", " + std::to_string(p.entries.size()) + " entries\n");
   char buf[512];
   std::snprintf(buf, sizeof buf, "%-8s %-8s %7s %7s %5s %7s %7s %-9s %s\n", "arch", "type", "n", "k", "ncols", "config",
                 "default", "approval", "speedup [CI] / source");
@@ -204,7 +215,13 @@ int run_validate(const Options& o) {
 }
 
 int run_diff(const Options& o) {
-  const ProfileDiff d = diff_profiles(load_for_cli(o, o.files[0]), load_for_cli(o, o.files[1]));
+  ProfileDiff d;
+  try {
+    d = diff_profiles(load_for_cli(o, o.files[0]), load_for_cli(o, o.files[1]));
+  } catch (const Error& e) {  // any trouble is 2, as diff(1) says it, whatever its kind
+    std::fprintf(stderr, "temper profile diff: %s\n", e.what());
+    return 2;
+  }
   if (o.json) {
     json lines = json::array();
     for (const auto& l : d.lines) {
@@ -222,7 +239,8 @@ int run_diff(const Options& o) {
   } else {
     out(d.text(o.all));
   }
-  return 0;
+  // As diff(1): 0 the same, 1 different (2 trouble: the errors above).
+  return d.count(DiffKind::Added) + d.count(DiffKind::Removed) + d.count(DiffKind::Changed) > 0 ? 1 : 0;
 }
 
 int run_merge(const Options& o) {
@@ -362,6 +380,7 @@ Action define_profile(CLI::App& app) {
           },
           ""));
   add_device(*ex, o->device)->description("one device of the session");
+  ex->add_flag("--allow-empty", o->allow_empty, "write an export that carries no config (refused otherwise)");
   arch(ex);
   json_flag(ex);
 
@@ -372,7 +391,7 @@ Action define_profile(CLI::App& app) {
     arch(s);
     json_flag(s);
   }
-  CLI::App* diff = sub("diff", "what changed between two profiles", run_diff);
+  CLI::App* diff = sub("diff", "what changed between two profiles (exit 0 same, 1 different, 2 trouble, as diff(1))", run_diff);
   files(diff, "PROFILES", 2, 2);  // A then B
   diff->add_flag("--all", o->all, "also list the entries that are the same");
   arch(diff);
@@ -420,16 +439,21 @@ const Registrar registrar{Command{
     "approve a session's winners and export them for engines; show, validate, diff, merge, verify profiles",
     "export: from a session, every winner becomes an entry; --approve significant (default) approves\n"
     "  winners whose CI is separated from the default's and whose speedup is at least --min-speedup\n"
-    "  (0.03 = 3%); it prints the estimated tokens/s (GEMV share of decode) default vs approved.\n"
+    "  (0.03 = 3%); it prints the estimated tokens/s (GEMV share of decode) default vs approved, and\n"
+    "  as exported: what the file makes the engine run. A file that would carry no config is refused\n"
+    "  (exit 2, nothing written) unless --allow-empty.\n"
     "  temper: lossless profile JSON. kernel-anvil: the JSON its llama.cpp patch reads (one arch; ncols 1\n"
     "  small-K winners only; shapes sharing a bucket cell merged); every dropped or merged entry is\n"
     "  listed. header: a standalone C++17 constexpr lookup. csv: every result of the session.\n"
     "  ggml-table: per arch, calc_nwarps / calc_rows_per_block / should_use_small_k in upstream's form\n"
-    "  (one value per type and ncols; shapes it cannot carry are listed with their cost) and the\n"
-    "  evidence table for a llama.cpp pull request (all arches unless --arch).\n"
+    "  (one value per type and ncols: the approved config fastest per token over every measured shape\n"
+    "  of the row, upstream's when none beats stock; each row's net µs per token is printed; shapes it\n"
+    "  cannot carry are listed with their cost) and the evidence for a llama.cpp pull request (all\n"
+    "  arches unless --arch).\n"
     "  From a profile, its approvals are kept unless --approve is given. --arch picks one arch.\n"
     "show/validate/diff/merge read Temper profiles and kernel-anvil files (imports carry no provenance;\n"
-    "  give their arch with --arch). validate exits 2 when it finds problems. merge keeps, per key, the\n"
+    "  give their arch with --arch). validate exits 2 when it finds problems; diff exits 0 same,\n"
+    "  1 different, 2 trouble (as diff(1)). merge keeps, per key, the\n"
     "  measured faster entry and reports every conflict; arches are part of the key and never mix.\n"
     "verify re-measures every approved entry of the device's arch against the default on this device\n"
     "  and reports which still win; it changes nothing unless --update (entries that no longer win go\n"

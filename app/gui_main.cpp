@@ -10,6 +10,7 @@
 #include <QIcon>
 #include <QTimer>
 #include <cstdio>
+#include <string_view>
 
 #include "heatmap_widget.h"
 #include "main_window.h"
@@ -40,18 +41,27 @@ class FirstPaint : public QObject {
   bool done_ = false;
 };
 
+// --help and --version print and exit before any window, so they work without a display.
+bool asksForHelpOrVersion(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a == "--") break;
+    if (a == "-h" || a == "--help" || a == "--help-all" || a == "-?" || a == "-v" || a == "--version") return true;
+  }
+  return false;
+}
+
+void setIdentity() {
+  QCoreApplication::setApplicationName(QStringLiteral("temper-gui"));
+  QCoreApplication::setOrganizationName(QStringLiteral("Temper"));
+  QCoreApplication::setApplicationVersion(QStringLiteral(TEMPER_VERSION));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   QElapsedTimer started;
   started.start();
-  QApplication app(argc, argv);
-  QApplication::setApplicationName(QStringLiteral("temper-gui"));
-  QApplication::setOrganizationName(QStringLiteral("Temper"));
-  QApplication::setApplicationVersion(QStringLiteral(TEMPER_VERSION));
-  QApplication::setWindowIcon(QIcon(QStringLiteral(":/icons/temper.svg")));
-  QGuiApplication::setDesktopFileName(QStringLiteral(TEMPER_APP_ID));
-
   QCommandLineParser cli;
   cli.setApplicationDescription(QStringLiteral("Temper: profile and tune quantized GEMV (mmvq) kernels for LLM decode"));
   cli.addHelpOption();
@@ -62,6 +72,17 @@ int main(int argc, char** argv) {
   const QCommandLineOption shots(QStringLiteral("screenshot"), QStringLiteral("Save PNGs of the main views into DIR and quit"), QStringLiteral("DIR"));
   const QCommandLineOption paint(QStringLiteral("first-paint"), QStringLiteral("Print the time to the first painted frame and quit"));
   cli.addOptions({demo, fake, shots, paint});
+  if (asksForHelpOrVersion(argc, argv)) {
+    QCoreApplication core(argc, argv);  // no display needed
+    setIdentity();
+    cli.process(core);  // prints and exits
+    return 0;
+  }
+
+  QApplication app(argc, argv);
+  setIdentity();
+  QApplication::setWindowIcon(QIcon(QStringLiteral(":/icons/temper.svg")));
+  QGuiApplication::setDesktopFileName(QStringLiteral(TEMPER_APP_ID));
   cli.process(app);
   if (cli.positionalArguments().size() > 1) {
     std::fprintf(stderr, "temper-gui: one file at a time\n");

@@ -154,6 +154,63 @@ std::string command_path(const CLI::App& app) {
   return path;
 }
 
+// Levenshtein distance: how many single-character edits turn `a` into `b`.
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// The known word a typo most likely meant ("" when none is close): at most two edits, and fewer
+// than half the word.
+std::string did_you_mean(std::string_view word, const std::vector<std::string>& known) {
+  std::string best;
+  size_t best_d = 3;
+  for (const auto& k : known) {
+    const size_t d = edit_distance(word, k);
+    if (d < best_d && 2 * d < word.size()) best = k, best_d = d;
+  }
+  return best;
+}
+
+// The deepest sub-command the parser reached ("profile" → "export").
+CLI::App* deepest(CLI::App& app) {
+  CLI::App* a = &app;
+  for (auto subs = a->get_subcommands(); !subs.empty(); subs = a->get_subcommands()) a = subs.front();
+  return a;
+}
+
+// For arguments the parser did not know: the option each unknown `--word` probably meant and, where
+// words were left over (`extras`), the sub-command each one probably meant.
+std::string suggestions(CLI::App& app, const std::vector<std::string>& args, bool extras) {
+  CLI::App* at = deepest(app);
+  std::vector<std::string> options, subcommands;
+  for (const CLI::App* a = at; a; a = a->get_parent())
+    for (const CLI::Option* o : a->get_options())
+      for (const auto& name : o->get_lnames()) options.push_back("--" + name);
+  for (const CLI::App* sub : at->get_subcommands([](CLI::App*) { return true; })) subcommands.push_back(sub->get_name());
+  std::string out;
+  for (const auto& arg : args) {
+    const std::string word = arg.substr(0, arg.find('='));
+    if (word.rfind("--", 0) == 0 && std::find(options.begin(), options.end(), word) == options.end()) {
+      if (const std::string m = did_you_mean(word, options); !m.empty()) out += "; did you mean " + m + " for " + word + "?";
+    } else if (extras && word.rfind("-", 0) != 0) {
+      if (const std::string m = did_you_mean(word, subcommands); !m.empty() && m != word)
+        out += "; did you mean '" + m + "' for '" + word + "'?";
+    }
+  }
+  return out;
+}
+
 // Names newer CLI11 releases refuse when an option is declared (from 2.2: whitespace in a
 // positional's name throws BadNameString, before any parsing): checked on every build, so the
 // help tests catch them whatever CLI11 this machine has.
@@ -186,7 +243,11 @@ int main(int argc, char** argv) {
   const std::string name = help ? args[1] : args[0];
   const Command* cmd = find(name);
   if (!cmd) {
-    std::fprintf(stderr, "temper: %s command '%s' (see `temper help`)\n", help ? "no" : "unknown", name.c_str());
+    std::vector<std::string> names;
+    for (const auto& c : registry()) names.emplace_back(c.name);
+    const std::string guess = did_you_mean(name, names);
+    std::fprintf(stderr, "temper: %s command '%s'%s (see `temper help`)\n", help ? "no" : "unknown", name.c_str(),
+                 guess.empty() ? "" : ("; did you mean '" + guess + "'?").c_str());
     return 2;
   }
 
@@ -210,7 +271,8 @@ int main(int argc, char** argv) {
     std::cout << app.help();
     return 0;
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "%s: %s\n", command_path(app).c_str(), e.what());
+    const bool extras = dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr;  // words typed but not known
+    std::fprintf(stderr, "%s: %s%s\n", command_path(app).c_str(), e.what(), suggestions(app, args, extras).c_str());
     return 2;
   } catch (const CLI::ConstructionError& e) {  // a command's options as this CLI11 cannot declare them
     std::fprintf(stderr, "temper %s: internal error: %s\n", name.c_str(), e.what());

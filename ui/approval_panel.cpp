@@ -55,12 +55,25 @@ QString ApprovalPanel::predictionText() const {
   int approved = 0;
   for (const auto& x : doc_->profile().entries) approved += x.approval == Approval::Approved;
   const double gain = e.default_tokens_per_s > 0 ? 100.0 * (e.tuned_tokens_per_s / e.default_tokens_per_s - 1) : 0;
-  return QStringLiteral("<b>Predicted model tokens/s</b> (%1, %2 of %3 shapes measured): default %4 → approved %5 "
-                        "(%6%7%) · %8 of %9 winners approved")
-      .arg(qstr(e.label)).arg(e.shapes_measured).arg(e.shapes_total)
-      .arg(e.default_tokens_per_s, 0, 'f', 1).arg(e.tuned_tokens_per_s, 0, 'f', 1)
-      .arg(gain >= 0 ? QStringLiteral("+") : QString()).arg(gain, 0, 'f', 1)
-      .arg(approved).arg(doc_->profile().entries.size());
+  QString t = QStringLiteral("<b>Predicted tokens/s</b> (%1, ncols 1): %2 (approved %3%4 % over default) · %5 of %6 winners approved")
+                  .arg(qstr(e.label).toHtmlEscaped(), tokensPerSecondText(*doc_).toHtmlEscaped())
+                  .arg(gain >= 0 ? QStringLiteral("+") : QString()).arg(gain, 0, 'f', 1)
+                  .arg(approved).arg(doc_->profile().entries.size());
+  // What the per-(type, ncols) formats actually carry of the approvals.
+  if (const SessionDevice* d = doc_->currentDevice(); d && approved > 0) {
+    QStringList carried;
+    for (const char* format : {"ggml-table", "kernel-anvil"}) {
+      try {
+        const Estimate x = estimate_exported(doc_->session(), d->info.index, doc_->profile(), format);
+        carried << QStringLiteral("%1 %2").arg(QString::fromLatin1(format)).arg(x.tuned_tokens_per_s, 0, 'f', 1);
+      } catch (const std::exception&) {  // a format that cannot hold this profile: its export says why
+      }
+    }
+    if (!carried.isEmpty())
+      t += QStringLiteral("<br>as exported (what the file makes the engine run): %1 tokens/s; the Temper profile and the "
+                          "C++ header carry every approval").arg(carried.join(QStringLiteral(" · ")));
+  }
+  return t;
 }
 
 }  // namespace temper::ui

@@ -13,6 +13,13 @@ namespace temper::ui {
 namespace {
 QString usCell(double us, Config c) { return QStringLiteral("%1 (%2)").arg(us, 0, 'f', 2).arg(configText(c)); }
 
+// "+1.26 (+7.3 %)": how much B's best time differs from A's.
+QString deltaCell(double a, double b) {
+  if (a <= 0 || b <= 0) return QStringLiteral("—");
+  return QStringLiteral("%1%2 (%3%4 %)").arg(b >= a ? QStringLiteral("+") : QString()).arg(b - a, 0, 'f', 2)
+      .arg(b >= a ? QStringLiteral("+") : QString()).arg(100 * (b / a - 1), 0, 'f', 1);
+}
+
 QString verdictCell(const SessionComparison::Side& s) {
   if (s.verdict == kVerdictWinner) return s.confirmed ? QStringLiteral("winner, confirmed") : QStringLiteral("winner, not re-measured");
   return qstr(s.verdict);
@@ -51,7 +58,7 @@ ComparisonView::ComparisonView(QWidget* parent) : QWidget(parent) {
   auto* l = new QVBoxLayout(this);
   l->addWidget(summary_);
   l->addWidget(table_, 1);
-  l->addWidget(new QLabel(QStringLiteral("GEMV share of decode, default → tuned (each session's own estimate):")));
+  l->addWidget(new QLabel(QStringLiteral("GEMV share of decode, default → all winners (each session's own estimate):")));
   l->addWidget(estimate_);
 }
 
@@ -66,11 +73,13 @@ void ComparisonView::setSessions(const Session& a, const QString& name_a, const 
   comparison_ = std::move(c);
 
   const QString ka = qstr(comparison_.kernel_a), kb = qstr(comparison_.kernel_b);
+  // Each side by its session's name (two runs of one kernel are told apart) and its kernel.
+  const QString a_head = QStringLiteral("A: %1 (%2)").arg(name_a, ka), b_head = QStringLiteral("B: %1 (%2)").arg(name_b, kb);
   table_->setHorizontalHeaderLabels({QStringLiteral("Shape"), QStringLiteral("ncols"),
-                                     QStringLiteral("%1\ndefault µs").arg(ka), QStringLiteral("%1\nbest µs").arg(ka),
-                                     QStringLiteral("%1\nverdict").arg(ka), QStringLiteral("%1\ndefault µs").arg(kb),
-                                     QStringLiteral("%1\nbest µs").arg(kb), QStringLiteral("%1\nverdict").arg(kb),
-                                     QStringLiteral("Winners agree")});
+                                     QStringLiteral("%1\ndefault µs").arg(a_head), QStringLiteral("%1\nbest µs").arg(a_head),
+                                     QStringLiteral("%1\nverdict").arg(a_head), QStringLiteral("%1\ndefault µs").arg(b_head),
+                                     QStringLiteral("%1\nbest µs").arg(b_head), QStringLiteral("%1\nverdict").arg(b_head),
+                                     QStringLiteral("Δ best µs\nB − A"), QStringLiteral("Winners agree")});
   table_->setRowCount(int(comparison_.rows.size()));
   int row = 0;
   for (const auto& r : comparison_.rows) {
@@ -83,10 +92,12 @@ void ComparisonView::setSessions(const Session& a, const QString& name_a, const 
         usCell(r.b.default_us, r.b.default_config),
         usCell(r.b.best_us, r.b.config),
         verdictCell(r.b),
+        deltaCell(r.a.best_us, r.b.best_us),
         r.agree ? QStringLiteral("yes") : QStringLiteral("no")};
     for (int col = 0; col < ColumnCount; ++col) {
       auto* item = new QTableWidgetItem(cells[col]);
       if (col == Agree && !r.agree) item->setForeground(QColor(180, 40, 40));
+      if (col != Shape && col != Agree && col != VerdictA && col != VerdictB) item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
       table_->setItem(row, col, item);
     }
     ++row;

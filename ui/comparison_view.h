@@ -1,7 +1,8 @@
 #pragma once
 // Two sessions of one model side by side — typically a Temper-kernel sweep and an engine sweep:
-// per (shape, ncols) each one's default µs and best µs with its config, whether the winners agree,
-// and each one's GEMV-share estimate. The numbers are core's comparison (`temper session
+// per (shape, ncols) each one's default µs and best µs with its config (columns headed by each
+// session's name and kernel), the change of the best time from the first to the second (Δ), whether
+// the winners agree, and each one's GEMV-share estimate. The numbers are core's comparison (`temper session
 // --compare` prints the same); the view only lays them out.
 #include <QWidget>
 
@@ -15,7 +16,7 @@ namespace temper::ui {
 class ComparisonView : public QWidget {
   Q_OBJECT
  public:
-  enum Column { Shape, Ncols, DefaultA, BestA, VerdictA, DefaultB, BestB, VerdictB, Agree, ColumnCount };
+  enum Column { Shape, Ncols, DefaultA, BestA, VerdictA, DefaultB, BestB, VerdictB, DeltaBest, Agree, ColumnCount };
 
   explicit ComparisonView(QWidget* parent = nullptr);
   // Error(BadInput) when they are not sweeps of one model (core's model_mismatch) or share no

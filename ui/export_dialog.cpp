@@ -42,7 +42,11 @@ ExportDialog::ExportDialog(SessionDocument* doc, ExportTargets targets, QWidget*
     it.box->setChecked(true);
     lay->addWidget(it.box);
   }
-  dir_ = new QLineEdit(QSettings().value(QStringLiteral("export/dir"), QDir::homePath()).toString());
+  // The folder the user chose last, else the session's own; never a silent default like home.
+  QString dir = QSettings().value(QStringLiteral("export/dir")).toString();
+  if (dir.isEmpty() || !QFileInfo(dir).isDir()) dir = doc->path().isEmpty() ? QString() : QFileInfo(doc->path()).absolutePath();
+  dir_ = new QLineEdit(dir);
+  dir_->setPlaceholderText(QStringLiteral("Choose the folder to export into"));
   auto* browse = new QPushButton(QStringLiteral("Browse…"));
   connect(browse, &QPushButton::clicked, this, [this] {
     const QString d = QFileDialog::getExistingDirectory(this, QStringLiteral("Export to"), dir_->text());
@@ -59,29 +63,29 @@ ExportDialog::ExportDialog(SessionDocument* doc, ExportTargets targets, QWidget*
   auto* box = new QDialogButtonBox(QDialogButtonBox::Close);
   auto* go = box->addButton(QStringLiteral("Export"), QDialogButtonBox::ActionRole);
   connect(go, &QPushButton::clicked, this, [this] { exportChecked(); });
+  go->setEnabled(!dir_->text().isEmpty());
+  connect(dir_, &QLineEdit::textChanged, go, [go](const QString& d) { go->setEnabled(!d.trimmed().isEmpty()); });
   connect(box, &QDialogButtonBox::rejected, this, &QDialog::reject);
   lay->addWidget(box);
   resize(560, 520);
 }
 
 void ExportDialog::setDirectory(const QString& dir) { dir_->setText(dir); }
+QString ExportDialog::directory() const { return dir_->text(); }
 void ExportDialog::setAllChecked(bool on) {
   for (auto& it : items_) it.box->setChecked(on);
 }
 
 QString ExportDialog::fileFor(int item) const {
-  QString stem = QStringLiteral("temper");
-  if (doc_->hasSession()) {
-    const QString model = qstr(doc_->session().model.file_name);
-    stem = QFileInfo(model).completeBaseName();
-    if (stem.isEmpty()) stem = QStringLiteral("session");
-    if (const SessionDevice* d = doc_->currentDevice()) stem += QLatin1Char('-') + qstr(d->info.arch);
-  }
-  return QDir(dir_->text()).filePath(stem + items_[size_t(item)].suffix);
+  return QDir(dir_->text()).filePath(fileStem(*doc_) + items_[size_t(item)].suffix);
 }
 
 QString ExportDialog::exportChecked() {
   QStringList log;
+  if (dir_->text().trimmed().isEmpty()) {
+    log_->setPlainText(QStringLiteral("Choose the folder to export into first."));
+    return log_->toPlainText();
+  }
   QSettings().setValue(QStringLiteral("export/dir"), dir_->text());
   for (int i = 0; i < itemCount(); ++i) {
     if (!items_[size_t(i)].box->isChecked()) continue;
@@ -89,11 +93,15 @@ QString ExportDialog::exportChecked() {
     try {
       if (!doc_->hasSession()) fail(ErrorKind::BadInput, "no session is open");
       QString extra;
+      auto profile = [&](ProfileFormat f) {
+        extra = qstr(exportProfile(*doc_, f, path).text());
+        if (f != ProfileFormat::Temper) extra += exportedEstimateText(*doc_, f);
+      };
       switch (ItemId(i)) {
-        case ProfileTemper: extra = qstr(exportProfile(*doc_, ProfileFormat::Temper, path).text()); break;
-        case ProfileAnvil: extra = qstr(exportProfile(*doc_, ProfileFormat::KernelAnvil, path).text()); break;
-        case ProfileHeader: extra = qstr(exportProfile(*doc_, ProfileFormat::Header, path).text()); break;
-        case ProfileGgmlTable: extra = qstr(exportProfile(*doc_, ProfileFormat::GgmlTable, path).text()); break;
+        case ProfileTemper: profile(ProfileFormat::Temper); break;
+        case ProfileAnvil: profile(ProfileFormat::KernelAnvil); break;
+        case ProfileHeader: profile(ProfileFormat::Header); break;
+        case ProfileGgmlTable: profile(ProfileFormat::GgmlTable); break;
         case HeatmapPng:
         case HeatmapSvg:
           if (!targets_.heatmap) fail(ErrorKind::Internal, "no heatmap view");

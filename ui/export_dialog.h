@@ -24,6 +24,7 @@ class ExportDialog : public QDialog {
  public:
   ExportDialog(SessionDocument* doc, ExportTargets targets, QWidget* parent = nullptr);
   void setDirectory(const QString& dir);
+  QString directory() const;
   void setAllChecked(bool on);
   // Writes every checked item; returns the report text (also shown in the dialog). Errors are listed, not thrown.
   QString exportChecked();

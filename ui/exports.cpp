@@ -2,6 +2,7 @@
 
 #include <QAbstractItemModel>
 #include <QBuffer>
+#include <QFileInfo>
 #include <QImage>
 #include <QPainter>
 #include <QSvgGenerator>
@@ -26,8 +27,31 @@ ExportReport exportProfile(const SessionDocument& doc, ProfileFormat format, con
                    : format == ProfileFormat::KernelAnvil ? export_kernel_anvil(p, o)
                    : format == ProfileFormat::GgmlTable   ? export_ggml_table(p, o, doc.hasSession() ? &doc.session() : nullptr)
                                                           : export_header(p, o);
+  // A file that would make the engine run nothing but its defaults is not written.
+  if (const std::string why = empty_export_reason(e); !why.empty())
+    fail(ErrorKind::BadInput, QFileInfo(path).fileName().toStdString() + " not written: " + why);
   write(path, e.content);
   return e.report;
+}
+
+std::string_view formatName(ProfileFormat f) {
+  switch (f) {
+    case ProfileFormat::Temper: return "temper";
+    case ProfileFormat::KernelAnvil: return "kernel-anvil";
+    case ProfileFormat::Header: return "header";
+    case ProfileFormat::GgmlTable: return "ggml-table";
+  }
+  return "temper";
+}
+
+QString exportedEstimateText(const SessionDocument& doc, ProfileFormat format) {
+  const SessionDevice* d = doc.currentDevice();
+  if (!d) return {};
+  const Estimate e = estimate_exported(doc.session(), d->info.index, doc.profile(), formatName(format));
+  if (e.shapes_measured == 0) return {};
+  return QStringLiteral("as exported, the engine runs %1 tokens/s (default %2, approved %3; %4)")
+      .arg(e.tuned_tokens_per_s, 0, 'f', 1).arg(e.default_tokens_per_s, 0, 'f', 1)
+      .arg(doc.approvedEstimate().tuned_tokens_per_s, 0, 'f', 1).arg(qstr(e.label));
 }
 
 void exportResultsCsv(const Session& s, const QString& path) { write(path, export_csv(s).content); }

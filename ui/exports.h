@@ -12,8 +12,13 @@ class QWidget;
 namespace temper::ui {
 
 enum class ProfileFormat { Temper, KernelAnvil, Header, GgmlTable };
+std::string_view formatName(ProfileFormat f);  // core's name: "temper", "kernel-anvil", ...
 // The profile's approved entries for the current device's arch; returns what happened to each entry.
+// A file that would carry no config is refused (Error(BadInput), nothing written).
 ExportReport exportProfile(const SessionDocument& doc, ProfileFormat format, const QString& path);
+// "as exported, the engine runs 352.4 tokens/s (default 338.6, approved 353.9; ...)": the estimate of
+// what a file of `format` makes the engine launch on the current device; "" without a measurement.
+QString exportedEstimateText(const SessionDocument& doc, ProfileFormat format);
 // Every result of the session, one row each (core's CSV).
 void exportResultsCsv(const Session& s, const QString& path);
 // A column's full name for CSV headers, where a model's header shows a shorter label (the shape

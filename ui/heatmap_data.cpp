@@ -49,11 +49,35 @@ double metricValue(const Session& s, const Result& r, HeatMetric metric) {
   return 0;
 }
 
+namespace {
+// The scale's ends (see HeatGrid::scale_lo).
+void setScale(HeatGrid& g, HeatMetric metric) {
+  if (metric == HeatMetric::Speedup) {
+    const double half = std::max({std::abs(std::log(std::max(g.min, 1e-9))), std::abs(std::log(std::max(g.max, 1e-9))),
+                                  std::log(1 + kMinScaleSpread)});
+    g.scale_lo = std::exp(-half), g.scale_hi = std::exp(half);
+    return;
+  }
+  g.scale_lo = g.min, g.scale_hi = g.max;
+  const double least = kMinScaleSpread * std::max(std::abs(g.min), std::abs(g.max));
+  if (g.max - g.min >= least) return;
+  if (higherIsBetter(metric)) g.scale_lo = g.max - least;  // the best cell keeps the best colour
+  else g.scale_hi = g.min + least;
+}
+}  // namespace
+
 HeatGrid buildHeatGrid(const Session& s, const Selection& sel, HeatMetric metric) {
   HeatGrid g;
   if (!sel.valid()) return g;
   std::set<int> nw, rows;
   if (const SessionDevice* d = find_device(s, sel.device)) {
+    // A batch width the sweep never planned has no grid to show, only that it was not swept.
+    const bool planned = std::any_of(d->plan.items.begin(), d->plan.items.end(), [&](const PlanItem& it) { return it.ncols == sel.ncols; }) ||
+                         std::any_of(s.results.begin(), s.results.end(), [&](const Result& r) { return r.device == sel.device && r.ncols == sel.ncols; });
+    if (!planned) {
+      g.not_swept = true;
+      return g;
+    }
     nw.insert(d->plan.grid.nwarps.begin(), d->plan.grid.nwarps.end());
     rows.insert(d->plan.grid.rows_per_block.begin(), d->plan.grid.rows_per_block.end());
   } else {
@@ -101,6 +125,7 @@ HeatGrid buildHeatGrid(const Session& s, const Selection& sel, HeatMetric metric
       if (w->is_winner() && c.config == w->config) c.is_winner = true;
     }
   }
+  setScale(g, metric);
   // Excluded configs (never launched) show as invalid even before their result rows exist.
   if (const SessionDevice* d = find_device(s, sel.device))
     for (const auto& e : d->plan.excluded)
@@ -111,22 +136,56 @@ HeatGrid buildHeatGrid(const Session& s, const Selection& sel, HeatMetric metric
 }
 
 double goodness(const HeatGrid& g, double v, HeatMetric metric) {
-  if (g.max <= g.min) return 1.0;
-  const double t = std::clamp((v - g.min) / (g.max - g.min), 0.0, 1.0);
+  if (metric == HeatMetric::Speedup) {
+    const double half = std::log(g.scale_hi);
+    return half > 0 && v > 0 ? 0.5 + 0.5 * std::clamp(std::log(v) / half, -1.0, 1.0) : 0.5;
+  }
+  if (g.scale_hi <= g.scale_lo) return 1.0;
+  const double t = std::clamp((v - g.scale_lo) / (g.scale_hi - g.scale_lo), 0.0, 1.0);
   return higherIsBetter(metric) ? t : 1.0 - t;
+}
+
+namespace {
+QColor blend(const QColor* stops, int n, double t) {
+  t = std::clamp(t, 0.0, 1.0) * (n - 1);
+  const int i = std::min(int(t), n - 2);
+  const double f = t - i;
+  const QColor& a = stops[i];
+  const QColor& b = stops[i + 1];
+  return QColor::fromRgbF(float(a.redF() + (b.redF() - a.redF()) * f), float(a.greenF() + (b.greenF() - a.greenF()) * f),
+                          float(a.blueF() + (b.blueF() - a.blueF()) * f));
+}
+}  // namespace
+
+QColor divergingColor(double t) {
+  // ColorBrewer's BrBG: readable with the common colour-vision deficiencies; neutral at the middle.
+  static const QColor stops[] = {QColor(140, 81, 10), QColor(216, 179, 101), QColor(245, 245, 245), QColor(90, 180, 172),
+                                 QColor(1, 102, 94)};
+  return blend(stops, 5, t);
+}
+
+QColor cellColor(const HeatGrid& g, double v, HeatMetric metric) {
+  const double t = goodness(g, v, metric);
+  return metric == HeatMetric::Speedup ? divergingColor(t) : heatColor(t);
+}
+
+QString spreadText(const HeatGrid& g, HeatMetric metric) {
+  if (g.max <= 0) return {};
+  if (metric == HeatMetric::Speedup)
+    return QStringLiteral("cells %1× – %2×; the scale is centred on 1.000 (the default) and spans ±%3 %")
+        .arg(g.min, 0, 'f', 3).arg(g.max, 0, 'f', 3).arg(100 * (g.scale_hi - 1), 0, 'f', 1);
+  const double cells = 100 * (g.max - g.min) / std::max(std::abs(g.max), std::abs(g.min));
+  const double scale = 100 * (g.scale_hi - g.scale_lo) / std::max(std::abs(g.scale_hi), std::abs(g.scale_lo));
+  QString t = QStringLiteral("cells span %1 %").arg(cells, 0, 'f', 1);
+  if (scale > cells + 0.05) t += QStringLiteral("; the scale spans %1 %, so smaller differences stay pale").arg(scale, 0, 'f', 0);
+  return t;
 }
 
 QColor heatColor(double t) {
   // Five stops of a viridis-like scale: ordered in lightness, readable for colour-blind users.
   static const QColor stops[] = {QColor(68, 1, 84), QColor(59, 82, 139), QColor(33, 145, 140), QColor(94, 201, 98),
                                  QColor(253, 231, 37)};
-  t = std::clamp(t, 0.0, 1.0) * 4.0;
-  const int i = std::min(int(t), 3);
-  const double f = t - i;
-  const QColor& a = stops[i];
-  const QColor& b = stops[i + 1];
-  return QColor::fromRgbF(float(a.redF() + (b.redF() - a.redF()) * f), float(a.greenF() + (b.greenF() - a.greenF()) * f),
-                          float(a.blueF() + (b.blueF() - a.blueF()) * f));
+  return blend(stops, 5, t);
 }
 
 double luma(const QColor& c) { return 0.299 * c.redF() + 0.587 * c.greenF() + 0.114 * c.blueF(); }

@@ -30,7 +30,7 @@ HeatmapWidget::Layout HeatmapWidget::layout(QSize size) const {
   Layout l;
   const QFontMetrics fm(font());
   const int left = fm.horizontalAdvance(QStringLiteral("nwarps 16")) + 16;
-  const int top = fm.height() * 2 + 12, bottom = fm.height() * 2 + 16;
+  const int top = fm.height() * 2 + 12, bottom = fm.height() * 3 + 20;
   const int legend_w = fm.horizontalAdvance(QStringLiteral("00000.0")) + 40;
   if (grid_.empty()) return l;
   const int w = std::max(1, size.width() - left - legend_w - 16);
@@ -69,9 +69,14 @@ void HeatmapWidget::paintHeatmap(QPainter& p, QSize size) const {
   p.setFont(font());
   const Selection& sel = doc_->selection();
   if (grid_.empty()) {
-    p.drawText(QRect(QPoint(0, 0), size), Qt::AlignCenter,
-               doc_->hasSession() ? QStringLiteral("Select a shape to see its configs")
-                                  : QStringLiteral("Open a session or run a sweep to see the heatmap"));
+    QString text = doc_->hasSession() ? QStringLiteral("Select a shape to see its configs")
+                                      : QStringLiteral("Open a session or run a sweep to see the heatmap");
+    if (grid_.not_swept) {
+      QStringList swept;
+      for (int n : sweptNcols(*doc_)) swept << QString::number(n);
+      text = QStringLiteral("ncols %1 was not swept (this session measured ncols %2)").arg(sel.ncols).arg(swept.join(QStringLiteral(", ")));
+    }
+    p.drawText(QRect(QPoint(0, 0), size), Qt::AlignCenter | Qt::TextWordWrap, text);
     return;
   }
   const Layout l = layout(size);
@@ -88,7 +93,7 @@ void HeatmapWidget::paintHeatmap(QPainter& p, QSize size) const {
       QColor fill = pal.color(QPalette::Base);
       QString text;
       if (c.state == CellState::Ok && c.value) {
-        fill = heatColor(goodness(grid_, *c.value, metric_));
+        fill = cellColor(grid_, *c.value, metric_);
         text = formatValue(*c.value, metric_);
       }
       p.fillRect(r.adjusted(1, 1, -1, -1), fill);
@@ -123,14 +128,21 @@ void HeatmapWidget::paintHeatmap(QPainter& p, QSize size) const {
                QString::number(grid_.rows[j]));
   p.drawText(QRect(l.grid.left(), l.grid.bottom() + 6 + fm.height(), l.grid.width(), fm.height()), Qt::AlignHCenter,
              QStringLiteral("rows_per_block"));
-  // Legend: best at the top.
-  for (int y = 0; y < l.legend.height(); ++y)
-    p.fillRect(QRect(l.legend.left(), l.legend.top() + y, l.legend.width(), 1), heatColor(1.0 - double(y) / std::max(1, l.legend.height() - 1)));
+  // Legend: best end at the top, labelled with the scale's ends (not only the cells' range).
+  const bool diverging = metric_ == HeatMetric::Speedup;
+  for (int y = 0; y < l.legend.height(); ++y) {
+    const double t = 1.0 - double(y) / std::max(1, l.legend.height() - 1);
+    p.fillRect(QRect(l.legend.left(), l.legend.top() + y, l.legend.width(), 1), diverging ? divergingColor(t) : heatColor(t));
+  }
   p.setPen(pal.color(QPalette::WindowText));
   p.drawRect(l.legend);
-  const double best = higherIsBetter(metric_) ? grid_.max : grid_.min, worst = higherIsBetter(metric_) ? grid_.min : grid_.max;
-  p.drawText(QPoint(l.legend.right() + 4, l.legend.top() + fm.ascent()), formatValue(best, metric_));
-  p.drawText(QPoint(l.legend.right() + 4, l.legend.bottom()), formatValue(worst, metric_));
+  const bool up = higherIsBetter(metric_);
+  p.drawText(QPoint(l.legend.right() + 4, l.legend.top() + fm.ascent()), formatValue(up ? grid_.scale_hi : grid_.scale_lo, metric_));
+  p.drawText(QPoint(l.legend.right() + 4, l.legend.bottom()), formatValue(up ? grid_.scale_lo : grid_.scale_hi, metric_));
+  if (diverging)
+    p.drawText(QPoint(l.legend.right() + 4, l.legend.center().y() + fm.ascent() / 2), QStringLiteral("1.000"));
+  p.drawText(QRect(0, l.grid.bottom() + 8 + 2 * fm.height(), size.width(), fm.height()), Qt::AlignHCenter,
+             spreadText(grid_, metric_));
 }
 
 bool HeatmapWidget::event(QEvent* e) {

@@ -5,6 +5,7 @@
 #include <QCloseEvent>
 #include <QComboBox>
 #include <QDialog>
+#include <QDesktopServices>
 #include <QDialogButtonBox>
 #include <QDir>
 #include <QDockWidget>
@@ -25,6 +26,7 @@
 #include <QTabWidget>
 #include <QTextBrowser>
 #include <QTimer>
+#include <QUndoStack>
 #include <QVBoxLayout>
 #include <unistd.h>
 
@@ -34,6 +36,7 @@
 
 #include "approval_panel.h"
 #include "comparison_view.h"
+#include "distribution_view.h"
 #include "export_dialog.h"
 #include "heatmap_widget.h"
 #include "model_panel.h"
@@ -58,6 +61,7 @@ namespace temper::ui {
 
 namespace {
 const char* kDemoResource = ":/demo-session.json";
+constexpr int kLayoutVersion = 1;  // 1: model and sweep docks tabbed on the left (older layouts are not restored)
 
 // The path as the file system spells it (a name that is not valid UTF-8 survives).
 std::filesystem::path fsPath(const QString& path) { return QFile::encodeName(path).toStdString(); }
@@ -102,6 +106,7 @@ MainWindow::MainWindow(std::vector<std::unique_ptr<Backend>> backends, QWidget* 
   heatmap_ = new HeatmapWidget(doc_);
   roofline_ = new RooflineView(doc_);
   occupancy_ = new OccupancyView(doc_);
+  distribution_ = new DistributionView(doc_);
   approval_ = new ApprovalPanel(doc_);
 
   // Central: which session this is, then the views.
@@ -126,6 +131,7 @@ MainWindow::MainWindow(std::vector<std::unique_ptr<Backend>> backends, QWidget* 
   tabs_->addTab(heatPage, QStringLiteral("Heatmap"));
   tabs_->addTab(roofline_, QStringLiteral("Roofline"));
   tabs_->addTab(occupancy_, QStringLiteral("Occupancy"));
+  tabs_->addTab(distribution_, QStringLiteral("Samples"));
   tabs_->addTab(approval_, QStringLiteral("Approval"));
   auto* central = new QWidget;
   auto* cl = new QVBoxLayout(central);
@@ -137,10 +143,14 @@ MainWindow::MainWindow(std::vector<std::unique_ptr<Backend>> backends, QWidget* 
   modelDock->setObjectName(QStringLiteral("ModelDock"));
   modelDock->setWidget(model_panel_);
   addDockWidget(Qt::LeftDockWidgetArea, modelDock);
+  // The sweep set-up shares the left side with the model (a tab each): the views in the centre get
+  // the window's width, not what two docks leave of it.
   auto* sweepDock = new QDockWidget(QStringLiteral("Sweep"), this);
   sweepDock->setObjectName(QStringLiteral("SweepDock"));
   sweepDock->setWidget(sweep_panel_);
-  addDockWidget(Qt::RightDockWidgetArea, sweepDock);
+  addDockWidget(Qt::LeftDockWidgetArea, sweepDock);
+  tabifyDockWidget(modelDock, sweepDock);
+  modelDock->raise();
 
   status_ = new QLabel;
   progress_ = new QProgressBar;
@@ -149,6 +159,13 @@ MainWindow::MainWindow(std::vector<std::unique_ptr<Backend>> backends, QWidget* 
   statusBar()->addWidget(status_, 1);
   statusBar()->addPermanentWidget(progress_);
 
+  prompts_.question = [this](const QString& title, const QString& text, QMessageBox::StandardButtons buttons) {
+    return interactive_ ? QMessageBox::question(this, title, text, buttons) : QMessageBox::Cancel;
+  };
+  prompts_.saveFile = [this](const QString& title, const QString& suggested, const QString& filter) {
+    return interactive_ ? QFileDialog::getSaveFileName(this, title, suggested, filter) : QString();
+  };
+  sweep_panel_->setConfirmReplace([this] { return confirmDiscard(); });
   buildMenus();
   auto* viewMenu = menuBar()->findChild<QMenu*>(QStringLiteral("ViewMenu"));
   if (viewMenu) {
@@ -157,6 +174,11 @@ MainWindow::MainWindow(std::vector<std::unique_ptr<Backend>> backends, QWidget* 
   }
 
   connect(doc_, &SessionDocument::sessionChanged, this, &MainWindow::updateTitle);
+  connect(doc_, &SessionDocument::sessionChanged, this, [this, modelDock] {
+    QTimer::singleShot(0, this, [this, modelDock] {
+      if (isVisible() && modelDock->width() < std::min(model_panel_->naturalWidth(), width() / 2)) applyDefaultDockSizes();
+    });
+  });
   connect(doc_, &SessionDocument::dirtyChanged, this, &MainWindow::updateTitle);
   connect(doc_, &SessionDocument::resultsChanged, this, &MainWindow::updateTitle);
   connect(sweep_panel_, &SweepPanel::openSessionRequested, this, &MainWindow::openDialog);
@@ -176,7 +198,7 @@ MainWindow::MainWindow(std::vector<std::unique_ptr<Backend>> backends, QWidget* 
   QSettings st;
   resize(1400, 860);
   restoreGeometry(st.value(QStringLiteral("window/geometry")).toByteArray());
-  default_layout_ = !restoreState(st.value(QStringLiteral("window/state")).toByteArray());
+  default_layout_ = !restoreState(st.value(QStringLiteral("window/state")).toByteArray(), kLayoutVersion);
   tabs_->setCurrentIndex(st.value(QStringLiteral("window/tab"), 0).toInt());
   metric_->setCurrentIndex(st.value(QStringLiteral("view/metric"), 0).toInt());
   updateTitle();
@@ -204,16 +226,27 @@ void MainWindow::buildMenus() {
   save->setShortcut(QKeySequence::Save);
   QAction* saveAs = file->addAction(QStringLiteral("Save session &as…"), this, [this] { this->save(true); });
   saveAs->setShortcut(QKeySequence::SaveAs);
+  file->addAction(QStringLiteral("Save a&pprovals as profile…"), this, [this] { saveApprovals(); })
+      ->setToolTip(QStringLiteral("The approvals and notes as a Temper profile, to load again or export later"));
+  file->addAction(QStringLiteral("&Load approvals from profile…"), this, &MainWindow::loadApprovalsDialog);
   QAction* exp = file->addAction(QStringLiteral("&Export…"), this, &MainWindow::exportDialog);
   exp->setShortcut(QKeySequence(QStringLiteral("Ctrl+E")));
   file->addSeparator();
   QAction* quit = file->addAction(QStringLiteral("&Quit"), this, &QWidget::close);
   quit->setShortcut(QKeySequence::Quit);
 
+  QMenu* edit = menuBar()->addMenu(QStringLiteral("&Edit"));
+  QAction* undo = doc_->undoStack()->createUndoAction(this, QStringLiteral("&Undo"));
+  undo->setShortcut(QKeySequence::Undo);
+  QAction* redo = doc_->undoStack()->createRedoAction(this, QStringLiteral("&Redo"));
+  redo->setShortcut(QKeySequence::Redo);
+  edit->addAction(undo);
+  edit->addAction(redo);
+
   QMenu* view = menuBar()->addMenu(QStringLiteral("&View"));
   view->setObjectName(QStringLiteral("ViewMenu"));
-  const char* tabs[] = {"&Heatmap", "&Roofline", "&Occupancy", "&Approval"};
-  for (int i = 0; i < 4; ++i) {
+  const char* tabs[] = {"&Heatmap", "&Roofline", "&Occupancy", "&Samples", "&Approval"};
+  for (int i = 0; i < 5; ++i) {
     QAction* a = view->addAction(QString::fromUtf8(tabs[i]), this, [this, i] { tabs_->setCurrentIndex(i); });
     a->setShortcut(QKeySequence(QStringLiteral("Ctrl+%1").arg(i + 1)));
   }
@@ -258,13 +291,57 @@ void MainWindow::showError(const QString& title, const QString& text) {
 }
 
 bool MainWindow::confirmDiscard() {
-  if (!doc_->isDirty() || !doc_->hasSession()) return true;
-  if (!interactive_) return false;
-  const auto answer = QMessageBox::question(this, QStringLiteral("Unsaved results"),
-                                            QStringLiteral("The sweep results are not saved. Save them first?"),
-                                            QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel);
-  if (answer == QMessageBox::Save) return save(false);
+  const bool results = doc_->hasUnsavedResults() && doc_->hasSession(), approvals = doc_->hasUnsavedApprovals();
+  if (!results && !approvals) return true;
+  const QString what = results && approvals ? QStringLiteral("The sweep results and the approvals are")
+                       : results            ? QStringLiteral("The sweep results are")
+                                            : QStringLiteral("The approvals are");
+  const auto answer = prompts_.question(QStringLiteral("Unsaved changes"),
+                                        what + QStringLiteral(" not saved. Save them first?") +
+                                            (approvals ? QStringLiteral(" (approvals are saved as a Temper profile)") : QString()),
+                                        QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel);
+  if (answer == QMessageBox::Save) return (!results || save(false)) && (!approvals || saveApprovals());
   return answer == QMessageBox::Discard;
+}
+
+namespace {
+// "<dir>/llama3-8b-q4_k_m-sm_90.temper-profile.json": beside the session, else in `fallback`.
+QString approvalsPath(const SessionDocument& doc, const QString& fallback) {
+  const QString dir = doc.path().isEmpty() ? fallback : QFileInfo(doc.path()).absolutePath();
+  return QDir(dir).filePath(fileStem(doc) + QStringLiteral(".temper-profile.json"));
+}
+}  // namespace
+
+bool MainWindow::saveApprovals() {
+  if (!doc_->hasSession()) {
+    showError(QStringLiteral("Nothing to save"), QStringLiteral("Open a session first: approvals belong to its winners."));
+    return false;
+  }
+  const QString path = prompts_.saveFile(QStringLiteral("Save approvals as profile"),
+                                         approvalsPath(*doc_, QSettings().value(QStringLiteral("open/dir")).toString()),
+                                         QStringLiteral("Temper profiles (*.json)"));
+  if (path.isEmpty()) return false;
+  try {
+    doc_->saveApprovals(path);
+    status_->setText(QStringLiteral("Saved the approvals to %1").arg(path));
+    return true;
+  } catch (const std::exception& e) {
+    showError(QStringLiteral("Cannot save the approvals"), QString::fromStdString(e.what()));
+    return false;
+  }
+}
+
+void MainWindow::loadApprovalsDialog() {
+  const QString path = QFileDialog::getOpenFileName(this, QStringLiteral("Load approvals from profile"),
+                                                    doc_->hasSession() ? QFileInfo(approvalsPath(*doc_, QString())).absolutePath() : QString(),
+                                                    QStringLiteral("Temper profiles (*.json);;All files (*)"));
+  if (path.isEmpty()) return;
+  try {
+    const int n = doc_->loadApprovals(path);
+    status_->setText(QStringLiteral("Took the approvals of %1 entries from %2 (Edit → Undo takes them back)").arg(n).arg(path));
+  } catch (const std::exception& e) {
+    showError(QStringLiteral("Cannot load approvals from %1").arg(QFileInfo(path).fileName()), QString::fromStdString(e.what()));
+  }
 }
 
 bool MainWindow::openPath(const QString& path, QString* error) {
@@ -375,9 +452,9 @@ bool MainWindow::save(bool as) {
   QString path = doc_->path();
   if (as || path.isEmpty() || doc_->isReadOnly()) {
     const QString suggested = QFileInfo(qstr(doc_->session().model.file_name)).completeBaseName() + QStringLiteral(".temper-session.json");
-    path = QFileDialog::getSaveFileName(this, QStringLiteral("Save session"),
-                                        QDir(QSettings().value(QStringLiteral("open/dir"), QDir::homePath()).toString()).filePath(suggested),
-                                        QStringLiteral("Sessions (*.json)"));
+    path = prompts_.saveFile(QStringLiteral("Save session"),
+                             QDir(QSettings().value(QStringLiteral("open/dir"), QDir::homePath()).toString()).filePath(suggested),
+                             QStringLiteral("Sessions (*.json)"));
     if (path.isEmpty()) return false;
   }
   try {
@@ -422,14 +499,28 @@ void MainWindow::showAbout() {
                               QString::fromLatin1(qVersion()), QStringLiteral(QT_VERSION_STR)));
 }
 
+QStringList MainWindow::helpDocs() {
+  initTemperResources();
+  return QDir(QStringLiteral(":/docs")).entryList({QStringLiteral("*.md")});
+}
+
 void MainWindow::showHelp(const QString& doc) {
   QDialog d(this);
   d.setWindowTitle(QStringLiteral("Temper documentation"));
   auto* list = new QListWidget;
   auto* browser = new QTextBrowser;
-  browser->setOpenExternalLinks(true);
-  const QStringList docs = QDir(QStringLiteral(":/docs")).entryList({QStringLiteral("*.md")});
-  list->addItems(docs);
+  list->addItems(helpDocs());
+  // Links between docs ("docs/cli.md", "llama-cpp.md#...") open inside the browser; others outside.
+  browser->setOpenLinks(false);
+  connect(browser, &QTextBrowser::anchorClicked, list, [list](const QUrl& url) {
+    const QString name = QFileInfo(url.path()).fileName();
+    if (url.isRelative() && name.endsWith(QStringLiteral(".md"))) {
+      const auto hits = list->findItems(name, Qt::MatchExactly);
+      if (!hits.isEmpty()) list->setCurrentItem(hits.front());
+    } else {
+      QDesktopServices::openUrl(url);
+    }
+  });
   connect(list, &QListWidget::currentTextChanged, browser, [browser](const QString& name) {
     QFile f(QStringLiteral(":/docs/") + name);
     if (f.open(QIODevice::ReadOnly)) browser->setMarkdown(QString::fromUtf8(f.readAll()));
@@ -469,10 +560,9 @@ void MainWindow::rebuildRecentMenu() {
 }
 
 void MainWindow::applyDefaultDockSizes() {
-  // Room for the shape table's ten columns; the views take the rest.
-  auto* model = findChild<QDockWidget*>(QStringLiteral("ModelDock"));
-  auto* sweep = findChild<QDockWidget*>(QStringLiteral("SweepDock"));
-  if (model && sweep) resizeDocks({model, sweep}, {width() * 2 / 5, width() / 5}, Qt::Horizontal);
+  // Room for the shape table's ten columns with nothing cut (at most half the window); the views take the rest.
+  if (auto* model = findChild<QDockWidget*>(QStringLiteral("ModelDock")))
+    resizeDocks({model}, {std::min(std::max(model_panel_->naturalWidth(), width() / 3), width() / 2)}, Qt::Horizontal);
 }
 
 void MainWindow::showEvent(QShowEvent* e) {
@@ -492,7 +582,7 @@ QStringList MainWindow::saveScreenshots(const QString& dir) {
     const QString path = QDir(dir).filePath(name);
     if (w->grab().save(path, "PNG")) written << path;
   };
-  const char* names[] = {"heatmap", "roofline", "occupancy", "approval"};
+  const char* names[] = {"heatmap", "roofline", "occupancy", "samples", "approval"};
   for (int i = 0; i < tabs_->count(); ++i) {
     tabs_->setCurrentIndex(i);
     shoot(this, QStringLiteral("main-%1.png").arg(QString::fromLatin1(names[i])));
@@ -511,13 +601,13 @@ void MainWindow::closeEvent(QCloseEvent* e) {
     sweep_panel_->runner()->cancel();
     sweep_panel_->runner()->wait();
   }
-  if (interactive_ && !confirmDiscard()) {
+  if (!confirmDiscard()) {
     e->ignore();
     return;
   }
   QSettings st;
   st.setValue(QStringLiteral("window/geometry"), saveGeometry());
-  st.setValue(QStringLiteral("window/state"), saveState());
+  st.setValue(QStringLiteral("window/state"), saveState(kLayoutVersion));
   st.setValue(QStringLiteral("window/tab"), tabs_->currentIndex());
   st.setValue(QStringLiteral("view/metric"), metric_->currentIndex());
   sweep_panel_->saveSettings();

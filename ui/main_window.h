@@ -3,6 +3,8 @@
 // approval views as tabs, menus with the usual shortcuts, recent files, settings, export, help.
 // It only wires pages together; each page reads the one SessionDocument.
 #include <QMainWindow>
+#include <QMessageBox>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -19,6 +21,7 @@ namespace temper::ui {
 
 class ApprovalPanel;
 class ComparisonView;
+class DistributionView;
 class HeatmapWidget;
 class ModelPanel;
 class OccupancyView;
@@ -37,6 +40,7 @@ class MainWindow : public QMainWindow {
   HeatmapWidget* heatmap() const { return heatmap_; }
   RooflineView* roofline() const { return roofline_; }
   OccupancyView* occupancy() const { return occupancy_; }
+  DistributionView* distribution() const { return distribution_; }
   ApprovalPanel* approval() const { return approval_; }
   QTabWidget* tabs() const { return tabs_; }
   QString headerText() const;
@@ -50,12 +54,26 @@ class MainWindow : public QMainWindow {
   bool compareWith(const QString& path, QString* error = nullptr);
   ComparisonView* comparison() const { return comparison_; }
   static bool hasDemo();
+  // The docs the Help browser carries (every docs/*.md and the README).
+  static QStringList helpDocs();
   // Saves PNGs of the main views into `dir`; returns the files written.
   QStringList saveScreenshots(const QString& dir);
   // Offer the demo on a first launch without a GPU.
   void offerDemoIfFirstLaunch();
   // Dialogs (errors, prompts) are suppressed and answered "no" (tests, screenshots).
   void setInteractive(bool on) { interactive_ = on; }
+  // How the window asks (a question with buttons; a file to save to): dialogs by default, answered
+  // by tests. Non-interactive and unanswered: Cancel, no file.
+  struct Prompts {
+    std::function<QMessageBox::StandardButton(const QString& title, const QString& text, QMessageBox::StandardButtons)> question;
+    std::function<QString(const QString& title, const QString& suggested, const QString& filter)> saveFile;
+  };
+  void setPrompts(Prompts p) { prompts_ = std::move(p); }
+  // Before anything replaces the document: unsaved results or approvals are saved, discarded or
+  // kept (false: the user cancelled).
+  bool confirmDiscard();
+  // The approvals as a Temper profile (asks where; beside the session by default).
+  bool saveApprovals();
 
  protected:
   void closeEvent(QCloseEvent* e) override;
@@ -75,7 +93,7 @@ class MainWindow : public QMainWindow {
   void rebuildRecentMenu();
   void updateTitle();
   void showError(const QString& title, const QString& text);
-  bool confirmDiscard();
+  void loadApprovalsDialog();
 
   SessionDocument* doc_;
   ModelPanel* model_panel_;
@@ -84,6 +102,7 @@ class MainWindow : public QMainWindow {
   QComboBox* metric_;
   RooflineView* roofline_;
   OccupancyView* occupancy_;
+  DistributionView* distribution_;
   ApprovalPanel* approval_;
   QTabWidget* tabs_;
   QLabel* header_;
@@ -93,6 +112,7 @@ class MainWindow : public QMainWindow {
   QDialog* comparison_window_ = nullptr;
   ComparisonView* comparison_ = nullptr;
   bool interactive_ = true;
+  Prompts prompts_;
   bool default_layout_ = false;  // no saved dock layout: size the docks once shown
 };
 

@@ -7,7 +7,8 @@
 #include <QItemSelectionModel>
 #include <QLabel>
 #include <QLineEdit>
-#include <QSpinBox>
+#include <QComboBox>
+#include <QScrollBar>
 #include <QStyle>
 #include <QTableView>
 #include <QVBoxLayout>
@@ -27,10 +28,8 @@ ModelPanel::ModelPanel(SessionDocument* doc, QWidget* parent)
   filter_ = new QLineEdit;
   filter_->setPlaceholderText(QStringLiteral("Filter: type, N×K or status (e.g. q4_K 4096)"));
   filter_->setClearButtonEnabled(true);
-  ncols_ = new QSpinBox;
-  ncols_->setRange(1, 8);
-  ncols_->setPrefix(QStringLiteral("ncols "));
-  ncols_->setToolTip(QStringLiteral("Batch width the times, heatmap and occupancy refer to"));
+  ncols_ = new QComboBox;  // the batch widths the session swept (1-8 before a sweep)
+  ncols_->setToolTip(QStringLiteral("Batch width the times, status, heatmap and occupancy refer to (those the sweep measured)"));
   view_ = new QTableView;
   view_->setModel(proxy_);
   view_->setSortingEnabled(true);
@@ -52,9 +51,10 @@ ModelPanel::ModelPanel(SessionDocument* doc, QWidget* parent)
   lay->addWidget(view_, 1);
 
   connect(filter_, &QLineEdit::textChanged, proxy_, &ShapeFilterProxy::setFilterText);
-  connect(ncols_, &QSpinBox::valueChanged, this, [this](int n) {
+  connect(ncols_, &QComboBox::currentIndexChanged, this, [this](int i) {
+    if (i < 0) return;
     Selection s = doc_->selection();
-    s.ncols = n;
+    s.ncols = ncols_->itemData(i).toInt();
     s.config.reset();
     doc_->select(s);
   });
@@ -75,8 +75,12 @@ ModelPanel::ModelPanel(SessionDocument* doc, QWidget* parent)
   connect(view_->horizontalHeader(), &QHeaderView::sortIndicatorChanged, this, &ModelPanel::fitColumns);
   connect(doc, &SessionDocument::sessionChanged, this, &ModelPanel::refreshSummary);
   connect(doc, &SessionDocument::resultsChanged, this, &ModelPanel::refreshSummary);
+  connect(doc, &SessionDocument::profileChanged, this, &ModelPanel::refreshSummary);
+  connect(doc, &SessionDocument::sessionChanged, this, &ModelPanel::refreshNcols);
+  connect(doc, &SessionDocument::resultsChanged, this, &ModelPanel::refreshNcols);
   connect(doc, &SessionDocument::selectionChanged, this, &ModelPanel::followSelection);
   refreshSummary();
+  refreshNcols();
   followSelection();
 }
 
@@ -88,11 +92,10 @@ QString ModelPanel::summary() const {
                          qstr(s.id), qstr(s.status))
                     .arg(s.results.size());
     if (doc_->isReadOnly()) t += QStringLiteral(" · <i>read-only</i>");
-    if (!s.estimates.empty()) {
-      const Estimate& e = s.estimates.front();
-      t += QStringLiteral("<br>GEMV share of decode (estimate): %1 → %2 tokens/s, bandwidth ceiling %3 tokens/s")
-               .arg(e.default_tokens_per_s, 0, 'f', 1).arg(e.tuned_tokens_per_s, 0, 'f', 1).arg(e.ceiling_tokens_per_s, 0, 'f', 1);
-    }
+    const Estimate w = doc_->winnersEstimate();
+    if (w.shapes_measured > 0)
+      t += QStringLiteral("<br>tokens/s, GEMV share of decode (estimate): %1").arg(tokensPerSecondText(*doc_)) +
+           QStringLiteral(" · bandwidth ceiling %1").arg(w.ceiling_tokens_per_s, 0, 'f', 1);
     return t;
   }
   if (const auto& m = doc_->model()) {
@@ -118,29 +121,48 @@ bool ModelPanel::eventFilter(QObject* o, QEvent* e) {
 // first (elided; their tooltips have the full name) and cells never do, except the last column's
 // text (status), which wraps between words; only a dock too narrow even for that shrinks every
 // column in proportion. A user's drag still resizes.
+std::vector<int> ModelPanel::naturalColumnWidths() const {
+  const QHeaderView* h = view_->horizontalHeader();
+  const int margin = h->style()->pixelMetric(QStyle::PM_HeaderMargin, nullptr, h);
+  const int mark = h->style()->pixelMetric(QStyle::PM_HeaderMarkSize, nullptr, h);
+  std::vector<int> natural;
+  for (int c = 0; c < proxy_->columnCount(); ++c) {
+    int cells = 0;
+    for (int r = 0; r < proxy_->rowCount(); ++r)
+      cells = std::max(cells, view_->sizeHintForIndex(proxy_->index(r, c)).width() + 1);  // + the grid line
+    // The header's own hint reserves the sort arrow in every section; only the sorted one shows it.
+    const QString label = proxy_->headerData(c, Qt::Horizontal).toString();
+    const int header = h->fontMetrics().horizontalAdvance(label) + 2 * margin + 8 +
+                       (h->isSortIndicatorShown() && h->sortIndicatorSection() == c ? mark + margin : 0);
+    natural.push_back(std::max(cells, header));
+  }
+  return natural;
+}
+
+int ModelPanel::naturalWidth() const {
+  int columns = 0;
+  for (int w : naturalColumnWidths()) columns += w;
+  const QMargins m = layout()->contentsMargins();
+  return columns + 2 * view_->frameWidth() + view_->verticalScrollBar()->sizeHint().width() + m.left() + m.right();
+}
+
 void ModelPanel::fitColumns() {
   QHeaderView* h = view_->horizontalHeader();
   const int n = h->count(), room = view_->viewport()->width();
   if (n == 0 || room <= 0) return;
   const int few_chars = QFontMetrics(view_->font()).horizontalAdvance(QStringLiteral("000…")) + 8;
-  const int margin = h->style()->pixelMetric(QStyle::PM_HeaderMargin, nullptr, h);
-  const int mark = h->style()->pixelMetric(QStyle::PM_HeaderMarkSize, nullptr, h);
-  std::vector<int> natural(static_cast<size_t>(n)), floor(static_cast<size_t>(n)), small(static_cast<size_t>(n));
+  const std::vector<int> natural = naturalColumnWidths();
+  std::vector<int> floor(static_cast<size_t>(n)), small(static_cast<size_t>(n));
   int total = 0, floors = 0, smalls = 0;
   for (int c = 0; c < n; ++c) {
     int cells = 0, words = 0;  // the widest cell; the widest word (the last column wraps at spaces)
     for (int r = 0; r < proxy_->rowCount(); ++r) {
       const QModelIndex idx = proxy_->index(r, c);
-      cells = std::max(cells, view_->sizeHintForIndex(idx).width() + 1);  // + the grid line
+      cells = std::max(cells, view_->sizeHintForIndex(idx).width() + 1);
       for (const QString& word : idx.data().toString().split(QLatin1Char(' ')))
         words = std::max(words, view_->fontMetrics().horizontalAdvance(word) + 12);
     }
-    // The header's own hint reserves the sort arrow in every section; only the sorted one shows it.
-    const QString label = proxy_->headerData(c, Qt::Horizontal).toString();
-    const int header = h->fontMetrics().horizontalAdvance(label) + 2 * margin + 8 +
-                       (h->isSortIndicatorShown() && h->sortIndicatorSection() == c ? mark + margin : 0);
     const size_t i = size_t(c);
-    natural[i] = std::max(cells, header);
     small[i] = std::min(natural[i], few_chars);
     floor[i] = c == n - 1 ? std::min(natural[i], std::max(words, small[i])) : std::max(cells, small[i]);
     total += natural[i], floors += floor[i], smalls += small[i];
@@ -159,11 +181,18 @@ void ModelPanel::fitColumns() {
   }
 }
 
+void ModelPanel::refreshNcols() {
+  const QSignalBlocker block(ncols_);
+  ncols_->clear();
+  for (int n : sweptNcols(*doc_)) ncols_->addItem(QStringLiteral("ncols %1").arg(n), n);
+  ncols_->setCurrentIndex(ncols_->findData(doc_->selection().ncols));
+}
+
 void ModelPanel::followSelection() {
   const Selection& s = doc_->selection();
-  if (ncols_->value() != s.ncols) {
+  if (ncols_->currentData().toInt() != s.ncols) {
     const QSignalBlocker block(ncols_);
-    ncols_->setValue(s.ncols);
+    ncols_->setCurrentIndex(ncols_->findData(s.ncols));
   }
   const int row = model_->rowOf(s.type, s.n, s.k);
   if (row < 0) return;

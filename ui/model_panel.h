@@ -2,12 +2,13 @@
 // Model panel: the model (or session) summary and the unique-shape table with sort and filter.
 // Selecting a row selects that shape everywhere; a selection made elsewhere selects the row.
 #include <QWidget>
+#include <vector>
 
 #include "models/shape_table_model.h"
 
 class QLabel;
 class QLineEdit;
-class QSpinBox;
+class QComboBox;
 class QTableView;
 
 namespace temper::ui {
@@ -20,7 +21,11 @@ class ModelPanel : public QWidget {
   ShapeTableModel* model() const { return model_; }
   ShapeFilterProxy* proxy() const { return proxy_; }
   QString summary() const;
-  QSize sizeHint() const override { return {560, 600}; }  // the shape table's ten columns
+  // Each column's width with nothing elided (its widest cell, its header with the sort arrow where
+  // shown), and the panel's width that shows them all.
+  std::vector<int> naturalColumnWidths() const;
+  int naturalWidth() const;
+  QSize sizeHint() const override { return {naturalWidth(), 600}; }
 
  protected:
   bool eventFilter(QObject* o, QEvent* e) override;
@@ -29,13 +34,14 @@ class ModelPanel : public QWidget {
   void fitColumns();
   void refreshSummary();
   void followSelection();
+  void refreshNcols();
 
   SessionDocument* doc_;
   ShapeTableModel* model_;
   ShapeFilterProxy* proxy_;
   QLabel* summary_;
   QLineEdit* filter_;
-  QSpinBox* ncols_;
+  QComboBox* ncols_;
   QTableView* view_;
   bool syncing_ = false;
 };

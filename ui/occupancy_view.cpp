@@ -12,8 +12,10 @@
 #include <algorithm>
 #include <set>
 
+#include "temper/defaults.h"
 #include "temper/error.h"
 #include "temper/kernel_cache.h"
+#include "temper/quant/reference.h"
 
 namespace temper::ui {
 
@@ -37,9 +39,7 @@ OccupancyView::OccupancyView(SessionDocument* doc, QWidget* parent) : QWidget(pa
   cancelCompile_->hide();
   table_ = new QTableWidget;
   table_->setColumnCount(9);
-  table_->setHorizontalHeaderLabels({QStringLiteral("config"), QStringLiteral("threads/block"), QStringLiteral("registers"),
-                                     QStringLiteral("LDS bytes"), QStringLiteral("scratch bytes"), QStringLiteral("blocks/CU"),
-                                     QStringLiteral("waves/SIMD"), QStringLiteral("occupancy"), QStringLiteral("limiter")});
+  setVocabulary(false);
   table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   table_->verticalHeader()->hide();
   table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
@@ -151,22 +151,69 @@ const std::vector<ConfigOccupancy>& OccupancyView::staticFor(const std::string& 
   return cache_[arch] = std::move(v);
 }
 
-void OccupancyView::fillRow(int row, Config c, const KernelResources& k, const Occupancy& o) {
+QString OccupancyView::noteText() const { return note_->text(); }
+
+void OccupancyView::setVocabulary(bool nvidia) {
+  // Short headers, so every column fits the tab at the default window size; the tooltips say more.
+  struct Column {
+    const char *cuda, *amd, *tip;
+  };
+  static const Column columns[] = {
+      {"config", "config", "nwarps × rows_per_block; the default and the winner are marked"},
+      {"threads", "threads", "threads per block"},
+      {"registers", "VGPR / SGPR", "registers per thread (AMD: vector / scalar registers)"},
+      {"shared B", "LDS B", "static shared memory (AMD: LDS) per block, bytes"},
+      {"local B", "scratch B", "local memory (AMD: scratch) per thread, bytes"},
+      {"blocks/SM", "blocks/CU", "resident blocks per SM (AMD: per compute unit)"},
+      {"warps/SM", "waves/SIMD", "resident warps per SM of its maximum (AMD: waves per SIMD)"},
+      {"occupancy", "occupancy", "resident warps (waves) of the maximum"},
+      {"limiter", "limiter", "the resource that caps the resident blocks"}};
+  for (int c = 0; c < 9; ++c) {
+    auto* item = new QTableWidgetItem(QString::fromUtf8(nvidia ? columns[c].cuda : columns[c].amd));
+    item->setToolTip(QString::fromUtf8(columns[c].tip));
+    table_->setHorizontalHeaderItem(c, item);
+  }
+}
+
+namespace {
+// The limiting resource as the vendor names it.
+QString limiterText(OccupancyLimiter l, bool nvidia) {
+  if (!nvidia) return qstr(limiter_name(l));
+  switch (l) {
+    case OccupancyLimiter::Waves: return QStringLiteral("warps per SM");
+    case OccupancyLimiter::Blocks: return QStringLiteral("blocks per SM");
+    case OccupancyLimiter::Registers: return QStringLiteral("registers");
+    case OccupancyLimiter::Lds: return QStringLiteral("shared memory");
+    default: return qstr(limiter_name(l));
+  }
+}
+}  // namespace
+
+void OccupancyView::fillRow(int row, Config c, const QString& mark, const KernelResources& k, const Occupancy& o,
+                            const GpuSpec& g) {
+  const bool nv = g.is_nvidia();
   auto set = [&](int col, const QString& text) {
     auto* item = new QTableWidgetItem(text);
-    if (col > 0) item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+    if (col > 0 && col < 8) item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);  // numbers; the limiter is words
     table_->setItem(row, col, item);
   };
-  set(0, configText(c));
+  set(0, mark.isEmpty() ? configText(c) : QStringLiteral("%1 · %2").arg(configText(c), mark));
   table_->item(row, 0)->setData(Qt::UserRole, QPoint(c.nwarps, c.rows_per_block));
+  if (!mark.isEmpty()) {
+    QFont f = table_->font();
+    f.setBold(true);
+    table_->item(row, 0)->setFont(f);
+  }
   set(1, QString::number(o.threads_per_block));
-  set(2, QString::number(k.vgprs) + (k.sgprs ? QStringLiteral(" v / %1 s").arg(k.sgprs) : QString()));
+  set(2, nv ? QString::number(k.vgprs) : QStringLiteral("%1 / %2").arg(k.vgprs).arg(k.sgprs));
   set(3, QString::number(k.lds_bytes));
   set(4, QString::number(k.scratch_bytes));
   set(5, QString::number(o.blocks_per_cu));
-  set(6, QStringLiteral("%1 / %2").arg(o.waves_per_simd, 0, 'f', 1).arg(o.max_waves_per_simd));
+  // CUDA counts warps per SM (its sub-partitions together); AMD waves per SIMD.
+  const int per = nv ? std::max(1, g.simds_per_cu) : 1;
+  set(6, QStringLiteral("%1 / %2").arg(o.waves_per_simd * per, 0, 'f', nv ? 0 : 1).arg(o.max_waves_per_simd * per));
   set(7, QStringLiteral("%1%").arg(100 * o.occupancy, 0, 'f', 0));
-  set(8, qstr(limiter_name(o.limiter)) + (o.why.empty() ? QString() : QStringLiteral(": ") + qstr(o.why)));
+  set(8, limiterText(o.limiter, nv) + (o.why.empty() ? QString() : QStringLiteral(": ") + qstr(o.why)));
 }
 
 void OccupancyView::rebuild() {
@@ -178,6 +225,18 @@ void OccupancyView::rebuild() {
     return;
   }
   const QString what = QStringLiteral("%1 at ncols %2").arg(shapeText(sel)).arg(sel.ncols);
+  // Marks as the CLI prints them: the engine's default and the sweep's winner at this shape.
+  const Verdict* verdict = doc_->hasSession() ? find_verdict(doc_->session(), group_key(doc_->device(), sel, sel.ncols)) : nullptr;
+  auto markOf = [&](Config c) {
+    if (!verdict) return QString();
+    if (verdict->is_winner() && verdict->config == c) return QStringLiteral("★ winner");
+    return verdict->default_config == c ? QStringLiteral("default") : QString();
+  };
+  if (!quant::quant_supported(sel.type)) {
+    note_->setText(QStringLiteral("%1 has no mmvq kernel: llama.cpp does not run it through mmvq, so there is nothing to tune "
+                                  "and no occupancy to show.").arg(qstr(type_name(sel.type))));
+    return;
+  }
   if (arch.isEmpty()) {
     const SessionDevice* d = doc_->currentDevice();
     if (!d) {
@@ -185,13 +244,22 @@ void OccupancyView::rebuild() {
       return;
     }
     const GpuSpec* g = device_spec(*d);
+    setVocabulary(g ? g->is_nvidia() : d->info.arch.rfind("sm_", 0) == 0);
     std::set<Config> seen;
     std::vector<const Result*> rows;
+    QStringList missing;  // configs of this shape the table cannot show, and why
     for (const auto& r : doc_->session().results) {
       if (r.group() != group_key(d->info.index, sel, sel.ncols)) continue;
-      if (!r.kernel || !g || !seen.insert(r.config).second) continue;
-      rows.push_back(&r);
+      if (r.kernel && g && seen.insert(r.config).second) rows.push_back(&r);
+      else if (!r.kernel && r.status == ResultStatus::Invalid)
+        missing << QStringLiteral("%1 (never launched: %2)").arg(configText(r.config), qstr(r.failure).toHtmlEscaped());
+      else if (!r.kernel)
+        missing << QStringLiteral("%1 (%2, no kernel attributes recorded)").arg(configText(r.config), qstr(result_status_name(r.status)));
     }
+    for (const auto& e : d->plan.excluded)
+      if (e.shape() == sel.shape() && e.ncols == sel.ncols && !seen.count(e.config) &&
+          std::none_of(missing.begin(), missing.end(), [&](const QString& m) { return m.startsWith(configText(e.config) + QLatin1Char(' ')); }))
+        missing << QStringLiteral("%1 (excluded by the plan: %2)").arg(configText(e.config), qstr(e.reason).toHtmlEscaped());
     std::sort(rows.begin(), rows.end(), [](const Result* a, const Result* b) { return a->config < b->config; });
     for (const Result* rp : rows) {
       const Result& r = *rp;
@@ -199,18 +267,33 @@ void OccupancyView::rebuild() {
       const Occupancy o = occupancy_from_attributes(*g, *r.kernel, r.config, d->info.warp_size);
       const int row = table_->rowCount();
       table_->insertRow(row);
-      fillRow(row, r.config, k, o);
+      fillRow(row, r.config, markOf(r.config), k, o, *g);
     }
-    note_->setText(!g ? QStringLiteral("%1 is not in the GPU spec database: occupancy rules unknown.").arg(qstr(d->info.name))
+    QString note = !g ? QStringLiteral("%1 is not in the GPU spec database: occupancy rules unknown.").arg(qstr(d->info.name))
                    : seen.empty() ? QStringLiteral("The session recorded no kernel attributes for %1 on %2.").arg(what, qstr(d->info.name))
-                                  : QStringLiteral("%1 on %2 (%3), from the runtime's kernel attributes.").arg(what, qstr(d->info.name), qstr(d->info.arch)));
+                                  : QStringLiteral("%1 on %2 (%3), from the runtime's kernel attributes.").arg(what, qstr(d->info.name), qstr(d->info.arch));
+    if (!missing.isEmpty()) note += QStringLiteral(" Not shown: %1.").arg(missing.join(QStringLiteral("; ")));
+    note_->setText(note);
   } else {
+    setVocabulary(false);
+    // Only the stock config is known for a target nobody measured: the engine's table for that arch.
+    const std::string engine = doc_->hasSession() && !doc_->session().grid.engine.empty() ? doc_->session().grid.engine
+                                                                                          : std::string(defaults::known_engines().front());
+    auto stockMark = [&](Config c) {
+      try {
+        const std::string a = arch.toStdString();
+        return defaults::default_config(engine, a, sel.type, sel.ncols, sel.k, defaults::engine_warp_size(a)) == c
+                   ? QStringLiteral("default") : QString();
+      } catch (const Error&) {
+        return QString();
+      }
+    };
     const auto& all = staticFor(arch.toStdString());
     for (const auto& c : all) {
       if (c.instance.type != sel.type || c.instance.ncols != sel.ncols) continue;
       const int row = table_->rowCount();
       table_->insertRow(row);
-      fillRow(row, c.instance.config, c.resources, c.occupancy);
+      fillRow(row, c.instance.config, stockMark(c.instance.config), c.resources, c.occupancy, *find_gpu(arch.toStdString()));
     }
     const auto err = load_errors_.find(arch.toStdString());
     // Not built for this arch: compiled on demand (only with the build's own code object directory).

@@ -1,7 +1,9 @@
 #pragma once
-// Occupancy per config of the selected shape and ncols: registers, LDS, waves per SIMD and the
-// limiting resource, for the recording device (the runtime's kernel attributes in the session) or
-// for any AMD target from the compiled code objects (static analysis: works without that GPU).
+// Occupancy per config of the selected shape and ncols: registers, LDS (shared memory), waves per SIMD
+// (warps per SM) and the limiting resource, in the vocabulary of the device's vendor, with the
+// default and the winner marked and the configs it cannot show explained — for the recording device
+// (the runtime's kernel attributes in the session) or for any AMD target from the compiled code
+// objects (static analysis: works without that GPU).
 #include <QWidget>
 #include <atomic>
 #include <map>
@@ -27,10 +29,14 @@ class OccupancyView : public QWidget {
   void setTarget(const QString& arch);
   void setCodeObjectDir(const QString& dir);
   QTableWidget* table() const { return table_; }
+  QString noteText() const;
 
  private:
   void rebuild();
-  void fillRow(int row, Config c, const KernelResources& k, const Occupancy& o);
+  // Headers in the vendor's words (CUDA: SM, warps, shared memory; AMD: CU, waves/SIMD, LDS, VGPR/SGPR).
+  void setVocabulary(bool nvidia);
+  // `mark`: "default", "★ winner" or "" (shown with the config, as the CLI marks them).
+  void fillRow(int row, Config c, const QString& mark, const KernelResources& k, const Occupancy& o, const GpuSpec& g);
   const std::vector<ConfigOccupancy>& staticFor(const std::string& arch);
   // Code objects of (type, ncols) for an arch the build lacks: from the kernel cache, else compiled
   // in the background (progress in the note, Cancel); rebuild() shows them once there.

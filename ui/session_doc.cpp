@@ -1,6 +1,9 @@
 #include "session_doc.h"
 
 #include <QFile>
+#include <QFileInfo>
+#include <QUndoStack>
+#include <set>
 
 #include "temper/error.h"
 #include "temper/estimate.h"
@@ -19,7 +22,67 @@ const Shape* findShape(const std::vector<Shape>& shapes, const ShapeKey& key) {
   return nullptr;
 }
 
-SessionDocument::SessionDocument(QObject* parent) : QObject(parent) {}
+// One change of the approvals: the entries before and after (a profile is small).
+class ProfileEdit : public QUndoCommand {
+ public:
+  ProfileEdit(SessionDocument* doc, const QString& what, std::vector<ProfileEntry> before, std::vector<ProfileEntry> after)
+      : QUndoCommand(what), doc_(doc), before_(std::move(before)), after_(std::move(after)) {}
+  void undo() override { apply(before_); }
+  void redo() override { apply(after_); }
+
+ private:
+  void apply(const std::vector<ProfileEntry>& entries) {
+    doc_->profile_.entries = entries;
+    Q_EMIT doc_->profileChanged();
+  }
+  SessionDocument* doc_;
+  std::vector<ProfileEntry> before_, after_;
+};
+
+QString fileStem(const SessionDocument& doc) {
+  if (!doc.hasSession()) return QStringLiteral("temper");
+  QString stem = QFileInfo(qstr(doc.session().model.file_name)).completeBaseName();
+  if (stem.isEmpty()) stem = QStringLiteral("session");
+  if (const SessionDevice* d = doc.currentDevice()) stem += QLatin1Char('-') + qstr(d->info.arch);
+  return stem;
+}
+
+std::vector<int> sweptNcols(const SessionDocument& doc) {
+  std::set<int> n;
+  if (const SessionDevice* d = doc.currentDevice()) {
+    for (const auto& it : d->plan.items) n.insert(it.ncols);
+    for (const auto& r : doc.session().results)
+      if (r.device == d->info.index) n.insert(r.ncols);
+  }
+  if (n.empty())
+    for (int i = 1; i <= 8; ++i) n.insert(i);
+  return {n.begin(), n.end()};
+}
+
+QString tokensPerSecondText(const SessionDocument& doc) {
+  const Estimate w = doc.winnersEstimate();
+  if (w.shapes_measured == 0) return {};
+  const Estimate a = doc.approvedEstimate();
+  QString t = QStringLiteral("default %1 · approved %2 · all winners %3 tokens/s")
+                  .arg(w.default_tokens_per_s, 0, 'f', 1).arg(a.tuned_tokens_per_s, 0, 'f', 1).arg(w.tuned_tokens_per_s, 0, 'f', 1);
+  if (w.shapes_measured < w.shapes_total) t += QStringLiteral(" (%1 of %2 shapes measured)").arg(w.shapes_measured).arg(w.shapes_total);
+  return t;
+}
+
+SessionDocument::SessionDocument(QObject* parent) : QObject(parent), undo_(new QUndoStack(this)) {
+  connect(undo_, &QUndoStack::cleanChanged, this, [this] { Q_EMIT dirtyChanged(isDirty()); });
+}
+
+bool SessionDocument::hasUnsavedApprovals() const { return !undo_->isClean(); }
+
+void SessionDocument::editProfile(const QString& what, const std::vector<ProfileEntry>& after) {
+  const auto same = [](const ProfileEntry& a, const ProfileEntry& b) {
+    return a.key == b.key && a.approval == b.approval && a.note == b.note && a.config == b.config;
+  };
+  const auto& before = profile_.entries;
+  if (before.size() == after.size() && std::equal(before.begin(), before.end(), after.begin(), same)) return;
+  undo_->push(new ProfileEdit(this, what, before, after));
+}
 
 const std::vector<Shape>& SessionDocument::shapes() const {
   static const std::vector<Shape> none;
@@ -74,6 +137,7 @@ void SessionDocument::setModel(Model model) {
   if (session_ && session_->status != "running") {
     session_.reset();  // a new model starts a new document
     path_.clear();
+    undo_->clear();
     profile_ = {};
   }
   selection_ = {};
@@ -93,6 +157,7 @@ void SessionDocument::saveSession(const QString& path) {
 void SessionDocument::close() {
   session_.reset();
   model_.reset();
+  undo_->clear();
   profile_ = {};
   path_.clear();
   selection_ = {};
@@ -105,6 +170,7 @@ void SessionDocument::beginSweep(Session planned) {
   session_ = std::move(planned);
   path_.clear();
   read_only_ = false;
+  undo_->clear();
   profile_ = {};
   const Selection keep = selection_;
   selection_.device = session_->devices.empty() ? 0 : session_->devices.front().info.index;
@@ -136,6 +202,7 @@ void SessionDocument::finishSweep(Session final_session) {
 }
 
 void SessionDocument::rebuildProfile() {
+  undo_->clear();  // a new profile: nothing to undo, nothing unsaved
   profile_ = {};
   if (!session_ || session_->verdicts.empty()) return;
   profile_ = profile_from_session(*session_);
@@ -146,26 +213,56 @@ void SessionDocument::rebuildProfile() {
 void SessionDocument::setApproval(const ProfileKey& key, Approval a) {
   const ProfileEntry* e = find_entry(profile_, key);
   if (!e) fail(ErrorKind::BadInput, "no proposed winner for " + key_text(key));
-  set_approval(profile_, key, a, e->note);
-  Q_EMIT profileChanged();
+  if (e->approval == a) return;
+  Profile after = profile_;
+  set_approval(after, key, a, e->note);
+  editProfile(QStringLiteral("%1 %2").arg(qstr(approval_name(a)), qstr(key_text(key))), after.entries);
 }
 
 void SessionDocument::setNote(const ProfileKey& key, const QString& note) {
-  ProfileEntry* e = find_entry(profile_, key);
-  if (!e) fail(ErrorKind::BadInput, "no proposed winner for " + key_text(key));
-  e->note = note.toStdString();
-  Q_EMIT profileChanged();
+  if (!find_entry(profile_, key)) fail(ErrorKind::BadInput, "no proposed winner for " + key_text(key));
+  Profile after = profile_;
+  find_entry(after, key)->note = note.toStdString();
+  editProfile(QStringLiteral("note on %1").arg(qstr(key_text(key))), after.entries);
 }
 
 int SessionDocument::approveSignificant() {
-  const int n = approve_significant(profile_);
-  Q_EMIT profileChanged();
+  Profile after = profile_;
+  const int n = approve_significant(after);
+  editProfile(QStringLiteral("approve all significant"), after.entries);
   return n;
 }
 
+void SessionDocument::saveApprovals(const QString& path) {
+  if (!session_) fail(ErrorKind::BadInput, "there is no session whose approvals could be saved");
+  save_profile(profile_, QFile::encodeName(path).toStdString());
+  undo_->setClean();
+}
+
+int SessionDocument::loadApprovals(const QString& path) {
+  if (!session_) fail(ErrorKind::BadInput, "open a session first, then load approvals for it");
+  const Profile saved = load_profile(QFile::encodeName(path).toStdString());
+  Profile after = profile_;
+  int matched = 0;
+  for (auto& e : after.entries)
+    if (const ProfileEntry* s = find_entry(saved, e.key); s && s->config == e.config) {
+      e.approval = s->approval, e.decided_at = s->decided_at, e.note = s->note;
+      ++matched;
+    }
+  editProfile(QStringLiteral("load approvals from %1").arg(QFileInfo(path).fileName()), after.entries);
+  return matched;
+}
+
 Estimate SessionDocument::approvedEstimate() const {
-  if (!session_) return {};
+  if (!session_ || !currentDevice()) return {};
   return estimate_with_profile(*session_, selection_.device, profile_);
+}
+
+Estimate SessionDocument::winnersEstimate() const {
+  if (!session_ || !currentDevice()) return {};
+  for (Estimate& e : estimate_decode(*session_))  // core's: the same figure the CLI prints
+    if (e.device == selection_.device) return e;
+  return {};
 }
 
 void SessionDocument::select(const Selection& s) {

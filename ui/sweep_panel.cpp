@@ -396,10 +396,13 @@ bool SweepPanel::startSweep() {
   try {
     if (!hasDevices()) fail(ErrorKind::NoDevice, devices_.why_none);
     if (runner_->isRunning()) fail(ErrorKind::BadInput, "a sweep is already running");
-    if (doc_->isDirty() && doc_->hasSession() && interactive_ &&
-        QMessageBox::question(this, QStringLiteral("Unsaved results"),
-                              QStringLiteral("The current session has unsaved results. Start a new sweep anyway?")) != QMessageBox::Yes)
+    if (confirm_replace_) {
+      if (!confirm_replace_()) return false;
+    } else if (doc_->isDirty() && doc_->hasSession() && interactive_ &&
+               QMessageBox::question(this, QStringLiteral("Unsaved changes"),
+                                     QStringLiteral("The current session has unsaved changes. Start a new sweep anyway?")) != QMessageBox::Yes) {
       return false;
+    }
     SweepSetup setup;
     const auto& shapes = doc_->shapes();
     for (int i = 0; i < shapes_->count() && size_t(i) < shapes.size(); ++i)

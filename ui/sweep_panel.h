@@ -5,6 +5,7 @@
 // llama.cpp folder, or a ready temper-probe), start / cancel. The sweep (and the one-time engine
 // build) runs in SweepRunner; results land in the document.
 #include <QWidget>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -64,6 +65,8 @@ class SweepPanel : public QWidget {
   QString engineStatusText() const;
   // Dialogs (errors, prompts) are suppressed; errors stay in the status line (tests).
   void setInteractive(bool on) { interactive_ = on; }
+  // Asked before a new sweep replaces the document (the window's save-or-discard prompt).
+  void setConfirmReplace(std::function<bool()> confirm) { confirm_replace_ = std::move(confirm); }
 
  Q_SIGNALS:
   void openSessionRequested();
@@ -95,6 +98,7 @@ class SweepPanel : public QWidget {
   QLineEdit* probe_;
   QLabel* engine_status_;
   bool interactive_ = true;
+  std::function<bool()> confirm_replace_;
   QDoubleSpinBox* time_cap_;
   QListWidget* shapes_;
   QPushButton* start_;

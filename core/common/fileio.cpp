@@ -120,7 +120,8 @@ void write_atomic_impl(const std::filesystem::path& requested, const std::functi
   struct stat old{};
   const bool replacing = ::stat(path.c_str(), &old) == 0 && S_ISREG(old.st_mode);
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) fail(ErrorKind::Io, "cannot create " + tmp.string() + ": " + errno_text());
+  // Named as the user wrote it: the hidden temporary means nothing to them.
+  if (fd < 0) fail(ErrorKind::Io, "cannot create " + requested.string() + ": " + errno_text());
   try {
     fill(fd, tmp);
     if (::fsync(fd) != 0) fail(ErrorKind::Io, "cannot sync " + tmp.string() + ": " + errno_text());

@@ -89,6 +89,23 @@ std::string read_input(const std::filesystem::path& path, uint64_t max_bytes, st
   return text;
 }
 
+std::string file_kind_by_content(std::string_view head) {
+  auto starts = [&](std::string_view magic) { return head.substr(0, magic.size()) == magic; };
+  if (starts("GGUF")) return "a GGUF model (`temper inspect` and `temper sweep` take it; temper-gui opens it)";
+  if (starts("\x89PNG")) return "a PNG image";
+  if (starts("\xff\xd8\xff")) return "a JPEG image";
+  if (starts("%PDF")) return "a PDF document";
+  if (starts("\x7f" "ELF")) return "an ELF binary (a program or a code object; `temper occupancy` reads code objects)";
+  if (starts("\x1f\x8b")) return "a gzip archive";
+  if (starts("PK\x03\x04")) return "a zip archive";
+  if (starts("<svg") || starts("<?xml")) return "an SVG or XML file";
+  // A sweep journal is JSON Lines: one object per line, so the second line is where JSON stops.
+  const size_t line = head.find('\n');
+  if (starts("{") && line != std::string_view::npos && head.substr(line + 1, 1) == "{")
+    return "a sweep journal (one JSON object per line; `temper sweep --resume` takes it)";
+  return "";
+}
+
 nlohmann::json parse_json_input(std::string_view text, const std::string& name) {
   using nlohmann::json;
   // Keys seen in each object being parsed, innermost last.
@@ -115,6 +132,9 @@ nlohmann::json parse_json_input(std::string_view text, const std::string& name) 
   try {
     j = json::parse(text.begin(), text.end(), reject_duplicates);
   } catch (const json::parse_error& e) {
+    // The wrong kind of file altogether says what it is, not where a JSON parser gave up on it.
+    if (const std::string kind = file_kind_by_content(text.substr(0, 256)); !kind.empty())
+      fail(ErrorKind::BadInput, name + ": not JSON: this is " + kind);
     fail(ErrorKind::BadInput, name + ": not valid JSON (byte " + std::to_string(e.byte) + "): " + plain(e));
   } catch (const json::exception& e) {  // 1e999, a 5000-digit integer: out of range
     fail(ErrorKind::BadInput, name + ": not usable JSON: a number out of range (" + plain(e) + ")");

@@ -56,4 +56,18 @@ SampleStats summarize(std::vector<double> samples, double confidence) {
   return s;
 }
 
+std::vector<double> sample_trace(std::span<const double> samples, size_t points) {
+  std::vector<double> out;
+  if (samples.empty() || points == 0) return out;
+  const size_t runs = std::min(points, samples.size());
+  for (size_t i = 0; i < runs; ++i) {
+    // Run i covers [i·n/runs, (i+1)·n/runs): every sample in exactly one run, runs differ by at most one.
+    std::vector<double> run(samples.begin() + std::ptrdiff_t(i * samples.size() / runs),
+                            samples.begin() + std::ptrdiff_t((i + 1) * samples.size() / runs));
+    std::sort(run.begin(), run.end());
+    out.push_back(percentile(run, 0.5));
+  }
+  return out;
+}
+
 }  // namespace temper

@@ -6,6 +6,8 @@
 #include <sstream>
 
 #include "temper/error.h"
+#include "temper/estimate.h"
+#include "temper/ggml_table.h"
 #include "temper/profile.h"
 
 namespace temper {
@@ -37,6 +39,17 @@ std::string ExportReport::text() const {
     if (n.fate == ExportFate::Emitted) continue;
     o << export_fate_name(n.fate) << ": " << key_text(n.key) << " (nwarps x rows " << config_text(n.config)
       << "): " << n.reason << "\n";
+  }
+  for (const auto& r : rows) {
+    char net[160];
+    std::snprintf(net, sizeof net, "%.2f -> %.2f µs per token (net %+.2f)", r.stock_us_per_token, r.table_us_per_token,
+                  r.net_us_per_token());
+    o << "row: " << r.arch << " " << r.branch << ": "
+      << (r.value == r.stock ? "upstream's " + config_text(r.stock) + " stays"
+                             : config_text(r.stock) + " -> " + config_text(r.value))
+      << ", " << net << " over " << r.shapes << " measured shape" << (r.shapes == 1 ? "" : "s");
+    if (r.unmeasured) o << " (" << r.unmeasured << " never timed with " << config_text(r.value) << ": counted as stock)";
+    o << "\n";
   }
   o << format << " export: " << emitted() << " emitted, " << merged() << " merged, " << dropped() << " dropped\n";
   return o.str();
@@ -187,6 +200,37 @@ Export export_kernel_anvil(const Profile& p, const ExportOptions& o) {
     fail(ErrorKind::BadInput, "kernel-anvil export would be " + std::to_string(out.content.size()) +
                                   " bytes; its loader ignores files over 1 MiB");
   return out;
+}
+
+std::string empty_export_reason(const Export& e) {
+  const ExportReport& r = e.report;
+  if (r.format == "csv" || r.emitted() > 0) return "";
+  std::string why = "it carries no config (" + std::to_string(r.dropped()) + " dropped, " + std::to_string(r.merged()) +
+                    " merged): ";
+  if (r.notes.empty()) return why + "the profile has no entry";
+  if (std::none_of(r.notes.begin(), r.notes.end(), [](const ExportNote& n) { return n.reason.rfind("not approved", 0) != 0; }))
+    return why + "nothing is approved";
+  return why + "nothing approved is expressible in the " + r.format + " format; the engine would keep its defaults";
+}
+
+Estimate estimate_exported(const Session& s, int device, const Profile& p, std::string_view format, const ExportOptions& o) {
+  const SessionDevice* d = find_device(s, device);
+  if (!d) fail(ErrorKind::BadInput, "session " + s.id + " has no device " + std::to_string(device));
+  const std::string arch = d->info.arch;
+  if (format == "temper") return estimate_with_profile(s, device, p);
+  // The single-arch formats hold one arch: the option's, else this device's.
+  ExportOptions one = o;
+  if (one.arch.empty()) one.arch = arch;
+  const bool carried = std::any_of(p.entries.begin(), p.entries.end(), [&](const ProfileEntry& e) {
+    return e.approval == Approval::Approved && e.key.arch == one.arch;
+  });
+  if (one.arch != arch || !carried) return estimate_decode(s, device, {});  // this device runs its defaults
+  if (format == "ggml-table") {
+    const GgmlTable t = build_ggml_table(p, one, &s);
+    return estimate_decode(s, device, [&](const ShapeKey& shape) { return t.launch({arch, shape, 1}); });
+  }
+  const Export e = format == "kernel-anvil" ? export_kernel_anvil(p, one) : export_header(p, one);
+  return estimate_with_profile(s, device, as_applied(p, e.report));
 }
 
 Profile as_applied(const Profile& p, const ExportReport& r) {

@@ -71,34 +71,99 @@ const SessionDevice* session_device(const Session* s, const ProfileEntry& e) {
   return nullptr;
 }
 
+bool usable(GgmlType t, int ncols) { return mmvq::type_supported(uint32_t(t)) && ncols >= 1 && ncols <= mmvq::kMaxNcols; }
+
 struct Timing {
   double us = 0, lo = 0, hi = 0;
   std::string source;
 };
 
-// The measured median of config `c` at the entry's shape, when anything measured it.
-std::optional<Timing> timing_of(const ProfileEntry& e, Config c, const Session* s) {
-  if (!e.provenance) return std::nullopt;
-  const Provenance& pv = *e.provenance;
-  if (c == e.config) return Timing{pv.tuned_us, pv.tuned_ci_low, pv.tuned_ci_high, "approved"};
-  if (c == e.default_config) return Timing{pv.default_us, pv.default_ci_low, pv.default_ci_high, "default"};
-  if (const SessionDevice* d = session_device(s, e))
-    if (const Result* r = find_result(*s, group_key(d->info.index, e.key.shape(), e.key.ncols), c))
+// A measured shape of one arch that the table reaches: a profile entry (of any approval) or, from a
+// session, a verdict. What a config costs there is looked up from whatever measured it.
+struct Measured {
+  ProfileKey key;
+  const ProfileEntry* entry = nullptr;
+  std::optional<GroupKey> group;  // where the session timed it
+  std::string status;             // the entry's approval, else the session's verdict
+  Config default_config;
+  Timing stock;                   // the default's median and CI
+  int64_t calls_per_token = 0;
+};
+
+// Calls per token of a shape: the weight of every per-token sum the table makes, from one place
+// (the session's model when it measured the shape, else what the entry recorded).
+int64_t calls_per_token(const Session* s, const ShapeKey& shape, const Provenance* pv) {
+  if (s)
+    for (const Shape& sh : s->shapes)
+      if (sh.shape() == shape) return sh.calls_per_token;
+  return pv ? pv->calls_per_token : 0;
+}
+double weight(const Measured& m) { return double(std::max<int64_t>(1, m.calls_per_token)); }
+
+// The median (with CI) of config `c` at a measured shape, when anything measured it.
+std::optional<Timing> time_at(const Measured& m, Config c, const Session* s) {
+  if (c == m.default_config) return m.stock;
+  if (m.entry && m.entry->provenance && c == m.entry->config) {
+    const Provenance& pv = *m.entry->provenance;
+    return Timing{pv.tuned_us, pv.tuned_ci_low, pv.tuned_ci_high, "approved"};
+  }
+  if (s && m.group)
+    if (const Result* r = find_result(*s, *m.group, c))
       if (r->status == ResultStatus::Ok && r->time_us.n > 0)
         return Timing{r->time_us.median, r->time_us.ci_low, r->time_us.ci_high, "session " + s->id};
   return std::nullopt;
 }
 
-// Per-token gain of running `c` at every entry of a cell (unmeasured: no gain), for picking its value.
-double gain_of(const std::vector<const ProfileEntry*>& members, Config c, const Session* s) {
-  double gain = 0;
-  for (const ProfileEntry* e : members) {
-    if (!e->provenance) continue;
-    const auto t = timing_of(*e, c, s);
-    const double calls = double(std::max<int64_t>(1, e->provenance->calls_per_token));
-    gain += calls * (e->provenance->default_us - (t ? t->us : e->provenance->default_us));
+// Every measured launch of `arch` the table reaches: the profile's entries first, then the session's
+// other verdicts; one per (shape, ncols) — the first device's, as the table has no device. The
+// hook's unfused pairs are not the engine's launches: the table never reaches them.
+std::vector<Measured> measured_shapes(const std::string& arch, const Profile& p, const Session* s) {
+  std::vector<Measured> out;
+  std::set<std::pair<ShapeKey, int>> seen;
+  auto fresh = [&](const ShapeKey& shape, int ncols) {
+    return !launch_is_unfused(shape.launch) && seen.insert({shape, ncols}).second;
+  };
+  for (const ProfileEntry& e : p.entries) {
+    if (e.key.arch != arch || e.bucketed || !e.provenance || !usable(e.key.type, e.key.ncols) ||
+        e.default_config.nwarps < 1 || !fresh(e.key.shape(), e.key.ncols))
+      continue;
+    const Provenance& pv = *e.provenance;
+    Measured m{e.key, &e, std::nullopt, std::string(approval_name(e.approval)), e.default_config,
+               {pv.default_us, pv.default_ci_low, pv.default_ci_high, "default"}, 0};
+    const SessionDevice* d = session_device(s, e);
+    if (d) m.group = group_key(d->info.index, e.key.shape(), e.key.ncols);
+    m.calls_per_token = calls_per_token(d ? s : nullptr, e.key, &pv);
+    out.push_back(std::move(m));
   }
-  return gain;
+  if (s)
+    for (const Verdict& w : s->verdicts) {
+      const SessionDevice* d = find_device(*s, w.device);
+      if (!d || d->info.arch != arch || w.verdict == kVerdictNoDefault || w.default_config.nwarps < 1 ||
+          !usable(w.type, w.ncols) || !fresh(w.shape(), w.ncols))
+        continue;
+      const ProfileKey key{arch, w.shape(), w.ncols, profile_device(d->info)};
+      out.push_back({key, nullptr, w.group(), w.verdict, w.default_config,
+                     {w.default_us, w.default_ci_low, w.default_ci_high, "default"}, calls_per_token(s, key, nullptr)});
+    }
+  std::sort(out.begin(), out.end(), [](const Measured& x, const Measured& y) { return x.key < y.key; });
+  return out;
+}
+
+// Σ calls per token × median over a branch's shapes with `c` launched at each (nullopt: each
+// shape's stock config); where `c` was never timed the shape counts as stock.
+struct RowSum {
+  double us = 0, lo = 0, hi = 0;
+  int unmeasured = 0;
+};
+RowSum row_sum(const std::vector<const Measured*>& shapes, std::optional<Config> c, const Session* s) {
+  RowSum r;
+  for (const Measured* m : shapes) {
+    std::optional<Timing> t = c ? time_at(*m, *c, s) : m->stock;
+    if (!t) t = m->stock, ++r.unmeasured;
+    const double w = weight(*m);
+    r.us += w * t->us, r.lo += w * t->lo, r.hi += w * t->hi;
+  }
+  return r;
 }
 
 std::optional<std::string> dropped_reason(const ProfileEntry& e, const std::string& only_arch) {
@@ -106,6 +171,8 @@ std::optional<std::string> dropped_reason(const ProfileEntry& e, const std::stri
   if (e.key.arch.empty()) return "no arch: a table is per GPU family";
   if (!only_arch.empty() && e.key.arch != only_arch) return "arch " + e.key.arch + ": this file holds " + only_arch + " only";
   if (e.bucketed) return "kernel-anvil bucket: no measured shape to place in a per-type table";
+  if (launch_is_unfused(e.key.launch))
+    return "the hook's unfused pair: upstream's table has no launch kind to carry it (a Temper profile does)";
   if (!mmvq::type_supported(uint32_t(e.key.type))) return "type " + std::string(type_name(e.key.type)) + " has no mmvq kernel";
   if (e.key.ncols < 1 || e.key.ncols > mmvq::kMaxNcols) return "ncols outside 1..8";
   const std::string why =
@@ -197,6 +264,18 @@ void emit_function(std::ostream& o, const std::string& signature, const std::map
 
 }  // namespace
 
+std::string GgmlTableCell::branch_text() const {
+  return std::string(type_name(type)) + " ncols " + std::to_string(ncols) + (ncols == 1 ? (small_k ? " (small K)" : " (large K)") : "");
+}
+
+std::optional<Config> GgmlTable::launch(const ProfileKey& key) const {
+  // The hook's unfused pair is no launch of the engine's: the table does not reach it.
+  if (!usable(key.type, key.ncols) || launch_is_unfused(key.launch)) return std::nullopt;
+  for (const GgmlTableArch& a : arches)
+    if (a.arch == key.arch) return a.value(key.type, key.ncols, a.uses_small_k(key.type, key.ncols, key.k));
+  return std::nullopt;
+}
+
 int GgmlTableArch::small_k_factor(GgmlType type) const {
   if (std::find(small_k_off.begin(), small_k_off.end(), type) != small_k_off.end()) return 0;
   const auto variant = defaults::small_k_variant(engine, arch, type, 1);
@@ -220,8 +299,11 @@ bool GgmlTableArch::uses_small_k(GgmlType type, int ncols, int k) const {
 
 namespace {
 
-GgmlTableArch build_arch(const std::string& arch, const std::vector<const ProfileEntry*>& entries, const Session* s,
-                         std::vector<ExportNote>& notes) {
+std::string signed_us(double v) { return (v >= 0 ? "+" : "") + num(v); }
+
+// `entries`: the arch's approved entries; `measured`: every measured shape of the arch.
+GgmlTableArch build_arch(const std::string& arch, const std::vector<const ProfileEntry*>& entries,
+                         const std::vector<Measured>& measured, const Session* s, std::vector<ExportNote>& notes) {
   GgmlTableArch a;
   a.arch = arch;
   a.suffix = function_suffix(arch);
@@ -229,27 +311,52 @@ GgmlTableArch build_arch(const std::string& arch, const std::vector<const Profil
   a.stock_table = std::string(defaults::table_name(defaults::table_for(a.engine, arch)));
   a.warp_size = defaults::engine_warp_size(arch);
   // Branches by the stock small-K rule, so each value applies where its shapes were measured.
-  std::map<std::tuple<GgmlType, int, bool>, std::vector<const ProfileEntry*>> branches;
-  for (const ProfileEntry* e : entries) {
-    const bool small = e->key.ncols == 1 && defaults::small_k_applies(a.engine, arch, e->key.type, 1, e->key.k, a.warp_size);
-    branches[{e->key.type, e->key.ncols, small}].push_back(e);
-  }
+  using Branch = std::tuple<GgmlType, int, bool>;
+  auto branch_of = [&](const ProfileKey& k) -> Branch {
+    return {k.type, k.ncols, k.ncols == 1 && defaults::small_k_applies(a.engine, arch, k.type, 1, k.k, a.warp_size)};
+  };
+  std::map<Branch, std::vector<const ProfileEntry*>> branches;
+  for (const ProfileEntry* e : entries) branches[branch_of(e->key)].push_back(e);
+  std::map<Branch, std::vector<const Measured*>> reach;
+  for (const Measured& m : measured) reach[branch_of(m.key)].push_back(&m);
+  auto measured_of = [&](const ProfileKey& k) -> const Measured* {
+    for (const Measured& m : measured)
+      if (m.key == k) return &m;
+    return nullptr;
+  };
+
   for (auto& [branch, members] : branches) {
     const auto [type, ncols, small] = branch;
     GgmlTableCell cell;
     cell.type = type, cell.ncols = ncols, cell.small_k = small;
     cell.stock = a.value(type, ncols, small);  // no cells yet: the engine's own value
-    // The value: the approved config with the largest measured gain per token over the branch's
-    // shapes (then the larger share of decode bytes, then key order).
+    const std::vector<const Measured*>& shapes = reach[branch];
+    for (const Measured* m : shapes) cell.reached.push_back(m->key.shape());
+    // The value: the approved config with the least time per token over every measured shape of
+    // the branch (ties: the larger share of decode bytes, then key order); upstream's when none
+    // is faster than it.
     std::stable_sort(members.begin(), members.end(), [](const ProfileEntry* x, const ProfileEntry* y) {
       const uint64_t bx = x->provenance ? x->provenance->bytes_per_token : 0, by = y->provenance ? y->provenance->bytes_per_token : 0;
       return bx > by;
     });
-    // Upstream's value stays unless an approved config gains over the branch as a whole.
+    const RowSum stock = row_sum(shapes, std::nullopt, s);
+    std::map<Config, RowSum> sums;
+    RowSum best = stock;
     cell.value = cell.stock;
-    double best = 0;
-    for (const ProfileEntry* e : members)
-      if (const double g = gain_of(members, e->config, s); g > best + 1e-9) best = g, cell.value = e->config;
+    for (const ProfileEntry* e : members) {
+      const auto [it, fresh] = sums.try_emplace(e->config);
+      if (fresh) it->second = row_sum(shapes, e->config, s);
+      if (it->second.us < best.us - 1e-9) best = it->second, cell.value = e->config;
+    }
+    cell.stock_us_per_token = stock.us, cell.stock_ci_low = stock.lo, cell.stock_ci_high = stock.hi;
+    cell.table_us_per_token = best.us, cell.table_ci_low = best.lo, cell.table_ci_high = best.hi;
+    cell.unmeasured = best.unmeasured;
+    const std::string where = std::to_string(shapes.size()) + " measured shape" + (shapes.size() == 1 ? "" : "s");
+    auto net_text = [&](const RowSum& r) {
+      std::string t = signed_us(r.us - stock.us) + " µs per token (" + num(stock.us) + " -> " + num(r.us) + " over " + where;
+      if (r.unmeasured) t += "; " + std::to_string(r.unmeasured) + " never timed with it count as stock";
+      return t + ")";
+    };
     const auto keeper = std::find_if(members.begin(), members.end(), [&](const ProfileEntry* e) { return e->config == cell.value; });
     for (const ProfileEntry* e : members) {
       GgmlTableShape sh;
@@ -261,32 +368,37 @@ GgmlTableArch build_arch(const std::string& arch, const std::vector<const Profil
         const Provenance& pv = *e->provenance;
         sh.default_us = pv.default_us, sh.default_ci_low = pv.default_ci_low, sh.default_ci_high = pv.default_ci_high;
         sh.approved_us = pv.tuned_us, sh.approved_ci_low = pv.tuned_ci_low, sh.approved_ci_high = pv.tuned_ci_high;
-        sh.calls_per_token = pv.calls_per_token;
         sh.device = pv.device_name, sh.engine = pv.engine, sh.session = pv.session_id;
       }
+      const Measured* m = measured_of(e->key);
+      if (m) sh.calls_per_token = m->calls_per_token;
       if (const SessionDevice* d = session_device(s, *e))
         sh.driver = d->info.driver_version + " (runtime " + d->info.runtime_version + ")";
-      if (const auto t = timing_of(*e, cell.value, s)) {
+      if (const auto t = m ? time_at(*m, cell.value, s) : std::nullopt) {
         sh.table_us = t->us, sh.table_ci_low = t->lo, sh.table_ci_high = t->hi;
         sh.table_us_source = t->source;
       }
       if (!sh.lost()) {
         notes.push_back({e->key, e->config, ExportFate::Emitted,
                          std::string(type_name(type)) + " ncols " + std::to_string(ncols) + (small ? " (small K)" : ""), {}});
-      } else {
-        std::string reason = "one value per type and ncols: the table carries " + config_text(cell.value) +
-                             (keeper == members.end() ? " (upstream's: no approved config gains over all of this branch's shapes)"
-                                                      : " (from " + key_text((*keeper)->key) + ")") +
-                             ", not this shape's " + config_text(e->config);
-        if (sh.table_us)
-          reason += "; measured " + num(*sh.table_us) + " µs vs " + num(sh.approved_us) + " µs approved (+" +
-                    num(*sh.table_us - sh.approved_us) + " µs per call)";
-        else
-          reason += "; " + config_text(cell.value) + " was not measured at this shape (up to its " +
-                    num(sh.default_us - sh.approved_us) + " µs gain per call at stake)";
-        if (keeper == members.end()) notes.push_back({e->key, e->config, ExportFate::Dropped, reason, {}});
-        else notes.push_back({e->key, e->config, ExportFate::Merged, reason, (*keeper)->key});
+        cell.shapes.push_back(sh);
+        continue;
       }
+      std::string reason = "one value per type and ncols: ";
+      if (keeper == members.end())
+        reason += "upstream's " + config_text(cell.value) + " stays, since this shape's " + config_text(e->config) +
+                  " at every shape of the row costs " + net_text(sums[e->config]);
+      else
+        reason += "the table carries " + config_text(cell.value) + " (from " + key_text((*keeper)->key) + ": " +
+                  net_text(best) + "), not this shape's " + config_text(e->config) + " (" + net_text(sums[e->config]) + ")";
+      if (sh.table_us)
+        reason += "; here " + num(*sh.table_us) + " µs vs " + num(sh.approved_us) + " µs approved (+" +
+                  num(*sh.table_us - sh.approved_us) + " µs per call)";
+      else
+        reason += "; " + config_text(cell.value) + " was not measured at this shape (up to its " +
+                  num(sh.default_us - sh.approved_us) + " µs gain per call at stake)";
+      if (keeper == members.end()) notes.push_back({e->key, e->config, ExportFate::Dropped, reason, {}});
+      else notes.push_back({e->key, e->config, ExportFate::Merged, reason, (*keeper)->key});
       cell.shapes.push_back(sh);
     }
     a.cells.push_back(std::move(cell));
@@ -299,44 +411,16 @@ GgmlTableArch build_arch(const std::string& arch, const std::vector<const Profil
       if (c.type == t && c.ncols == 1) (c.small_k ? small : big) = &c;
     if (big && small && big->value == small->value && a.small_k_factor(t) > 0) a.small_k_off.push_back(t);
   }
+  // Measured shapes without an approved entry of their own whose launch the table changes.
+  for (const Measured& m : measured) {
+    if (std::any_of(entries.begin(), entries.end(), [&](const ProfileEntry* e) { return e->key == m.key; })) continue;
+    const Config tc = a.value(m.key.type, m.key.ncols, a.uses_small_k(m.key.type, m.key.ncols, m.key.k));
+    if (tc == m.default_config) continue;
+    GgmlTableSideEffect x{m.key, m.status, m.default_config, tc, m.stock.us, std::nullopt, m.calls_per_token};
+    if (const auto t = time_at(m, tc, s)) x.table_us = t->us;
+    a.side_effects.push_back(x);
+  }
   return a;
-}
-
-// Measured shapes outside the approved entries that the table's per-(type, ncols) values reach.
-void find_side_effects(GgmlTableArch& a, const Profile& p, const Session* s) {
-  auto table_config = [&](const ProfileKey& k) { return a.value(k.type, k.ncols, a.uses_small_k(k.type, k.ncols, k.k)); };
-  auto usable = [](GgmlType t, int ncols) { return mmvq::type_supported(uint32_t(t)) && ncols >= 1 && ncols <= mmvq::kMaxNcols; };
-  for (const ProfileEntry& e : p.entries) {
-    if (e.key.arch != a.arch || e.approval == Approval::Approved || e.bucketed || !e.provenance ||
-        !usable(e.key.type, e.key.ncols))
-      continue;
-    const Config tc = table_config(e.key);
-    if (tc == e.default_config) continue;
-    GgmlTableSideEffect x{e.key, std::string(approval_name(e.approval)), e.default_config, tc,
-                          e.provenance->default_us, std::nullopt, e.provenance->calls_per_token};
-    if (const auto t = timing_of(e, tc, s)) x.table_us = t->us;
-    a.side_effects.push_back(x);
-  }
-  const auto by_key = [](const GgmlTableSideEffect& x, const GgmlTableSideEffect& y) { return x.key < y.key; };
-  if (!s) {
-    std::sort(a.side_effects.begin(), a.side_effects.end(), by_key);
-    return;
-  }
-  for (const Verdict& w : s->verdicts) {
-    const SessionDevice* d = find_device(*s, w.device);
-    const ProfileKey key{a.arch, w.type, w.n, w.k, w.ncols};
-    if (!d || d->info.arch != a.arch || find_entry(p, key) || !usable(w.type, w.ncols) || w.default_config.nwarps < 1)
-      continue;
-    const Config tc = table_config(key);
-    if (tc == w.default_config) continue;
-    GgmlTableSideEffect x{key, w.verdict, w.default_config, tc, w.default_us, std::nullopt, 0};
-    for (const Shape& sh : s->shapes)
-      if (sh.type == w.type && sh.n == w.n && sh.k == w.k) x.calls_per_token = sh.calls_per_token;
-    if (const Result* r = find_result(*s, w.group(), tc))
-      if (r->status == ResultStatus::Ok && r->time_us.n > 0) x.table_us = r->time_us.median;
-    a.side_effects.push_back(x);
-  }
-  std::sort(a.side_effects.begin(), a.side_effects.end(), by_key);
 }
 
 void emit_arch(std::ostream& o, const GgmlTableArch& a) {
@@ -390,22 +474,11 @@ void emit_arch(std::ostream& o, const GgmlTableArch& a) {
 
 // ---- The evidence, as markdown ----
 
-struct Sum {
-  double stock = 0, stock_lo = 0, stock_hi = 0, tuned = 0, tuned_lo = 0, tuned_hi = 0;
-  bool estimated = false;  // a shape's table config was not measured: counted as its default
-  // Weighted by calls per token, as the table's value was chosen.
-  void add(const GgmlTableShape& s) {
-    const double w = double(std::max<int64_t>(1, s.calls_per_token));
-    stock += w * s.default_us, stock_lo += w * s.default_ci_low, stock_hi += w * s.default_ci_high;
-    if (s.table_us) tuned += w * *s.table_us, tuned_lo += w * *s.table_ci_low, tuned_hi += w * *s.table_ci_high;
-    else tuned += w * s.default_us, tuned_lo += w * s.default_ci_low, tuned_hi += w * s.default_ci_high, estimated = true;
-  }
-  std::string speedup() const {
-    if (tuned <= 0 || tuned_lo <= 0 || tuned_hi <= 0) return "-";
-    return num(stock / tuned, "%.3f") + " [" + num(stock_lo / tuned_hi, "%.3f") + ", " + num(stock_hi / tuned_lo, "%.3f") + "]" +
-           (estimated ? " (est.)" : "");
-  }
-};
+std::string speedup_text(const GgmlTableCell& c) {
+  if (c.table_us_per_token <= 0 || c.table_ci_low <= 0 || c.table_ci_high <= 0) return "-";
+  return num(c.stock_us_per_token / c.table_us_per_token, "%.3f") + " [" + num(c.stock_ci_low / c.table_ci_high, "%.3f") +
+         ", " + num(c.stock_ci_high / c.table_ci_low, "%.3f") + "]" + (c.unmeasured ? " (est.)" : "");
+}
 
 std::string join_unique(const std::vector<std::string>& v, const std::string& none) {
   std::vector<std::string> u;
@@ -429,20 +502,24 @@ void emit_evidence(std::ostream& o, const GgmlTableArch& a, const Profile& p, co
     << "- measured by: Temper " << plain(p.tool_version.empty() ? std::string(TEMPER_VERSION) : p.tool_version)
     << (session ? " (build " + plain(session->build.git_commit) + ", " + plain(session->build.compiler) + ")" : "")
     << ", session(s) " << join_unique(sessions, "(none)") << (p.model.empty() ? "" : ", model " + plain(p.model)) << "\n"
-    << "- times: a row sums its shapes' medians weighted by the model's calls per token (µs per token);\n"
-    << "  speedup with its 95 % CI from the summed CI bounds; per-shape costs are µs per launch\n\n"
-    << "| type | ncols | K | stock nwarps×rows | table nwarps×rows | shapes measured (N×K) | stock µs/token | tuned µs/token | speedup [95 % CI] |\n"
-    << "|---|---|---|---|---|---|---|---|---|\n";
+    << "- times: a row sums the medians of every measured shape it reaches (approved or not; * marks the\n"
+    << "  approved ones), each weighted by the model's calls per token (µs per token), once with the stock\n"
+    << "  configs and once with the table's; net = table − stock, never above 0 (upstream's value stays\n"
+    << "  where no approved config is faster over the row). Speedup with its 95 % CI from the summed CI\n"
+    << "  bounds; \"(est.)\": the table's config was never timed at some shape, which counts as stock.\n"
+    << "  Per-shape costs are µs per launch.\n\n"
+    << "| type | ncols | K | stock nwarps×rows | table nwarps×rows | shapes measured (N×K) | stock µs/token | table µs/token | net µs/token | speedup [95 % CI] |\n"
+    << "|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& c : a.cells) {
-    Sum sum;
     std::string shapes;
-    for (const auto& s : c.shapes) {
-      sum.add(s);
-      shapes += (shapes.empty() ? "" : ", ") + std::to_string(s.key.n) + "×" + std::to_string(s.key.k);
+    for (const ShapeKey& k : c.reached) {
+      const bool approved = std::any_of(c.shapes.begin(), c.shapes.end(), [&](const GgmlTableShape& s) { return s.key.shape() == k; });
+      shapes += (shapes.empty() ? "" : ", ") + std::to_string(k.n) + "×" + std::to_string(k.k) + (approved ? "*" : "");
     }
     o << "| " << type_name(c.type) << " | " << c.ncols << " | " << (c.ncols == 1 ? (c.small_k ? "small" : "large") : "any")
-      << " | " << config_text(c.stock) << " | " << config_text(c.value) << " | " << shapes << " | " << num(sum.stock)
-      << " | " << num(sum.tuned) << " | " << sum.speedup() << " |\n";
+      << " | " << config_text(c.stock) << " | " << config_text(c.value) << " | " << (shapes.empty() ? "-" : shapes) << " | "
+      << num(c.stock_us_per_token) << " | " << num(c.table_us_per_token) << " | " << signed_us(c.net_us_per_token())
+      << " | " << speedup_text(c) << " |\n";
   }
   std::vector<const GgmlTableShape*> lost;
   for (const auto& c : a.cells)
@@ -500,8 +577,10 @@ GgmlTable build_ggml_table(const Profile& p, const ExportOptions& o, const Sessi
     else by_arch[e.key.arch].push_back(&e);
   }
   for (const auto& [arch, entries] : by_arch) {
-    t.arches.push_back(build_arch(arch, entries, session, t.file.report.notes));
-    find_side_effects(t.arches.back(), p, session);
+    t.arches.push_back(build_arch(arch, entries, measured_shapes(arch, p, session), session, t.file.report.notes));
+    for (const GgmlTableCell& c : t.arches.back().cells)
+      t.file.report.rows.push_back({arch, c.branch_text(), c.stock, c.value, int(c.reached.size()), c.unmeasured,
+                                    c.stock_us_per_token, c.table_us_per_token});
     // Two arch strings that spell the same identifier ("gfx90a:xnack-", "gfx90a_xnack_") get apart.
     for (size_t i = 0; i + 1 < t.arches.size(); ++i)
       if (t.arches[i].suffix == t.arches.back().suffix) t.arches.back().suffix += "_" + std::to_string(t.arches.size());

@@ -280,6 +280,7 @@ Result measure(Device& device, const PlanItem& it, ShapeData& d, const SweepOpti
       if (r.converged || seconds_since(start) >= options.time_cap_s || int(samples.size()) >= options.max_samples)
         break;
     }
+    r.trace_us = sample_trace(samples);
     const double seconds = r.time_us.median * 1e-6;
     r.gbs = gemv_bytes(it.shape(), it.ncols) / seconds / 1e9;
     r.ops_per_s = 2.0 * double(it.n) * double(it.k) * double(it.ncols) * it.gemvs() / seconds;

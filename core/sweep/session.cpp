@@ -371,6 +371,10 @@ Result result_from(const Node& n) {
   r.max_abs_error = n["max_abs_error"].number();
   r.worst_error_ratio = n["worst_error_ratio"].number();
   r.time_us = stats_from(n["time_us"]);
+  if (n.has("trace_us")) {  // optional: absent in sessions recorded before it was kept
+    const Node t = n["trace_us"];
+    for (size_t i = 0; i < t.size(); ++i) r.trace_us.push_back(t.at(i).number());
+  }
   r.converged = n["converged"].boolean();
   r.gbs = n["gbs"].number();
   r.ops_per_s = n["ops_per_s"].number();
@@ -528,6 +532,7 @@ json to_json(const Result& r) {
   j["max_abs_error"] = r.max_abs_error;
   j["worst_error_ratio"] = r.worst_error_ratio;
   j["time_us"] = stats_json(r.time_us);
+  if (!r.trace_us.empty()) j["trace_us"] = r.trace_us;
   j["converged"] = r.converged;
   j["gbs"] = r.gbs;
   j["ops_per_s"] = r.ops_per_s;

@@ -128,7 +128,7 @@ std::string format_summary(const Session& s) {
       continue;
     }
     o << "  GEMV time per token " << fmt("%.1f", e.default_us_per_token) << " µs (default) -> "
-      << fmt("%.1f", e.tuned_us_per_token) << " µs (tuned)\n";
+      << fmt("%.1f", e.tuned_us_per_token) << " µs (all winners)\n";
     o << "  tokens/s " << fmt("%.1f", e.default_tokens_per_s) << " -> " << fmt("%.1f", e.tuned_tokens_per_s) << " ("
       << fmt("%+.1f%%", 100.0 * (e.tuned_tokens_per_s / e.default_tokens_per_s - 1.0)) << ")";
     if (e.ceiling_tokens_per_s > 0)

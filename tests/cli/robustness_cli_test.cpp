@@ -142,11 +142,15 @@ TEST_F(Cli, OutputsNeverOverwriteAnInput) {
   expect_refused(temper("roofline s.json --svg s.json"), "--svg s.json is the input");
   EXPECT_EQ(read_file(session), session_bytes);
   // A different output still works.
-  EXPECT_EQ(temper("profile export s.json --format temper -o p.json").code, 0);
-  // (16) An export carrying nothing says so.
+  EXPECT_EQ(temper("profile export s.json --format csv -o p.csv").code, 0);
+  // (16) An export carrying nothing is refused, nothing written (issue 30), unless --allow-empty.
   const Result empty = temper("profile export s.json --format kernel-anvil --approve none -o anvil.json");
-  EXPECT_EQ(empty.code, 0) << empty.err;
-  EXPECT_NE(empty.err.find("warning: anvil.json carries no config (0 emitted"), std::string::npos) << empty.err;
+  EXPECT_EQ(empty.code, 2) << empty.err;
+  EXPECT_NE(empty.err.find("anvil.json not written: it carries no config"), std::string::npos) << empty.err;
+  EXPECT_FALSE(fs::exists(dir_ / "anvil.json"));
+  const Result allowed = temper("profile export s.json --format kernel-anvil --approve none --allow-empty -o anvil.json");
+  EXPECT_EQ(allowed.code, 0) << allowed.err;
+  EXPECT_NE(allowed.err.find("warning: anvil.json: it carries no config"), std::string::npos) << allowed.err;
 }
 
 // (4) A model whose file name is not valid UTF-8 made sweep fail with an internal error.

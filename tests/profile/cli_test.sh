@@ -39,8 +39,11 @@ has "$out/table.h" "| q4_K | 1 | large | 4x1 |" "ggml table's evidence row"
 has "$out/stdout" "ggml-table export: 1 emitted, 0 merged, 1 dropped" "ggml table report"
 check 2 "ggml-table for an arch the profile lacks" "$temper" profile export "$p" --format ggml-table --arch gfx1100 -o "$out/x"
 check 0 "export all approved" "$temper" profile export "$p" --approve all --format temper -o "$out/all.json"
-check 0 "diff" "$temper" profile diff "$p" "$out/all.json"
+check 1 "diff of different profiles exits 1, as diff(1)" "$temper" profile diff "$p" "$out/all.json"
 has "$out/stdout" "diff: 0 added, 0 removed, 1 changed, 1 same" "approval change shows in diff"
+check 0 "diff of equal profiles exits 0" "$temper" profile diff "$p" "$p"
+check 2 "diff with trouble exits 2" "$temper" profile diff "$p" "$out/nope.json"
+check 2 "diff of a non-profile exits 2" "$temper" profile diff "$p" "$out/new.json.missing"
 check 0 "merge" "$temper" profile merge "$p" "$out/all.json" -o "$out/merged.json"
 check 0 "reject one" "$temper" profile reject "$out/merged.json" --type q4_K --n 14336 --k 4096 --note "drift"
 check 0 "validate merged" "$temper" profile validate "$out/merged.json" --json
@@ -60,8 +63,17 @@ has "$out/stderr" "device" "verify names the device problem"
 s=$out/s.json
 check 0 "fake sweep" "$temper" sweep --shape q4_K:4096:4096,q6_K:1024:4096 --quick --backend fake --time-cap 0.02 --seed 3 -o "$s"
 for f in temper kernel-anvil header ggml-table csv; do
-  check 0 "export $f from a session" "$temper" profile export "$s" --approve all --format $f -o "$out/e.$f"
+  # --allow-empty: whether kernel-anvil can express the simulated winners is not this loop's point.
+  check 0 "export $f from a session" "$temper" profile export "$s" --approve all --format $f --allow-empty -o "$out/e.$f"
 done
+# Nothing approved: the file would carry nothing, so it is refused and not written, unless asked for.
+for f in kernel-anvil header ggml-table; do
+  check 2 "a $f export that carries nothing" "$temper" profile export "$s" --approve none --format $f -o "$out/none.$f"
+  has "$out/stderr" "not written: it carries no config" "says why nothing was written"
+  [ ! -e "$out/none.$f" ] || { echo "FAIL: a refused $f export left a file"; fails=$((fails + 1)); }
+done
+check 0 "--allow-empty writes it" "$temper" profile export "$s" --approve none --format kernel-anvil --allow-empty -o "$out/none.kernel-anvil"
+has "$out/none.kernel-anvil" '"configs": {}' "an empty kernel-anvil file on request"
 has "$out/e.csv" "session,device,device_name,arch,type,n,k,ncols,nwarps,rows_per_block" "csv header"
 check 0 "export --json from a session" "$temper" profile export "$s" --format temper -o "$out/e2.json" --json
 has "$out/stdout" '"default_tokens_per_s"' "estimate in the summary"

@@ -187,6 +187,10 @@ TEST(Sweep, MeasuresEveryItemAndNeverLetsAWrongKernelWin) {
       EXPECT_GT(r.gbs, 0);
       EXPECT_TRUE(r.kernel.has_value());
       EXPECT_GE(r.weight_copies, 2);  // 2 × 1 MiB of L2 needs several copies of these small shapes
+      // The samples' order is kept (condensed), around the same median.
+      EXPECT_FALSE(r.trace_us.empty());
+      EXPECT_LE(r.trace_us.size(), std::min<size_t>(64, size_t(r.time_us.n)));
+      for (double t : r.trace_us) EXPECT_TRUE(t >= r.time_us.min && t <= r.time_us.max);
     }
   }
   ASSERT_EQ(s.verdicts.size(), 4u);  // 2 shapes × 2 ncols

@@ -110,3 +110,19 @@ TEST(Stats, BadInputIsRefused) {
     EXPECT_NE(std::string(e.what()).find("sample 1"), std::string::npos);
   }
 }
+
+// The sample order at a few bytes per result: run medians in the order the samples were taken.
+TEST(Stats, SampleTraceKeepsTheOrderAsRunMedians) {
+  const std::vector<double> few{3, 1, 2};
+  EXPECT_EQ(sample_trace(few, 64), few);  // no more samples than points: all of them, in order
+  std::vector<double> drift;
+  for (int i = 0; i < 1000; ++i) drift.push_back(10.0 + 0.01 * i + (i % 2 ? 0.5 : -0.5));  // a slope plus noise
+  const std::vector<double> t = sample_trace(drift, 64);
+  ASSERT_EQ(t.size(), 64u);
+  for (size_t i = 1; i < t.size(); ++i) EXPECT_GT(t[i], t[i - 1] - 0.6);  // the slope shows through the noise
+  EXPECT_NEAR(t.front(), 10.08, 0.5);
+  EXPECT_NEAR(t.back(), 19.92, 0.5);
+  // Runs cover every sample once: a run of equal values gives that value.
+  EXPECT_EQ(sample_trace(std::vector<double>(130, 7.0), 64), std::vector<double>(64, 7.0));
+  EXPECT_TRUE(sample_trace({}, 64).empty());
+}

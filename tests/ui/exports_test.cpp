@@ -2,6 +2,7 @@
 // leaves nothing behind, and a failed export leaves the old file untouched.
 #include <QDir>
 #include <QImage>
+#include <QSettings>
 #include <QTest>
 
 #include "export_dialog.h"
@@ -98,17 +99,35 @@ class TestExports : public QObject {
     const QImage img(png);
     QCOMPARE(img.size(), w.heatmap()->size() * w.heatmap()->devicePixelRatio());
     QVERIFY(readAll(svg).contains("<svg"));
-    // The dialog writes all ten files into one directory and reports each.
+    // The dialog writes every file into one directory and reports each — except kernel-anvil's,
+    // which cannot express the sample's 2×1 and would carry nothing: refused, not written.
+    QSettings().remove(QStringLiteral("export/dir"));
     ExportDialog d(w.document(), {w.heatmap(), w.roofline(), w.modelPanel()->proxy()});
+    QCOMPARE(d.directory(), dir.path());  // no folder chosen yet: the session's own, never home
     const QString out = dir.filePath(QStringLiteral("out"));
     QVERIFY(QDir().mkpath(out));
     d.setDirectory(out);
     const QString log = d.exportChecked();
-    QVERIFY2(!log.contains(QStringLiteral("FAILED")), qPrintable(log));
-    QCOMPARE(QDir(out).entryList(QDir::Files | QDir::Hidden).size(), d.itemCount());
+    QCOMPARE(log.count(QStringLiteral("FAILED")), 1);
+    QVERIFY2(log.contains(QStringLiteral("FAILED Profile: kernel-anvil JSON: llama-3-8b.Q4_K_M-sm_90.kernel-anvil.json not written: "
+                                         "it carries no config")), qPrintable(log));
+    QVERIFY(!QFile::exists(d.fileFor(1)));
+    QCOMPARE(QDir(out).entryList(QDir::Files | QDir::Hidden).size(), d.itemCount() - 1);
+    // What the ggml table and the header make the engine run, as tokens/s.
+    QVERIFY2(log.contains(QStringLiteral("as exported, the engine runs")), qPrintable(log));
     QVERIFY(d.fileFor(0).endsWith(QStringLiteral("llama-3-8b.Q4_K_M-sm_90.temper-profile.json")));
     QVERIFY(readAll(d.fileFor(6)).contains("<svg"));  // roofline SVG
     QVERIFY(readAll(d.fileFor(9)).contains("calc_nwarps_sm_90"));  // the ggml table
+    // The folder chosen last is the next dialog's; a session without a folder (the demo) and no
+    // choice yet leaves it empty and the export asks for one.
+    ExportDialog again(w.document(), {w.heatmap(), w.roofline(), w.modelPanel()->proxy()});
+    QCOMPARE(again.directory(), out);
+    QSettings().remove(QStringLiteral("export/dir"));
+    SessionDocument unsaved;
+    unsaved.openSessionFromJson(QByteArray::fromStdString(to_json(uitest::sampleSession()).dump()), QStringLiteral("demo"), true);
+    ExportDialog none(&unsaved, {w.heatmap(), w.roofline(), w.modelPanel()->proxy()});
+    QVERIFY(none.directory().isEmpty());
+    QVERIFY(none.exportChecked().contains(QStringLiteral("Choose the folder")));
   }
 };
 TEMPER_UI_TEST(TestExports);

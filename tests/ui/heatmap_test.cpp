@@ -58,9 +58,37 @@ class TestHeatmap : public QObject {
     QCOMPARE(goodness(us, 90, HeatMetric::Microseconds), 1.0);
     QCOMPARE(goodness(us, 100, HeatMetric::Microseconds), 0.0);
     QCOMPARE(goodness(sp, *sp.find({2, 1})->value, HeatMetric::Speedup), 1.0);
-    // Nothing at ncols 2: the grid is there, every cell empty.
+    // ncols 2 was never planned: no blank grid with a 0–0 scale, but "not swept".
     const HeatGrid none = buildHeatGrid(s, q4(2), HeatMetric::Microseconds);
-    for (const auto& c : none.cells) QVERIFY(c.state == CellState::Empty || c.state == CellState::Invalid);
+    QVERIFY(none.not_swept && none.empty());
+    SessionDocument doc;
+    doc.openSessionFromJson(QByteArray::fromStdString(to_json(s).dump()), QStringLiteral("sample"), true);
+    QCOMPARE(sweptNcols(doc), std::vector<int>{1});  // what the ncols box offers
+  }
+
+  // Scales say what spread they show: speedup diverges around 1.0 (the default); a spread below
+  // kMinScaleSpread keeps nearby colours instead of stretching over the whole scale.
+  void honestScales() {
+    Session s = uitest::sampleSession();
+    const HeatGrid sp = buildHeatGrid(s, q4(), HeatMetric::Speedup);
+    QCOMPARE(goodness(sp, 1.0, HeatMetric::Speedup), 0.5);  // the default sits in the middle
+    QVERIFY(goodness(sp, 0.95, HeatMetric::Speedup) < 0.5);  // slower: the other side
+    QCOMPARE(cellColor(sp, 1.0, HeatMetric::Speedup), divergingColor(0.5));
+    QVERIFY(qAbs(sp.scale_lo * sp.scale_hi - 1.0) < 1e-12);  // symmetric in log around 1
+    QVERIFY(spreadText(sp, HeatMetric::Speedup).contains(QStringLiteral("centred on 1.000")));
+    // A 1.6 % spread: the best cell keeps the best colour, the worst is not the worst colour.
+    for (auto& r : s.results)
+      if (r.type == GgmlType::Q4_K && r.ncols == 1 && r.config == Config{2, 1}) r.time_us.median = 98.4;
+    finish_session(s);
+    const HeatGrid us = buildHeatGrid(s, q4(), HeatMetric::Microseconds);
+    QCOMPARE(goodness(us, 98.4, HeatMetric::Microseconds), 1.0);
+    const double worst = goodness(us, 100.0, HeatMetric::Microseconds);
+    QVERIFY2(worst > 0.6, qPrintable(QString::number(worst)));  // 1.6 % of a 5 % scale
+    QVERIFY2(spreadText(us, HeatMetric::Microseconds).contains(QStringLiteral("cells span 1.6 %; the scale spans 5 %")),
+             qPrintable(spreadText(us, HeatMetric::Microseconds)));
+    // Ten per cent apart: the scale is the cells' own range.
+    QCOMPARE(spreadText(buildHeatGrid(uitest::sampleSession(), q4(), HeatMetric::Microseconds), HeatMetric::Microseconds),
+             QStringLiteral("cells span 10.0 %"));
   }
 
   void colourScale() {

@@ -7,12 +7,17 @@ ApprovalModel::ApprovalModel(SessionDocument* doc, QObject* parent) : QAbstractT
     beginResetModel();
     endResetModel();
   };
-  connect(doc, &SessionDocument::sessionChanged, this, reset);
+  connect(doc, &SessionDocument::sessionChanged, this, [this, reset] {
+    reset();
+    rows_ = rowCount();
+  });
+  // An edit (or its undo) changes values, not rows: the view keeps its selection and scroll.
   connect(doc, &SessionDocument::profileChanged, this, [this, reset] {
-    if (writing_) {
-      if (rowCount() > 0) Q_EMIT dataChanged(index(0, 0), index(rowCount() - 1, ColumnCount - 1));
+    if (rowCount() == rows_) {
+      if (rows_ > 0) Q_EMIT dataChanged(index(0, 0), index(rows_ - 1, ColumnCount - 1));
     } else {
       reset();
+      rows_ = rowCount();
     }
   });
 }
@@ -63,7 +68,6 @@ bool ApprovalModel::setData(const QModelIndex& index, const QVariant& value, int
   const ProfileEntry* e = entryAt(index.row());
   if (!e) return false;
   const ProfileKey key = e->key;
-  writing_ = true;
   bool ok = false;
   if (index.column() == Approve && role == Qt::CheckStateRole) {
     const auto state = Qt::CheckState(value.toInt());
@@ -74,7 +78,6 @@ bool ApprovalModel::setData(const QModelIndex& index, const QVariant& value, int
     doc_->setNote(key, value.toString());
     ok = true;
   }
-  writing_ = false;
   return ok;
 }
 

@@ -22,7 +22,7 @@ class ApprovalModel : public QAbstractTableModel {
 
  private:
   SessionDocument* doc_;
-  bool writing_ = false;  // our own setData: rows stay, only values change
+  int rows_ = 0;  // rows shown: an edit that keeps their number only changes values
 };
 
 }  // namespace temper::ui

@@ -46,8 +46,9 @@ int ShapeTableModel::rowOf(GgmlType type, int64_t n, int64_t k) const {
 QString ShapeTableModel::status(const Shape& s) const {
   if (!quant::quant_supported(s.type)) return QStringLiteral("no mmvq kernel");  // f16, f32: nothing to tune
   if (!doc_->hasSession()) return QStringLiteral("not swept");
+  // At the selected ncols, like the times beside it.
   for (const auto& e : doc_->profile().entries)
-    if (e.approval == Approval::Approved && e.key.shape() == s.shape())
+    if (e.approval == Approval::Approved && e.key.shape() == s.shape() && e.key.ncols == doc_->selection().ncols)
       return QStringLiteral("approved");
   bool any = false, failed = false;
   for (const auto& r : doc_->session().results) {
@@ -124,7 +125,7 @@ QVariant ShapeTableModel::headerData(int section, Qt::Orientation o, int role) c
       "default µs: median time of the default launch config",
       "best µs: median time of the winning config",
       "speedup ± CI: default µs / best µs, with half the width of its 95% confidence interval",
-      "status: not swept, swept, failed verification or approved"};
+      "status at the selected ncols: not swept, swept, failed verification or approved"};
   switch (role) {
     case Qt::DisplayRole: return QString::fromUtf8(labels[section]);
     case Qt::ToolTipRole: return QString::fromUtf8(tips[section]);

@@ -32,8 +32,13 @@ InputFile open_input(const std::filesystem::path& path, uint64_t max_bytes, std:
 // open_input, then the whole content.
 std::string read_input(const std::filesystem::path& path, uint64_t max_bytes, std::string_view what);
 
-// JSON text as a document: Error(BadInput) "<name>: ..." for invalid JSON, numbers out of range
-// (1e999) and duplicate object keys (which nlohmann would silently resolve to the last one).
+// What a file is by its first bytes, for one that should have been JSON: "a GGUF model (...which
+// command takes it)", "a PNG image", "a sweep journal (...)"; "" when nothing is recognised.
+std::string file_kind_by_content(std::string_view head);
+
+// JSON text as a document: Error(BadInput) "<name>: ..." for invalid JSON (a file of another kind
+// says what it is), numbers out of range (1e999) and duplicate object keys (which nlohmann would
+// silently resolve to the last one).
 nlohmann::json parse_json_input(std::string_view text, const std::string& name);
 
 // read_input (kMaxJsonInputBytes) + parse_json_input.

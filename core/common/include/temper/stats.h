@@ -28,4 +28,9 @@ double percentile(std::span<const double> sorted, double p);
 // Sorts a copy and summarises it; Error(BadInput) on an empty sample or a non-finite value.
 SampleStats summarize(std::vector<double> samples, double confidence = 0.95);
 
+// The samples in the order they were taken, condensed to at most `points` values: the median of each
+// run of consecutive samples (all of them when there are no more than `points`). Shows drift (clocks,
+// heat) over a measurement at a few bytes per result.
+std::vector<double> sample_trace(std::span<const double> samples, size_t points = 64);
+
 }  // namespace temper

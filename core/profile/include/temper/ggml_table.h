@@ -2,8 +2,9 @@
 // Issue 16 item 3: a profile in llama.cpp's own form. Per arch, C++17 functions of (ggml_type,
 // ncols) written the way upstream's mmvq.cu writes calc_nwarps / calc_rows_per_block /
 // should_use_small_k, plus the evidence table a pull request carries. A per-(type, ncols) value
-// cannot follow N and K: shapes whose approved config the table cannot return are listed with
-// the estimated cost. docs/llama-cpp.md says how to use it in a pull request.
+// cannot follow N and K, so each value is chosen by its net effect per token over every measured
+// shape it reaches (approved or not); shapes whose approved config the table cannot return are
+// listed with their cost. docs/llama-cpp.md says how to use it in a pull request.
 #include <optional>
 #include <string>
 #include <vector>
@@ -36,7 +37,16 @@ struct GgmlTableCell {
   int ncols = 1;
   bool small_k = false;
   Config stock, value;  // the engine's own value and what the exported table returns
-  std::vector<GgmlTableShape> shapes;
+  std::vector<GgmlTableShape> shapes;  // the approved ones
+  // Every measured shape the branch reaches (approved or not) and its per-token sums, each shape's
+  // median weighted by its calls per token: stock configs vs the table's value. A shape where the
+  // value was never timed counts as stock (`unmeasured` says how many).
+  std::vector<ShapeKey> reached;
+  double stock_us_per_token = 0, stock_ci_low = 0, stock_ci_high = 0;
+  double table_us_per_token = 0, table_ci_low = 0, table_ci_high = 0;
+  int unmeasured = 0;
+  double net_us_per_token() const { return table_us_per_token - stock_us_per_token; }
+  std::string branch_text() const;  // "q6_K ncols 4", "q4_K ncols 1 (large K)"
 };
 
 // A measured shape without an approved entry (pending or rejected in the profile; "default
@@ -70,14 +80,20 @@ struct GgmlTableArch {
 
 struct GgmlTable {
   std::vector<GgmlTableArch> arches;
+  // The config the exported functions make the engine launch at `key`; nullopt where the file has
+  // no functions for the key's arch or type (the engine's own table stays).
+  std::optional<Config> launch(const ProfileKey& key) const;
   Export file;            // the C++17 source with the evidence (markdown) in a trailing comment
   std::string evidence;   // that markdown alone, for a pull request's description
 };
 
-// Every approved entry of `o.arch` (all arches when empty) becomes a table value; not approved,
-// bucketed imports and other arches are reported as dropped, shapes whose approved config the
-// table cannot return as merged (kept: the entry whose config the cell carries). `session`, when
-// given, supplies measured medians of the kept config at lost shapes and the driver versions.
+// Per (arch, type, ncols, small-K side) with an approved entry of `o.arch` (all arches when empty),
+// the table carries the approved config with the least time per token over every measured shape
+// of that branch — the profile's entries of any approval and, with `session`, every verdict of the
+// session — and upstream's value when none is faster than it. Not approved, bucketed imports and
+// other arches are reported as dropped; approved entries whose config the table does not carry as
+// merged (kept: the entry whose config the cell carries) or, where upstream's value stays, dropped
+// with the net cost. `session`, when given, also supplies medians of other configs and the driver.
 GgmlTable build_ggml_table(const Profile& p, const ExportOptions& o = {}, const Session* session = nullptr);
 inline Export export_ggml_table(const Profile& p, const ExportOptions& o = {}, const Session* session = nullptr) {
   return build_ggml_table(p, o, session).file;

@@ -173,13 +173,23 @@ struct ExportNote {
   std::string reason;               // why merged or dropped; the cell for emitted kernel-anvil entries
   std::optional<ProfileKey> kept;   // Merged: the entry whose value the shared cell carries
 };
+// One row of a per-(type, ncols) table (the ggml table) and its net effect per token over every
+// measured shape it reaches: what an approved entry alone cannot show.
+struct ExportRowEffect {
+  std::string arch, branch;  // "sm_90", "q6_K ncols 4"
+  Config stock, value;
+  int shapes = 0, unmeasured = 0;  // measured shapes reached; of those, where `value` was never timed
+  double stock_us_per_token = 0, table_us_per_token = 0;
+  double net_us_per_token() const { return table_us_per_token - stock_us_per_token; }
+};
 struct ExportReport {
   std::string format;  // "temper", "kernel-anvil", "header", "csv"
   std::vector<ExportNote> notes;
+  std::vector<ExportRowEffect> rows;  // ggml-table only
   int emitted() const;
   int merged() const;
   int dropped() const;
-  std::string text() const;  // one line per merged/dropped entry plus a summary line
+  std::string text() const;  // one line per merged/dropped entry and per row, plus a summary line
 };
 
 // kernel-anvil's buckets of N and K: 0: ≤128, 1: ≤1024, 2: ≤4096, 3: ≤16384, 4: >16384.
@@ -209,6 +219,17 @@ Export export_header(const Profile& p, const ExportOptions& o = {});
 Profile as_applied(const Profile& p, const ExportReport& kernel_anvil_report);
 // One row per (device, shape, ncols, config) result of the session.
 Export export_csv(const Session& s);
+// Why an export would make the engine run nothing but its own defaults (no entry emitted: nothing
+// approved, or nothing the format can express), or "" when it carries something. Such a file is
+// refused unless the user asks for it (`--allow-empty`).
+std::string empty_export_reason(const Export& e);
+// Estimated model tokens/s (GEMV share of decode, ncols 1) on one device of the session with what
+// an export of `p` in `format` ("temper", "kernel-anvil", "header", "ggml-table") makes the engine
+// launch: kernel-anvil's buckets, the header's arch and the ggml table's one value per (type,
+// ncols) carry less than the approvals, and the estimate counts what they carry. A device of
+// another arch than the file's runs its defaults.
+Estimate estimate_exported(const Session& s, int device, const Profile& p, std::string_view format,
+                           const ExportOptions& o = {});
 
 // ---- Merge and diff ----
 struct MergeConflict {

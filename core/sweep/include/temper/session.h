@@ -105,6 +105,9 @@ struct Result : GroupKey {
   double worst_error_ratio = 0;   // worst |device - reference| / tolerance (> 1 fails)
   // Timing (empty when not Ok): microseconds per launch.
   SampleStats time_us;
+  // The samples in the order they were taken, as sample_trace condenses them (at most 64 run
+  // medians): drift over the measurement. Empty in sessions recorded before it was kept.
+  std::vector<double> trace_us;
   bool converged = false;         // CI target reached before the time cap
   double gbs = 0;                 // (weights + q8_1 activations + outputs) bytes / median
   double ops_per_s = 0;           // 2·n·k·ncols / median

@@ -1,0 +1,163 @@
+// Issue 30: every tab of the demo session is legible at the default window size (1400×860): the
+// roofline has room (plot area, legend and axis titles whole), nothing of the model table is cut,
+// occupancy speaks CUDA for a CUDA session and marks the default and the winner; the Help browser
+// carries every doc.
+#include <QApplication>
+#include <QChart>
+#include <QDir>
+#include <QGraphicsScene>
+#include <QGraphicsTextItem>
+#include <QHeaderView>
+#include <QLegendMarker>
+#include <QSettings>
+#include <QTableView>
+#include <QTableWidget>
+#include <QTabWidget>
+#include <QTest>
+#include <QValueAxis>
+
+#include "distribution_view.h"
+#include "main_window.h"
+#include "model_panel.h"
+#include "occupancy_view.h"
+#include "roofline_view.h"
+#include "ui_test_util.h"
+
+using namespace temper;
+using namespace temper::ui;
+
+class TestLegibility : public QObject {
+  Q_OBJECT
+  std::unique_ptr<MainWindow> w;
+
+  void show(QWidget* tab) {
+    w->tabs()->setCurrentWidget(tab);
+    QTest::qWait(30);
+    QApplication::processEvents();
+  }
+
+ private Q_SLOTS:
+  void init() {
+    if (!MainWindow::hasDemo()) QSKIP("this build has no resources/demo-session.json");
+    QSettings().remove(QStringLiteral("window"));  // the default layout, not one a test saved
+    w = std::make_unique<MainWindow>(std::vector<std::unique_ptr<Backend>>{});
+    w->setInteractive(false);
+    QVERIFY(w->openDemo());
+    w->show();
+    QVERIFY(QTest::qWaitForWindowExposed(w.get()));
+    QTest::qWait(100);  // the default dock sizes are applied once the window is shown
+    QCOMPARE(w->size(), QSize(1400, 860));
+  }
+  void cleanup() { w.reset(); }
+
+  void modelTableCutsNothing() {
+    const QTableView* v = w->modelPanel()->view();
+    const QHeaderView* h = v->horizontalHeader();
+    const std::vector<int> natural = w->modelPanel()->naturalColumnWidths();
+    QCOMPARE(int(natural.size()), h->count());
+    QVERIFY2(h->length() <= v->viewport()->width(), qPrintable(QStringLiteral("%1 px of columns in %2 px").arg(h->length()).arg(v->viewport()->width())));
+    for (int c = 0; c < h->count(); ++c) {
+      // The header label and every cell at their full width: nothing elided ("byt·", "app…").
+      QVERIFY2(h->sectionSize(c) >= natural[size_t(c)],
+               qPrintable(QStringLiteral("column %1 (%2) is %3 px, needs %4").arg(c)
+                              .arg(v->model()->headerData(c, Qt::Horizontal).toString()).arg(h->sectionSize(c)).arg(natural[size_t(c)])));
+      for (int r = 0; r < v->model()->rowCount(); ++r)
+        QVERIFY(h->sectionSize(c) >= v->sizeHintForIndex(v->model()->index(r, c)).width());
+    }
+  }
+
+  void rooflineHasRoomAndShowsItsWordsWhole() {
+    show(w->roofline());
+    QChart* chart = w->roofline()->chart();
+    const QRectF plot = chart->plotArea();
+    QVERIFY2(plot.width() >= 400 && plot.height() >= 300,
+             qPrintable(QStringLiteral("plot area %1×%2").arg(plot.width()).arg(plot.height())));
+    // Every text the chart draws, as drawn (an elided one would end in "...").
+    QMap<QString, QRectF> drawn;
+    for (QGraphicsItem* item : w->roofline()->scene()->items())
+      if (auto* t = dynamic_cast<QGraphicsTextItem*>(item); t && t->isVisible()) drawn[t->toPlainText()] = t->sceneBoundingRect();
+    const QRectF view = w->roofline()->mapToScene(w->roofline()->viewport()->rect()).boundingRect();
+    QStringList wanted;
+    for (const QLegendMarker* m : chart->legend()->markers()) wanted << m->label();
+    for (const QAbstractAxis* a : chart->axes()) wanted << a->titleText();
+    QVERIFY(wanted.size() >= 8);  // three point series, the ring, ceilings; two axis titles
+    for (const QString& text : wanted) {
+      QVERIFY2(drawn.contains(text), qPrintable(QStringLiteral("\"%1\" is not drawn whole; drawn: %2").arg(text, drawn.keys().join(QStringLiteral(" | ")))));
+      QVERIFY2(view.contains(drawn[text]), qPrintable(QStringLiteral("\"%1\" is clipped").arg(text)));
+    }
+    // SI ticks and units: no tick with six zeros, fp32's peak in flop/s, int8's in op/s.
+    for (const QString& text : drawn.keys()) QVERIFY2(!text.contains(QStringLiteral("000000")), qPrintable(text));
+    QVERIFY(std::any_of(wanted.begin(), wanted.end(), [](const QString& t) { return t.startsWith(QStringLiteral("fp32")) && t.endsWith(QStringLiteral("flop/s")); }));
+    QVERIFY(std::any_of(wanted.begin(), wanted.end(), [](const QString& t) { return t.startsWith(QStringLiteral("int8")) && t.endsWith(QStringLiteral("op/s")) && !t.endsWith(QStringLiteral("flop/s")); }));
+  }
+
+  void rooflineZoomsPansAndTellsOnHover() {
+    show(w->roofline());
+    RooflineView* r = w->roofline();
+    const auto& winners = r->pointSeries()[2].results;
+    QVERIFY(!winners.empty());
+    const QPoint at = r->positionOf(winners.front());
+    QVERIFY2(r->tooltipAt(at).contains(qstr(winners.front().label())), qPrintable(r->tooltipAt(at)));
+    QVERIFY(r->tooltipAt(QPoint(2, 2)).isEmpty());
+    const QRectF all = r->visibleRange();
+    r->zoomAt(at, 4);
+    const QRectF zoomed = r->visibleRange();
+    QVERIFY2(zoomed.width() < all.width() / 2, "zoom in narrows the intensity range");
+    QVERIFY(zoomed.left() <= winners.front().intensity && winners.front().intensity <= zoomed.right());
+    QTest::keyClick(r, Qt::Key_Right);
+    QVERIFY(r->visibleRange().left() > zoomed.left());  // panned right
+    QTest::keyClick(r, Qt::Key_0);
+    QCOMPARE(r->visibleRange(), all);
+    // A click on a point selects it.
+    QTest::mouseClick(r->viewport(), Qt::LeftButton, {}, r->positionOf(winners.front()));
+    QCOMPARE(w->document()->selection().config, std::optional<Config>(winners.front().config));
+  }
+
+  void occupancySpeaksCudaAndMarksDefaultAndWinner() {
+    show(w->occupancy());
+    // The demo opens on q4_K 14336×4096 at ncols 1, where 4×2 won over the default 4×1.
+    QTableWidget* t = w->occupancy()->table();
+    QStringList headers;
+    for (int c = 0; c < t->columnCount(); ++c) headers << t->horizontalHeaderItem(c)->text();
+    for (const char* cuda : {"blocks/SM", "warps/SM", "shared B", "local B", "registers"})
+      QVERIFY2(headers.contains(QString::fromLatin1(cuda)), qPrintable(headers.join(QStringLiteral(", "))));
+    for (const QString& h : headers)
+      for (const char* amd : {"CU", "SIMD", "LDS", "VGPR", "scratch"}) QVERIFY2(!h.contains(QString::fromLatin1(amd)), qPrintable(h));
+    QVERIFY(t->rowCount() > 1);
+    QVERIFY2(t->horizontalHeader()->length() <= t->viewport()->width(), "every occupancy column fits the tab");
+    QStringList marked;
+    for (int r = 0; r < t->rowCount(); ++r)
+      if (t->item(r, 0)->text().contains(QStringLiteral(" · "))) marked << t->item(r, 0)->text();
+    QCOMPARE(marked, (QStringList{QStringLiteral("4×1 · default"), QStringLiteral("4×2 · ★ winner")}));
+    QVERIFY2(!w->occupancy()->noteText().contains(QStringLiteral("TEMPER_HIP")), qPrintable(w->occupancy()->noteText()));
+    // A type without an mmvq kernel says so, not "build with TEMPER_HIP=ON".
+    Selection s = w->document()->selection();
+    s.type = GgmlType::F16;
+    w->document()->select(s);
+    QVERIFY2(w->occupancy()->noteText().contains(QStringLiteral("f16 has no mmvq kernel")), qPrintable(w->occupancy()->noteText()));
+    w->occupancy()->setTarget(QStringLiteral("gfx90a"));
+    QVERIFY(w->occupancy()->noteText().contains(QStringLiteral("f16 has no mmvq kernel")));
+  }
+
+  void samplesShowEachConfigsDistribution() {
+    show(w->distribution());
+    const DistributionView* d = w->distribution();
+    QVERIFY(d->rows().size() > 4);
+    for (size_t i = 1; i < d->rows().size(); ++i)
+      QVERIFY(d->rows()[i - 1].result->time_us.median <= d->rows()[i].result->time_us.median);  // fastest first
+    QVERIFY(d->rowRect(0).height() >= 8 && d->traceRect().height() >= 60);
+    // The demo predates recorded sample order: the view says so instead of drawing nothing.
+    QVERIFY2(d->traceText().contains(QStringLiteral("not recorded")), qPrintable(d->traceText()));
+    QVERIFY(!w->grab().isNull());
+  }
+
+  void helpCarriesEveryDoc() {
+    const QStringList carried = MainWindow::helpDocs();
+    const QStringList docs = QDir(QStringLiteral(TEMPER_SOURCE_DIR "/docs")).entryList({QStringLiteral("*.md")});
+    QVERIFY(docs.size() >= 16);
+    for (const QString& d : docs) QVERIFY2(carried.contains(d), qPrintable(d + QStringLiteral(" is not in the Help browser")));
+    QVERIFY(carried.contains(QStringLiteral("README.md")));
+  }
+};
+TEMPER_UI_TEST(TestLegibility);
+#include "legibility_test.moc"
