@@ -1,6 +1,7 @@
 #pragma once
 // Sample statistics for timings: percentiles and a distribution-free confidence interval for the
 // median (order statistics + the binomial distribution), so no normality is assumed.
+#include <cstdint>
 #include <span>
 #include <vector>
 
@@ -27,5 +28,16 @@ double percentile(std::span<const double> sorted, double p);
 
 // Sorts a copy and summarises it; Error(BadInput) on an empty sample or a non-finite value.
 SampleStats summarize(std::vector<double> samples, double confidence = 0.95);
+
+// median(b) / median(a) of the pooled samples, with a percentile-bootstrap confidence interval.
+// Each side's samples come in groups (one per run, e.g. a llama-bench invocation) and every
+// replicate resamples within each group, so a replicate keeps the runs' structure: how many
+// samples each run gave, and the drift between runs that hits both sides alike. Deterministic for
+// a seed. Error(BadInput) when a side has no sample or a value is not finite.
+struct RatioCi {
+  double ratio = 1, low = 1, high = 1;
+};
+RatioCi bootstrap_median_ratio(const std::vector<std::vector<double>>& a, const std::vector<std::vector<double>>& b,
+                               double confidence = 0.95, int replicates = 4000, uint64_t seed = 1);
 
 }  // namespace temper
