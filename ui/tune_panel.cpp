@@ -120,7 +120,11 @@ TunePanel::TunePanel(SessionDocument* doc, QWidget* parent) : QWidget(parent), d
   steps_->verticalHeader()->hide();
   steps_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   steps_->horizontalHeader()->setStretchLastSection(true);
+  for (int c = 0; c < 3; ++c) steps_->horizontalHeader()->setSectionResizeMode(c, QHeaderView::ResizeToContents);
   for (tune::Step s : tune::kSteps) steps_->setItem(int(s), 0, new QTableWidgetItem(QString::fromLatin1(tune::step_name(s).data())));
+  // Every step in view at once.
+  steps_->setMinimumHeight(steps_->horizontalHeader()->sizeHint().height() +
+                           int(std::size(tune::kSteps)) * steps_->verticalHeader()->defaultSectionSize() + 2 * steps_->frameWidth());
   progress_ = new QProgressBar;
   status_ = new QLabel;
   status_->setWordWrap(true);
@@ -132,12 +136,13 @@ TunePanel::TunePanel(SessionDocument* doc, QWidget* parent) : QWidget(parent), d
   bench_view_->setSelectionBehavior(QAbstractItemView::SelectRows);
   bench_view_->setSelectionMode(QAbstractItemView::SingleSelection);
   bench_view_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  bench_view_->setMinimumHeight(90);
   bench_head_ = new QLabel(QStringLiteral("No bench yet: give llama-bench and Tune, or Bench only."));
   bench_head_->setWordWrap(true);
   bench_head_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   chart_ = new QChartView;
   chart_->setRenderHint(QPainter::Antialiasing);
-  chart_->setMinimumSize(320, 200);
+  chart_->setMinimumSize(320, 240);
   chart_->setChart(new QChart);
   connect(bench_view_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
           [this](const QModelIndex& i) { showSamples(i.row()); });
@@ -146,23 +151,28 @@ TunePanel::TunePanel(SessionDocument* doc, QWidget* parent) : QWidget(parent), d
     showSamples(bench_->rowCount() > 0 ? 0 : -1);
   });
 
-  auto* top = new QWidget;
-  auto* tl = new QVBoxLayout(top);
-  tl->addLayout(form);
-  tl->addLayout(buttons);
-  tl->addWidget(steps_, 1);
-  tl->addWidget(progress_);
-  tl->addWidget(status_);
-  auto* benchPane = new QWidget;
-  auto* bl = new QVBoxLayout(benchPane);
-  bl->addWidget(bench_head_);
-  auto* benchSplit = new QSplitter;
+  // Left: what to run and how it goes; right: the bench, its table above the samples.
+  auto* left = new QWidget;
+  auto* ll = new QVBoxLayout(left);
+  ll->addLayout(form);
+  ll->addLayout(buttons);
+  ll->addWidget(steps_, 1);
+  ll->addWidget(progress_);
+  ll->addWidget(status_);
+  auto* right = new QWidget;
+  auto* rl = new QVBoxLayout(right);
+  rl->addWidget(bench_head_);
+  auto* benchSplit = new QSplitter(Qt::Vertical);
   benchSplit->addWidget(bench_view_);
   benchSplit->addWidget(chart_);
-  bl->addWidget(benchSplit, 1);
-  auto* split = new QSplitter(Qt::Vertical);
-  split->addWidget(top);
-  split->addWidget(benchPane);
+  benchSplit->setStretchFactor(0, 1);
+  benchSplit->setStretchFactor(1, 2);
+  rl->addWidget(benchSplit, 1);
+  auto* split = new QSplitter;
+  split->addWidget(left);
+  split->addWidget(right);
+  split->setStretchFactor(0, 3);
+  split->setStretchFactor(1, 2);
   auto* l = new QVBoxLayout(this);
   l->addWidget(split);
 
@@ -325,7 +335,11 @@ void TunePanel::showSamples(int row) {
     const BenchTest& t = r.tests[size_t(row)];
     chart->setTitle(QStringLiteral("%1: tokens/s per sample, run by run (speedup %2)").arg(QString::fromStdString(t.name)).arg(t.speedup, 0, 'f', 3));
     auto* ax = new QValueAxis;
-    ax->setTitleText(QStringLiteral("run (round, stock then profile)"));
+    ax->setTitleText(QStringLiteral("run, in the order made (odd: stock, even: profile)"));
+    ax->setTickType(QValueAxis::TicksDynamic);
+    ax->setTickAnchor(1);
+    ax->setTickInterval(1);
+    ax->setLabelFormat(QStringLiteral("%d"));
     auto* ay = new QValueAxis;
     ay->setTitleText(QStringLiteral("tokens/s"));
     chart->addAxis(ax, Qt::AlignBottom);
