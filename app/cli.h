@@ -49,6 +49,7 @@ CLI::Option* add_type(CLI::App& app, std::string& type, std::string what);  // -
 CLI::Option* add_types(CLI::App& app, std::string& list);  // --types q4_0,q4_K,...
 CLI::Option* add_ncols(CLI::App& app, std::string& list);  // --ncols 1,2,4 or 1-8
 CLI::Option* add_engine(CLI::App& app, std::string& engine);  // --engine VERSION (default the newest known)
+CLI::Option* add_min_speedup(CLI::App& app, double& min_speedup);  // --min-speedup FRACTION (approve significant)
 
 }  // namespace temper::cli
 

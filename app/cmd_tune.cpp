@@ -166,8 +166,7 @@ Action define_tune(CLI::App& app) {
   add_ncols(app, o->ncols)->description("batch widths to sweep, e.g. 1,2,4,8 (the default) or 1-8");
   app.add_option("--approve", o->approve, "which winners the profile approves: significant (default) or all")
       ->check(one_of({"significant", "all"}));
-  app.add_option("--min-speedup", o->min_speedup, "with --approve significant: at least this much faster (default 0.03)")
-      ->check(CLI::Range(0.0, 10.0));
+  add_min_speedup(app, o->min_speedup);
   add_output(app, o->output, "the profile (default: where the engine looks, ~/.config/temper/engine-profile.json)");
   app.add_option("--replay-tokens", o->replay_tokens, "decode replay: tokens per round (default 40)")->check(integer_in(1, 1 << 20));
   app.add_option("--replay-rounds", o->replay_rounds, "decode replay: rounds (default 5)")->check(integer_in(1, 1 << 20));

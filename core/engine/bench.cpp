@@ -41,7 +41,7 @@ std::vector<BenchTest> parse_bench_tests(std::string_view list) {
   for (std::string item; std::getline(in, item, ',');) {
     static const std::regex kTest(R"(^(tg|pp)([0-9]{1,6})$)");
     std::smatch m;
-    const std::string why = "--tests: '" + item + "': ";
+    const std::string why = "bench test '" + item + "': ";
     if (!std::regex_match(item, m, kTest))
       fail(ErrorKind::BadInput, why + "expected tgN (N generated tokens) or ppW (prompt batches W = 1..8 wide), e.g. tg128,pp2,pp4,pp8");
     const int n = std::stoi(m[2]);
@@ -63,7 +63,7 @@ std::vector<BenchTest> parse_bench_tests(std::string_view list) {
       fail(ErrorKind::BadInput, why + "given twice");
     tests.push_back(std::move(t));
   }
-  if (tests.empty()) fail(ErrorKind::BadInput, "--tests: no test given");
+  if (tests.empty()) fail(ErrorKind::BadInput, "no bench test given (tg128,pp2,pp4,pp8, say)");
   return tests;
 }
 

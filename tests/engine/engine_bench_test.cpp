@@ -44,7 +44,7 @@ TEST(BenchTests, NamesBecomeLlamaBenchArguments) {
   // Batch width W: a 128-token prompt in W-token micro-batches, every one through mmvq at W.
   EXPECT_EQ(t[1].args, (std::vector<std::string>{"-p", "128", "-n", "0", "-ub", "2"}));
   EXPECT_EQ(t[2].n_ubatch, 8);
-  EXPECT_NE(error_of([] { engine::parse_bench_tests("pp16"); }).find("--tests: 'pp16': a profile changes only mmvq launches"), std::string::npos);
+  EXPECT_NE(error_of([] { engine::parse_bench_tests("pp16"); }).find("bench test 'pp16': a profile changes only mmvq launches"), std::string::npos);
   EXPECT_NE(error_of([] { engine::parse_bench_tests("tg128,tg128"); }).find("given twice"), std::string::npos);
   EXPECT_NE(error_of([] { engine::parse_bench_tests("decode"); }).find("expected tgN"), std::string::npos);
 }
