@@ -17,7 +17,7 @@
 #
 # Stages, in order (STAGES picks some; a warm machine keeps what earlier calls built):
 #   temper   `temper` and `temper-fixture` (CUDA on, Temper's own kernels none: tune times the engine's)
-#   fixture  the Llama-3-8B Q4_K_M fixture (real names and dims, zero weights)
+#   fixture  the Llama-3-8B Q4_K_M fixture, --runnable (real layout and quant mix, random valid weights)
 #   llama    a copy of the tree, `temper engine patch`ed, llama-bench built from it (and, with
 #            STOCK_BUILD=1, an unpatched copy's llama-bench for the stock arm)
 #   tune     `temper tune --patch --llama-bench` from clean XDG cache and config folders, timed
@@ -26,7 +26,9 @@
 #   report   tune_compare.py: both tables side by side, agreement within 1 %; summary.md
 #   retune   (not in the default) the same tune again: every step but the bench is skipped
 # Env: NCOLS (1,2,4,8), TESTS (tg128,pp2,pp4,pp8), ROUNDS (3), REPS (5), JOBS (nproc), ARCH (sm_90),
-# STOCK_BUILD (0), LLAMA_CMAKE_ARGS (more llama.cpp configure flags), WORK (build-tune).
+# KERNEL_SET (the hook's instantiations in both builds; default q4_K,q6_K, the fixture's types: full
+# builds every type and takes longer), STOCK_BUILD (0), LLAMA_CMAKE_ARGS (more llama.cpp configure
+# flags, after the defaults: FlashAttention off, as Temper's engine build), WORK (build-tune).
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
@@ -38,7 +40,7 @@ ev="$work/evidence"
 log="$ev/run.log"
 stages="${STAGES:-temper fixture llama tune hand report}"
 ncols="${NCOLS:-1,2,4,8}" tests="${TESTS:-tg128,pp2,pp4,pp8}" rounds="${ROUNDS:-3}" reps="${REPS:-5}"
-jobs="${JOBS:-$(nproc)}" arch="${ARCH:-sm_90}"
+jobs="${JOBS:-$(nproc)}" arch="${ARCH:-sm_90}" kernel_set="${KERNEL_SET:-q4_K,q6_K}"
 upstream="${UPSTREAM:-$here/.upstream/llama.cpp}"
 
 now() { date +%s%N; }
@@ -91,7 +93,7 @@ if [[ $dry == 1 ]]; then
   llama_bench="${FAKE_LLAMA_BENCH:-$here/build-dev/tests/engine/temper_fake_llama_bench}"
   stock_bench="$llama_bench"
   export FAKE_LLAMA_BENCH_LOG="$ev/stand-in-invocations.log"  # numbers its invocations: each run its own noise
-  fixture=small-llama
+  fixture=small-llama runnable=()  # the fake probe and the stand-in read no weights
   for f in "$temper" "$fixture_bin" "$probe" "$llama_bench"; do
     [[ -x "$f" ]] || { say "tune_device: $f: not built (build temper, temper-fixture, temper_fake_probe, temper_fake_llama_bench)"; exit 1; }
   done
@@ -107,7 +109,7 @@ else
   temper="$work/temper/app/temper" fixture_bin="$work/temper/tests/fixtures/temper-fixture"
   llama_bench="$work/llama.cpp/build/bin/llama-bench" stock_bench="$llama_bench"
   [[ "${STOCK_BUILD:-0}" == 1 ]] && stock_bench="$work/llama.cpp-stock/build/bin/llama-bench"
-  fixture=llama3-8b-q4_k_m
+  fixture=llama3-8b-q4_k_m runnable=(--runnable)
 fi
 model="$work/$fixture.gguf"
 say "== $(date -u +%FT%TZ) host $(uname -n), $(nproc) cores; commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'); mode $mode; stages: $stages"
@@ -124,7 +126,10 @@ fi
 
 if want fixture; then
   stage fixture
-  "$fixture_bin" "$fixture" "$model" || exit 1
+  t0=$(now)
+  "$fixture_bin" "${runnable[@]}" "$fixture" "$model" 2>&1 | tee -a "$log" >&2
+  [[ ${PIPESTATUS[0]} == 0 ]] || exit 1
+  timed fixture "$(ms "$t0")"
 fi
 
 # llama_build DIR NAME: llama-bench of the tree at DIR, timed as NAME.
@@ -132,8 +137,8 @@ llama_build() {
   local t0=$(now)
   # shellcheck disable=SC2086
   { cmake -S "$1" -B "$1/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="${arch#sm_}" \
-      -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_OPENSSL=OFF \
-      -DLLAMA_CURL=OFF ${LLAMA_CMAKE_ARGS:-} &&
+      -DGGML_CUDA_FA=OFF -DGGML_NATIVE=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF \
+      -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_CURL=OFF ${LLAMA_CMAKE_ARGS:-} &&
     cmake --build "$1/build" -j "$jobs" --target llama-bench; } >>"$ev/$2.log" 2>&1 ||
     { grep -E "error|Error|FAILED" -A5 "$ev/$2.log" | head -30 | tee -a "$log" >&2; exit 1; }
   timed "$2" "$(ms "$t0")"
@@ -145,7 +150,8 @@ if want llama; then
   rm -rf "$work/llama.cpp" "$work/llama.cpp-stock"
   cp -r "$upstream" "$work/llama.cpp" && rm -rf "$work/llama.cpp/build"
   "$temper" engine check "$work/llama.cpp" 2>&1 | tee -a "$log" >&2
-  "$temper" engine patch "$work/llama.cpp" 2>&1 | tee -a "$log" >&2 || exit 1
+  "$temper" engine patch "$work/llama.cpp" --kernel-set "$kernel_set" 2>&1 | tee -a "$log" >&2
+  [[ ${PIPESTATUS[0]} == 0 ]] || exit 1
   llama_build "$work/llama.cpp" llama-build-patched
   if [[ "${STOCK_BUILD:-0}" == 1 ]]; then
     cp -r "$upstream" "$work/llama.cpp-stock" && rm -rf "$work/llama.cpp-stock/build"
@@ -158,7 +164,11 @@ export XDG_CACHE_HOME="$work/xdg/cache" XDG_CONFIG_HOME="$work/xdg/config"
 profile="$XDG_CONFIG_HOME/temper/engine-profile.json"
 tune_args=("$model" --ncols "$ncols" --llama-bench "$llama_bench" --tests "$tests" --rounds "$rounds" --repetitions "$reps" --json)
 [[ "$stock_bench" != "$llama_bench" ]] && tune_args+=(--stock-bench "$stock_bench")
-if [[ $dry == 1 ]]; then tune_args+=(--probe "$probe"); else tune_args+=(--engine-src "$work/llama.cpp" --patch --arch "$arch" --jobs "$jobs"); fi
+if [[ $dry == 1 ]]; then
+  tune_args+=(--probe "$probe")
+else
+  tune_args+=(--engine-src "$work/llama.cpp" --patch --arch "$arch" --kernel-set "$kernel_set" --jobs "$jobs")
+fi
 
 if want tune; then
   stage tune

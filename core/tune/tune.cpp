@@ -17,6 +17,7 @@
 #include "temper/gguf.h"
 #include "temper/input.h"
 #include "temper/model.h"
+#include "temper/plan.h"
 
 namespace temper::tune {
 namespace fs = std::filesystem;
@@ -136,7 +137,7 @@ json replay_json(const engine::ReplayReport& r) {
   return {{"stock", arm(r.stock)}, {"profiled", arm(r.profiled)}, {"speedup", r.speedup},
           {"speedup_low", r.speedup_low}, {"speedup_high", r.speedup_high}, {"predicted_speedup", r.predicted_speedup},
           {"predicted_saving_us", r.predicted_saving_us}, {"profile_entries_hit", r.profile_entries_hit},
-          {"real_bytes", r.real_bytes}};
+          {"real_bytes", r.real_bytes}, {"launches_compared", r.launches_compared}};
 }
 
 std::string replay_summary(const json& r) {
@@ -185,7 +186,8 @@ fs::path state_dir(const TuneOptions& o) {
 Profile install_profile(const Profile& current, const Profile& tuned, const Session& session) {
   std::set<ProfileKey> measured;
   for (const Verdict& v : session.verdicts)
-    if (const SessionDevice* d = find_device(session, v.device)) measured.insert(ProfileKey(d->info.arch, v, v.ncols));
+    if (const SessionDevice* d = find_device(session, v.device))
+      measured.insert(ProfileKey(d->info.arch, v, v.ncols, profile_device(d->info)));
   Profile p = current;
   std::erase_if(p.entries, [&](const ProfileEntry& e) { return measured.count(e.key) || find_entry(tuned, e.key); });
   p.entries.insert(p.entries.end(), tuned.entries.begin(), tuned.entries.end());
@@ -214,8 +216,8 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
   auto check_cancel = [&](Step s) {
     if (cancel.load()) fail(ErrorKind::Cancelled, "tune cancelled before the " + std::string(step_name(s)) + " step");
   };
-  const Model model = open_model(o.model);
-  const ModelIdentity identity = model_identity(model);
+  const GgufFile file = GgufFile::open(o.model);
+  const ModelIdentity identity = model_identity(describe_model(file));
 
   TuneReport report;
   report.state_dir = state_dir(o);
@@ -348,7 +350,7 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
       note("resuming the sweep: " + std::to_string(journaled) + " results journaled before are kept, not measured again");
     } else {
       SweepSetup setup;
-      setup.shapes = model.shapes;
+      setup.shapes = sweep_shapes(file, grid.ncols);  // as the engine launches them (plain, fused gate/up, MUL_MAT_ID)
       setup.model = identity;
       setup.grid = grid;
       setup.options = o.sweep;
@@ -404,9 +406,15 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
   });
 
   // ---- install ----
+  // What the file held before, put back when the replay finds the profile changes any result.
+  std::optional<std::string> previous;
+  bool installed_now = false;
   run_step(Step::Install, "the profile where the engine reads it", [&](StepReport& r) -> json {
     std::optional<Profile> current;
-    if (fs::exists(report.profile, ec)) current = load_profile(report.profile);
+    if (fs::exists(report.profile, ec)) {
+      previous = read_file(report.profile);
+      current = load_profile(report.profile);
+    }
     Profile merged = current ? install_profile(*current, tuned, session) : tuned;
     int kept = 0;
     for (const auto& e : merged.entries) kept += !find_entry(tuned, e.key);
@@ -418,6 +426,7 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
       merged.tool_version = TEMPER_VERSION;
       if (!report.profile.parent_path().empty()) fs::create_directories(report.profile.parent_path(), ec);
       save_profile(merged, report.profile);
+      installed_now = true;
       r.summary = "wrote " + report.profile.string();
     }
     r.summary += ": " + std::to_string(approved_count(merged, arch)) + " approved entries for " + arch +
@@ -443,13 +452,24 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
       r.summary = "nothing to replay: no approved entry for " + arch;
       return {};
     }
-    const GgufFile file = GgufFile::open(o.model);
     const engine::ReplayPlan plan = engine::plan_replay(file);
     engine::ReplayOptions ro;
     ro.profile = fs::absolute(report.profile);
     ro.tokens = o.replay_tokens;
     ro.rounds = o.replay_rounds;
     const engine::ReplayReport rr = engine::run_replay(engine_device(), file, plan, ro, ev.replay);
+    if (!rr.differences.empty()) {  // the profile changes what the engine computes: never left installed
+      const engine::ReplayDifference& d = rr.differences.front();
+      std::string undone = report.profile.string() + " held this profile before this run and is left as it is: do not run with it";
+      if (installed_now) {
+        if (previous) write_file_atomic(report.profile, *previous);
+        else fs::remove(report.profile, ec);
+        undone = previous ? "the previous profile is back in " + report.profile.string() : report.profile.string() + " is removed";
+      }
+      fail(ErrorKind::Verification, "the replay found " + std::to_string(rr.differences.size()) +
+                                        " launches whose output differs with the profile (first: launch " + std::to_string(d.index) +
+                                        ", " + d.role + ", max |stock - profile| " + fmt("%g", d.max_abs_difference) + "); " + undone);
+    }
     report.replay = replay_json(rr);
     r.summary = replay_summary(*report.replay);
     return {{"input", replay_input}, {"result", *report.replay}};

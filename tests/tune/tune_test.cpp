@@ -169,14 +169,14 @@ TEST(Tune, KilledDuringTheSweepResumesWithoutMeasuringAgain) {
   EXPECT_EQ(outcomes(j)["sweep"], "resumed");
   EXPECT_EQ(outcomes(j)["bench"], "done");
   // No result journaled before the kill was verified (measured) again: the probe saw no Gemv of it.
-  std::set<std::tuple<int, int, int, int, int, int>> again;
+  std::set<std::tuple<int, int, int, int, int, int, int>> again;
   {
     std::ifstream in(d.gemv_log);
-    for (int t, n, k, c, w, rows; in >> t >> n >> k >> c >> w >> rows;) again.insert({t, n, k, c, w, rows});
+    for (int l, t, n, k, c, w, rows; in >> l >> t >> n >> k >> c >> w >> rows;) again.insert({l, t, n, k, c, w, rows});
   }
   for (const Result& res : before.results) {
     const Config sent = res.is_default ? Config{0, 0} : res.config;  // the stock launch travels as nwarps 0
-    EXPECT_FALSE(again.count({int(res.type), res.n, res.k, res.ncols, sent.nwarps, sent.rows_per_block}))
+    EXPECT_FALSE(again.count({int(res.launch), int(res.type), res.n, res.k, res.ncols, sent.nwarps, sent.rows_per_block}))
         << "measured again: " << shape_text(res) << " ncols " << res.ncols << " " << config_text(res.config);
   }
   // The session holds every planned result once, the journaled ones as they were measured.
@@ -206,6 +206,27 @@ TEST(Tune, InterruptedSweepSaysHowToGoOn) {
       << test::slurp(out);
   EXPECT_TRUE(fs::exists(journal));
   EXPECT_EQ(outcomes(d.run({{"--ncols", "1"}}))["sweep"], "resumed");
+}
+
+// A profile whose tuned launches change the engine's results (the fake's FAKE_PROBE_WRONG: a
+// config that writes a wrong row) is never left installed: the replay compares every launch's
+// output, and tune puts back what the file held (or removes it) and ends with exit 5.
+TEST(Tune, ReplayThatFindsWrongResultsUndoesTheInstall) {
+  const TuneDir d;
+  fs::create_directories(d.profile.parent_path());
+  fs::copy_file(TEMPER_SOURCE_DIR "/tests/profile/fixtures/profile.json", d.profile);
+  const std::string before = test::slurp(d.profile);
+  test::CliRun r = test::run_temper(d.args({{"--ncols", "1"}}), d.env({{"FAKE_PROBE_WRONG", "8x1"}}));
+  EXPECT_EQ(r.code, 5) << r.output;
+  EXPECT_NE(r.output.find("launches whose output differs with the profile"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("the previous profile is back in " + d.profile.string()), std::string::npos) << r.output;
+  EXPECT_EQ(test::slurp(d.profile), before);
+  EXPECT_FALSE(fs::exists(d.bench_log));  // no bench of a wrong profile
+  fs::remove(d.profile);
+  r = test::run_temper(d.args({{"--ncols", "1"}}), d.env({{"FAKE_PROBE_WRONG", "8x1"}}));
+  EXPECT_EQ(r.code, 5) << r.output;
+  EXPECT_NE(r.output.find(d.profile.string() + " is removed"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(d.profile));
 }
 
 TEST(Tune, BadOptionsAreOneLine) {
