@@ -55,6 +55,7 @@ CLI::Option* add_min_speedup(CLI::App& app, double& min_speedup);  // --min-spee
 
 namespace temper::engine {
 struct ProbeOptions;
+struct BenchOptions;
 }
 namespace temper::cli {
 // The engine probe a command talks to (sweep, profile verify, engine replay): `--probe PATH`, else
@@ -69,4 +70,14 @@ struct EngineProbeArgs {
 void add_engine_probe(CLI::App& app, EngineProbeArgs& e, bool with_arch = true);
 // Defined in cmd_engine.cpp.
 engine::ProbeOptions engine_probe_options(const EngineProbeArgs& e);
+// llama-bench with and without a profile (`engine bench`, `tune`): the binaries and how to run them.
+struct BenchArgs {
+  std::string llama_bench, stock_bench, tests, extra;
+  int rounds = 3, repetitions = 5;
+};
+// Declares --llama-bench (required when `required`), --stock-bench, --tests, --rounds, --repetitions
+// and --bench-args.
+void add_bench_args(CLI::App& app, BenchArgs& b, bool required);
+// Defined in cmd_engine.cpp; model and profile are the caller's.
+engine::BenchOptions bench_options(const BenchArgs& b);
 }  // namespace temper::cli

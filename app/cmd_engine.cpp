@@ -28,9 +28,7 @@ struct Options {
   EngineProbeArgs probe;
   int jobs = 0, tokens = 40, rounds = 5;
   bool json = false, undo = false;
-  // bench
-  std::string llama_bench, stock_bench, tests{engine::kDefaultBenchTests}, bench_args;
-  int bench_rounds = 3, repetitions = 5;
+  BenchArgs bench;
   bool md = false, csv = false, no_record = false;
 };
 
@@ -129,6 +127,33 @@ void add_engine_probe(CLI::App& app, EngineProbeArgs& e, bool with_arch) {
       ->check(checked_by([](const std::string& v) { (void)engine::kernel_set(v); }));
 }
 
+void add_bench_args(CLI::App& app, BenchArgs& b, bool required) {
+  b.tests = engine::kDefaultBenchTests;
+  CLI::Option* lb = app.add_option("--llama-bench", b.llama_bench, "llama-bench built from the patched tree (the profile arm)")
+                        ->type_name("PATH");
+  if (required) lb->required();
+  app.add_option("--stock-bench", b.stock_bench, "an unpatched llama-bench for the stock arm (default: --llama-bench with TEMPER_PROFILE=)")
+      ->type_name("PATH");
+  app.add_option("--tests", b.tests, "tgN (generated tokens) and ppW (prompt batches W = 1..8 wide) (default tg128,pp2,pp4,pp8)")
+      ->type_name("LIST")
+      ->check(checked_by([](const std::string& t) { engine::parse_bench_tests(t); }));
+  app.add_option("--rounds", b.rounds, "llama-bench runs per arm and test, interleaved (default 3)")->check(integer_in(1, 1000));
+  app.add_option("--repetitions", b.repetitions, "llama-bench -r: samples per run (default 5)")->check(integer_in(1, 1000));
+  app.add_option("--bench-args", b.extra, "more llama-bench arguments for both arms, e.g. \"-ngl 99 -fa 1\"")->type_name("ARGS");
+}
+
+engine::BenchOptions bench_options(const BenchArgs& a) {
+  engine::BenchOptions b;
+  b.llama_bench = a.llama_bench;
+  b.stock_bench = a.stock_bench;
+  b.tests = a.tests;
+  b.rounds = a.rounds;
+  b.repetitions = a.repetitions;
+  std::istringstream words(a.extra);
+  for (std::string w; words >> w;) b.extra_args.push_back(w);
+  return b;
+}
+
 engine::ProbeOptions engine_probe_options(const EngineProbeArgs& e) {
   engine::ProbeOptions o;
   if (!e.probe.empty()) {
@@ -213,23 +238,10 @@ int run_replay(const Options& o) {
   return r.differences.empty() ? 0 : 5;
 }
 
-std::vector<std::string> split_words(const std::string& s) {
-  std::vector<std::string> words;
-  std::istringstream in(s);
-  for (std::string w; in >> w;) words.push_back(w);
-  return words;
-}
-
 int run_bench(const Options& o) {
-  engine::BenchOptions b;
-  b.llama_bench = o.llama_bench;
-  b.stock_bench = o.stock_bench;
+  engine::BenchOptions b = bench_options(o.bench);
   b.model = o.model;
   b.profile = o.profile.empty() ? engine::default_engine_profile() : std::filesystem::path(o.profile);
-  b.tests = o.tests;
-  b.rounds = o.bench_rounds;
-  b.repetitions = o.repetitions;
-  b.extra_args = split_words(o.bench_args);
   CancelOnSigint sigint;
   b.cancel = sigint.flag();
   engine::BenchEvents events;
@@ -305,19 +317,9 @@ Action define_engine(CLI::App& app) {
   CLI::App* bench = app.add_subcommand("bench", "your llama-bench with the profile and without it, interleaved");
   subs.emplace_back(bench, [o] { return run_bench(*o); });
   bench->add_option("MODEL", o->model, "a GGUF file")->required();
-  bench->add_option("--llama-bench", o->llama_bench, "llama-bench built from the patched tree (the profile arm)")
-      ->type_name("PATH")
-      ->required();
+  add_bench_args(*bench, o->bench, true);
   bench->add_option("--profile", o->profile, "the profile (default: where the engine looks, ~/.config/temper/engine-profile.json)")
       ->type_name("PATH");
-  bench->add_option("--stock-bench", o->stock_bench, "an unpatched llama-bench for the stock arm (default: --llama-bench with TEMPER_PROFILE=)")
-      ->type_name("PATH");
-  bench->add_option("--tests", o->tests, "tgN (generated tokens) and ppW (prompt batches W = 1..8 wide) (default tg128,pp2,pp4,pp8)")
-      ->type_name("LIST")
-      ->check(checked_by([](const std::string& t) { engine::parse_bench_tests(t); }));
-  bench->add_option("--rounds", o->bench_rounds, "llama-bench runs per arm and test, interleaved (default 3)")->check(integer_in(1, 1000));
-  bench->add_option("--repetitions", o->repetitions, "llama-bench -r: samples per run (default 5)")->check(integer_in(1, 1000));
-  bench->add_option("--bench-args", o->bench_args, "more llama-bench arguments for both arms, e.g. \"-ngl 99 -fa 1\"")->type_name("ARGS");
   bench->add_flag("--no-record", o->no_record, "leave the profile as it is (default: add the result to its bench records)");
   CLI::Option* bj = add_json(*bench, o->json);
   CLI::Option* bm = bench->add_flag("--md", o->md, "print the markdown (compare-llama-bench's table shape) only");

@@ -4,7 +4,6 @@
 
 #include <cmath>
 #include <cstdio>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -26,9 +25,7 @@ struct Options {
   int jobs = 0;
   double min_speedup = kDefaultMinSpeedup;
   int replay_tokens = 40, replay_rounds = 5;
-  // bench
-  std::string llama_bench, stock_bench, tests{engine::kDefaultBenchTests}, bench_args;
-  int rounds = 3, repetitions = 5;
+  BenchArgs bench;
 };
 
 // One line per step on stderr, and the long steps' progress: redrawn in place on a terminal, a line
@@ -71,13 +68,6 @@ class StepPrinter {
   size_t last_tenth_ = size_t(-1);
 };
 
-std::vector<std::string> split_words(const std::string& s) {
-  std::vector<std::string> words;
-  std::istringstream in(s);
-  for (std::string w; in >> w;) words.push_back(w);
-  return words;
-}
-
 int run_tune(const Options& o) {
   tune::TuneOptions t;
   t.model = o.model;
@@ -101,16 +91,9 @@ int run_tune(const Options& o) {
     t.build = engine::build_options(arch, o.probe.kernel_set);
     t.build.jobs = o.jobs;
   }
-  if (!o.llama_bench.empty()) {
-    engine::BenchOptions b;
-    b.llama_bench = o.llama_bench;
-    b.stock_bench = o.stock_bench;
-    b.tests = o.tests;
-    b.rounds = o.rounds;
-    b.repetitions = o.repetitions;
-    b.extra_args = split_words(o.bench_args);
-    t.bench = b;
-  } else if (!o.stock_bench.empty()) {
+  if (!o.bench.llama_bench.empty()) {
+    t.bench = bench_options(o.bench);
+  } else if (!o.bench.stock_bench.empty()) {
     fail(ErrorKind::BadInput, "--stock-bench needs --llama-bench PATH (the patched build the profile arm runs)");
   }
   CancelOnSigint sigint;
@@ -170,15 +153,7 @@ Action define_tune(CLI::App& app) {
   add_output(app, o->output, "the profile (default: where the engine looks, ~/.config/temper/engine-profile.json)");
   app.add_option("--replay-tokens", o->replay_tokens, "decode replay: tokens per round (default 40)")->check(integer_in(1, 1 << 20));
   app.add_option("--replay-rounds", o->replay_rounds, "decode replay: rounds (default 5)")->check(integer_in(1, 1 << 20));
-  app.add_option("--llama-bench", o->llama_bench, "bench with this llama-bench, built from the patched tree (as `temper engine bench`)")
-      ->type_name("PATH");
-  app.add_option("--stock-bench", o->stock_bench, "an unpatched llama-bench for the stock arm")->type_name("PATH");
-  app.add_option("--tests", o->tests, "bench tests (default tg128,pp2,pp4,pp8)")
-      ->type_name("LIST")
-      ->check(checked_by([](const std::string& t) { engine::parse_bench_tests(t); }));
-  app.add_option("--rounds", o->rounds, "bench: llama-bench runs per arm and test (default 3)")->check(integer_in(1, 1000));
-  app.add_option("--repetitions", o->repetitions, "bench: llama-bench -r (default 5)")->check(integer_in(1, 1000));
-  app.add_option("--bench-args", o->bench_args, "more llama-bench arguments, e.g. \"-ngl 99\"")->type_name("ARGS");
+  add_bench_args(app, o->bench, false);
   add_json(app, o->json);
   return [o] { return run_tune(*o); };
 }
@@ -189,12 +164,14 @@ const Registrar reg{
      "  1 check    whether Temper's hook applies to DIR (engine check)\n"
      "  2 patch    with --patch: DIR patched in place when it is stock (engine patch)\n"
      "  3 build    the private hooked engine with temper-probe for this GPU (engine build; cached)\n"
-     "  4 sweep    every launch config of the model's shapes in the engine's own kernel (sweep --engine-src)\n"
+     "  4 sweep    every launch config of the model's launches as the engine makes them (plain, fused gate/up,\n"
+     "             MUL_MAT_ID) in the engine's own kernel (sweep --engine-src)\n"
      "  5 approve  winners by policy, as profile export does (--approve significant --min-speedup 0.03)\n"
      "  6 install  the profile where the engine looks when TEMPER_PROFILE is unset\n"
      "             (~/.config/temper/engine-profile.json), or -o: this model's measured shapes are replaced,\n"
      "             other entries of the file stay\n"
-     "  7 replay   one decode token's GEMVs in the engine, stock vs the profile (engine replay)\n"
+     "  7 replay   one decode token's GEMVs in the engine, stock vs the profile (engine replay); a profile\n"
+     "             that changes any launch's output is taken back out and tune ends with exit 5\n"
      "  8 bench    with --llama-bench: your llama-bench with and without the profile (engine bench)\n"
      "One journal in ~/.cache/temper/tune/<model and engine>/: each step records its input and is skipped\n"
      "while it is unchanged (an updated llama.cpp tree builds a new engine and re-sweeps; a re-run on the\n"

@@ -194,10 +194,14 @@ Profile install_profile(const Profile& current, const Profile& tuned, const Sess
   std::sort(p.entries.begin(), p.entries.end(), [](const ProfileEntry& a, const ProfileEntry& b) { return a.key < b.key; });
   for (const auto& s : tuned.sessions)
     if (std::find(p.sessions.begin(), p.sessions.end(), s) == p.sessions.end()) p.sessions.push_back(s);
-  // "model" is informative: the names of the models whose entries the file holds.
-  if (("," + p.model + ",").find(", " + tuned.model + ",") == std::string::npos &&
-      ("," + p.model + ",").find("," + tuned.model + ",") == std::string::npos)
-    p.model = p.model.empty() ? tuned.model : p.model + ", " + tuned.model;
+  // "model" is informative: the names of the models whose entries the file holds, once each.
+  std::vector<std::string> models;
+  std::stringstream names(p.model);
+  for (std::string m; std::getline(names, m, ',');)
+    if (const size_t b = m.find_first_not_of(' '); b != std::string::npos) models.push_back(m.substr(b));
+  if (std::find(models.begin(), models.end(), tuned.model) == models.end()) models.push_back(tuned.model);
+  p.model.clear();
+  for (const auto& m : models) p.model += (p.model.empty() ? "" : ", ") + m;
   p.source = std::string(kSourceTemper);
   return p;
 }
@@ -234,8 +238,8 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
     if (ev.note) ev.note(text);
   };
 
-  // Runs one step: its start and end events, its timing and its journal record (`input` "" for the
-  // steps that judge their input themselves). `body` fills the report and returns extra fields.
+  // Runs one step: its start and end events, its timing and its journal record (none when it did
+  // nothing). `body` fills the report and returns the record's own fields (its input, results).
   auto run_step = [&](Step s, const std::string& what, const std::function<json(StepReport&)>& body) {
     check_cancel(s);
     if (ev.step_started) ev.step_started(s, what);
@@ -329,7 +333,7 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
                              {"seed", o.sweep.seed}};
   const std::string sweep_input = digest({"sweep 1", sweep_inputs.dump()});
   Session session;
-  run_step(Step::Sweep, "every launch config of the model's shapes in the engine", [&](StepReport& r) -> json {
+  run_step(Step::Sweep, "every launch config of the model's launches in the engine", [&](StepReport& r) -> json {
     const json* last = log.last(Step::Sweep);
     if (same_input(last, sweep_input) && fs::exists(report.session, ec)) {
       session = read_session(report.session);

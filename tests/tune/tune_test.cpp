@@ -16,6 +16,7 @@
 
 #include "engine/cli_run.h"
 #include "fixtures/fixtures.h"
+#include "support/upstream_tree.h"
 #include "temper/fileio.h"
 #include "temper/sweep.h"
 #include "temper/tune.h"
@@ -227,6 +228,36 @@ TEST(Tune, ReplayThatFindsWrongResultsUndoesTheInstall) {
   EXPECT_EQ(r.code, 5) << r.output;
   EXPECT_NE(r.output.find(d.profile.string() + " is removed"), std::string::npos) << r.output;
   EXPECT_FALSE(fs::exists(d.profile));
+}
+
+// On a real llama.cpp tree ($TEMPER_UPSTREAM/llama.cpp, a private copy of its ggml/; skipped without
+// it): check names the tree, --patch patches it, and the engine build — which needs CUDA, here made
+// unreachable — fails with its one line (exit 6), leaving the tree patched as asked and restorable
+// byte for byte. A second run finds it patched already.
+TEST(Tune, ChecksAndPatchesAnUpstreamTreeBeforeTheBuild) {
+  const test::UpstreamCopy tree("llama.cpp", {"ggml"});
+  if (tree.root().empty()) GTEST_SKIP() << "SKIPPED: " << tree.why();
+  const TuneDir d;
+  const fs::path mmvq = tree.root() / "ggml" / "src" / "ggml-cuda" / "mmvq.cu";
+  const std::string stock = test::slurp(mmvq);
+  const std::vector<std::string> args = {"tune", d.model.string(), "--engine-src", tree.root().string(), "--patch",
+                                         "--arch", "sm_90", "--kernel-set", "ci"};
+  const test::Env no_cuda = d.env({{"CUDACXX", "/nonexistent/nvcc"}, {"PATH", "/usr/bin:/bin"}});
+  test::CliRun r = test::run_temper(args, no_cuda);
+  EXPECT_EQ(r.code, 6) << r.output;
+  EXPECT_NE(r.output.find("tune [1/8] check: the engine tree"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("done in"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("llama.cpp tree at " + tree.root().string()), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("patched " + mmvq.string() + " (hook v"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("temper tune: engine configure failed"), std::string::npos) << r.output;
+  EXPECT_EQ(test::slurp(mmvq).rfind("// temper-hook v", 0), 0u);
+  r = test::run_temper(args, no_cuda);
+  EXPECT_EQ(r.code, 6) << r.output;
+  EXPECT_NE(r.output.find("skipped in"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("already patched (hook v"), std::string::npos) << r.output;
+  r = test::run_temper({"engine", "patch", tree.root().string(), "--undo"});
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(test::slurp(mmvq), stock);
 }
 
 TEST(Tune, BadOptionsAreOneLine) {
