@@ -2,7 +2,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -178,7 +178,8 @@ struct RunOutput {
 };
 
 // Runs `argv` without a shell, TEMPER_PROFILE set to `profile` in its environment, in its own process
-// group (Ctrl-C on Temper's terminal reaches Temper, which ends the child). Stdout and stderr are
+// group (Ctrl-C on Temper's terminal reaches Temper, which ends the child), dying with Temper (a
+// killed tune leaves no llama-bench running beside the one that resumes it). Stdout and stderr are
 // captured whole; `cancel` stops the child (SIGTERM, then SIGKILL) and throws Error(Cancelled).
 RunOutput run_captured(const std::vector<std::string>& argv, const std::string& profile, const std::atomic<bool>* cancel) {
   std::vector<std::string> env;
@@ -198,29 +199,44 @@ RunOutput run_captured(const std::vector<std::string>& argv, const std::string& 
     ::close(out_pipe[0]), ::close(out_pipe[1]);
     fail(ErrorKind::Io, std::string("pipe: ") + std::strerror(errno));
   }
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
-  posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t defaults;
-  sigemptyset(&defaults);
-  sigaddset(&defaults, SIGPIPE);
-  sigaddset(&defaults, SIGINT);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-  posix_spawnattr_setpgroup(&attr, 0);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
-  pid_t pid = -1;
-  const int rc = ::posix_spawn(&pid, args[0], &actions, &attr, args.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
+  int report[2];  // the child's exec errno, if exec fails; closed by a successful exec (O_CLOEXEC)
+  if (::pipe2(report, O_CLOEXEC) != 0) {
+    for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) ::close(fd);
+    fail(ErrorKind::Io, std::string("pipe: ") + std::strerror(errno));
+  }
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    // The child: async-signal-safe calls only (Temper may have other threads, the GUI's worker).
+    ::setpgid(0, 0);                     // Ctrl-C on Temper's terminal reaches Temper, which ends the run
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // Temper killed, even with -9: the run ends with it
+    if (::getppid() != parent) ::_exit(127);
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    for (int s : {SIGPIPE, SIGINT}) ::sigaction(s, &dfl, nullptr);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    const int null = ::open("/dev/null", O_RDONLY);
+    ::dup2(null, 0);
+    ::dup2(out_pipe[1], 1);
+    ::dup2(err_pipe[1], 2);
+    ::execve(args[0], args.data(), envp.data());
+    const int e = errno;
+    [[maybe_unused]] const ssize_t w = ::write(report[1], &e, sizeof e);
+    ::_exit(127);
+  }
   ::close(out_pipe[1]);
   ::close(err_pipe[1]);
-  if (rc != 0) {
+  ::close(report[1]);
+  int exec_errno = 0;
+  const bool exec_failed = pid > 0 && ::read(report[0], &exec_errno, sizeof exec_errno) == ssize_t(sizeof exec_errno);
+  ::close(report[0]);
+  if (pid < 0 || exec_failed) {
+    const int e = pid < 0 ? errno : exec_errno;
+    if (pid > 0) ::waitpid(pid, nullptr, 0);
     ::close(out_pipe[0]), ::close(err_pipe[0]);
-    fail(ErrorKind::BadInput, argv[0] + ": cannot start: " + std::strerror(rc));
+    fail(ErrorKind::BadInput, argv[0] + ": cannot start: " + std::strerror(e));
   }
   RunOutput r;
   pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};

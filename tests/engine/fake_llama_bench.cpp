@@ -7,13 +7,15 @@
 // invocation's number and the sample's, so a test's numbers are the same on every run.
 //
 // From the environment:
-//   FAKE_LLAMA_BENCH_LOG=FILE     one line per invocation appended: "stock ARGS" or "profile ARGS"
+//   FAKE_LLAMA_BENCH_LOG=FILE     one line per invocation appended: "stock ARGS pid=PID" or "profile ..."
 //                                 (its line count numbers the invocations)
 //   FAKE_LLAMA_BENCH_UNPATCHED=1  a build without the hook: no line, never faster
 //   FAKE_LLAMA_BENCH_FAIL=1       fail like a model that does not load (exit 1)
 //   FAKE_LLAMA_BENCH_COMMIT=HEX   build_commit (default "0d1e2f3"); the build_number is 4242
 //   FAKE_LLAMA_BENCH_GPU=NAME     gpu_info (default "NVIDIA H100 80GB HBM3")
 //   FAKE_LLAMA_BENCH_SLEEP_MS=MS  real wall time per invocation (so a test can interrupt one)
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -168,7 +170,7 @@ int main(int argc, char** argv) {
   if (!log.empty()) {
     std::ifstream in(log);
     for (std::string l; std::getline(in, l);) ++invocation;
-    std::ofstream(log, std::ios::app) << (faster ? "profile " : "stock ") << args << "\n";
+    std::ofstream(log, std::ios::app) << (faster ? "profile " : "stock ") << args << " pid=" << ::getpid() << "\n";
   }
 
   if (const int ms = std::atoi(env("FAKE_LLAMA_BENCH_SLEEP_MS", "0").c_str()); ms > 0)

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -125,7 +126,7 @@ TEST(Tune, WholeJobThenARerunOnlyRebenches) {
   const Profile again = load_profile(d.profile);
   EXPECT_EQ(again.entries.size(), p.entries.size());
   ASSERT_EQ(again.benches.size(), 1u);  // the new record replaced the old one (same device and model)
-  EXPECT_NE(again.benches[0].date.empty(), true);
+  EXPECT_NE(again.benches[0].date, "");
 }
 
 // An updated engine (another probe binary; with --engine-src, a changed tree hashes to a new build)
@@ -190,6 +191,57 @@ TEST(Tune, KilledDuringTheSweepResumesWithoutMeasuringAgain) {
     EXPECT_EQ(kept->time_us.median, res.time_us.median);
   }
   EXPECT_FALSE(fs::exists(journal));  // folded into the session
+}
+
+size_t bench_runs_journaled(const fs::path& journal) {
+  std::ifstream in(journal);
+  size_t n = 0;
+  for (std::string l; std::getline(in, l);) n += l.rfind("{\"bench_run\"", 0) == 0;
+  return n;
+}
+
+// kill -9 in the middle of the bench: the llama-bench run in flight dies with tune, and the same
+// command keeps the runs the journal holds and makes only the others.
+TEST(Tune, KilledDuringTheBenchKeepsItsJournaledRuns) {
+  const TuneDir d;
+  const fs::path out = d.dir / "first.txt", journal = d.state() / "tune.journal";
+  const pid_t pid = test::spawn_temper(d.args({{"--ncols", "1"}}), d.env({{"FAKE_LLAMA_BENCH_SLEEP_MS", "1000"}}), out, out);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  // Three runs journaled and the next one started (the stand-in logs itself as it starts).
+  while ((bench_runs_journaled(journal) < 3 || line_count(d.bench_log) <= bench_runs_journaled(journal)) &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ::kill(pid, SIGKILL);
+  ASSERT_EQ(test::wait_code(pid), -SIGKILL) << test::slurp(out);
+  const size_t journaled = bench_runs_journaled(journal), invoked = line_count(d.bench_log);
+  ASSERT_GE(journaled, 3u);
+  // The stand-in started last (its pid ends its log line) does not outlive tune.
+  std::string last;
+  std::ifstream log(d.bench_log);
+  for (std::string l; std::getline(log, l);) last = l;
+  const pid_t child = std::atoi(last.substr(last.rfind("pid=") + 4).c_str());
+  // Gone, or dead and waiting to be reaped by whatever adopted it (state Z).
+  auto dead = [&] {
+    if (::kill(child, 0) != 0) return true;
+    const std::string stat = test::slurp("/proc/" + std::to_string(child) + "/stat");
+    const size_t paren = stat.rfind(')');
+    return paren != std::string::npos && stat.size() > paren + 2 && stat[paren + 2] == 'Z';
+  };
+  bool gone = false;
+  for (int i = 0; i < 30 && !gone; ++i, std::this_thread::sleep_for(std::chrono::milliseconds(10))) gone = dead();
+  EXPECT_TRUE(gone) << "llama-bench " << child << " outlived the tune that started it";
+
+  const test::CliRun r = test::run_temper(d.args({{"--ncols", "1"}}), d.env(), true);
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("note: resuming the bench: " + std::to_string(journaled) + " llama-bench runs journaled before are kept"),
+            std::string::npos) << r.output;
+  EXPECT_EQ(outcomes(json::parse(r.out))["bench"], "resumed");
+  EXPECT_EQ(line_count(d.bench_log) - invoked, 8 - journaled);  // 2 rounds × 2 tests × 2 arms in all
+  const Profile p = load_profile(d.profile);
+  ASSERT_EQ(p.benches.size(), 1u);
+  for (const BenchTest& t : p.benches[0].tests)
+    for (const auto* runs : {&t.stock_runs, &t.profiled_runs})
+      for (const auto& run : *runs) EXPECT_EQ(run.size(), 3u) << t.name;
 }
 
 // Ctrl-C in the middle of the sweep: exit 7, the journal kept; the same command goes on.
