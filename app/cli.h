@@ -49,11 +49,13 @@ CLI::Option* add_type(CLI::App& app, std::string& type, std::string what);  // -
 CLI::Option* add_types(CLI::App& app, std::string& list);  // --types q4_0,q4_K,...
 CLI::Option* add_ncols(CLI::App& app, std::string& list);  // --ncols 1,2,4 or 1-8
 CLI::Option* add_engine(CLI::App& app, std::string& engine);  // --engine VERSION (default the newest known)
+CLI::Option* add_min_speedup(CLI::App& app, double& min_speedup);  // --min-speedup FRACTION (approve significant)
 
 }  // namespace temper::cli
 
 namespace temper::engine {
 struct ProbeOptions;
+struct BenchOptions;
 }
 namespace temper::cli {
 // The engine probe a command talks to (sweep, profile verify, engine replay): `--probe PATH`, else
@@ -68,4 +70,14 @@ struct EngineProbeArgs {
 void add_engine_probe(CLI::App& app, EngineProbeArgs& e, bool with_arch = true);
 // Defined in cmd_engine.cpp.
 engine::ProbeOptions engine_probe_options(const EngineProbeArgs& e);
+// llama-bench with and without a profile (`engine bench`, `tune`): the binaries and how to run them.
+struct BenchArgs {
+  std::string llama_bench, stock_bench, tests, extra;
+  int rounds = 3, repetitions = 5;
+};
+// Declares --llama-bench (required when `required`), --stock-bench, --tests, --rounds, --repetitions
+// and --bench-args.
+void add_bench_args(CLI::App& app, BenchArgs& b, bool required);
+// Defined in cmd_engine.cpp; model and profile are the caller's.
+engine::BenchOptions bench_options(const BenchArgs& b);
 }  // namespace temper::cli

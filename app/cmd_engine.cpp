@@ -1,13 +1,17 @@
 // `temper engine check|patch|build DIR`: the tuning hook on a user's ggml / llama.cpp tree, and the
-// private hooked build with temper-probe that `temper sweep --engine-src` times (docs/engine.md).
+// private hooked build with temper-probe that `temper sweep --engine-src` times (docs/engine.md);
+// `engine replay` and `engine bench`: the profile measured in the engine and in the user's llama-bench.
 #include <cmath>
 #include <cstdio>
+#include <sstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "cancel_on_sigint.h"
 #include "cli.h"
 #include "temper/engine.h"
+#include "temper/engine_bench.h"
 #include "temper/engine_build.h"
 #include "temper/engine_device.h"
 #include "temper/engine_replay.h"
@@ -24,6 +28,8 @@ struct Options {
   EngineProbeArgs probe;
   int jobs = 0, tokens = 40, rounds = 5;
   bool json = false, undo = false;
+  BenchArgs bench;
+  bool md = false, csv = false, no_record = false;
 };
 
 int run_check(const Options& o) {
@@ -121,6 +127,33 @@ void add_engine_probe(CLI::App& app, EngineProbeArgs& e, bool with_arch) {
       ->check(checked_by([](const std::string& v) { (void)engine::kernel_set(v); }));
 }
 
+void add_bench_args(CLI::App& app, BenchArgs& b, bool required) {
+  b.tests = engine::kDefaultBenchTests;
+  CLI::Option* lb = app.add_option("--llama-bench", b.llama_bench, "llama-bench built from the patched tree (the profile arm)")
+                        ->type_name("PATH");
+  if (required) lb->required();
+  app.add_option("--stock-bench", b.stock_bench, "an unpatched llama-bench for the stock arm (default: --llama-bench with TEMPER_PROFILE=)")
+      ->type_name("PATH");
+  app.add_option("--tests", b.tests, "tgN (generated tokens) and ppW (prompt batches W = 1..8 wide) (default tg128,pp2,pp4,pp8)")
+      ->type_name("LIST")
+      ->check(checked_by([](const std::string& t) { engine::parse_bench_tests(t); }));
+  app.add_option("--rounds", b.rounds, "llama-bench runs per arm and test, interleaved (default 3)")->check(integer_in(1, 1000));
+  app.add_option("--repetitions", b.repetitions, "llama-bench -r: samples per run (default 5)")->check(integer_in(1, 1000));
+  app.add_option("--bench-args", b.extra, "more llama-bench arguments for both arms, e.g. \"-ngl 99 -fa 1\"")->type_name("ARGS");
+}
+
+engine::BenchOptions bench_options(const BenchArgs& a) {
+  engine::BenchOptions b;
+  b.llama_bench = a.llama_bench;
+  b.stock_bench = a.stock_bench;
+  b.tests = a.tests;
+  b.rounds = a.rounds;
+  b.repetitions = a.repetitions;
+  std::istringstream words(a.extra);
+  for (std::string w; words >> w;) b.extra_args.push_back(w);
+  return b;
+}
+
 engine::ProbeOptions engine_probe_options(const EngineProbeArgs& e) {
   engine::ProbeOptions o;
   if (!e.probe.empty()) {
@@ -205,6 +238,50 @@ int run_replay(const Options& o) {
   return r.differences.empty() ? 0 : 5;
 }
 
+int run_bench(const Options& o) {
+  engine::BenchOptions b = bench_options(o.bench);
+  b.model = o.model;
+  b.profile = o.profile.empty() ? engine::default_engine_profile() : std::filesystem::path(o.profile);
+  CancelOnSigint sigint;
+  b.cancel = sigint.flag();
+  engine::BenchEvents events;
+  events.progress = [](const engine::BenchProgress& p) {
+    if (p.done == p.total) return;
+    std::fprintf(stderr, "bench: run %d/%d (%s)%s\n", p.done + 1, p.total, p.current.c_str(),
+                 p.done > 0 ? (", ETA " + std::to_string(int(p.eta_s + 0.5)) + " s").c_str() : "");
+  };
+  engine::BenchResult r;
+  try {
+    r = engine::run_bench(b, events);
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::Cancelled) fail(ErrorKind::Cancelled, "bench cancelled (Ctrl-C); nothing was recorded");
+    throw;
+  }
+  for (const auto& n : r.notes) std::fprintf(stderr, "note: %s\n", n.c_str());
+  bool recorded = false;
+  if (!o.no_record) {  // into the profile's provenance: the profile file as it is now, plus this record
+    Profile p = load_profile(b.profile);
+    add_bench_record(p, r.record);
+    save_profile(p, b.profile);
+    recorded = true;
+  }
+  if (o.json) {
+    nlohmann::json j = to_json(r.record);
+    j["profile"] = b.profile.string();
+    j["recorded"] = recorded;
+    j["notes"] = r.notes;
+    std::printf("%s\n", j.dump(2).c_str());
+  } else if (o.csv) {
+    std::printf("%s", bench_csv(r.record).c_str());
+  } else if (o.md) {
+    std::printf("%s", bench_report_markdown(r.record).c_str());
+  } else {
+    std::printf("%s", bench_report_markdown(r.record).c_str());
+    if (recorded) std::printf("\nrecorded in %s (its bench record; `temper profile export --format ggml-table` carries it)\n", b.profile.c_str());
+  }
+  return 0;
+}
+
 // The sub-commands of `temper engine`, each with its options.
 Action define_engine(CLI::App& app) {
   auto o = std::make_shared<Options>();
@@ -237,10 +314,22 @@ Action define_engine(CLI::App& app) {
   replay->add_option("--tokens", o->tokens, "decode tokens per round (default 40)")->check(integer_in(1, 1 << 20));
   replay->add_option("--rounds", o->rounds, "rounds, stock and profile in turn (default 5)")->check(integer_in(1, 1 << 20));
   add_json(*replay, o->json);
+  CLI::App* bench = app.add_subcommand("bench", "your llama-bench with the profile and without it, interleaved");
+  subs.emplace_back(bench, [o] { return run_bench(*o); });
+  bench->add_option("MODEL", o->model, "a GGUF file")->required();
+  add_bench_args(*bench, o->bench, true);
+  bench->add_option("--profile", o->profile, "the profile (default: where the engine looks, ~/.config/temper/engine-profile.json)")
+      ->type_name("PATH");
+  bench->add_flag("--no-record", o->no_record, "leave the profile as it is (default: add the result to its bench records)");
+  CLI::Option* bj = add_json(*bench, o->json);
+  CLI::Option* bm = bench->add_flag("--md", o->md, "print the markdown (compare-llama-bench's table shape) only");
+  CLI::Option* bc = bench->add_flag("--csv", o->csv, "print every sample as CSV: test,llama_bench_test,n_ubatch,arm,round,repetition,tokens_per_s");
+  bj->excludes(bm)->excludes(bc);
+  bm->excludes(bc);
   return [subs] {
     for (const auto& [s, run] : subs)
       if (s->parsed()) return run();
-    fail(ErrorKind::BadInput, "expected a sub-command: check, patch, build or replay (see `temper help engine`)");
+    fail(ErrorKind::BadInput, "expected a sub-command: check, patch, build, replay or bench (see `temper help engine`)");
   };
 }
 
@@ -261,7 +350,16 @@ const Registrar reg{{"engine", "the tuning hook on your ggml / llama.cpp tree; t
                      "temper engine replay MODEL.gguf --probe P|--engine-src DIR --profile P [--tokens 40] [--rounds 5] [--json]\n"
                      "    One decode token's GEMVs in the model's order (fused gate/up, MUL_MAT_ID for experts, the\n"
                      "    head) as one graph in the hooked engine, timed per token, stock and with the profile in\n"
-                     "    turn: medians with 95% CI, the measured speedup and the profile's prediction beside it.\n",
+                     "    turn: medians with 95% CI, the measured speedup and the profile's prediction beside it.\n"
+                     "temper engine bench MODEL.gguf --llama-bench PATH [--profile P] [--stock-bench PATH] [--tests tg128,pp2,pp4,pp8]\n"
+                     "                   [--rounds 3] [--repetitions 5] [--bench-args ARGS] [--no-record] [--json|--md|--csv]\n"
+                     "    Your llama-bench (built from the patched tree) with the profile (TEMPER_PROFILE=P) and without\n"
+                     "    it (TEMPER_PROFILE= empty, or --stock-bench), the arms interleaved run by run; per test the\n"
+                     "    median tokens/s of each arm and the speedup with a 95% CI (percentile bootstrap within runs),\n"
+                     "    the device, both builds and the engine's own line. ppW runs a 128-token prompt in W-token\n"
+                     "    micro-batches (-p 128 -n 0 -ub W), the mmvq batch width W. The result is added to the\n"
+                     "    profile's bench records (the ggml-table export carries it). Exit 2 when llama-bench is missing\n"
+                     "    or not executable, or prints no `temper: profile` line (not patched); 4 when a run fails.\n",
                      define_engine}};
 
 }  // namespace

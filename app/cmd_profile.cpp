@@ -370,15 +370,7 @@ Action define_profile(CLI::App& app) {
   add_output(*ex, o->output)->required();
   ex->add_option("--approve", o->approve, "which winners to approve (default significant; a profile keeps its own)")
       ->check(one_of({"significant", "all", "none"}));
-  ex->add_option("--min-speedup", o->min_speedup, "least speedup --approve significant accepts (0.03 = 3%)")
-      ->type_name("FRACTION")
-      ->check(CLI::Validator(
-          [](std::string& t) -> std::string {
-            char* end = nullptr;
-            const double v = std::strtod(t.c_str(), &end);
-            return !t.empty() && *end == '\0' && v >= 0 && v <= 10 ? "" : "expected a fraction 0..10 (0.03 = 3%), got '" + t + "'";
-          },
-          ""));
+  add_min_speedup(*ex, o->min_speedup);
   add_device(*ex, o->device)->description("one device of the session");
   ex->add_flag("--allow-empty", o->allow_empty, "write an export that carries no config (refused otherwise)");
   arch(ex);

@@ -124,6 +124,18 @@ CLI::Option* add_engine(CLI::App& app, std::string& engine) {
       ->check(one_of(known));
 }
 
+CLI::Option* add_min_speedup(CLI::App& app, double& min_speedup) {
+  return app.add_option("--min-speedup", min_speedup, "least speedup --approve significant accepts (0.03 = 3%)")
+      ->type_name("FRACTION")
+      ->check(CLI::Validator(
+          [](std::string& t) -> std::string {
+            char* end = nullptr;
+            const double v = std::strtod(t.c_str(), &end);
+            return !t.empty() && *end == '\0' && v >= 0 && v <= 10 ? "" : "expected a fraction 0..10 (0.03 = 3%), got '" + t + "'";
+          },
+          ""));
+}
+
 }  // namespace temper::cli
 
 namespace {

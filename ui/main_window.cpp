@@ -43,6 +43,7 @@
 #include "occupancy_view.h"
 #include "roofline_view.h"
 #include "sweep_panel.h"
+#include "tune_panel.h"
 #include "temper/error.h"
 #include "temper/input.h"
 
@@ -108,6 +109,8 @@ MainWindow::MainWindow(std::vector<std::unique_ptr<Backend>> backends, QWidget* 
   occupancy_ = new OccupancyView(doc_);
   distribution_ = new DistributionView(doc_);
   approval_ = new ApprovalPanel(doc_);
+  tune_ = new TunePanel(doc_);
+  tune_->setArch(sweep_panel_->firstArch());
 
   // Central: which session this is, then the views.
   header_ = new QLabel;
@@ -133,6 +136,7 @@ MainWindow::MainWindow(std::vector<std::unique_ptr<Backend>> backends, QWidget* 
   tabs_->addTab(occupancy_, QStringLiteral("Occupancy"));
   tabs_->addTab(distribution_, QStringLiteral("Samples"));
   tabs_->addTab(approval_, QStringLiteral("Approval"));
+  tabs_->addTab(tune_, QStringLiteral("Tune && bench"));
   auto* central = new QWidget;
   auto* cl = new QVBoxLayout(central);
   cl->addWidget(header_);
@@ -194,6 +198,16 @@ MainWindow::MainWindow(std::vector<std::unique_ptr<Backend>> backends, QWidget* 
     progress_->hide();
   });
   connect(approval_, &ApprovalPanel::exportRequested, this, &MainWindow::exportDialog);
+  connect(tune_, &TunePanel::progressText, this, [this](const QString& text, int done, int total) {
+    status_->setText(text);
+    progress_->setVisible(true);
+    progress_->setRange(0, std::max(total, 0));
+    progress_->setValue(done);
+  });
+  connect(tune_, &TunePanel::finished, this, [this](const QString& text) {
+    status_->setText(text);
+    progress_->hide();
+  });
 
   QSettings st;
   resize(1400, 860);
@@ -245,8 +259,8 @@ void MainWindow::buildMenus() {
 
   QMenu* view = menuBar()->addMenu(QStringLiteral("&View"));
   view->setObjectName(QStringLiteral("ViewMenu"));
-  const char* tabs[] = {"&Heatmap", "&Roofline", "&Occupancy", "&Samples", "&Approval"};
-  for (int i = 0; i < 5; ++i) {
+  const char* tabs[] = {"&Heatmap", "&Roofline", "&Occupancy", "&Samples", "&Approval", "&Tune && bench"};
+  for (int i = 0; i < int(std::size(tabs)); ++i) {
     QAction* a = view->addAction(QString::fromUtf8(tabs[i]), this, [this, i] { tabs_->setCurrentIndex(i); });
     a->setShortcut(QKeySequence(QStringLiteral("Ctrl+%1").arg(i + 1)));
   }
@@ -582,8 +596,8 @@ QStringList MainWindow::saveScreenshots(const QString& dir) {
     const QString path = QDir(dir).filePath(name);
     if (w->grab().save(path, "PNG")) written << path;
   };
-  const char* names[] = {"heatmap", "roofline", "occupancy", "samples", "approval"};
-  for (int i = 0; i < tabs_->count(); ++i) {
+  const char* names[] = {"heatmap", "roofline", "occupancy", "samples", "approval"};  // the tune tab shows nothing until a run
+  for (int i = 0; i < tabs_->count() && i < int(std::size(names)); ++i) {
     tabs_->setCurrentIndex(i);
     shoot(this, QStringLiteral("main-%1.png").arg(QString::fromLatin1(names[i])));
   }
@@ -592,6 +606,16 @@ QStringList MainWindow::saveScreenshots(const QString& dir) {
 }
 
 void MainWindow::closeEvent(QCloseEvent* e) {
+  if (tune_->runner()->isRunning()) {
+    if (interactive_ && QMessageBox::question(this, QStringLiteral("Tune running"),
+                                              QStringLiteral("A tune or bench is running. Cancel it and quit? (The journal "
+                                                             "keeps what was done; Tune goes on from there.)")) != QMessageBox::Yes) {
+      e->ignore();
+      return;
+    }
+    tune_->runner()->cancel();
+    tune_->runner()->wait();
+  }
   if (sweep_panel_->runner()->isRunning()) {
     if (interactive_ && QMessageBox::question(this, QStringLiteral("Sweep running"),
                                               QStringLiteral("A sweep is running. Cancel it and quit?")) != QMessageBox::Yes) {

@@ -1,6 +1,6 @@
 #pragma once
 // temper-gui's window: model panel and sweep panel as docks, the heatmap / roofline / occupancy /
-// approval views as tabs, menus with the usual shortcuts, recent files, settings, export, help.
+// approval / tune & bench views as tabs, menus with the usual shortcuts, recent files, settings, export, help.
 // It only wires pages together; each page reads the one SessionDocument.
 #include <QMainWindow>
 #include <QMessageBox>
@@ -27,6 +27,7 @@ class ModelPanel;
 class OccupancyView;
 class RooflineView;
 class SweepPanel;
+class TunePanel;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -42,6 +43,7 @@ class MainWindow : public QMainWindow {
   OccupancyView* occupancy() const { return occupancy_; }
   DistributionView* distribution() const { return distribution_; }
   ApprovalPanel* approval() const { return approval_; }
+  TunePanel* tunePanel() const { return tune_; }
   QTabWidget* tabs() const { return tabs_; }
   QString headerText() const;
   QString statusText() const;  // the status line: what was opened, or why it could not be
@@ -104,6 +106,7 @@ class MainWindow : public QMainWindow {
   OccupancyView* occupancy_;
   DistributionView* distribution_;
   ApprovalPanel* approval_;
+  TunePanel* tune_;
   QTabWidget* tabs_;
   QLabel* header_;
   QLabel* status_;

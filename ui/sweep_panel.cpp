@@ -342,6 +342,9 @@ void SweepPanel::setEngineSource(const QString& dir) {
 }
 
 QString SweepPanel::engineCheckText() const { return engine_check_->text(); }
+QString SweepPanel::firstArch() const {
+  return devices_.devices.empty() ? QString() : QString::fromStdString(devices_.devices.front().info.arch);
+}
 QString SweepPanel::probePath() const { return probe_->text(); }
 void SweepPanel::setProbePath(const QString& path) { probe_->setText(path); }
 QString SweepPanel::engineStatusText() const { return engine_status_->text(); }

@@ -39,6 +39,8 @@ class SweepPanel : public QWidget {
   SweepPanel(SessionDocument* doc, std::vector<std::unique_ptr<Backend>> backends, QWidget* parent = nullptr);
   ~SweepPanel() override;
   bool hasDevices() const { return !devices_.devices.empty(); }
+  // The first device's arch ("sm_90"), what an engine build targets by default; empty without one.
+  QString firstArch() const;
   QSize sizeHint() const override { return {320, 600}; }
   SweepRunner* runner() const { return runner_; }
   QPushButton* startButton() const { return start_; }

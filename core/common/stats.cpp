@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <random>
 #include <string>
 
 #include "temper/error.h"
@@ -68,6 +69,51 @@ std::vector<double> sample_trace(std::span<const double> samples, size_t points)
     out.push_back(percentile(run, 0.5));
   }
   return out;
+}
+
+namespace {
+std::vector<double> pooled(const std::vector<std::vector<double>>& groups, const char* side) {
+  std::vector<double> all;
+  for (const auto& g : groups) all.insert(all.end(), g.begin(), g.end());
+  if (all.empty()) fail(ErrorKind::BadInput, std::string("bootstrap: no sample on side ") + side);
+  for (double v : all)
+    if (!std::isfinite(v)) fail(ErrorKind::BadInput, std::string("bootstrap: a sample of side ") + side + " is not finite");
+  return all;
+}
+
+double median_of(std::vector<double>& v) {
+  std::sort(v.begin(), v.end());
+  return percentile(v, 0.5);
+}
+}  // namespace
+
+RatioCi bootstrap_median_ratio(const std::vector<std::vector<double>>& a, const std::vector<std::vector<double>>& b,
+                               double confidence, int replicates, uint64_t seed) {
+  if (!(confidence > 0 && confidence < 1))
+    fail(ErrorKind::BadInput, "confidence must lie in (0, 1), got " + std::to_string(confidence));
+  if (replicates < 100) fail(ErrorKind::BadInput, "bootstrap: at least 100 replicates, got " + std::to_string(replicates));
+  std::vector<double> pa = pooled(a, "a"), pb = pooled(b, "b");
+  RatioCi r;
+  r.ratio = median_of(pb) / median_of(pa);
+  std::mt19937_64 rng(seed);
+  auto resample = [&](const std::vector<std::vector<double>>& groups, std::vector<double>& into) {
+    into.clear();
+    for (const auto& g : groups) {
+      if (g.empty()) continue;
+      std::uniform_int_distribution<size_t> pick(0, g.size() - 1);
+      for (size_t i = 0; i < g.size(); ++i) into.push_back(g[pick(rng)]);
+    }
+    return median_of(into);
+  };
+  std::vector<double> ratios(static_cast<size_t>(replicates)), ra, rb;
+  for (double& x : ratios) {
+    const double ma = resample(a, ra);
+    x = resample(b, rb) / ma;
+  }
+  std::sort(ratios.begin(), ratios.end());
+  r.low = percentile(ratios, (1 - confidence) / 2);
+  r.high = percentile(ratios, 1 - (1 - confidence) / 2);
+  return r;
 }
 
 }  // namespace temper

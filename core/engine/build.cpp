@@ -10,9 +10,9 @@
 #include <sstream>
 #include <sys/wait.h>
 
+#include "temper/content_hash.h"
 #include "temper/engine.h"
 #include "temper/engine_build.h"
-#include "content_hash.h"
 #include "temper/error.h"
 #include "temper/fileio.h"
 

@@ -7,7 +7,7 @@
 #include <sstream>
 #include <system_error>
 
-#include "content_hash.h"
+#include "temper/content_hash.h"
 #include "temper/device_bench.h"
 #include "temper/engine.h"
 #include "temper/error.h"

@@ -489,6 +489,27 @@ std::string join_unique(const std::vector<std::string>& v, const std::string& no
   return s.empty() ? none : s;
 }
 
+// The profile's llama-bench record for this arch (temper engine bench), in compare-llama-bench's
+// shape, when it describes the profile as it is now.
+void emit_bench(std::ostream& o, const std::string& arch, const Profile& p) {
+  o << "#### llama-bench\n\n";
+  if (const BenchRecord* b = current_bench(p, arch)) {
+    std::string report = bench_report_markdown(*b);
+    for (size_t at; (at = report.find("*/")) != std::string::npos;) report.replace(at, 2, "* /");  // inside a C comment
+    o << report << "\nThese are whole-model numbers of the hooked engine loading this profile (every approved config "
+                   "at its exact shape). The table above carries one value per (type, ncols, K side): before "
+                   "submitting, build llama.cpp with it and compare against master with llama-bench and "
+                   "scripts/compare-llama-bench.py.\n\n";
+    return;
+  }
+  const bool stale = std::any_of(p.benches.begin(), p.benches.end(), [&](const BenchRecord& b) { return b.arch == arch; });
+  o << (stale ? "The profile's llama-bench record for " + plain(arch) + " predates its current approvals: re-run "
+                "`temper engine bench` for numbers that describe it.\n\n"
+              : std::string("No llama-bench record in the profile for ") + plain(arch) +
+                    " (`temper engine bench` adds one); these are per-kernel numbers from Temper's sweep, and a pull "
+                    "request should add the llama-bench rows.\n\n");
+}
+
 void emit_evidence(std::ostream& o, const GgmlTableArch& a, const Profile& p, const Session* session) {
   std::vector<std::string> devices, drivers, engines, sessions;
   for (const auto& c : a.cells)
@@ -560,6 +581,7 @@ void emit_evidence(std::ostream& o, const GgmlTableArch& a, const Profile& p, co
     }
   }
   o << "\nEvery other (type, ncols) keeps upstream's MMVQ_PARAMETERS_" << a.stock_table << " value.\n\n";
+  emit_bench(o, a.arch, p);
 }
 
 }  // namespace

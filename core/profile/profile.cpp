@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "temper/content_hash.h"
 #include "temper/error.h"
 #include "temper/estimate.h"
 #include "temper/input.h"
@@ -76,6 +77,26 @@ const ProfileEntry* applied_entry(const Profile& p, const std::string& arch, con
     if (e && e->approval == Approval::Approved) return e;
     if (e || d.any()) break;  // the device's own entry decides, approved or not
   }
+  return nullptr;
+}
+
+std::string approved_fingerprint(const Profile& p, const std::string& arch) {
+  ContentHash h;
+  for (const auto& e : p.entries)  // sorted by key
+    if (e.approval == Approval::Approved && (arch.empty() || e.key.arch == arch))
+      h.add(key_text(e.key) + " " + config_text(e.config));
+  return h.hex();
+}
+
+void add_bench_record(Profile& p, BenchRecord r) {
+  std::erase_if(p.benches, [&](const BenchRecord& b) { return b.device == r.device && b.model == r.model; });
+  p.benches.push_back(std::move(r));
+}
+
+const BenchRecord* current_bench(const Profile& p, const std::string& arch) {
+  const std::string now = approved_fingerprint(p, arch);
+  for (auto it = p.benches.rbegin(); it != p.benches.rend(); ++it)
+    if (it->arch == arch && it->profile_fingerprint == now) return &*it;
   return nullptr;
 }
 
@@ -324,6 +345,75 @@ ProfileEntry read_entry(const Reader& r) {
   return e;
 }
 
+}  // namespace
+
+json to_json(const BenchRecord& b) {
+  auto arm = [](const BenchArm& a) {
+    return json{{"binary", a.binary}, {"build_commit", a.build_commit}, {"build_number", a.build_number}};
+  };
+  json tests = json::array();
+  for (const auto& t : b.tests)
+    tests.push_back({{"name", t.name}, {"args", t.args}, {"n_prompt", t.n_prompt}, {"n_gen", t.n_gen},
+                     {"n_ubatch", t.n_ubatch}, {"stock_ts", t.stock_ts}, {"profiled_ts", t.profiled_ts},
+                     {"speedup", t.speedup}, {"speedup_low", t.speedup_low}, {"speedup_high", t.speedup_high},
+                     {"stock_runs", t.stock_runs}, {"profiled_runs", t.profiled_runs}});
+  return {{"date", b.date}, {"tool_version", b.tool_version}, {"device", b.device}, {"arch", b.arch},
+          {"model", b.model}, {"model_type", b.model_type}, {"stock", arm(b.stock)}, {"profiled", arm(b.profiled)},
+          {"engine_line", b.engine_line}, {"profile_fingerprint", b.profile_fingerprint}, {"rounds", b.rounds},
+          {"repetitions", b.repetitions}, {"tests", tests}};
+}
+
+namespace {
+
+std::vector<std::vector<double>> read_runs(const Reader& r) {
+  std::vector<std::vector<double>> runs;
+  for (size_t i = 0; i < r.array().size(); ++i) {
+    const Reader run = r.at(i);
+    runs.emplace_back();
+    for (size_t k = 0; k < run.array().size(); ++k) runs.back().push_back(run.at(k).num());
+  }
+  return runs;
+}
+
+BenchRecord read_bench(const Reader& r) {
+  BenchRecord b;
+  auto arm = [](const Reader& a) {
+    return BenchArm{a.at("binary").str(), a.at("build_commit").str(), a.at("build_number").integer(INT64_MIN, INT64_MAX)};
+  };
+  b.date = r.at("date").str();
+  b.tool_version = r.at("tool_version").str();
+  b.device = r.at("device").str();
+  b.arch = r.at("arch").str();
+  b.model = r.at("model").str();
+  b.model_type = r.at("model_type").str();
+  b.stock = arm(r.at("stock"));
+  b.profiled = arm(r.at("profiled"));
+  b.engine_line = r.at("engine_line").str();
+  b.profile_fingerprint = r.at("profile_fingerprint").str();
+  b.rounds = int(r.at("rounds").integer(1, 1 << 20));
+  b.repetitions = int(r.at("repetitions").integer(1, 1 << 20));
+  const Reader tests = r.at("tests");
+  for (size_t i = 0; i < tests.array().size(); ++i) {
+    const Reader tr = tests.at(i);
+    BenchTest t;
+    t.name = tr.at("name").str();
+    const Reader args = tr.at("args");
+    for (size_t k = 0; k < args.array().size(); ++k) t.args.push_back(args.at(k).str());
+    t.n_prompt = tr.at("n_prompt").integer(0, INT32_MAX);
+    t.n_gen = tr.at("n_gen").integer(0, INT32_MAX);
+    t.n_ubatch = tr.at("n_ubatch").integer(0, INT32_MAX);
+    t.stock_ts = tr.at("stock_ts").num();
+    t.profiled_ts = tr.at("profiled_ts").num();
+    t.speedup = tr.at("speedup").num();
+    t.speedup_low = tr.at("speedup_low").num();
+    t.speedup_high = tr.at("speedup_high").num();
+    t.stock_runs = read_runs(tr.at("stock_runs"));
+    t.profiled_runs = read_runs(tr.at("profiled_runs"));
+    b.tests.push_back(std::move(t));
+  }
+  return b;
+}
+
 // kernel-anvil: {"configs": {"<type id>": {"<n_bucket>,<k_bucket>": {"nwarps": W, "rows_per_block": R}}}}
 Profile read_kernel_anvil(const json& j, const std::string& where, const std::string& arch) {
   static const int kBucketEdge[5] = {128, 1024, 4096, 16384, 16385};
@@ -398,9 +488,14 @@ json to_json(const Profile& p) {
                        {"provenance", pv}});
     entries.push_back(std::move(entry));
   }
-  return {{"format", "temper-profile"}, {"schema_version", p.schema_version}, {"created", p.created},
-          {"tool_version", p.tool_version}, {"source", p.source}, {"model", p.model},
-          {"sessions", p.sessions}, {"entries", entries}};
+  json j = {{"format", "temper-profile"}, {"schema_version", p.schema_version}, {"created", p.created},
+            {"tool_version", p.tool_version}, {"source", p.source}, {"model", p.model},
+            {"sessions", p.sessions}, {"entries", entries}};
+  if (!p.benches.empty()) {
+    j["bench"] = json::array();
+    for (const auto& b : p.benches) j["bench"].push_back(to_json(b));
+  }
+  return j;
 }
 
 bool is_kernel_anvil_json(const json& j) { return j.is_object() && j.contains("configs") && !j.contains("schema_version"); }
@@ -434,6 +529,10 @@ Profile profile_from_json(const json& j, const std::string& where, const std::st
     p.entries.push_back(std::move(e));
   }
   sort_entries(p);
+  if (root.has("bench")) {  // optional: llama-bench records (temper engine bench)
+    const Reader bench = root.at("bench");
+    for (size_t i = 0; i < bench.array().size(); ++i) p.benches.push_back(read_bench(bench.at(i)));
+  }
   return p;
 }
 
@@ -493,6 +592,14 @@ std::vector<std::string> validate_profile(const Profile& p) {
     if (e.approval != Approval::Pending && e.decided_at.empty() && !e.bucketed)
       problems.push_back(at + std::string(approval_name(e.approval)) + " without a decision time");
   }
+  for (size_t i = 0; i < p.benches.size(); ++i)
+    for (const auto& t : p.benches[i].tests) {
+      const std::string at = "bench " + std::to_string(i + 1) + " (" + p.benches[i].device + ") " + t.name + ": ";
+      if (!(t.stock_ts > 0) || !(t.profiled_ts > 0)) problems.push_back(at + "tokens/s must be > 0");
+      if (!(t.speedup_low <= t.speedup && t.speedup <= t.speedup_high))
+        problems.push_back(at + "speedup lies outside its confidence interval");
+      if (t.stock_runs.empty() || t.profiled_runs.empty()) problems.push_back(at + "an arm has no run");
+    }
   return problems;
 }
 

@@ -40,6 +40,13 @@ bad "temper profile export: --format: expected one of temper, kernel-anvil, head
 bad "temper profile export: --min-speedup: expected a fraction" profile export p.json --format temper -o x --min-speedup lots
 bad "temper profile approve: --n: expected an integer 1.." profile approve p.json --type q4_K --n 0 --k 4096
 bad "temper profile verify: --backend: expected one of gpu, fake" profile verify p.json --backend cpu
+bad "temper engine bench: --tests: bench test 'pp16': a profile changes only mmvq launches" engine bench m.gguf --llama-bench lb --tests pp16
+bad "temper engine bench: --rounds: expected an integer 1..1000, got '0'" engine bench m.gguf --llama-bench lb --rounds 0
+bad "temper engine bench: --llama-bench is required" engine bench m.gguf
+bad "temper engine bench: --json excludes --md" engine bench m.gguf --llama-bench lb --json --md
+bad "temper tune: --approve: expected one of significant, all, got 'none'" tune m.gguf --probe p --approve none
+bad "temper tune: --min-speedup: expected a fraction 0..10 (0.03 = 3%), got 'lots'" tune m.gguf --probe p --min-speedup lots
+bad "temper tune: --tests: bench test 'decode': expected tgN" tune m.gguf --probe p --tests decode
 bad "temper dequant: --output is required" dequant m.gguf t
 bad "temper inspect: MODEL is required" inspect
 bad "temper devices: The following argument was not expected: --frobnicate" devices --frobnicate

@@ -8,7 +8,7 @@ fails=0
 plant() {  # plant ROOT: one header per layer, each layer's source including the header below it
   rm -rf "$1"
   prev=""
-  for m in common gguf quant model backend sweep analysis profile engine; do
+  for m in common gguf quant model backend sweep analysis profile engine tune; do
     mkdir -p "$1/core/$m/include/temper"
     echo '#pragma once' >"$1/core/$m/include/temper/$m.h"
     { echo "#include \"temper/$m.h\""; [ -n "$prev" ] && echo "#include \"temper/$prev.h\""; } >"$1/core/$m/$m.cpp"

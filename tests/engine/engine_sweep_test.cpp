@@ -15,6 +15,7 @@
 #include <map>
 #include <thread>
 
+#include "cli_run.h"
 #include "temper/defaults.h"
 #include "temper/engine_device.h"
 #include "temper/profile.h"
@@ -245,34 +246,8 @@ TEST(EngineSweep, SessionsWithoutKernelSourceAreTemperKernel) {
   }
 }
 
-// The CLI, run through a shell-free fork/exec; returns the exit code and stderr + stdout.
-struct CliRun {
-  int code = -1;
-  std::string output;
-};
-
-CliRun temper(const std::vector<std::string>& args, const std::vector<std::pair<std::string, std::string>>& env = {}) {
-  const fs::path out = fs::temp_directory_path() / ("temper-engine-cli-" + std::to_string(::getpid()) + ".txt");
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
-    FILE* f = std::fopen(out.c_str(), "w");
-    if (f) ::dup2(::fileno(f), 1), ::dup2(::fileno(f), 2);
-    std::vector<char*> argv{const_cast<char*>(TEMPER_EXE)};
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    ::execv(TEMPER_EXE, argv.data());
-    ::_exit(127);
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  CliRun r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
-  std::ifstream in(out);
-  r.output.assign(std::istreambuf_iterator<char>(in), {});
-  fs::remove(out);
-  return r;
-}
+using test::CliRun;
+CliRun temper(const std::vector<std::string>& args, const test::Env& env = {}) { return test::run_temper(args, env); }
 
 fs::path temp_file(const std::string& name) {
   return fs::temp_directory_path() / ("temper-engine-" + std::to_string(::getpid()) + "-" + name);

@@ -19,6 +19,8 @@
 //   FAKE_PROBE_WRONG=WxR    Replay: a tuned launch of that config writes a wrong result
 //   FAKE_PROBE_PROTOCOL=V   the protocol version Hello reports (below 2: TimeKernel is an unknown op;
 //                           below 3: GemvLaunch and TimeLaunch)
+//   FAKE_PROBE_GEMV_LOG=F   append "LAUNCH TYPE N K NCOLS NWARPS ROWS" to F per Gemv or GemvLaunch (each
+//                           verification a sweep makes measures one result: tests see what a run measured)
 //
 // TimeKernel (kernel-only) answers (bytes at 1000 GB/s) × the config's factor, exactly, without
 // jitter; it takes every compiled config as itself, the stock one included.
@@ -210,6 +212,7 @@ class Probe {
         const auto [p, c] = problem(in);
         const uint64_t wh = in.get<uint64_t>(), yh = in.get<uint64_t>(), dh = in.get<uint64_t>();
         check_launch(p, c, yh);
+        log_verification(p, c);
         auto& w = buffer(wh);
         auto& y = buffer(yh);
         auto& dst = buffer(dh);
@@ -243,6 +246,7 @@ class Probe {
         const auto [p, c] = launch_problem(in);
         const uint64_t wh = in.get<uint64_t>(), yh = in.get<uint64_t>(), ih = in.get<uint64_t>(), dh = in.get<uint64_t>();
         check_launch(p, c, yh);
+        log_verification(p, c);
         auto& w = buffer(wh);
         auto& y = buffer(yh);
         auto& dst = buffer(dh);
@@ -529,6 +533,14 @@ class Probe {
       }
     }
     return f;
+  }
+
+  static void log_verification(const GemvProblem& p, Config c) {
+    if (const char* log = std::getenv("FAKE_PROBE_GEMV_LOG"))
+      if (FILE* f = std::fopen(log, "a")) {
+        std::fprintf(f, "%d %d %d %d %d %d %d\n", int(p.launch), int(p.type), p.n, p.k, p.ncols, c.nwarps, c.rows_per_block);
+        std::fclose(f);
+      }
   }
 
   void nap() const {

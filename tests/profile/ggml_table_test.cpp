@@ -334,6 +334,28 @@ std::string cut(const std::string& text, const std::string& from, const std::str
   return b == std::string::npos ? std::string() : text.substr(a, b + until.size() + 2 - a);
 }
 
+// Issue 28: the pull request's evidence carries the profile's llama-bench table in compare-llama-bench's
+// shape while the record describes the profile as it is; a stale or missing record is said so.
+TEST(GgmlTable, EvidenceCarriesTheCurrentLlamaBenchRecord) {
+  Profile p = profile_of({approved(measured("sm_90", GgmlType::Q4_K, 14336, 4096, 1, {4, 4}, {4, 1}, 1.2, 5000)),
+                          measured("sm_90", GgmlType::Q6_K, 4096, 14336, 2, {2, 2}, {4, 2}, 1.05)});
+  EXPECT_NE(build_ggml_table(p).evidence.find("No llama-bench record in the profile for sm_90"), std::string::npos);
+  BenchRecord r = test::bench_record(p, "GPU */ with a comment end");
+  add_bench_record(p, r);
+  const GgmlTable t = build_ggml_table(p);
+  EXPECT_NE(t.evidence.find("#### llama-bench"), std::string::npos);
+  EXPECT_NE(t.evidence.find("| Microbatch size | Test  | t/s stock | t/s profile | Speedup | 95 % CI"), std::string::npos) << t.evidence;
+  EXPECT_NE(t.evidence.find("| tg128 |    100.10 |      105.05 |    1.05 | [1.046, 1.053] |"), std::string::npos) << t.evidence;
+  EXPECT_NE(t.evidence.find("`temper: profile /p.json: 1 entries for sm_90"), std::string::npos);
+  EXPECT_EQ(t.file.content.find("*/"), t.file.content.rfind("*/"));  // the evidence's comment ends once
+  // Approving the q6_K entry changes what the engine launches: the record no longer describes it.
+  p.entries[1].approval = Approval::Approved;
+  p.entries[1].decided_at = "2026-11-25T12:00:00Z";
+  const std::string stale = build_ggml_table(p).evidence;
+  EXPECT_NE(stale.find("predates its current approvals: re-run `temper engine bench`"), std::string::npos) << stale;
+  EXPECT_EQ(stale.find("| tg128 |"), std::string::npos);
+}
+
 // Wherever the profile has no entry, the export agrees with upstream's own calc_nwarps and
 // calc_rows_per_block, cut at test time from the mmvq.cu of the version the entries were measured
 // against ($TEMPER_UPSTREAM/ggml-<commit>, read in place; skipped without it).

@@ -51,4 +51,35 @@ inline Profile profile_of(std::vector<ProfileEntry> entries) {
   return p;
 }
 
+// A llama-bench record of `p` on an H100 (sm_90): tg128 and pp4, two runs per arm of two samples.
+inline BenchRecord bench_record(const Profile& p, std::string device = "NVIDIA H100 80GB HBM3") {
+  BenchRecord r;
+  r.date = "2026-11-25T10:00:00Z";
+  r.tool_version = "0.1.0";
+  r.device = std::move(device);
+  r.arch = "sm_90";
+  r.model = "test.gguf";
+  r.model_type = "llama 8B Q4_K - Medium";
+  r.stock = {"/opt/llama.cpp/build/bin/llama-bench", "abc1234", 4321};
+  r.profiled = r.stock;
+  r.engine_line = "temper: profile /p.json: 1 entries for sm_90 (device 0); ignored 1 for other archs, 0 with a config not "
+                  "compiled in, 0 malformed, 1 not approved";
+  r.profile_fingerprint = approved_fingerprint(p, "sm_90");
+  r.rounds = 2;
+  r.repetitions = 2;
+  BenchTest tg;
+  tg.name = "tg128";
+  tg.args = {"-p", "0", "-n", "128"};
+  tg.n_gen = 128, tg.n_ubatch = 512;
+  tg.stock_runs = {{100.0, 100.4}, {99.8, 100.2}};
+  tg.profiled_runs = {{105.1, 105.3}, {104.9, 105.0}};
+  tg.stock_ts = 100.1, tg.profiled_ts = 105.05, tg.speedup = 1.0495, tg.speedup_low = 1.046, tg.speedup_high = 1.053;
+  BenchTest pp = tg;
+  pp.name = "pp4";
+  pp.args = {"-p", "128", "-n", "0", "-ub", "4"};
+  pp.n_gen = 0, pp.n_prompt = 128, pp.n_ubatch = 4;
+  r.tests = {tg, pp};
+  return r;
+}
+
 }  // namespace temper::test

@@ -18,6 +18,7 @@ namespace {
 
 using nlohmann::json;
 using test::approved;
+using test::bench_record;
 using test::measured;
 using test::profile_of;
 
@@ -202,6 +203,68 @@ TEST(ProfileJson, RoundTripsIdenticallyAndMatchesSchema) {
   bad["entries"][0]["extra"] = 1;
   EXPECT_EQ(schema_errors(bad).size(), 2u);
   std::filesystem::remove_all(dir);
+}
+
+// Issue 28: a profile carries its llama-bench records (optional "bench"), valid while its approved
+// entries are what the record's fingerprint says.
+TEST(ProfileBench, RecordsRoundTripMatchTheSchemaAndGoStaleWithTheApprovals) {
+  Profile p = mixed_profile();
+  EXPECT_FALSE(to_json(p).contains("bench"));  // absent when there is none: files as before
+  add_bench_record(p, bench_record(p));
+  const json j = to_json(p);
+  ASSERT_TRUE(j.contains("bench"));
+  EXPECT_EQ(schema_errors(j), std::vector<std::string>{});
+  EXPECT_TRUE(validate_profile(p).empty());
+  const Profile back = profile_from_json(j, "p.json");
+  EXPECT_EQ(to_json(back), j);
+  ASSERT_NE(current_bench(back, "sm_90"), nullptr);
+  EXPECT_EQ(current_bench(back, "sm_90")->tests[1].profiled_runs, (std::vector<std::vector<double>>{{105.1, 105.3}, {104.9, 105.0}}));
+  EXPECT_EQ(current_bench(back, "gfx942"), nullptr);
+  // Another arch's approvals leave the sm_90 record current; an sm_90 approval makes it stale.
+  Profile other = back;
+  other.entries[0].approval = Approval::Rejected;  // gfx942
+  EXPECT_NE(current_bench(other, "sm_90"), nullptr);
+  Profile changed = back;
+  for (auto& e : changed.entries)
+    if (e.key.arch == "sm_90" && e.approval != Approval::Approved) e.approval = Approval::Approved, e.decided_at = "2026-11-25T11:00:00Z";
+  EXPECT_EQ(current_bench(changed, "sm_90"), nullptr);
+  // A new record of the same device and model replaces the old one; another device's is added.
+  add_bench_record(p, bench_record(p));
+  EXPECT_EQ(p.benches.size(), 1u);
+  add_bench_record(p, bench_record(p, "NVIDIA H200"));
+  EXPECT_EQ(p.benches.size(), 2u);
+  // Bad records: one line naming the field; validation catches a speedup outside its CI.
+  json bad = j;
+  bad["bench"][0]["tests"][0]["stock_ts"] = "fast";
+  try {
+    profile_from_json(bad, "p.json");
+    ADD_FAILURE() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "p.json: $.bench[0].tests[0].stock_ts: expected a number");
+  }
+  Profile wrong = back;
+  wrong.benches[0].tests[0].speedup = 2;
+  ASSERT_EQ(validate_profile(wrong).size(), 1u);
+  EXPECT_NE(validate_profile(wrong)[0].find("tg128: speedup lies outside its confidence interval"), std::string::npos);
+}
+
+TEST(ProfileBench, MarkdownInCompareLlamaBenchsShapeAndCsvOfEverySample) {
+  const Profile p = mixed_profile();
+  const BenchRecord r = bench_record(p);
+  const std::string md = bench_markdown(r);
+  EXPECT_EQ(md,
+            "| GPU                   | Model           | Microbatch size | Test  | t/s stock | t/s profile | Speedup | 95 % CI        |\n"
+            "|:----------------------|:----------------|----------------:|:------|----------:|------------:|--------:|:---------------|\n"
+            "| NVIDIA H100 80GB HBM3 | llama 8B Q4_K_M |             512 | tg128 |    100.10 |      105.05 |    1.05 | [1.046, 1.053] |\n"
+            "| NVIDIA H100 80GB HBM3 | llama 8B Q4_K_M |               4 | pp128 |    100.10 |      105.05 |    1.05 | [1.046, 1.053] |\n");
+  const std::string csv = bench_csv(r);
+  EXPECT_EQ(csv.substr(0, csv.find('\n')), "test,llama_bench_test,n_ubatch,arm,round,repetition,tokens_per_s");
+  EXPECT_NE(csv.find("\npp4,pp128,4,profile,2,1,104.900000\n"), std::string::npos) << csv;
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1 + 2 * 2 * 2 * 2);
+  // Text from llama-bench cannot break the table.
+  BenchRecord odd = r;
+  odd.model_type = "a | b";
+  EXPECT_NE(bench_markdown(odd).find("| a   b "), std::string::npos);
 }
 
 TEST(ProfileJson, RefusesNewerVersionsAndMalformedFields) {

@@ -1,6 +1,7 @@
 #pragma once
 // Sample statistics for timings: percentiles and a distribution-free confidence interval for the
 // median (order statistics + the binomial distribution), so no normality is assumed.
+#include <cstdint>
 #include <span>
 #include <vector>
 
@@ -32,5 +33,16 @@ SampleStats summarize(std::vector<double> samples, double confidence = 0.95);
 // run of consecutive samples (all of them when there are no more than `points`). Shows drift (clocks,
 // heat) over a measurement at a few bytes per result.
 std::vector<double> sample_trace(std::span<const double> samples, size_t points = 64);
+
+// median(b) / median(a) of the pooled samples, with a percentile-bootstrap confidence interval.
+// Each side's samples come in groups (one per run, e.g. a llama-bench invocation) and every
+// replicate resamples within each group, so a replicate keeps the runs' structure: how many
+// samples each run gave, and the drift between runs that hits both sides alike. Deterministic for
+// a seed. Error(BadInput) when a side has no sample or a value is not finite.
+struct RatioCi {
+  double ratio = 1, low = 1, high = 1;
+};
+RatioCi bootstrap_median_ratio(const std::vector<std::vector<double>>& a, const std::vector<std::vector<double>>& b,
+                               double confidence = 0.95, int replicates = 4000, uint64_t seed = 1);
 
 }  // namespace temper

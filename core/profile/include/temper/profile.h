@@ -104,6 +104,38 @@ struct ProfileEntry {
   std::string note;
 };
 
+// ---- Bench records: llama-bench with and without the profile (`temper engine bench`) ----
+// One arm's llama-bench: which binary, which build it reported.
+struct BenchArm {
+  std::string binary;
+  std::string build_commit;  // llama-bench's build_commit and build_number
+  int64_t build_number = 0;
+};
+// One llama-bench test (tg128, pp4, ...), every run's own samples kept.
+struct BenchTest {
+  std::string name;                // Temper's name: "tg128", "pp4" (batch width 4)
+  std::vector<std::string> args;   // llama-bench's arguments for it ("-p", "128", "-n", "0", "-ub", "4")
+  int64_t n_prompt = 0, n_gen = 0, n_ubatch = 0;  // as llama-bench reported them
+  // Tokens/s of each repetition, one inner list per run (round) of the arm.
+  std::vector<std::vector<double>> stock_runs, profiled_runs;
+  double stock_ts = 0, profiled_ts = 0;                   // median over all of the arm's samples
+  double speedup = 1, speedup_low = 1, speedup_high = 1;  // profiled / stock, 95 % CI
+};
+struct BenchRecord {
+  std::string date;          // UTC ISO-8601, when it finished
+  std::string tool_version;  // Temper's
+  std::string device;        // llama-bench's gpu_info
+  std::string arch;          // from the engine's line ("sm_90"); empty when it printed none
+  std::string model;         // the model file's name
+  std::string model_type;    // llama-bench's model_type ("llama 8B Q4_K - Medium")
+  BenchArm stock, profiled;
+  std::string engine_line;   // the hooked engine's "temper: profile ..." line (stderr, profile arm)
+  // approved_fingerprint() of the profile the arm loaded: the record describes that state only.
+  std::string profile_fingerprint;
+  int rounds = 0, repetitions = 0;
+  std::vector<BenchTest> tests;
+};
+
 struct Profile {
   int schema_version = kProfileSchemaVersion;
   std::string created;  // UTC ISO-8601
@@ -112,7 +144,28 @@ struct Profile {
   std::string model;                  // model file name of the session(s), informative
   std::vector<std::string> sessions;  // ids of the sessions entries came from
   std::vector<ProfileEntry> entries;  // sorted by key
+  // Optional ("bench" in the JSON, absent when empty): llama-bench comparisons of this profile,
+  // oldest first; a new record replaces one of the same device and model.
+  std::vector<BenchRecord> benches;
 };
+
+// 16 hex digits over the approved entries of `arch` (every arch when empty): what the engine
+// launches differently. A bench record whose fingerprint differs describes an older state.
+std::string approved_fingerprint(const Profile& p, const std::string& arch = {});
+// Adds `r`, replacing a record of the same device and model.
+void add_bench_record(Profile& p, BenchRecord r);
+// The newest record for `arch` whose fingerprint matches the profile now, or nullptr.
+const BenchRecord* current_bench(const Profile& p, const std::string& arch);
+// Its JSON, as the profile's "bench" array holds it.
+nlohmann::json to_json(const BenchRecord& r);
+// The table in compare-llama-bench.py's shape (markdown pipe table: GPU, Model, Microbatch size,
+// Test, t/s stock, t/s profile, Speedup) with the speedup's 95 % CI as a last column.
+std::string bench_markdown(const BenchRecord& r);
+// Every sample, a CSV row each: test,arm,round,repetition,tokens_per_s (a header line first).
+std::string bench_csv(const BenchRecord& r);
+// The table with what a reader needs to trust it, as markdown: device, both builds, the engine's
+// line, rounds and repetitions, how the CI is made; then bench_markdown().
+std::string bench_report_markdown(const BenchRecord& r);
 
 // Arches present in a profile, sorted, unique.
 std::vector<std::string> profile_arches(const Profile& p);

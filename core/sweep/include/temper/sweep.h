@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "temper/append_log.h"
 #include "temper/backend.h"
 #include "temper/session.h"
 
@@ -86,19 +87,13 @@ class Journal {
   static Journal create(const std::filesystem::path& path, const Session& header);
   // Continues a journal read by read_journal: cuts a torn last line off first.
   static Journal reopen(const std::filesystem::path& path, const JournalContents& contents);
-  Journal(Journal&& o) noexcept;
-  Journal& operator=(Journal&&) = delete;
-  ~Journal();
   void append(const Result& r);  // thread-safe
   void append(const Confirmation& c);  // thread-safe
-  const std::filesystem::path& path() const { return path_; }
+  const std::filesystem::path& path() const { return log_.path(); }
 
  private:
-  Journal(std::filesystem::path path, int fd);
-  void append_line(const std::string& line);
-  std::filesystem::path path_;
-  int fd_ = -1;
-  std::mutex mutex_;
+  explicit Journal(AppendLog log);
+  AppendLog log_;
 };
 
 // The session recorded in a journal, with its results and confirmations so far (status "running").

@@ -1,12 +1,13 @@
 #pragma once
-// FNV-1a 64 over a sequence of strings: the engine build's cache key and the hook's record of the
-// file it wrote. Not cryptographic; it tells Temper's own outputs apart, nothing more.
+// FNV-1a 64 over a sequence of strings: the engine build's cache key, the hook's record of the
+// file it wrote, tune's step inputs and a profile's fingerprint. Not cryptographic; it tells
+// Temper's own outputs apart, nothing more.
 #include <cstdint>
 #include <cstdio>
 #include <string>
 #include <string_view>
 
-namespace temper::engine {
+namespace temper {
 
 struct ContentHash {
   uint64_t h = 0xcbf29ce484222325ull;
@@ -27,4 +28,4 @@ inline std::string content_hash(std::string_view s) {
   return h.hex();
 }
 
-}  // namespace temper::engine
+}  // namespace temper

@@ -1,0 +1,183 @@
+// `temper tune MODEL --engine-src DIR [--llama-bench PATH]`: check, patch, build, sweep, approve,
+// install, replay and bench in one command, resumable, each step skipped while its input is unchanged.
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
+#include "cancel_on_sigint.h"
+#include "cli.h"
+#include "temper/engine_device.h"
+#include "temper/error.h"
+#include "temper/gpu_backend.h"
+#include "temper/tune.h"
+#include "temper/verify.h"
+
+namespace temper::cli {
+namespace {
+
+struct Options {
+  std::string model, output, ncols, approve = "significant";
+  EngineProbeArgs probe;
+  bool patch = false, json = false;
+  int jobs = 0;
+  double min_speedup = kDefaultMinSpeedup;
+  int replay_tokens = 40, replay_rounds = 5;
+  BenchArgs bench;
+};
+
+// One line per step on stderr, and the long steps' progress: redrawn in place on a terminal, a line
+// per tenth of the work otherwise (logs stay short).
+class StepPrinter {
+ public:
+  void started(tune::Step s, const std::string& what) {
+    std::fprintf(stderr, "tune [%d/%zu] %s: %s\n", int(s) + 1, std::size(tune::kSteps), std::string(tune::step_name(s)).c_str(),
+                 what.c_str());
+  }
+  void finished(const tune::StepReport& r) {
+    end_line();
+    std::fprintf(stderr, "      %s in %.1f s: %s\n", r.outcome.c_str(), r.seconds, r.summary.c_str());
+  }
+  void progress(size_t done, size_t total, const std::string& text, double eta_s) {
+    if (total == 0) return;
+    if (tty_) {
+      std::fprintf(stderr, "\r\033[K      %zu/%zu, ETA %.0f s  %s", done, total, eta_s, text.substr(0, 60).c_str());
+      dirty_ = true;
+      return;
+    }
+    const size_t tenth = done * 10 / total;
+    if (tenth == last_tenth_) return;
+    last_tenth_ = tenth;
+    std::fprintf(stderr, "      %zu/%zu, ETA %.0f s (%s)\n", done, total, eta_s, text.c_str());
+  }
+  void note(const std::string& text) {
+    end_line();
+    std::fprintf(stderr, "      note: %s\n", text.c_str());
+  }
+
+ private:
+  void end_line() {
+    if (dirty_) std::fprintf(stderr, "\n");
+    dirty_ = false;
+    last_tenth_ = size_t(-1);
+  }
+  bool tty_ = ::isatty(2);
+  bool dirty_ = false;
+  size_t last_tenth_ = size_t(-1);
+};
+
+int run_tune(const Options& o) {
+  tune::TuneOptions t;
+  t.model = o.model;
+  t.engine_src = o.probe.engine_src;
+  t.probe = o.probe.probe;
+  t.patch = o.patch;
+  if (!o.ncols.empty()) t.ncols = parse_ncols_list(o.ncols);
+  t.approve_all = o.approve == "all";
+  t.min_speedup = o.min_speedup;
+  t.output = o.output;
+  t.replay_tokens = o.replay_tokens;
+  t.replay_rounds = o.replay_rounds;
+  if (!o.probe.engine_src.empty()) {
+    std::string arch = o.probe.arch;
+    if (arch.empty()) {  // this machine's first GPU, as `temper engine build` picks it
+      gpu::DeviceList list = gpu::list_devices(gpu_backends());
+      if (list.devices.empty())
+        fail(ErrorKind::NoDevice, list.why_none + "; name the target with --arch sm_90 (NVIDIA) or --arch gfx90a (AMD)");
+      arch = list.devices.front().info.arch;
+    }
+    t.build = engine::build_options(arch, o.probe.kernel_set);
+    t.build.jobs = o.jobs;
+  }
+  if (!o.bench.llama_bench.empty()) {
+    t.bench = bench_options(o.bench);
+  } else if (!o.bench.stock_bench.empty()) {
+    fail(ErrorKind::BadInput, "--stock-bench needs --llama-bench PATH (the patched build the profile arm runs)");
+  }
+  CancelOnSigint sigint;
+  t.cancel = sigint.flag();
+  StepPrinter printer;
+  tune::TuneEvents ev;
+  ev.step_started = [&](tune::Step s, const std::string& what) { printer.started(s, what); };
+  ev.step_finished = [&](const tune::StepReport& r) { printer.finished(r); };
+  ev.note = [&](const std::string& text) { printer.note(text); };
+  ev.build = [&](const engine::BuildStep& s) {
+    const double eta = s.done > 0 ? s.elapsed_s / s.done * (s.total - s.done) : 0;
+    printer.progress(size_t(s.done), size_t(s.total), "engine build steps", eta);
+  };
+  ev.sweep = [&](const Progress& p) { printer.progress(p.done, p.total, p.current, p.eta_s); };
+  ev.replay = [&](int done, int total) { printer.progress(size_t(done), size_t(total), "replay runs", 0); };
+  ev.bench = [&](const engine::BenchProgress& p) { printer.progress(size_t(p.done), size_t(p.total), p.current, p.eta_s); };
+  tune::TuneReport r;
+  try {
+    r = tune::run_tune(t, ev);
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::Cancelled)
+      std::fprintf(stderr, "temper tune: cancelled; the journal keeps what was done: run the same command again to go on\n");
+    throw;
+  }
+  if (o.json) {
+    nlohmann::json steps = nlohmann::json::array();
+    for (const auto& s : r.steps)
+      steps.push_back({{"step", tune::step_name(s.step)}, {"outcome", s.outcome}, {"summary", s.summary}, {"seconds", s.seconds}});
+    nlohmann::json j = {{"model", o.model}, {"profile", r.profile.string()}, {"state_dir", r.state_dir.string()},
+                        {"journal", r.journal.string()}, {"session", r.session.string()}, {"steps", steps},
+                        {"notes", r.notes}, {"replay", r.replay ? *r.replay : nlohmann::json()},
+                        {"bench", r.bench ? to_json(*r.bench) : nlohmann::json()}};
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  std::printf("tune of %s\n\n| step | outcome | seconds | summary |\n|---|---|---:|---|\n", o.model.c_str());
+  for (const auto& s : r.steps)
+    std::printf("| %s | %s | %.1f | %s |\n", std::string(tune::step_name(s.step)).c_str(), s.outcome.c_str(), s.seconds,
+                s.summary.c_str());
+  if (r.bench) std::printf("\n%s", bench_report_markdown(*r.bench).c_str());
+  std::printf("\nprofile: %s%s\nsession: %s\n", r.profile.c_str(),
+              o.output.empty() ? " (where the engine looks when TEMPER_PROFILE is unset)" : "", r.session.c_str());
+  return 0;
+}
+
+Action define_tune(CLI::App& app) {
+  auto o = std::make_shared<Options>();
+  app.add_option("MODEL", o->model, "a GGUF file")->required();
+  add_engine_probe(app, o->probe);
+  app.get_option("--probe")->description("a ready temper-probe instead of --engine-src (no check, patch or build)");
+  app.add_flag("--patch", o->patch, "patch --engine-src in place first when it is stock (undo: temper engine patch DIR --undo)");
+  app.add_option("--jobs", o->jobs, "parallel jobs of the engine build (default: the build tool's)")->check(integer_in(1, 1024));
+  add_ncols(app, o->ncols)->description("batch widths to sweep, e.g. 1,2,4,8 (the default) or 1-8");
+  app.add_option("--approve", o->approve, "which winners the profile approves: significant (default) or all")
+      ->check(one_of({"significant", "all"}));
+  add_min_speedup(app, o->min_speedup);
+  add_output(app, o->output, "the profile (default: where the engine looks, ~/.config/temper/engine-profile.json)");
+  app.add_option("--replay-tokens", o->replay_tokens, "decode replay: tokens per round (default 40)")->check(integer_in(1, 1 << 20));
+  app.add_option("--replay-rounds", o->replay_rounds, "decode replay: rounds (default 5)")->check(integer_in(1, 1 << 20));
+  add_bench_args(app, o->bench, false);
+  add_json(app, o->json);
+  return [o] { return run_tune(*o); };
+}
+
+const Registrar reg{
+    {"tune", "the whole job in one command: check, patch, build, sweep, approve, install, replay, bench",
+     "temper tune MODEL.gguf --engine-src DIR [--patch] [--llama-bench PATH] [--ncols 1,2,4,8] [-o PROFILE]\n"
+     "  1 check    whether Temper's hook applies to DIR (engine check)\n"
+     "  2 patch    with --patch: DIR patched in place when it is stock (engine patch)\n"
+     "  3 build    the private hooked engine with temper-probe for this GPU (engine build; cached)\n"
+     "  4 sweep    every launch config of the model's launches as the engine makes them (plain, fused gate/up,\n"
+     "             MUL_MAT_ID) in the engine's own kernel (sweep --engine-src)\n"
+     "  5 approve  winners by policy, as profile export does (--approve significant --min-speedup 0.03)\n"
+     "  6 install  the profile where the engine looks when TEMPER_PROFILE is unset\n"
+     "             (~/.config/temper/engine-profile.json), or -o: this model's measured shapes are replaced,\n"
+     "             other entries of the file stay\n"
+     "  7 replay   one decode token's GEMVs in the engine, stock vs the profile (engine replay); a profile\n"
+     "             that changes any launch's output is taken back out and tune ends with exit 5\n"
+     "  8 bench    with --llama-bench: your llama-bench with and without the profile (engine bench)\n"
+     "One journal in ~/.cache/temper/tune/<model and engine>/: each step records its input and is skipped\n"
+     "while it is unchanged (an updated llama.cpp tree builds a new engine and re-sweeps; a re-run on the\n"
+     "same tree only re-benches). Killed or Ctrl-C'd (exit 7), the same command goes on where it stopped:\n"
+     "nothing journaled is measured again. --probe P takes a ready temper-probe instead of building one.",
+     define_tune}};
+
+}  // namespace
+}  // namespace temper::cli

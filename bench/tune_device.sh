@@ -1,0 +1,248 @@
+#!/usr/bin/env bash
+# Issue 28 on an NVIDIA host: `temper tune` of the Llama-3-8B Q4_K_M fixture on a llama.cpp tree, end
+# to end from a clean cache with the time each step took, then a by-hand llama-bench of the same two
+# arms, interleaved, outside Temper; bench/tune_compare.py says whether they agree within 1 %.
+# Carry the tree in .upstream/llama.cpp (UPSTREAM=... for another) and .deps/ (scripts/device-deps).
+#
+#   bench/tune_device.sh start     run detached (setsid): returns at once; a device call is 10 min at
+#                                  most, the whole run is longer. Work and evidence stay in build-tune/.
+#                                  (`start dry-run`: the dry run detached, to try the polling here)
+#   bench/tune_device.sh status    the stage, its time so far, the log's last lines; exit 0 done,
+#                                  3 still running, 1 failed or never started
+#   bench/tune_device.sh collect   $OUT/tune-evidence.tgz (everything) and $OUT/summary.md
+#   bench/tune_device.sh run       the work in the foreground (what start runs)
+#   bench/tune_device.sh dry-run   the same script on Temper's fake probe and the stand-in llama-bench,
+#                                  no GPU and no build (TEMPER, FAKE_PROBE, FAKE_LLAMA_BENCH, FIXTURE_BIN:
+#                                  default build-dev's); its numbers mean nothing
+#
+# Stages, in order (STAGES picks some; a warm machine keeps what earlier calls built):
+#   temper   `temper` and `temper-fixture` (CUDA on, Temper's own kernels none: tune times the engine's)
+#   fixture  the Llama-3-8B Q4_K_M fixture, --runnable (real layout and quant mix, random valid weights)
+#   llama    a copy of the tree, `temper engine patch`ed, llama-bench built from it (and, with
+#            STOCK_BUILD=1, an unpatched copy's llama-bench for the stock arm)
+#   tune     `temper tune --patch --llama-bench` from clean XDG cache and config folders, timed
+#   hand     llama-bench by hand: ROUNDS × TESTS × (stock: TEMPER_PROFILE= or the stock build; profile:
+#            TEMPER_PROFILE=the installed profile), -r REPS -o json, interleaved
+#   report   tune_compare.py: both tables side by side, agreement within 1 %; summary.md
+#   retune   (not in the default) the same tune again: every step but the bench is skipped
+# Env: NCOLS (1,2,4,8), TESTS (tg128,pp2,pp4,pp8), ROUNDS (3), REPS (5), JOBS (nproc), ARCH (sm_90),
+# KERNEL_SET (the hook's instantiations in both builds; default q4_K,q6_K, the fixture's types: full
+# builds every type and takes longer), STOCK_BUILD (0), LLAMA_CMAKE_ARGS (more llama.cpp configure
+# flags, after the defaults: FlashAttention off, as Temper's engine build), WORK (build-tune).
+set -uo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$here"
+mode="${1:-status}"
+dry=0
+[[ "$mode" == dry-run || "${2:-}" == dry-run ]] && dry=1
+work="${WORK:-$here/build-tune$([[ $dry == 1 ]] && echo -dry)}"
+ev="$work/evidence"
+log="$ev/run.log"
+stages="${STAGES:-temper fixture llama tune hand report}"
+ncols="${NCOLS:-1,2,4,8}" tests="${TESTS:-tg128,pp2,pp4,pp8}" rounds="${ROUNDS:-3}" reps="${REPS:-5}"
+jobs="${JOBS:-$(nproc)}" arch="${ARCH:-sm_90}" kernel_set="${KERNEL_SET:-q4_K,q6_K}"
+upstream="${UPSTREAM:-$here/.upstream/llama.cpp}"
+
+now() { date +%s%N; }
+ms() { echo $(( ($(now) - $1) / 1000000 )); }
+say() { echo "$*" | tee -a "$log" >&2; }
+want() { [[ " $stages " == *" $1 "* ]]; }
+stage() { echo "$1 $(date +%s)" >"$work/stage"; say "== $(date -u +%T) stage $1"; }
+timed() { printf '%s\t%s\n' "$1" "$2" >>"$ev/timings.tsv"; say "== $1: $(( $2 / 1000 )).$(( ($2 % 1000) / 100 )) s"; }
+
+case "$mode" in
+  start)
+    mkdir -p "$work"
+    if [[ -f "$work/pid" ]] && kill -0 "$(cat "$work/pid")" 2>/dev/null; then
+      echo "tune_device: already running (pid $(cat "$work/pid")); poll with: bash bench/tune_device.sh status"; exit 3
+    fi
+    rm -f "$work/done" "$work/failed"
+    setsid nohup bash "$0" "$([[ $dry == 1 ]] && echo dry-run || echo run)" >"$work/start.log" 2>&1 </dev/null &
+    echo $! >"$work/pid"
+    echo "tune_device: started (pid $!); poll with: bash bench/tune_device.sh status$([[ $dry == 1 ]] && echo ' dry-run'); then: ... collect"
+    exit 0 ;;
+  status)
+    [[ -f "$work/stage" ]] || { echo "tune_device: not started (bash bench/tune_device.sh start)"; exit 1; }
+    read -r name since <"$work/stage"
+    if [[ -f "$work/done" ]]; then state=done; elif [[ -f "$work/pid" ]] && kill -0 "$(cat "$work/pid")" 2>/dev/null; then state=running; else state=failed; fi
+    echo "tune_device: $state; stage $name for $(( $(date +%s) - since )) s"
+    [[ -f "$ev/timings.tsv" ]] && { column -t "$ev/timings.tsv" 2>/dev/null || cat "$ev/timings.tsv"; }
+    tail -n 15 "$log" 2>/dev/null
+    [[ $state == done ]] && { cat "$ev/summary.md" 2>/dev/null; exit 0; }
+    [[ $state == running ]] && exit 3
+    exit 1 ;;
+  collect)
+    [[ -n "${OUT:-}" ]] || { echo "tune_device: collect writes to \$OUT"; exit 2; }
+    cp "$ev/summary.md" "$OUT/" 2>/dev/null
+    tar czf "$OUT/tune-evidence.tgz" -C "$ev" . && echo "tune_device: $OUT/tune-evidence.tgz ($(du -h "$OUT/tune-evidence.tgz" | cut -f1))"
+    exit 0 ;;
+  run|dry-run) ;;
+  *) echo "usage: bench/tune_device.sh start|status|collect|run|dry-run"; exit 2 ;;
+esac
+
+# ---- run / dry-run ----
+rm -rf "$ev"
+mkdir -p "$ev/hand"
+echo "setup $(date +%s)" >"$work/stage"
+trap 'rc=$?; [[ $rc == 0 ]] && touch "$work/done" || { touch "$work/failed"; say "== failed (exit $rc) in stage $(cut -d" " -f1 "$work/stage")"; }' EXIT
+
+if [[ $dry == 1 ]]; then
+  temper="${TEMPER:-$here/build-dev/app/temper}"
+  fixture_bin="${FIXTURE_BIN:-$here/build-dev/tests/fixtures/temper-fixture}"
+  probe="${FAKE_PROBE:-$here/build-dev/tests/engine/temper_fake_probe}"
+  llama_bench="${FAKE_LLAMA_BENCH:-$here/build-dev/tests/engine/temper_fake_llama_bench}"
+  stock_bench="$llama_bench"
+  export FAKE_LLAMA_BENCH_LOG="$ev/stand-in-invocations.log"  # numbers its invocations: each run its own noise
+  fixture=small-llama runnable=()  # the fake probe and the stand-in read no weights
+  for f in "$temper" "$fixture_bin" "$probe" "$llama_bench"; do
+    [[ -x "$f" ]] || { say "tune_device: $f: not built (build temper, temper-fixture, temper_fake_probe, temper_fake_llama_bench)"; exit 1; }
+  done
+  stages="${stages/temper /}"; stages="${stages/llama /}"
+else
+  # The first step that needs the NVIDIA host says so, instead of failing deep inside a build.
+  export PATH="/usr/local/cuda/bin:$PATH"
+  command -v nvcc >/dev/null || { say "tune_device: no nvcc (looked in PATH and /usr/local/cuda/bin): run this on the NVIDIA host, or dry-run here"; exit 1; }
+  nvidia-smi -L >>"$log" 2>&1 || { say "tune_device: no NVIDIA GPU (nvidia-smi -L failed): run this on the NVIDIA host, or dry-run here"; exit 1; }
+  export CUDACXX="${CUDACXX:-$(command -v nvcc)}"
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader >>"$log" 2>&1
+  say "== $(nvcc --version | tail -1)"
+  temper="$work/temper/app/temper" fixture_bin="$work/temper/tests/fixtures/temper-fixture"
+  llama_bench="$work/llama.cpp/build/bin/llama-bench" stock_bench="$llama_bench"
+  [[ "${STOCK_BUILD:-0}" == 1 ]] && stock_bench="$work/llama.cpp-stock/build/bin/llama-bench"
+  fixture=llama3-8b-q4_k_m runnable=(--runnable)
+fi
+model="$work/$fixture.gguf"
+say "== $(date -u +%FT%TZ) host $(uname -n), $(nproc) cores; commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'); mode $mode; stages: $stages"
+
+if want temper; then
+  stage temper
+  t0=$(now)
+  { cmake -S . -B "$work/temper" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTEMPER_GUI=OFF -DTEMPER_HIP=OFF -DTEMPER_CUDA=ON \
+      -DTEMPER_CUDA_ARCHS="${arch#sm_}" -DTEMPER_KERNEL_SET=none -DTEMPER_TESTS=ON -DTEMPER_BENCH=OFF &&
+    cmake --build "$work/temper" -j "$jobs" --target temper temper-fixture; } >>"$ev/temper-build.log" 2>&1 ||
+    { grep -E "error|Error|FAILED" -A5 "$ev/temper-build.log" | head -30 | tee -a "$log" >&2; exit 1; }
+  timed temper-build "$(ms "$t0")"
+fi
+
+if want fixture; then
+  stage fixture
+  t0=$(now)
+  "$fixture_bin" "${runnable[@]}" "$fixture" "$model" 2>&1 | tee -a "$log" >&2
+  [[ ${PIPESTATUS[0]} == 0 ]] || exit 1
+  timed fixture "$(ms "$t0")"
+fi
+
+# llama_build DIR NAME: llama-bench of the tree at DIR, timed as NAME.
+llama_build() {
+  local t0=$(now)
+  # shellcheck disable=SC2086
+  { cmake -S "$1" -B "$1/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="${arch#sm_}" \
+      -DGGML_CUDA_FA=OFF -DGGML_NATIVE=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF \
+      -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_CURL=OFF ${LLAMA_CMAKE_ARGS:-} &&
+    cmake --build "$1/build" -j "$jobs" --target llama-bench; } >>"$ev/$2.log" 2>&1 ||
+    { grep -E "error|Error|FAILED" -A5 "$ev/$2.log" | head -30 | tee -a "$log" >&2; exit 1; }
+  timed "$2" "$(ms "$t0")"
+}
+
+if want llama; then
+  stage llama
+  [[ -f "$upstream/ggml/src/ggml-cuda/mmvq.cu" ]] || { say "tune_device: $upstream: no llama.cpp tree (carry one in .upstream/llama.cpp)"; exit 1; }
+  rm -rf "$work/llama.cpp" "$work/llama.cpp-stock"
+  cp -r "$upstream" "$work/llama.cpp" && rm -rf "$work/llama.cpp/build"
+  "$temper" engine check "$work/llama.cpp" 2>&1 | tee -a "$log" >&2
+  "$temper" engine patch "$work/llama.cpp" --kernel-set "$kernel_set" 2>&1 | tee -a "$log" >&2
+  [[ ${PIPESTATUS[0]} == 0 ]] || exit 1
+  llama_build "$work/llama.cpp" llama-build-patched
+  if [[ "${STOCK_BUILD:-0}" == 1 ]]; then
+    cp -r "$upstream" "$work/llama.cpp-stock" && rm -rf "$work/llama.cpp-stock/build"
+    llama_build "$work/llama.cpp-stock" llama-build-stock
+  fi
+fi
+
+# Tune from clean cache and config folders: the engine build, the sweep, everything from scratch.
+export XDG_CACHE_HOME="$work/xdg/cache" XDG_CONFIG_HOME="$work/xdg/config"
+profile="$XDG_CONFIG_HOME/temper/engine-profile.json"
+tune_args=("$model" --ncols "$ncols" --llama-bench "$llama_bench" --tests "$tests" --rounds "$rounds" --repetitions "$reps" --json)
+[[ "$stock_bench" != "$llama_bench" ]] && tune_args+=(--stock-bench "$stock_bench")
+if [[ $dry == 1 ]]; then
+  tune_args+=(--probe "$probe")
+else
+  tune_args+=(--engine-src "$work/llama.cpp" --patch --arch "$arch" --kernel-set "$kernel_set" --jobs "$jobs")
+fi
+
+if want tune; then
+  stage tune
+  rm -rf "$work/xdg"
+  t0=$(now)
+  "$temper" tune "${tune_args[@]}" >"$ev/tune.json" 2>"$ev/tune.log" || { tail -20 "$ev/tune.log" | tee -a "$log" >&2; exit 1; }
+  timed tune "$(ms "$t0")"
+  python3 - "$ev/tune.json" <<'EOF' | tee -a "$log" >&2
+import json, sys
+d = json.load(open(sys.argv[1]))
+for s in d["steps"]:
+    print(f"   {s['step']:8} {s['outcome']:10} {s['seconds']:8.1f} s  {s['summary']}")
+EOF
+  cp "$profile" "$ev/engine-profile.json"
+  cp "$XDG_CACHE_HOME"/temper/tune/*/sweep.session.json "$ev/" 2>/dev/null
+  cp "$XDG_CACHE_HOME"/temper/tune/*/tune.journal "$ev/" 2>/dev/null
+fi
+
+if want retune; then
+  stage retune
+  t0=$(now)
+  "$temper" tune "${tune_args[@]}" >"$ev/tune-again.json" 2>"$ev/tune-again.log" || { tail -20 "$ev/tune-again.log" | tee -a "$log" >&2; exit 1; }
+  timed retune "$(ms "$t0")"
+fi
+
+# By hand: llama-bench itself, the same arms and arguments, interleaved run by run (tgN: -p 0 -n N;
+# ppW: -p 128 -n 0 -ub W, as docs/llama-cpp.md says).
+if want hand; then
+  stage hand
+  [[ -f "$profile" ]] || { say "tune_device: no installed profile $profile (run the tune stage first)"; exit 1; }
+  t0=$(now)
+  for r in $(seq 1 "$rounds"); do
+    for t in ${tests//,/ }; do
+      case "$t" in
+        tg*) args=(-p 0 -n "${t#tg}") ;;
+        pp*) args=(-p 128 -n 0 -ub "${t#pp}") ;;
+        *) say "tune_device: unknown test $t"; exit 1 ;;
+      esac
+      base="$ev/hand/r$r-$t"
+      TEMPER_PROFILE= "$stock_bench" -m "$model" "${args[@]}" -r "$reps" -o json >"$base-stock.json" 2>"$base-stock.err" ||
+        { tail -5 "$base-stock.err" | tee -a "$log" >&2; exit 1; }
+      TEMPER_PROFILE="$profile" "$llama_bench" -m "$model" "${args[@]}" -r "$reps" -o json >"$base-profile.json" 2>"$base-profile.err" ||
+        { tail -5 "$base-profile.err" | tee -a "$log" >&2; exit 1; }
+    done
+  done
+  timed hand "$(ms "$t0")"
+  say "== the engine, by hand: $(grep -h '^temper: profile' "$ev"/hand/*-profile.err | head -1)"
+fi
+
+if want report; then
+  stage report
+  {
+    echo "# temper tune on $(uname -n) ($mode), $(date -u +%FT%TZ)"
+    echo
+    echo "| stage | seconds |"; echo "|---|---:|"
+    awk -F'\t' '{ printf "| %s | %.1f |\n", $1, $2 / 1000 }' "$ev/timings.tsv"
+    echo
+    echo "## tune's steps"
+    echo
+    python3 - "$ev/tune.json" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+print("| step | outcome | seconds | summary |\n|---|---|---:|---|")
+for s in d["steps"]:
+    print(f"| {s['step']} | {s['outcome']} | {s['seconds']:.1f} | {s['summary']} |")
+EOF
+    echo
+    echo "## tune's llama-bench against llama-bench by hand"
+    echo
+  } >"$ev/summary.md"
+  python3 bench/tune_compare.py "$ev/tune.json" "$ev/hand" >>"$ev/summary.md"
+  agree=$?
+  cat "$ev/summary.md" >&2
+  [[ $agree == 2 ]] && exit 1
+  say "== done: $(tail -1 "$ev/summary.md")"
+fi
+exit 0

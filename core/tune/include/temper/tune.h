@@ -1,0 +1,89 @@
+#pragma once
+// `temper tune`: the whole job in one command (docs/llama-cpp.md). check → (patch) → engine build →
+// engine sweep → approve → install the profile where the engine looks (or -o) → decode replay →
+// llama-bench with and without it. One journal in a state folder per (model, engine): every step
+// records its input's digest and is skipped while that input is unchanged (an updated llama.cpp
+// tree builds a new engine, so it re-sweeps; a re-run on the same tree only re-benches); the sweep
+// keeps its own journal there, so a tune killed mid-sweep resumes without re-measuring anything.
+// Each step calls the library entry point its own command uses (engine::check/patch/build,
+// new_session/run_session, profile_from_session + approval, run_replay, run_bench).
+#include <atomic>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "temper/engine_bench.h"
+#include "temper/engine_build.h"
+#include "temper/profile.h"
+#include "temper/sweep.h"
+
+namespace temper::tune {
+
+enum class Step { Check, Patch, Build, Sweep, Approve, Install, Replay, Bench };
+inline constexpr Step kSteps[] = {Step::Check,   Step::Patch,   Step::Build,  Step::Sweep,
+                                  Step::Approve, Step::Install, Step::Replay, Step::Bench};
+std::string_view step_name(Step s);  // "check", "patch", "build", "sweep", "approve", "install", "replay", "bench"
+
+struct TuneOptions {
+  std::filesystem::path model;
+  // The engine: a ggml / llama.cpp tree (checked, patched when `patch`, built for build.arch), or a
+  // ready temper-probe (no check, patch or build: CI, or an engine built before).
+  std::filesystem::path engine_src, probe;
+  engine::BuildOptions build;  // arch, kernel set, jobs, cache root (cancel is set by tune)
+  bool patch = false;
+  std::vector<int> ncols = {1, 2, 4, 8};
+  SweepOptions sweep;                   // seed 0: a fresh random one
+  bool approve_all = false;             // else "approve significant"
+  double min_speedup = kDefaultMinSpeedup;
+  std::filesystem::path output;         // empty: engine::default_engine_profile()
+  int replay_tokens = 40, replay_rounds = 5;
+  // llama-bench; its model and profile are tune's. Absent: no bench step.
+  std::optional<engine::BenchOptions> bench;
+  const std::atomic<bool>* cancel = nullptr;  // set: the running step stops, Error(Cancelled); run again to go on
+};
+
+// The state folder of a (model, engine) pair: $XDG_CACHE_HOME/temper/tune/<16 hex> (~/.cache/...).
+std::filesystem::path state_dir(const TuneOptions& o);
+
+struct StepReport {
+  Step step = Step::Check;
+  std::string outcome;  // "done", "skipped" (input unchanged), "resumed", "not asked"
+  std::string summary;  // one line
+  double seconds = 0;
+};
+
+struct TuneEvents {
+  std::function<void(Step, const std::string&)> step_started;
+  std::function<void(const StepReport&)> step_finished;
+  std::function<void(const std::string&)> note;
+  std::function<void(const engine::BuildStep&)> build;
+  std::function<void(const Progress&)> sweep;
+  std::function<void(int, int)> replay;
+  std::function<void(const engine::BenchProgress&)> bench;
+};
+
+struct TuneReport {
+  std::vector<StepReport> steps;
+  std::filesystem::path state_dir, journal, session, profile;
+  Profile installed;                     // the profile at `profile` when tune ended
+  std::optional<nlohmann::json> replay;  // the replay's numbers (what `engine replay --json` prints)
+  std::optional<BenchRecord> bench;
+  std::vector<std::string> notes;
+};
+
+// Error(BadInput) for bad options, an engine tree the hook does not apply to, a model with nothing
+// mmvq runs; Error(Cancelled) when `cancel` stopped it (the journal keeps what was done); the
+// steps' own errors otherwise.
+TuneReport run_tune(const TuneOptions& options, const TuneEvents& events = {});
+
+// The install step's rule: `tuned` replaces, for the arches it was measured on, every entry of
+// `current` whose (type, N, K, ncols) the session measured; every other entry of `current` (other
+// models' shapes, other arches) and its bench records stay.
+Profile install_profile(const Profile& current, const Profile& tuned, const Session& session);
+
+}  // namespace temper::tune

@@ -1,0 +1,529 @@
+// `temper tune`: the steps in order, each skipped while its input is unchanged, in one journal.
+#include "temper/tune.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <set>
+#include <sstream>
+
+#include "temper/append_log.h"
+#include "temper/content_hash.h"
+#include "temper/engine.h"
+#include "temper/engine_device.h"
+#include "temper/engine_replay.h"
+#include "temper/error.h"
+#include "temper/fileio.h"
+#include "temper/gguf.h"
+#include "temper/input.h"
+#include "temper/model.h"
+#include "temper/plan.h"
+
+namespace temper::tune {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string_view step_name(Step s) {
+  switch (s) {
+    case Step::Check: return "check";
+    case Step::Patch: return "patch";
+    case Step::Build: return "build";
+    case Step::Sweep: return "sweep";
+    case Step::Approve: return "approve";
+    case Step::Install: return "install";
+    case Step::Replay: return "replay";
+    case Step::Bench: return "bench";
+  }
+  return "?";
+}
+
+namespace {
+
+constexpr std::string_view kMagic = "temper-tune-journal";
+constexpr int kVersion = 1;
+constexpr std::string_view kKind = "tune journal", kOwner = "temper tune";
+
+std::string absolute_text(const fs::path& p) { return p.empty() ? std::string() : fs::absolute(p).lexically_normal().string(); }
+
+std::string digest(std::initializer_list<std::string> parts) {
+  ContentHash h;
+  for (const auto& p : parts) h.add(p);
+  return h.hex();
+}
+
+std::string fmt(const char* format, double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, format, v);
+  return b;
+}
+
+// The tune journal: a header naming the model and the engine, then one JSON object a line — a
+// step's record ({"step", "input", "outcome", "summary", "seconds", ...}), or a bench run.
+class TuneLog {
+ public:
+  TuneLog(const fs::path& path, const json& header) : log_(open(path, header)) {}
+
+  // The last record of `step` (nullptr when there is none).
+  const json* last(Step step) const {
+    for (auto it = records_.rbegin(); it != records_.rend(); ++it)
+      if (it->value("step", "") == step_name(step)) return &*it;
+    return nullptr;
+  }
+  // The records after the last one of `step` (e.g. the bench runs after "started").
+  std::vector<json> after_last(Step step) const {
+    std::vector<json> out;
+    for (auto it = records_.rbegin(); it != records_.rend(); ++it) {
+      if (it->value("step", "") == step_name(step)) break;
+      out.insert(out.begin(), *it);
+    }
+    return out;
+  }
+  void append(const json& record) {
+    log_.append(record.dump() + "\n");
+    records_.push_back(record);
+  }
+
+ private:
+  AppendLog open(const fs::path& path, const json& header) {
+    const std::string first = header.dump() + "\n";
+    std::error_code ec;
+    if (!fs::exists(path, ec)) return AppendLog::create(path, first, kKind, kOwner);
+    const std::string text = read_input(path, kMaxJournalInputBytes, kKind);
+    std::vector<json> lines;
+    const LogLines read = split_log(text, path_text(path), kKind, [&](std::string_view line) {
+      json j = json::parse(line, nullptr, false);
+      if (j.is_discarded() || !j.is_object()) return false;
+      lines.push_back(std::move(j));
+      return true;
+    });
+    // Another engine or model under the same name (or a newer Temper's journal): start afresh.
+    if (lines.front() != header) return AppendLog::create(path, first, kKind, kOwner);
+    records_.assign(lines.begin() + 1, lines.end());
+    return AppendLog::reopen(path, read.valid_bytes, read.missing_newline, kKind, kOwner);
+  }
+
+  std::vector<json> records_;  // declared first: open() fills it before log_ is made
+  AppendLog log_;
+};
+
+bool same_input(const json* record, const std::string& input, std::string_view outcome = "done") {
+  return record && record->value("input", "") == input && record->value("outcome", "") == outcome;
+}
+
+std::string sweep_summary(const Session& s) {
+  int winners = 0, confirmed = 0;
+  for (const Verdict& v : s.verdicts) winners += v.is_winner(), confirmed += v.is_winner() && v.confirmed;
+  size_t measured = 0;
+  for (const auto& [status, n] : status_counts(s))
+    if (status == "ok") measured = size_t(n);
+  return std::to_string(s.shapes.size()) + " shapes, " + std::to_string(measured) + " configs verified and timed, " +
+         std::to_string(winners) + " winners (" + std::to_string(confirmed) + " confirmed by an interleaved re-measure)";
+}
+
+// The arch of the sweep's (one) device.
+std::string session_arch(const Session& s) { return s.devices.empty() ? std::string() : s.devices.front().info.arch; }
+
+int approved_count(const Profile& p, const std::string& arch) {
+  int n = 0;
+  for (const auto& e : p.entries) n += e.approval == Approval::Approved && (arch.empty() || e.key.arch == arch);
+  return n;
+}
+
+json replay_json(const engine::ReplayReport& r) {
+  auto arm = [](const engine::ReplayArm& a) {
+    return json{{"median_us", a.median}, {"ci_low_us", a.ci_low}, {"ci_high_us", a.ci_high},
+                {"tokens", a.token_us.size()}, {"mmvq_launches", a.launches}, {"tuned_launches", a.tuned}};
+  };
+  return {{"stock", arm(r.stock)}, {"profiled", arm(r.profiled)}, {"speedup", r.speedup},
+          {"speedup_low", r.speedup_low}, {"speedup_high", r.speedup_high}, {"predicted_speedup", r.predicted_speedup},
+          {"predicted_saving_us", r.predicted_saving_us}, {"profile_entries_hit", r.profile_entries_hit},
+          {"real_bytes", r.real_bytes}, {"launches_compared", r.launches_compared}};
+}
+
+std::string replay_summary(const json& r) {
+  return "GEMV time per token " + fmt("%.1f", r["stock"]["median_us"].get<double>()) + " µs stock, " +
+         fmt("%.1f", r["profiled"]["median_us"].get<double>()) + " µs with the profile: speedup " +
+         fmt("%.3f", r["speedup"].get<double>()) + " [" + fmt("%.3f", r["speedup_low"].get<double>()) + ", " +
+         fmt("%.3f", r["speedup_high"].get<double>()) + "], predicted " + fmt("%.3f", r["predicted_speedup"].get<double>()) +
+         "; " + std::to_string(r["profiled"]["tuned_launches"].get<int64_t>()) + " of " +
+         std::to_string(r["profiled"]["mmvq_launches"].get<int64_t>()) + " mmvq launches tuned";
+}
+
+std::string bench_summary(const BenchRecord& b) {
+  std::string s;
+  for (const auto& t : b.tests)
+    s += (s.empty() ? "" : "; ") + t.name + " " + fmt("%.3f", t.speedup) + " [" + fmt("%.3f", t.speedup_low) + ", " +
+         fmt("%.3f", t.speedup_high) + "]";
+  return "llama-bench speedup " + s;
+}
+
+json row_json(const engine::LlamaBenchRow& r) {
+  return {{"build_commit", r.build_commit}, {"build_number", r.build_number}, {"gpu_info", r.gpu_info},
+          {"model_filename", r.model_filename}, {"model_type", r.model_type}, {"n_prompt", r.n_prompt},
+          {"n_gen", r.n_gen}, {"n_ubatch", r.n_ubatch}, {"samples_ts", r.samples_ts}};
+}
+
+// What identifies a binary for the bench's input: its path, size and modification time (a rebuilt
+// llama-bench is a new input; hashing a large binary on every run would cost more than it tells).
+std::string file_identity(const fs::path& p) {
+  if (p.empty()) return "-";
+  std::error_code ec;
+  const auto size = fs::file_size(p, ec);
+  const auto mtime = fs::last_write_time(p, ec).time_since_epoch().count();
+  return absolute_text(p) + " " + std::to_string(size) + " " + std::to_string(mtime);
+}
+
+}  // namespace
+
+fs::path state_dir(const TuneOptions& o) {
+  fs::path root;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) root = fs::path(x) / "temper" / "tune";
+  else if (const char* h = std::getenv("HOME"); h && *h) root = fs::path(h) / ".cache" / "temper" / "tune";
+  else root = fs::temp_directory_path() / "temper-tune";
+  return root / digest({absolute_text(o.model), absolute_text(o.engine_src.empty() ? o.probe : o.engine_src)});
+}
+
+Profile install_profile(const Profile& current, const Profile& tuned, const Session& session) {
+  std::set<ProfileKey> measured;
+  for (const Verdict& v : session.verdicts)
+    if (const SessionDevice* d = find_device(session, v.device))
+      measured.insert(ProfileKey(d->info.arch, v, v.ncols, profile_device(d->info)));
+  Profile p = current;
+  std::erase_if(p.entries, [&](const ProfileEntry& e) { return measured.count(e.key) || find_entry(tuned, e.key); });
+  p.entries.insert(p.entries.end(), tuned.entries.begin(), tuned.entries.end());
+  std::sort(p.entries.begin(), p.entries.end(), [](const ProfileEntry& a, const ProfileEntry& b) { return a.key < b.key; });
+  for (const auto& s : tuned.sessions)
+    if (std::find(p.sessions.begin(), p.sessions.end(), s) == p.sessions.end()) p.sessions.push_back(s);
+  // "model" is informative: the names of the models whose entries the file holds, once each.
+  std::vector<std::string> models;
+  std::stringstream names(p.model);
+  for (std::string m; std::getline(names, m, ',');)
+    if (const size_t b = m.find_first_not_of(' '); b != std::string::npos) models.push_back(m.substr(b));
+  if (std::find(models.begin(), models.end(), tuned.model) == models.end()) models.push_back(tuned.model);
+  p.model.clear();
+  for (const auto& m : models) p.model += (p.model.empty() ? "" : ", ") + m;
+  p.source = std::string(kSourceTemper);
+  return p;
+}
+
+TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
+  if (o.model.empty()) fail(ErrorKind::BadInput, "expected a model file (MODEL.gguf)");
+  if (o.engine_src.empty() == o.probe.empty())
+    fail(ErrorKind::BadInput, "expected --engine-src DIR (a ggml / llama.cpp tree) or --probe PATH (a ready temper-probe), one of them");
+  if (o.patch && o.engine_src.empty()) fail(ErrorKind::BadInput, "--patch needs --engine-src DIR (the tree to patch)");
+  if (o.bench) {  // before the long steps, not after them
+    engine::check_bench_binaries(*o.bench);
+    engine::parse_bench_tests(o.bench->tests);
+  }
+  const std::atomic<bool> never{false};
+  const std::atomic<bool>& cancel = o.cancel ? *o.cancel : never;
+  auto check_cancel = [&](Step s) {
+    if (cancel.load()) fail(ErrorKind::Cancelled, "tune cancelled before the " + std::string(step_name(s)) + " step");
+  };
+  const GgufFile file = GgufFile::open(o.model);
+  const ModelIdentity identity = model_identity(describe_model(file));
+
+  TuneReport report;
+  report.state_dir = state_dir(o);
+  std::error_code ec;
+  fs::create_directories(report.state_dir, ec);
+  if (ec) fail(ErrorKind::Io, "tune state folder " + report.state_dir.string() + ": " + ec.message());
+  report.journal = report.state_dir / "tune.journal";
+  report.session = report.state_dir / "sweep.session.json";
+  report.profile = o.output.empty() ? engine::default_engine_profile() : o.output;
+  TuneLog log(report.journal, json{{"journal", kMagic}, {"journal_version", kVersion}, {"model", absolute_text(o.model)},
+                                   {"engine", absolute_text(o.engine_src.empty() ? o.probe : o.engine_src)}});
+  auto note = [&](const std::string& text) {
+    report.notes.push_back(text);
+    if (ev.note) ev.note(text);
+  };
+
+  // Runs one step: its start and end events, its timing and its journal record (none when it did
+  // nothing). `body` fills the report and returns the record's own fields (its input, results).
+  auto run_step = [&](Step s, const std::string& what, const std::function<json(StepReport&)>& body) {
+    check_cancel(s);
+    if (ev.step_started) ev.step_started(s, what);
+    const auto t0 = std::chrono::steady_clock::now();
+    StepReport r;
+    r.step = s;
+    r.outcome = "done";
+    json extra = body(r);
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    json record = {{"step", step_name(s)}, {"outcome", r.outcome}, {"summary", r.summary}, {"seconds", r.seconds},
+                   {"date", utc_now_iso8601()}};
+    if (extra.is_object()) record.update(extra);
+    if (r.outcome != "skipped" && r.outcome != "not asked") log.append(record);
+    report.steps.push_back(r);
+    if (ev.step_finished) ev.step_finished(r);
+  };
+
+  // ---- check, patch, build: the engine's probe and what identifies it ----
+  engine::ProbeOptions probe;
+  std::string probe_id;
+  engine::KernelSet set = o.build.set;
+  run_step(Step::Check, "the engine tree", [&](StepReport& r) -> json {
+    if (o.engine_src.empty()) {
+      r.outcome = "not asked";
+      r.summary = "a ready probe: " + o.probe.string();
+      return {};
+    }
+    const engine::CheckReport c = engine::check(o.engine_src);
+    const std::string tree = std::string(engine::tree_kind_name(c.tree.kind)) + " tree at " + c.tree.root.string() +
+                             " (ggml commit " + (c.tree.commit.empty() ? "unknown" : c.tree.commit.substr(0, 12)) + ")";
+    if (c.state == engine::HookState::Patched) r.summary = tree + ", patched with hook v" + std::to_string(c.patched_version);
+    else if (c.applies) r.summary = tree + ", the hook applies";
+    else fail(ErrorKind::BadInput, tree + ": the hook does not apply: " + c.problem);
+    return {{"commit", c.tree.commit}, {"patched", c.state == engine::HookState::Patched}};
+  });
+  run_step(Step::Patch, "the tree in place", [&](StepReport& r) -> json {
+    if (!o.patch) {
+      r.outcome = "not asked";
+      r.summary = "not asked (--patch patches the tree; your llama-bench must come from a patched build)";
+      return {};
+    }
+    const engine::CheckReport c = engine::check(o.engine_src);
+    if (c.state == engine::HookState::Patched) {
+      r.outcome = "skipped";
+      r.summary = "already patched (hook v" + std::to_string(c.patched_version) + ")";
+      return {};
+    }
+    engine::patch(o.engine_src, set);
+    r.summary = "patched " + c.tree.mmvq.string() + " (hook v" + std::to_string(engine::kHookVersion) +
+                "); re-configure and rebuild llama.cpp so your llama-bench carries it";
+    note("the tree is patched now: re-run cmake's configure step and rebuild llama.cpp before benchmarking with it");
+    return {};
+  });
+  run_step(Step::Build, "the hooked engine and temper-probe", [&](StepReport& r) -> json {
+    if (o.engine_src.empty()) {
+      r.outcome = "not asked";
+      r.summary = "a ready probe: " + o.probe.string();
+      probe.probe = o.probe;
+      probe_id = content_hash(read_file(o.probe));
+      return {};
+    }
+    engine::BuildOptions b = o.build;
+    b.cancel = &cancel;
+    const engine::BuildResult built = engine::build(o.engine_src, b, ev.build);
+    probe = engine::probe_options(o.engine_src, built);
+    probe_id = built.hash + " " + engine::probe_hash();
+    if (built.cached) r.outcome = "skipped";
+    r.summary = std::string(built.cached ? "cached" : "built") + " engine " + built.hash + " for " + b.arch + " (kernel set " +
+                b.set.name + "): " + built.probe.string();
+    return {{"hash", built.hash}, {"probe", built.probe.string()}};
+  });
+
+  // The engine device, started once for the sweep and the replay, only when one of them runs.
+  std::unique_ptr<engine::EngineDevice> device;
+  auto engine_device = [&]() -> engine::EngineDevice& {
+    if (!device) device = std::make_unique<engine::EngineDevice>(probe);
+    return *device;
+  };
+
+  // ---- sweep ----
+  const PlanGrid grid = [&] {
+    PlanGrid g = full_grid(std::string(known_engines().front()));
+    g.ncols = o.ncols;
+    validate_grid(g);
+    return g;
+  }();
+  const json sweep_inputs = {{"probe", probe_id}, {"model", identity.header_hash}, {"size", identity.size_bytes},
+                             {"ncols", grid.ncols}, {"engine", grid.engine}, {"time_cap", o.sweep.time_cap_s},
+                             {"back_to_back", o.sweep.launches_per_sample}, {"confirm", o.sweep.confirm},
+                             {"confirm_time", o.sweep.confirm_time_s}, {"ci_target", o.sweep.ci_target},
+                             {"seed", o.sweep.seed}};
+  const std::string sweep_input = digest({"sweep 1", sweep_inputs.dump()});
+  Session session;
+  run_step(Step::Sweep, "every launch config of the model's launches in the engine", [&](StepReport& r) -> json {
+    const json* last = log.last(Step::Sweep);
+    if (same_input(last, sweep_input) && fs::exists(report.session, ec)) {
+      session = read_session(report.session);
+      r.outcome = "skipped";
+      r.summary = "unchanged engine and model: " + sweep_summary(session);
+      return {};
+    }
+    const fs::path journal_path = report.state_dir / "sweep.journal";
+    std::optional<Journal> journal;
+    size_t journaled = 0;
+    Device* devices[] = {&engine_device()};
+    if (same_input(last, sweep_input, "started") && fs::exists(journal_path, ec)) {
+      const JournalContents contents = read_journal(journal_path);
+      session = resume_session(contents);
+      journal.emplace(Journal::reopen(journal_path, contents));
+      journaled = session.results.size();
+      r.outcome = "resumed";
+      note("resuming the sweep: " + std::to_string(journaled) + " results journaled before are kept, not measured again");
+    } else {
+      SweepSetup setup;
+      setup.shapes = sweep_shapes(file, grid.ncols);  // as the engine launches them (plain, fused gate/up, MUL_MAT_ID)
+      setup.model = identity;
+      setup.grid = grid;
+      setup.options = o.sweep;
+      setup.kernel_source = engine_device().kernel_source();
+      session = new_session(setup, devices);
+      size_t planned = 0;
+      for (const auto& d : session.devices) planned += d.plan.items.size();
+      if (planned == 0) fail(ErrorKind::BadInput, "nothing to measure: no shape of " + identity.file_name + " has an mmvq kernel");
+      fs::remove(journal_path, ec);
+      journal.emplace(Journal::create(journal_path, session));
+      log.append({{"step", step_name(Step::Sweep)}, {"input", sweep_input}, {"outcome", "started"},
+                  {"journal", journal_path.string()}, {"date", utc_now_iso8601()}});
+    }
+    std::vector<KernelPair> pairs;
+    for (const PlanItem& item : session.devices.front().plan.items)
+      if (const KernelPair p{item.type, item.ncols}; std::find(pairs.begin(), pairs.end(), p) == pairs.end()) pairs.push_back(p);
+    devices[0]->prepare_kernels(pairs, {}, &cancel);
+    run_session(session, devices, &*journal, ev.sweep ? ev.sweep : ProgressFn{}, cancel);
+    if (session.status == "cancelled")
+      fail(ErrorKind::Cancelled, "tune cancelled during the sweep; what was measured is journaled (" + journal_path.string() +
+                                     "): run the same command again to go on");
+    if (session.status == "failed")
+      fail(ErrorKind::GpuFault, "the sweep stopped: " + session.devices.front().error + " (journal kept: " +
+                                    journal_path.string() + ")");
+    save_session(session, report.session);
+    journal.reset();
+    fs::remove(journal_path, ec);
+    r.summary = sweep_summary(session) + (journaled ? " (" + std::to_string(journaled) + " from before the interruption)" : "");
+    return {{"input", sweep_input}, {"session", report.session.string()}, {"resumed_results", journaled}};
+  });
+  const std::string arch = session_arch(session);
+
+  // ---- approve ----
+  const fs::path tuned_path = report.state_dir / "profile.json";
+  const std::string approve_input = digest({"approve 1", content_hash(read_file(report.session)),
+                                            o.approve_all ? "all" : "significant", fmt("%.6f", o.min_speedup)});
+  Profile tuned;
+  run_step(Step::Approve, std::string("winners by policy (") + (o.approve_all ? "all" : "significant") + ")", [&](StepReport& r) -> json {
+    if (same_input(log.last(Step::Approve), approve_input) && fs::exists(tuned_path, ec)) {
+      tuned = load_profile(tuned_path);
+      r.outcome = "skipped";
+    } else {
+      tuned = profile_from_session(session);
+      if (o.approve_all) approve_all(tuned);
+      else approve_significant(tuned, o.min_speedup);
+      save_profile(tuned, tuned_path);
+    }
+    const int approved = approved_count(tuned, arch);
+    r.summary = std::to_string(tuned.entries.size()) + " winners, " + std::to_string(approved) + " approved" +
+                (o.approve_all ? std::string(" (all)") : " (CI-separated and at least " + fmt("%.0f", o.min_speedup * 100) + " % faster)");
+    if (approved == 0) note("no winner was approved: the engine runs stock with this profile");
+    return {{"input", approve_input}};
+  });
+
+  // ---- install ----
+  // What the file held before, put back when the replay finds the profile changes any result.
+  std::optional<std::string> previous;
+  bool installed_now = false;
+  run_step(Step::Install, "the profile where the engine reads it", [&](StepReport& r) -> json {
+    std::optional<Profile> current;
+    if (fs::exists(report.profile, ec)) {
+      previous = read_file(report.profile);
+      current = load_profile(report.profile);
+    }
+    Profile merged = current ? install_profile(*current, tuned, session) : tuned;
+    int kept = 0;
+    for (const auto& e : merged.entries) kept += !find_entry(tuned, e.key);
+    if (current && to_json(merged) == to_json(*current)) {
+      r.outcome = "skipped";
+      r.summary = report.profile.string() + " holds this profile already";
+    } else {
+      merged.created = utc_now_iso8601();
+      merged.tool_version = TEMPER_VERSION;
+      if (!report.profile.parent_path().empty()) fs::create_directories(report.profile.parent_path(), ec);
+      save_profile(merged, report.profile);
+      installed_now = true;
+      r.summary = "wrote " + report.profile.string();
+    }
+    r.summary += ": " + std::to_string(approved_count(merged, arch)) + " approved entries for " + arch +
+                 (kept ? ", " + std::to_string(kept) + " entries of other shapes or arches kept" : std::string());
+    report.installed = std::move(merged);
+    return {{"profile", report.profile.string()}};
+  });
+  const std::string fingerprint = approved_fingerprint(report.installed, arch);
+
+  // ---- replay ----
+  const std::string replay_input = digest({"replay 1", probe_id, fingerprint, identity.header_hash,
+                                           std::to_string(o.replay_tokens), std::to_string(o.replay_rounds)});
+  run_step(Step::Replay, "one decode token's GEMVs in the engine, stock vs the profile", [&](StepReport& r) -> json {
+    const json* last = log.last(Step::Replay);
+    if (same_input(last, replay_input) && last->contains("result")) {
+      report.replay = (*last)["result"];
+      r.outcome = "skipped";
+      r.summary = "unchanged engine and profile: " + replay_summary(*report.replay);
+      return {};
+    }
+    if (approved_count(report.installed, arch) == 0) {
+      r.outcome = "not asked";
+      r.summary = "nothing to replay: no approved entry for " + arch;
+      return {};
+    }
+    const engine::ReplayPlan plan = engine::plan_replay(file);
+    engine::ReplayOptions ro;
+    ro.profile = fs::absolute(report.profile);
+    ro.tokens = o.replay_tokens;
+    ro.rounds = o.replay_rounds;
+    const engine::ReplayReport rr = engine::run_replay(engine_device(), file, plan, ro, ev.replay);
+    if (!rr.differences.empty()) {  // the profile changes what the engine computes: never left installed
+      const engine::ReplayDifference& d = rr.differences.front();
+      std::string undone = report.profile.string() + " held this profile before this run and is left as it is: do not run with it";
+      if (installed_now) {
+        if (previous) write_file_atomic(report.profile, *previous);
+        else fs::remove(report.profile, ec);
+        undone = previous ? "the previous profile is back in " + report.profile.string() : report.profile.string() + " is removed";
+      }
+      fail(ErrorKind::Verification, "the replay found " + std::to_string(rr.differences.size()) +
+                                        " launches whose output differs with the profile (first: launch " + std::to_string(d.index) +
+                                        ", " + d.role + ", max |stock - profile| " + fmt("%g", d.max_abs_difference) + "); " + undone);
+    }
+    report.replay = replay_json(rr);
+    r.summary = replay_summary(*report.replay);
+    return {{"input", replay_input}, {"result", *report.replay}};
+  });
+  device.reset();  // the probe is done: llama-bench gets the GPU to itself
+
+  // ---- bench ----
+  run_step(Step::Bench, "llama-bench with and without the profile", [&](StepReport& r) -> json {
+    if (!o.bench) {
+      r.outcome = "not asked";
+      r.summary = "not asked (--llama-bench PATH runs it)";
+      return {};
+    }
+    engine::BenchOptions b = *o.bench;
+    b.model = o.model;
+    b.profile = report.profile;
+    b.cancel = &cancel;
+    const std::string input =
+        digest({"bench 1", file_identity(b.llama_bench), file_identity(b.stock_bench), identity.header_hash, fingerprint,
+                b.tests, std::to_string(b.rounds), std::to_string(b.repetitions), json(b.extra_args).dump()});
+    // A bench killed before: its journaled runs are taken as they are, the rest is run.
+    std::vector<engine::BenchRunDone> done;
+    if (same_input(log.last(Step::Bench), input, "started")) {
+      for (const json& j : log.after_last(Step::Bench)) {
+        if (!j.contains("bench_run") || j["bench_run"].value("index", -1) != int(done.size())) break;
+        const json& run = j["bench_run"];
+        engine::LlamaBenchRow row = engine::parse_llama_bench_json("[" + run["row"].dump() + "]", "tune journal").front();
+        done.push_back({int(done.size()), row, run.value("engine_line", "")});
+      }
+      if (!done.empty()) {
+        r.outcome = "resumed";
+        note("resuming the bench: " + std::to_string(done.size()) + " llama-bench runs journaled before are kept");
+      }
+    }
+    if (done.empty())
+      log.append({{"step", step_name(Step::Bench)}, {"input", input}, {"outcome", "started"}, {"date", utc_now_iso8601()}});
+    engine::BenchEvents be;
+    be.progress = ev.bench;
+    be.run_done = [&](const engine::BenchRunDone& d) {
+      log.append({{"bench_run", {{"index", d.index}, {"row", row_json(d.row)}, {"engine_line", d.engine_line}}}});
+    };
+    engine::BenchResult result = engine::run_bench(b, be, done);
+    for (const auto& n : result.notes) note(n);
+    add_bench_record(report.installed, result.record);
+    save_profile(report.installed, report.profile);
+    report.bench = result.record;
+    r.summary = bench_summary(result.record) + "; recorded in " + report.profile.string();
+    return {{"input", input}};
+  });
+  return report;
+}
+
+}  // namespace temper::tune

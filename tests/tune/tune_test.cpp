@@ -1,0 +1,381 @@
+// `temper tune` (issue 28) in CI: the fake temper-probe stands in for the engine build (--probe, so
+// check, patch and build are "not asked") and the stand-in llama-bench for the user's; the sweep,
+// approval, install, replay and bench are the real steps. Each step's skip rule, the resume after a
+// kill -9 in the middle of the sweep (nothing journaled is measured again), an updated engine that
+// re-sweeps, and the install rule that keeps other models' entries.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "engine/cli_run.h"
+#include "fixtures/fixtures.h"
+#include "support/upstream_tree.h"
+#include "temper/fileio.h"
+#include "temper/sweep.h"
+#include "temper/tune.h"
+
+using namespace temper;
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+struct TuneDir {
+  fs::path dir = fs::temp_directory_path() / ("temper-tune-" + std::to_string(::getpid()) + "-" +
+                                              ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  fs::path model = dir / "small-llama.gguf";
+  fs::path profile = dir / "config" / "temper" / "engine-profile.json";  // the engine's default location
+  fs::path bench_log = dir / "llama-bench.log", gemv_log = dir / "gemv.log";
+  fs::path probe = FAKE_PROBE;
+  TuneDir() {
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    fixtures::writer(fixtures::Fixture::SmallLlama).write(model);
+  }
+  ~TuneDir() {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+  // The command with small settings; `over` replaces options' values.
+  std::vector<std::string> args(const std::map<std::string, std::string>& over = {}) const {
+    std::map<std::string, std::string> o = {{"--probe", probe.string()}, {"--ncols", "1,2"}, {"--llama-bench", FAKE_LLAMA_BENCH},
+                                            {"--tests", "tg128,pp2"}, {"--rounds", "2"}, {"--repetitions", "3"},
+                                            {"--replay-tokens", "4"}, {"--replay-rounds", "2"}};
+    for (const auto& [k, v] : over) o[k] = v;
+    std::vector<std::string> a = {"tune", model.string(), "--json"};
+    for (const auto& [k, v] : o) a.insert(a.end(), {k, v});
+    return a;
+  }
+  test::Env env(test::Env more = {}) const {
+    more.insert(more.end(), {{"XDG_CACHE_HOME", (dir / "cache").string()}, {"XDG_CONFIG_HOME", (dir / "config").string()},
+                             {"FAKE_LLAMA_BENCH_LOG", bench_log.string()}, {"FAKE_PROBE_GEMV_LOG", gemv_log.string()}});
+    return more;
+  }
+  json run(const std::map<std::string, std::string>& over = {}, test::Env env_more = {}) const {
+    const test::CliRun r = test::run_temper(args(over), env(std::move(env_more)), true);
+    EXPECT_EQ(r.code, 0) << r.output << r.out;
+    return r.code == 0 ? json::parse(r.out) : json();
+  }
+  fs::path state() const {
+    tune::TuneOptions o;
+    o.model = model;
+    o.probe = probe;
+    ::setenv("XDG_CACHE_HOME", (dir / "cache").c_str(), 1);
+    const fs::path s = tune::state_dir(o);
+    ::unsetenv("XDG_CACHE_HOME");
+    return s;
+  }
+};
+
+std::map<std::string, std::string> outcomes(const json& j) {
+  std::map<std::string, std::string> m;
+  for (const auto& s : j["steps"]) m[s["step"]] = s["outcome"];
+  return m;
+}
+
+size_t line_count(const fs::path& p) {
+  std::ifstream in(p);
+  size_t n = 0;
+  for (std::string l; std::getline(in, l);) ++n;
+  return n;
+}
+
+TEST(Tune, WholeJobThenARerunOnlyRebenches) {
+  const TuneDir d;
+  const json first = d.run();
+  ASSERT_TRUE(first.is_object());
+  EXPECT_EQ(outcomes(first), (std::map<std::string, std::string>{{"check", "not asked"}, {"patch", "not asked"},
+                                                                  {"build", "not asked"}, {"sweep", "done"},
+                                                                  {"approve", "done"}, {"install", "done"},
+                                                                  {"replay", "done"}, {"bench", "done"}}));
+  // Installed where the engine looks, with approved winners, the replay's and the bench's numbers.
+  EXPECT_EQ(first["profile"], d.profile.string());
+  const Profile p = load_profile(d.profile);
+  int approved = 0;
+  for (const auto& e : p.entries) approved += e.approval == Approval::Approved;
+  EXPECT_GT(approved, 0);
+  EXPECT_TRUE(validate_profile(p).empty());
+  EXPECT_GT(first["replay"]["speedup"].get<double>(), 1.0);
+  EXPECT_GT(first["replay"]["profiled"]["tuned_launches"].get<int>(), 0);
+  ASSERT_EQ(p.benches.size(), 1u);
+  EXPECT_NEAR(p.benches[0].tests[0].speedup, 1.10, 0.01);
+  EXPECT_EQ(current_bench(p, "sm_90"), &p.benches[0]);
+  EXPECT_EQ(line_count(d.bench_log), 8u);  // 2 rounds × 2 tests × 2 arms
+  const size_t measured = line_count(d.gemv_log);
+  EXPECT_GT(measured, 100u);
+  const Session session = read_session(first["session"].get<std::string>());
+  EXPECT_EQ(session.status, "complete");
+
+  // Same tree, same model: every step's input is unchanged; only the bench runs again.
+  const json second = d.run();
+  EXPECT_EQ(outcomes(second), (std::map<std::string, std::string>{{"check", "not asked"}, {"patch", "not asked"},
+                                                                   {"build", "not asked"}, {"sweep", "skipped"},
+                                                                   {"approve", "skipped"}, {"install", "skipped"},
+                                                                   {"replay", "skipped"}, {"bench", "done"}}));
+  EXPECT_EQ(line_count(d.gemv_log), measured);  // nothing measured again
+  EXPECT_EQ(line_count(d.bench_log), 16u);
+  EXPECT_EQ(second["replay"], first["replay"]);  // the journaled numbers
+  const Profile again = load_profile(d.profile);
+  EXPECT_EQ(again.entries.size(), p.entries.size());
+  ASSERT_EQ(again.benches.size(), 1u);  // the new record replaced the old one (same device and model)
+  EXPECT_NE(again.benches[0].date, "");
+}
+
+// An updated engine (another probe binary; with --engine-src, a changed tree hashes to a new build)
+// sweeps again, and the later steps follow from the new session.
+TEST(Tune, AnUpdatedEngineSweepsAgain) {
+  TuneDir d;
+  d.probe = d.dir / "temper-probe";
+  fs::copy_file(FAKE_PROBE, d.probe);
+  EXPECT_EQ(outcomes(d.run({{"--ncols", "1"}, {"--tests", "tg128"}, {"--rounds", "1"}}))["sweep"], "done");
+  const size_t measured = line_count(d.gemv_log);
+  std::ofstream(d.probe, std::ios::app) << "an updated engine";  // trailing bytes: another binary, the same program
+  const json again = d.run({{"--ncols", "1"}, {"--tests", "tg128"}, {"--rounds", "1"}});
+  EXPECT_EQ(outcomes(again)["sweep"], "done") << again.dump(1);
+  EXPECT_EQ(outcomes(again)["approve"], "done");
+  EXPECT_EQ(line_count(d.gemv_log), 2 * measured);  // every result measured again
+}
+
+// kill -9 in the middle of the sweep; the same command again finishes it without re-measuring any
+// result the sweep journal held, and goes on through the later steps.
+TEST(Tune, KilledDuringTheSweepResumesWithoutMeasuringAgain) {
+  const TuneDir d;
+  const fs::path out = d.dir / "first.txt";
+  const pid_t pid = test::spawn_temper(d.args(), d.env({{"FAKE_PROBE_SLEEP_US", "2000"}}), out, out);
+  const fs::path journal = d.state() / "sweep.journal";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (line_count(journal) < 12 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ::kill(pid, SIGKILL);
+  ASSERT_EQ(test::wait_code(pid), -SIGKILL) << test::slurp(out);
+  const JournalContents before = read_journal(journal);
+  ASSERT_GE(before.results.size(), 10u);
+  EXPECT_FALSE(fs::exists(d.profile));  // killed before the install step
+
+  // What the first run measured, and what the second will.
+  fs::rename(d.gemv_log, d.dir / "gemv-first.log");
+  const test::CliRun r = test::run_temper(d.args(), d.env(), true);
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("note: resuming the sweep: " + std::to_string(before.results.size()) +
+                          " results journaled before are kept, not measured again"),
+            std::string::npos) << r.output;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(outcomes(j)["sweep"], "resumed");
+  EXPECT_EQ(outcomes(j)["bench"], "done");
+  // No result journaled before the kill was verified (measured) again: the probe saw no Gemv of it.
+  std::set<std::tuple<int, int, int, int, int, int, int>> again;
+  {
+    std::ifstream in(d.gemv_log);
+    for (int l, t, n, k, c, w, rows; in >> l >> t >> n >> k >> c >> w >> rows;) again.insert({l, t, n, k, c, w, rows});
+  }
+  for (const Result& res : before.results) {
+    const Config sent = res.is_default ? Config{0, 0} : res.config;  // the stock launch travels as nwarps 0
+    EXPECT_FALSE(again.count({int(res.launch), int(res.type), res.n, res.k, res.ncols, sent.nwarps, sent.rows_per_block}))
+        << "measured again: " << shape_text(res) << " ncols " << res.ncols << " " << config_text(res.config);
+  }
+  // The session holds every planned result once, the journaled ones as they were measured.
+  const Session s = read_session(j["session"].get<std::string>());
+  EXPECT_EQ(s.status, "complete");
+  EXPECT_EQ(s.results.size(), s.devices[0].plan.items.size());
+  for (const Result& res : before.results) {
+    const Result* kept = find_result(s, res.group(), res.config);
+    ASSERT_NE(kept, nullptr);
+    EXPECT_EQ(kept->time_us.median, res.time_us.median);
+  }
+  EXPECT_FALSE(fs::exists(journal));  // folded into the session
+}
+
+size_t bench_runs_journaled(const fs::path& journal) {
+  std::ifstream in(journal);
+  size_t n = 0;
+  for (std::string l; std::getline(in, l);) n += l.rfind("{\"bench_run\"", 0) == 0;
+  return n;
+}
+
+// kill -9 in the middle of the bench: the llama-bench run in flight dies with tune, and the same
+// command keeps the runs the journal holds and makes only the others.
+TEST(Tune, KilledDuringTheBenchKeepsItsJournaledRuns) {
+  const TuneDir d;
+  const fs::path out = d.dir / "first.txt", journal = d.state() / "tune.journal";
+  const pid_t pid = test::spawn_temper(d.args({{"--ncols", "1"}}), d.env({{"FAKE_LLAMA_BENCH_SLEEP_MS", "1000"}}), out, out);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  // Three runs journaled and the next one started (the stand-in logs itself as it starts).
+  while ((bench_runs_journaled(journal) < 3 || line_count(d.bench_log) <= bench_runs_journaled(journal)) &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ::kill(pid, SIGKILL);
+  ASSERT_EQ(test::wait_code(pid), -SIGKILL) << test::slurp(out);
+  const size_t journaled = bench_runs_journaled(journal), invoked = line_count(d.bench_log);
+  ASSERT_GE(journaled, 3u);
+  // The stand-in started last (its pid ends its log line) does not outlive tune.
+  std::string last;
+  std::ifstream log(d.bench_log);
+  for (std::string l; std::getline(log, l);) last = l;
+  const pid_t child = std::atoi(last.substr(last.rfind("pid=") + 4).c_str());
+  // Gone, or dead and waiting to be reaped by whatever adopted it (state Z).
+  auto dead = [&] {
+    if (::kill(child, 0) != 0) return true;
+    const std::string stat = test::slurp("/proc/" + std::to_string(child) + "/stat");
+    const size_t paren = stat.rfind(')');
+    return paren != std::string::npos && stat.size() > paren + 2 && stat[paren + 2] == 'Z';
+  };
+  bool gone = false;
+  for (int i = 0; i < 30 && !gone; ++i, std::this_thread::sleep_for(std::chrono::milliseconds(10))) gone = dead();
+  EXPECT_TRUE(gone) << "llama-bench " << child << " outlived the tune that started it";
+
+  const test::CliRun r = test::run_temper(d.args({{"--ncols", "1"}}), d.env(), true);
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("note: resuming the bench: " + std::to_string(journaled) + " llama-bench runs journaled before are kept"),
+            std::string::npos) << r.output;
+  EXPECT_EQ(outcomes(json::parse(r.out))["bench"], "resumed");
+  EXPECT_EQ(line_count(d.bench_log) - invoked, 8 - journaled);  // 2 rounds × 2 tests × 2 arms in all
+  const Profile p = load_profile(d.profile);
+  ASSERT_EQ(p.benches.size(), 1u);
+  for (const BenchTest& t : p.benches[0].tests)
+    for (const auto* runs : {&t.stock_runs, &t.profiled_runs})
+      for (const auto& run : *runs) EXPECT_EQ(run.size(), 3u) << t.name;
+}
+
+// Ctrl-C in the middle of the sweep: exit 7, the journal kept; the same command goes on.
+TEST(Tune, InterruptedSweepSaysHowToGoOn) {
+  const TuneDir d;
+  const fs::path out = d.dir / "first.txt";
+  const pid_t pid = test::spawn_temper(d.args({{"--ncols", "1"}}), d.env({{"FAKE_PROBE_SLEEP_US", "2000"}}), out, out);
+  const fs::path journal = d.state() / "sweep.journal";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (line_count(journal) < 4 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ::kill(pid, SIGINT);
+  EXPECT_EQ(test::wait_code(pid), 7);
+  EXPECT_NE(test::slurp(out).find("tune cancelled during the sweep; what was measured is journaled"), std::string::npos)
+      << test::slurp(out);
+  EXPECT_TRUE(fs::exists(journal));
+  EXPECT_EQ(outcomes(d.run({{"--ncols", "1"}}))["sweep"], "resumed");
+}
+
+// A profile whose tuned launches change the engine's results (the fake's FAKE_PROBE_WRONG: a
+// config that writes a wrong row) is never left installed: the replay compares every launch's
+// output, and tune puts back what the file held (or removes it) and ends with exit 5.
+TEST(Tune, ReplayThatFindsWrongResultsUndoesTheInstall) {
+  const TuneDir d;
+  fs::create_directories(d.profile.parent_path());
+  fs::copy_file(TEMPER_SOURCE_DIR "/tests/profile/fixtures/profile.json", d.profile);
+  const std::string before = test::slurp(d.profile);
+  test::CliRun r = test::run_temper(d.args({{"--ncols", "1"}}), d.env({{"FAKE_PROBE_WRONG", "8x1"}}));
+  EXPECT_EQ(r.code, 5) << r.output;
+  EXPECT_NE(r.output.find("launches whose output differs with the profile"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("the previous profile is back in " + d.profile.string()), std::string::npos) << r.output;
+  EXPECT_EQ(test::slurp(d.profile), before);
+  EXPECT_FALSE(fs::exists(d.bench_log));  // no bench of a wrong profile
+  fs::remove(d.profile);
+  r = test::run_temper(d.args({{"--ncols", "1"}}), d.env({{"FAKE_PROBE_WRONG", "8x1"}}));
+  EXPECT_EQ(r.code, 5) << r.output;
+  EXPECT_NE(r.output.find(d.profile.string() + " is removed"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(d.profile));
+}
+
+// On a real llama.cpp tree ($TEMPER_UPSTREAM/llama.cpp, a private copy of its ggml/; skipped without
+// it): check names the tree, --patch patches it, and the engine build — which needs CUDA, here made
+// unreachable — fails with its one line (exit 6), leaving the tree patched as asked and restorable
+// byte for byte. A second run finds it patched already.
+TEST(Tune, ChecksAndPatchesAnUpstreamTreeBeforeTheBuild) {
+  const test::UpstreamCopy tree("llama.cpp", {"ggml"});
+  if (tree.root().empty()) GTEST_SKIP() << "SKIPPED: " << tree.why();
+  const TuneDir d;
+  const fs::path mmvq = tree.root() / "ggml" / "src" / "ggml-cuda" / "mmvq.cu";
+  const std::string stock = test::slurp(mmvq);
+  const std::vector<std::string> args = {"tune", d.model.string(), "--engine-src", tree.root().string(), "--patch",
+                                         "--arch", "sm_90", "--kernel-set", "ci"};
+  const test::Env no_cuda = d.env({{"CUDACXX", "/nonexistent/nvcc"}, {"PATH", "/usr/bin:/bin"}});
+  test::CliRun r = test::run_temper(args, no_cuda);
+  EXPECT_EQ(r.code, 6) << r.output;
+  EXPECT_NE(r.output.find("tune [1/8] check: the engine tree"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("done in"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("llama.cpp tree at " + tree.root().string()), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("patched " + mmvq.string() + " (hook v"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("temper tune: engine configure failed"), std::string::npos) << r.output;
+  EXPECT_EQ(test::slurp(mmvq).rfind("// temper-hook v", 0), 0u);
+  r = test::run_temper(args, no_cuda);
+  EXPECT_EQ(r.code, 6) << r.output;
+  EXPECT_NE(r.output.find("skipped in"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("already patched (hook v"), std::string::npos) << r.output;
+  r = test::run_temper({"engine", "patch", tree.root().string(), "--undo"});
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(test::slurp(mmvq), stock);
+}
+
+TEST(Tune, BadOptionsAreOneLine) {
+  const TuneDir d;
+  test::CliRun r = test::run_temper({"tune", d.model.string()}, d.env());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output.find("expected --engine-src DIR (a ggml / llama.cpp tree) or --probe PATH"), std::string::npos) << r.output;
+  r = test::run_temper({"tune", d.model.string(), "--engine-src", d.dir.string(), "--arch", "sm_90"}, d.env());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output.find(d.dir.string()), std::string::npos) << r.output;  // no ggml tree there
+  r = test::run_temper({"tune", d.model.string(), "--probe", FAKE_PROBE, "--patch"}, d.env());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output.find("--patch needs --engine-src DIR"), std::string::npos) << r.output;
+  // A missing llama-bench is refused before the sweep, not after it.
+  r = test::run_temper(d.args({{"--llama-bench", "/nonexistent/llama-bench"}}), d.env());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output.find("llama-bench /nonexistent/llama-bench: no such file"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(d.gemv_log));
+}
+
+// ---- The install rule ----
+
+ProfileEntry entry(const std::string& arch, int n, Config c, Approval a = Approval::Approved) {
+  ProfileEntry e;
+  e.key = ProfileKey(arch, GgmlType::Q4_0, n, 256, 1);
+  e.config = c;
+  e.default_config = {4, 1};
+  e.approval = a;
+  return e;
+}
+
+TEST(TuneInstall, MeasuredShapesReplacedOthersKept) {
+  Session s;
+  s.id = "new";
+  SessionDevice dev;
+  dev.info.arch = "sm_90";
+  dev.info.index = 0;
+  s.devices = {dev};
+  for (int n : {128, 256}) {
+    Verdict v;
+    static_cast<GroupKey&>(v) = GroupKey{};
+    v.device = 0, v.type = GgmlType::Q4_0, v.n = n, v.k = 256, v.ncols = 1;
+    v.verdict = std::string(kVerdictDefaultStays);
+    s.verdicts.push_back(v);
+  }
+  Profile current;
+  current.model = "other.gguf";
+  current.sessions = {"old"};
+  current.entries = {entry("sm_90", 128, {2, 2}),   // measured again, no longer a winner: goes
+                     entry("sm_90", 384, {8, 1}),   // another model's shape: stays
+                     entry("gfx90a", 128, {2, 1})};  // another arch: stays
+  current.benches.push_back(BenchRecord{});
+  Profile tuned;
+  tuned.model = "small-llama.gguf";
+  tuned.sessions = {"new"};
+  tuned.entries = {entry("sm_90", 256, {2, 2})};
+  const Profile p = tune::install_profile(current, tuned, s);
+  ASSERT_EQ(p.entries.size(), 3u);
+  EXPECT_EQ(p.entries[0].key.arch, "gfx90a");
+  EXPECT_EQ(p.entries[1].key.n, 256);
+  EXPECT_EQ(p.entries[2].key.n, 384);
+  EXPECT_EQ(p.model, "other.gguf, small-llama.gguf");
+  EXPECT_EQ(p.sessions, (std::vector<std::string>{"old", "new"}));
+  EXPECT_EQ(p.benches.size(), 1u);
+  // Installing the same again changes nothing (the model is named once).
+  EXPECT_EQ(to_json(tune::install_profile(p, tuned, s)), to_json(p));
+}
+
+}  // namespace

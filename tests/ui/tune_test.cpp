@@ -1,0 +1,133 @@
+// Tune & bench in the GUI (issue 28): one action runs core's tune on the worker (the fake probe for
+// the engine, the stand-in llama-bench), every step's outcome lands in the steps table, the bench
+// panel shows llama-bench's numbers per test and the arms' samples run by run; "Bench only" re-runs
+// llama-bench on the installed profile; Cancel stops a running bench and nothing is recorded.
+#include <QChart>
+#include <QPushButton>
+#include <QScatterSeries>
+#include <QSignalSpy>
+#include <QTableWidget>
+#include <QTemporaryDir>
+#include <QTest>
+#include <filesystem>
+
+#include "fixtures/fixtures.h"
+#include "main_window.h"
+#include "tune_panel.h"
+#include "ui_test_util.h"
+
+using namespace temper;
+using namespace temper::ui;
+
+namespace {
+
+struct Setup {
+  QTemporaryDir dir;
+  QString model = dir.filePath(QStringLiteral("small-llama.gguf"));
+  QString profile = dir.filePath(QStringLiteral("engine-profile.json"));
+  Setup() {
+    fixtures::writer(fixtures::Fixture::SmallLlama).write(model.toStdString());
+    qputenv("XDG_CACHE_HOME", dir.filePath(QStringLiteral("cache")).toUtf8());
+  }
+  ~Setup() { qunsetenv("XDG_CACHE_HOME"); }
+  std::unique_ptr<TunePanel> panel(SessionDocument& doc) const {
+    auto p = std::make_unique<TunePanel>(&doc);
+    p->setInteractive(false);
+    p->setModelPath(model);
+    p->setProbe(QStringLiteral(FAKE_PROBE));
+    p->setNcols(QStringLiteral("1"));
+    p->setLlamaBench(QStringLiteral(FAKE_LLAMA_BENCH));
+    p->setTests(QStringLiteral("tg128,pp4"), 2, 3);
+    p->setOutput(profile);
+    return p;
+  }
+};
+
+QString cell(const QTableWidget* t, tune::Step s, int column) {
+  const QTableWidgetItem* i = t->item(int(s), column);
+  return i ? i->text() : QString();
+}
+
+}  // namespace
+
+class TestTune : public QObject {
+  Q_OBJECT
+ private Q_SLOTS:
+  void tuneIsOneActionWithProgressPerStep() {
+    const Setup s;
+    SessionDocument doc;
+    auto panel = s.panel(doc);
+    QSignalSpy started(panel->runner(), &TuneRunner::stepStarted);
+    QSignalSpy done(panel.get(), &TunePanel::finished);
+    QVERIFY(panel->startTune());
+    QVERIFY(!panel->startTune());  // one at a time
+    QVERIFY(done.wait(120000));
+    QVERIFY2(done.front().front().toString().startsWith(QStringLiteral("Tuned: the profile is ")), qPrintable(done.front().front().toString()));
+    QCOMPARE(started.count(), int(std::size(tune::kSteps)));
+    for (tune::Step st : {tune::Step::Sweep, tune::Step::Approve, tune::Step::Install, tune::Step::Replay, tune::Step::Bench})
+      QCOMPARE(cell(panel->steps(), st, 1), QStringLiteral("done"));
+    QCOMPARE(cell(panel->steps(), tune::Step::Build, 1), QStringLiteral("not asked"));
+    QVERIFY2(cell(panel->steps(), tune::Step::Replay, 3).startsWith(QStringLiteral("GEMV time per token")),
+             qPrintable(cell(panel->steps(), tune::Step::Replay, 3)));
+    QVERIFY(cell(panel->steps(), tune::Step::Sweep, 2).endsWith(QStringLiteral(" s")));
+    // The bench panel: a row per test, the stand-in's 10 %, and every sample of both arms in the chart.
+    BenchModel* m = panel->benchModel();
+    QCOMPARE(m->rowCount(), 2);
+    QCOMPARE(m->data(m->index(0, BenchModel::Test)).toString(), QStringLiteral("tg128"));
+    QCOMPARE(m->data(m->index(1, BenchModel::LlamaTest)).toString(), QStringLiteral("pp128, micro-batch 4"));
+    QCOMPARE(m->data(m->index(0, BenchModel::Speedup)).toString(), QStringLiteral("1.100"));
+    QCOMPARE(m->data(m->index(0, BenchModel::Samples)).toString(), QStringLiteral("6 / 6"));
+    const auto series = panel->samplesChart()->series();
+    QCOMPARE(series.size(), 2);
+    QCOMPARE(static_cast<QScatterSeries*>(series[0])->count(), 6);
+    QCOMPARE(series[1]->name(), QStringLiteral("profile"));
+    QCOMPARE(load_profile(s.profile.toStdString()).benches.size(), size_t(1));
+
+    // Bench only: llama-bench again on the profile as it is.
+    done.clear();
+    QVERIFY(panel->startBench());
+    QVERIFY(done.wait(60000));
+    QVERIFY2(done.front().front().toString().startsWith(QStringLiteral("Bench recorded in ")), qPrintable(done.front().front().toString()));
+    QCOMPARE(m->rowCount(), 2);
+  }
+
+  void cancelStopsTheBenchAndRecordsNothing() {
+    const Setup s;
+    SessionDocument doc;
+    auto panel = s.panel(doc);
+    // A profile to bench: the fixture's (it has an approved sm_90 entry).
+    std::filesystem::copy_file(TEMPER_SOURCE_DIR "/tests/profile/fixtures/profile.json", s.profile.toStdString());
+    qputenv("FAKE_LLAMA_BENCH_SLEEP_MS", "300");
+    QSignalSpy progress(panel->runner(), &TuneRunner::progress);
+    QSignalSpy done(panel.get(), &TunePanel::finished);
+    QVERIFY(panel->startBench());
+    QVERIFY(progress.wait(30000));
+    panel->cancelButton()->click();
+    QVERIFY(done.wait(30000));
+    qunsetenv("FAKE_LLAMA_BENCH_SLEEP_MS");
+    QVERIFY2(panel->statusText().startsWith(QStringLiteral("Cancelled: ")), qPrintable(panel->statusText()));
+    QCOMPARE(load_profile(s.profile.toStdString()).benches.size(), size_t(0));
+    QCOMPARE(panel->benchModel()->rowCount(), 0);
+  }
+
+  void missingInputsAreSaidNotRun() {
+    SessionDocument doc;
+    TunePanel panel(&doc);
+    panel.setInteractive(false);
+    QVERIFY(!panel.startTune());
+    QCOMPARE(panel.statusText(), QStringLiteral("open a GGUF model first (File → Open)"));
+    panel.setModelPath(QStringLiteral("/models/m.gguf"));
+    QVERIFY(!panel.startBench());
+    QCOMPARE(panel.statusText(), QStringLiteral("give the llama-bench to run (built from the patched tree)"));
+  }
+
+  void mainWindowHasTheTab() {
+    MainWindow w({});
+    w.setInteractive(false);
+    QCOMPARE(w.tabs()->tabText(w.tabs()->count() - 1), QStringLiteral("Tune && bench"));
+    QVERIFY(w.tunePanel() != nullptr);
+  }
+};
+
+TEMPER_UI_TEST(TestTune);
+#include "tune_test.moc"

@@ -1,0 +1,94 @@
+#pragma once
+// Tune & bench: `temper tune` as one action (the engine folder or a ready probe, llama-bench, the
+// profile's place), with every step's outcome, time and summary as it runs, and the bench panel:
+// llama-bench's tokens/s with and without the profile per test, the speedup with its CI, and the
+// arms' samples, run by run, in a chart. "Bench only" re-runs llama-bench on the profile as it is.
+// The work runs in TuneRunner (a worker thread); Cancel stops it, the journal keeps what was done.
+#include <QWidget>
+
+#include "models/bench_model.h"
+#include "session_doc.h"
+#include "tune_runner.h"
+
+class QCheckBox;
+class QChart;
+class QChartView;
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QProgressBar;
+class QPushButton;
+class QSpinBox;
+class QTableView;
+class QTableWidget;
+
+namespace temper::ui {
+
+class TunePanel : public QWidget {
+  Q_OBJECT
+ public:
+  explicit TunePanel(SessionDocument* doc, QWidget* parent = nullptr);
+
+  // The inputs (the model defaults to the document's GGUF).
+  void setModelPath(const QString& path);
+  QString modelPath() const;
+  void setEngineSource(const QString& dir);  // a ggml / llama.cpp tree
+  void setProbe(const QString& path);        // or a ready temper-probe
+  void setArch(const QString& arch);         // what the engine is built for (the first GPU's, by default)
+  void setLlamaBench(const QString& path, const QString& stock = {});
+  void setTests(const QString& tests, int rounds, int repetitions);
+  void setNcols(const QString& list);
+  void setOutput(const QString& profile);    // empty: where the engine looks
+  void setPatch(bool on);
+  // Start the work; false (the reason in the status line, and a dialog when interactive) when it cannot.
+  bool startTune();
+  bool startBench();
+  void setInteractive(bool on) { interactive_ = on; }
+
+  TuneRunner* runner() const { return runner_; }
+  QTableWidget* steps() const { return steps_; }
+  BenchModel* benchModel() const { return bench_; }
+  QChart* samplesChart() const;
+  QString statusText() const;
+  QPushButton* cancelButton() const { return cancel_; }
+
+ Q_SIGNALS:
+  void progressText(const QString& text, int done, int total);
+  void finished(const QString& summary);
+
+ private:
+  tune::TuneOptions tuneOptions() const;  // Error(BadInput) when an input is missing
+  engine::BenchOptions benchOptions() const;
+  void showSamples(int row);
+  void setRunning(bool on);
+  void fail(const QString& text);
+
+  SessionDocument* doc_;
+  TuneRunner* runner_;
+  QString model_;
+  QComboBox* engine_kind_;
+  QLineEdit* engine_path_;
+  QLabel* engine_check_;
+  QCheckBox* patch_;
+  QLineEdit* arch_;
+  QLineEdit* ncols_;
+  QLineEdit* llama_bench_;
+  QLineEdit* stock_bench_;
+  QLineEdit* tests_;
+  QSpinBox* rounds_;
+  QSpinBox* repetitions_;
+  QLineEdit* output_;
+  QPushButton* tune_;
+  QPushButton* bench_only_;
+  QPushButton* cancel_;
+  QTableWidget* steps_;
+  QProgressBar* progress_;
+  QLabel* status_;
+  BenchModel* bench_;
+  QTableView* bench_view_;
+  QLabel* bench_head_;
+  QChartView* chart_;
+  bool interactive_ = true;
+};
+
+}  // namespace temper::ui

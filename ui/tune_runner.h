@@ -1,0 +1,46 @@
+#pragma once
+// Runs core's tune (or its bench step alone) on a worker thread: the steps' events and every kind
+// of progress become queued signals, Cancel goes through core's cancellation flag. The GUI thread
+// never waits on the engine, the GPU or llama-bench.
+#include <QObject>
+#include <QString>
+#include <QThread>
+#include <atomic>
+
+#include "temper/engine_bench.h"
+#include "temper/tune.h"
+
+namespace temper::ui {
+
+class TuneRunner : public QObject {
+  Q_OBJECT
+ public:
+  explicit TuneRunner(QObject* parent = nullptr);
+  ~TuneRunner() override;  // cancels and joins
+
+  void startTune(tune::TuneOptions options);
+  // `temper engine bench`: the record is added to the profile unless `record` is false.
+  void startBench(engine::BenchOptions options, bool record = true);
+  void cancel();
+  bool isRunning() const { return running_; }
+  void wait();  // blocks until the worker is gone (tests, shutdown)
+
+ Q_SIGNALS:
+  void stepStarted(int step, const QString& what);  // step: int(tune::Step)
+  void stepFinished(int step, const QString& outcome, const QString& summary, double seconds);
+  // Progress inside the running step: done of total, a line, the ETA (0 when unknown).
+  void progress(int done, int total, const QString& text, double eta_s);
+  void note(const QString& text);
+  void benchReady(const temper::BenchRecord& record);
+  void finished(const QString& summary);  // tune or bench done
+  void failed(const QString& message, bool cancelled);
+
+ private:
+  void run(std::function<QString()> work);
+
+  QThread* thread_ = nullptr;
+  std::atomic<bool> cancel_{false};
+  bool running_ = false;  // GUI thread only
+};
+
+}  // namespace temper::ui
