@@ -169,6 +169,11 @@ void OccupancyView::fillRow(int row, Config c, const KernelResources& k, const O
   set(8, qstr(limiter_name(o.limiter)) + (o.why.empty() ? QString() : QStringLiteral(": ") + qstr(o.why)));
 }
 
+// Blocks count per CU, per WGP on RDNA (docs/occupancy.md), per SM on NVIDIA.
+void OccupancyView::setUnitHeader(const GpuSpec& g) {
+  table_->horizontalHeaderItem(5)->setText(QStringLiteral("blocks/%1").arg(qstr(occupancy_unit(g).name)));
+}
+
 void OccupancyView::rebuild() {
   table_->setRowCount(0);
   const Selection& sel = doc_->selection();
@@ -185,6 +190,7 @@ void OccupancyView::rebuild() {
       return;
     }
     const GpuSpec* g = device_spec(*d);
+    if (g) setUnitHeader(*g);
     std::set<Config> seen;
     std::vector<const Result*> rows;
     for (const auto& r : doc_->session().results) {
@@ -205,6 +211,7 @@ void OccupancyView::rebuild() {
                    : seen.empty() ? QStringLiteral("The session recorded no kernel attributes for %1 on %2.").arg(what, qstr(d->info.name))
                                   : QStringLiteral("%1 on %2 (%3), from the runtime's kernel attributes.").arg(what, qstr(d->info.name), qstr(d->info.arch)));
   } else {
+    if (const GpuSpec* g = find_gpu(arch.toStdString())) setUnitHeader(*g);
     const auto& all = staticFor(arch.toStdString());
     for (const auto& c : all) {
       if (c.instance.type != sel.type || c.instance.ncols != sel.ncols) continue;

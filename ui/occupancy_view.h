@@ -27,10 +27,12 @@ class OccupancyView : public QWidget {
   void setTarget(const QString& arch);
   void setCodeObjectDir(const QString& dir);
   QTableWidget* table() const { return table_; }
+  QComboBox* targets() const { return target_; }
 
  private:
   void rebuild();
   void fillRow(int row, Config c, const KernelResources& k, const Occupancy& o);
+  void setUnitHeader(const GpuSpec& g);
   const std::vector<ConfigOccupancy>& staticFor(const std::string& arch);
   // Code objects of (type, ncols) for an arch the build lacks: from the kernel cache, else compiled
   // in the background (progress in the note, Cancel); rebuild() shows them once there.
