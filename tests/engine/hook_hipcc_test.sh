@@ -10,17 +10,17 @@
 # __bf16 as the 16-bit integer clang 15's WMMA builtins take, so the hook's own code is still
 # compiled for RDNA3. The tuned instantiations must use the same dot instructions as Temper's kernels,
 # as often. Results: docs/perf-notes.md. Exit 77 (skipped) without hipcc or the tree.
-# Usage: hook_hipcc_test.sh TEMPER HIPCC SOURCE_DIR LLVM_BIN_DIR OUT_DIR
+# Usage: TEMPER_UPSTREAM=DIR hook_hipcc_test.sh TEMPER HIPCC SOURCE_DIR LLVM_BIN_DIR OUT_DIR
 set -eu
 temper=$(cd "$(dirname "$1")" && pwd)/$(basename "$1") hipcc=$2 source=$3 llvm=$4 out=$5
 if [ -z "$hipcc" ] || [ ! -x "$hipcc" ]; then echo "SKIPPED: no hipcc"; exit 77; fi
-upstream="${TEMPER_UPSTREAM:-}/ggml-d99724f"
-if [ -z "${TEMPER_UPSTREAM:-}" ] || [ ! -f "$upstream/src/ggml-cuda/mmvq.cu" ]; then
-  echo "SKIPPED: TEMPER_UPSTREAM does not hold ggml-d99724f"; exit 77
-fi
-rm -rf "$out" && mkdir -p "$out"
-cp -r "$upstream" "$out/"  # the given tree stays as it is
+if [ -z "${TEMPER_UPSTREAM:-}" ]; then echo "SKIPPED: TEMPER_UPSTREAM is not set (a folder of extracted upstream trees)"; exit 77; fi
+upstream="$TEMPER_UPSTREAM/ggml-d99724f"
+if [ ! -d "$upstream/src/ggml-cuda" ]; then echo "SKIPPED: no upstream tree $upstream"; exit 77; fi
+rm -rf "$out" && mkdir -p "$out/ggml-d99724f"
 tree="$out/ggml-d99724f"
+cp -R "$upstream/include" "$upstream/src" "$tree/"  # what hipcc reads; the copy is patched, never the original
+chmod -R u+w "$tree"
 "$temper" engine patch "$tree" --kernel-set ci
 # Temper's own q4_K code objects for both targets (to compare below), and with them gfx1100's device
 # libraries where the installed ROCm lacks them: the folder Temper makes.
