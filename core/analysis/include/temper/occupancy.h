@@ -50,7 +50,8 @@ struct Occupancy {
   int threads_per_block = 0;
   int wave_size = 0;
   int waves_per_block = 0;
-  int blocks_per_cu = 0;         // resident blocks per occupancy_unit() (CU, WGP on RDNA, SM): the minimum of the limits below
+  int blocks_per_cu = 0;         // resident blocks per occupancy_unit() (a CU; a WGP on RDNA; an SM):
+                                 // the minimum of the limits below
   double waves_per_simd = 0;     // blocks × waves per block / the unit's SIMDs (warps per SM sub-partition)
   int max_waves_per_simd = 0;
   int register_waves_per_simd = 0;  // what registers alone allow per SIMD (AMD: VGPRs and SGPRs), capped at the max
