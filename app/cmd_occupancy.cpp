@@ -50,13 +50,20 @@ std::string percent(double x) {
 }
 
 void print_header(const GpuSpec& g) {
-  if (g.is_nvidia())
+  if (g.is_nvidia()) {
     std::printf("%s (%s, %s): %d sub-partitions per SM, at most %d warps each, %d KiB shared memory per SM\n",
                 g.arch.c_str(), g.names.at(0).c_str(), g.family.c_str(), g.simds_per_cu, g.max_waves_per_simd,
                 g.lds_per_cu / 1024);
-  else
-    std::printf("%s (%s, %s): %d SIMDs per CU, at most %d waves per SIMD, %d KiB LDS per CU\n", g.arch.c_str(),
-                g.names.at(0).c_str(), g.family.c_str(), g.simds_per_cu, g.max_waves_per_simd, g.lds_per_cu / 1024);
+    return;
+  }
+  const OccupancyUnit u = occupancy_unit(g);
+  const int wave = g.wave_sizes.at(0);
+  const VgprFile f = amd_vgpr_file(g, wave);
+  std::printf("%s (%s, %s): %d SIMDs per %s%s, at most %d waves per SIMD, %d KiB LDS per %s; wave%d VGPR file %d per "
+              "lane, granule %d\n",
+              g.arch.c_str(), g.names.at(0).c_str(), g.family.c_str(), u.simds, std::string(u.name).c_str(),
+              u.cus > 1 ? (" (" + std::to_string(u.cus) + " CUs, HIP's WGP mode)").c_str() : "", g.max_waves_per_simd,
+              u.lds_bytes / 1024, std::string(u.name).c_str(), wave, f.total, f.granule);
 }
 
 // "default" for the engine table's entry on this arch, "small-K" for its small-K variant (oldest known engine).
@@ -93,7 +100,9 @@ void print_table(const GpuSpec& g, const std::vector<ConfigOccupancy>& rows, boo
 }
 
 nlohmann::json gpu_json(const GpuSpec& g) {
-  return {{"id", g.id}, {"name", g.names.at(0)}, {"arch", g.arch}, {"family", g.family}};
+  const OccupancyUnit u = occupancy_unit(g);
+  return {{"id", g.id}, {"name", g.names.at(0)}, {"arch", g.arch}, {"family", g.family},
+          {"unit", {{"name", u.name}, {"cus", u.cus}, {"simds", u.simds}, {"lds_bytes", u.lds_bytes}}}};
 }
 
 // NVIDIA: registers are known only once the driver has loaded the kernels.
@@ -135,8 +144,9 @@ int run_occupancy(const Options& opt) {
       std::printf("%d threads (%d %s of %d), %d registers (allocated %d), %d B %s (allocated %d)\n", threads,
                   o.waves_per_block, nv ? "warps" : "waves", o.wave_size, k.vgprs, o.allocated_registers, k.lds_bytes,
                   nv ? "shared memory" : "LDS", o.allocated_lds);
-      std::printf("%d blocks per %s, %.2f %s of %d: occupancy %s, limited by %s%s\n", o.blocks_per_cu,
-                  nv ? "SM" : "CU", o.waves_per_simd, nv ? "warps per sub-partition" : "waves per SIMD",
+      const std::string unit(occupancy_unit(gpu).name);
+      std::printf("%d blocks per %s, %.2f %s of %d: occupancy %s, limited by %s%s\n", o.blocks_per_cu, unit.c_str(),
+                  o.waves_per_simd, nv ? "warps per sub-partition" : "waves per SIMD",
                   o.max_waves_per_simd, percent(o.occupancy).c_str(),
                   std::string(limiter_name(o.limiter)).c_str(), o.why.empty() ? "" : (" (" + o.why + ")").c_str());
     }

@@ -216,6 +216,11 @@ void OccupancyView::fillRow(int row, Config c, const QString& mark, const Kernel
   set(8, limiterText(o.limiter, nv) + (o.why.empty() ? QString() : QStringLiteral(": ") + qstr(o.why)));
 }
 
+// Blocks count per CU, per WGP on RDNA (docs/occupancy.md), per SM on NVIDIA.
+void OccupancyView::setUnitHeader(const GpuSpec& g) {
+  table_->horizontalHeaderItem(5)->setText(QStringLiteral("blocks/%1").arg(qstr(occupancy_unit(g).name)));
+}
+
 void OccupancyView::rebuild() {
   table_->setRowCount(0);
   const Selection& sel = doc_->selection();
@@ -245,6 +250,7 @@ void OccupancyView::rebuild() {
     }
     const GpuSpec* g = device_spec(*d);
     setVocabulary(g ? g->is_nvidia() : d->info.arch.rfind("sm_", 0) == 0);
+    if (g && !g->is_nvidia()) setUnitHeader(*g);
     std::set<Config> seen;
     std::vector<const Result*> rows;
     QStringList missing;  // configs of this shape the table cannot show, and why
@@ -276,6 +282,7 @@ void OccupancyView::rebuild() {
     note_->setText(note);
   } else {
     setVocabulary(false);
+    if (const GpuSpec* g = find_gpu(arch.toStdString())) setUnitHeader(*g);
     // Only the stock config is known for a target nobody measured: the engine's table for that arch.
     const std::string engine = doc_->hasSession() && !doc_->session().grid.engine.empty() ? doc_->session().grid.engine
                                                                                           : std::string(defaults::known_engines().front());

@@ -30,6 +30,7 @@ class OccupancyView : public QWidget {
   void setCodeObjectDir(const QString& dir);
   QTableWidget* table() const { return table_; }
   QString noteText() const;
+  QComboBox* targets() const { return target_; }
 
  private:
   void rebuild();
@@ -37,6 +38,8 @@ class OccupancyView : public QWidget {
   void setVocabulary(bool nvidia);
   // `mark`: "default", "★ winner" or "" (shown with the config, as the CLI marks them).
   void fillRow(int row, Config c, const QString& mark, const KernelResources& k, const Occupancy& o, const GpuSpec& g);
+  // Blocks count per CU, per WGP on RDNA (docs/occupancy.md): the blocks column names its unit.
+  void setUnitHeader(const GpuSpec& g);
   const std::vector<ConfigOccupancy>& staticFor(const std::string& arch);
   // Code objects of (type, ncols) for an arch the build lacks: from the kernel cache, else compiled
   // in the background (progress in the note, Cancel); rebuild() shows them once there.

@@ -14,22 +14,6 @@ int round_up(int value, int granule) { return (value + granule - 1) / granule * 
 int div_up(int a, int b) { return (a + b - 1) / b; }
 bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
 
-// AMD per-lane VGPR rules (LLVM AMDGPUBaseInfo: getTotalNumVGPRs, getVGPRAllocGranule,
-// getAddressableNumVGPRs). `total` counts one register file as the occupancy rule sees it.
-struct VgprRules {
-  int total = 0, granule = 0, addressable = 0;
-};
-
-VgprRules amd_vgpr_rules(const GpuSpec& gpu, int wave_size) {
-  const int file = gpu.registers_per_simd / wave_size;  // VGPRs per lane in the whole SIMD
-  const std::string& f = gpu.family;
-  if (f == "cdna2" || f == "cdna3" || f == "cdna4") return {file, 8, 512};   // unified VGPR+AGPR file
-  if (f == "cdna1") return {file / 2, 4, 256};                               // two files, 256 each
-  if (f == "gcn5") return {file, 4, 256};
-  if (f == "rdna1") return {file, file / 128, 256};                          // 8 (wave32) / 4 (wave64)
-  return {file, file / 64, 256};  // RDNA2+: 16/8, or 24/12 with the 1.5x file (gfx1100, gfx1101, gfx1151, gfx12)
-}
-
 // Waves per SIMD an SGPR count allows on GCN/CDNA (LLVM getOccupancyWithNumSGPRs, gfx8+: the
 // 800-SGPR file in 16-register granules, as the hardware's table rounds it). RDNA: not limiting.
 int amd_waves_by_sgprs(int sgprs) {
@@ -48,7 +32,7 @@ constexpr int kNvReservedSharedPerBlock = 1024;  // the driver's per-block reser
 constexpr int kNvSharedGranule = 128;
 constexpr int kMaxThreadsPerBlock = 1024;
 
-void finish(Occupancy& o, const GpuSpec& gpu) {
+void finish(Occupancy& o, const GpuSpec& gpu, const OccupancyUnit& unit) {
   // The tightest limit wins; on a tie name the hardware cap first (waves, then block slots),
   // since spending fewer registers or less LDS would not raise occupancy then.
   const std::pair<int, OccupancyLimiter> limits[] = {
@@ -59,7 +43,7 @@ void finish(Occupancy& o, const GpuSpec& gpu) {
   for (const auto& [blocks, limiter] : limits)
     if (blocks < o.blocks_per_cu) o.blocks_per_cu = blocks, o.limiter = limiter;
   o.max_waves_per_simd = gpu.max_waves_per_simd;
-  o.waves_per_simd = static_cast<double>(o.blocks_per_cu) * o.waves_per_block / gpu.simds_per_cu;
+  o.waves_per_simd = static_cast<double>(o.blocks_per_cu) * o.waves_per_block / unit.simds;
   o.occupancy = o.waves_per_simd / gpu.max_waves_per_simd;
 }
 
@@ -72,6 +56,23 @@ Occupancy unlaunchable(Occupancy o, const GpuSpec& gpu, std::string why) {
 }
 
 }  // namespace
+
+OccupancyUnit occupancy_unit(const GpuSpec& gpu) {
+  if (gpu.is_nvidia()) return {"SM", 1, gpu.simds_per_cu, gpu.lds_per_cu, gpu.max_blocks_per_cu};
+  if (starts_with(gpu.family, "rdna"))
+    return {"WGP", 2, 2 * gpu.simds_per_cu, 2 * gpu.lds_per_cu, 2 * gpu.max_blocks_per_cu};
+  return {"CU", 1, gpu.simds_per_cu, gpu.lds_per_cu, gpu.max_blocks_per_cu};
+}
+
+VgprFile amd_vgpr_file(const GpuSpec& gpu, int wave_size) {
+  const int file = gpu.registers_per_simd / wave_size;  // VGPRs per lane in the whole SIMD
+  const std::string& f = gpu.family;
+  if (f == "cdna2" || f == "cdna3" || f == "cdna4") return {file, 8, 512};   // unified VGPR+AGPR file
+  if (f == "cdna1") return {file / 2, 4, 256};                               // two files, 256 each
+  if (f == "gcn5") return {file, 4, 256};
+  if (f == "rdna1") return {file, file / 128, 256};                          // 8 (wave32) / 4 (wave64)
+  return {file, file / 64, 256};  // RDNA2+: 16/8, or 24/12 with the 1.5x file (gfx1100, gfx1101, gfx1151, gfx12)
+}
 
 std::string_view limiter_name(OccupancyLimiter limiter) {
   switch (limiter) {
@@ -106,60 +107,62 @@ Occupancy compute_occupancy(const GpuSpec& gpu, const KernelResources& k, int th
   if (k.lds_bytes > gpu.lds_per_block)
     return unlaunchable(o, gpu, std::to_string(k.lds_bytes) + " bytes of LDS > " + std::to_string(gpu.lds_per_block) + " per block");
 
-  const int wave_slots = gpu.max_waves_per_simd * gpu.simds_per_cu;  // per CU (SM)
+  const OccupancyUnit unit = occupancy_unit(gpu);
+  const int wave_slots = gpu.max_waves_per_simd * unit.simds;
   o.blocks_by_waves = wave_slots / o.waves_per_block;
   if (o.blocks_by_waves == 0)
-    return unlaunchable(o, gpu, std::to_string(o.waves_per_block) + " waves per block > " + std::to_string(wave_slots) + " per CU");
+    return unlaunchable(o, gpu, std::to_string(o.waves_per_block) + " waves per block > " + std::to_string(wave_slots) +
+                                    " per " + std::string(unit.name));
 
   if (gpu.is_nvidia()) {
     // CUDA's occupancy rules (cuda_occupancy.h): registers per warp rounded to 256, warps per
     // sub-partition from its quarter of the file; shared memory plus the driver's 1 KiB per block,
     // rounded to 128 B; resident-block and warp-slot caps.
-    o.blocks_by_slots = gpu.max_blocks_per_cu;
+    o.blocks_by_slots = unit.max_blocks;
     o.register_granule = kNvRegGranule / o.wave_size;
     o.allocated_registers = round_up(k.vgprs, o.register_granule);
     if (k.vgprs > kNvMaxRegsPerThread)
       return unlaunchable(o, gpu, std::to_string(k.vgprs) + " registers per thread > 255");
     if (k.vgprs > 0) {
       const int regs_per_warp = round_up(k.vgprs * o.wave_size, kNvRegGranule);
-      if (regs_per_warp * round_up(o.waves_per_block, gpu.simds_per_cu) > kNvRegsPerBlock)
+      if (regs_per_warp * round_up(o.waves_per_block, unit.simds) > kNvRegsPerBlock)
         return unlaunchable(o, gpu, "registers per block > 65536");
-      const int warps = gpu.registers_per_simd / regs_per_warp * gpu.simds_per_cu;
+      const int warps = gpu.registers_per_simd / regs_per_warp * unit.simds;
       o.blocks_by_registers = warps / o.waves_per_block;
       o.register_waves_per_simd = std::min(gpu.max_waves_per_simd, gpu.registers_per_simd / regs_per_warp);
     } else {
       o.register_waves_per_simd = gpu.max_waves_per_simd;
     }
     o.allocated_lds = round_up(k.lds_bytes + kNvReservedSharedPerBlock, kNvSharedGranule);
-    o.blocks_by_lds = gpu.lds_per_cu / o.allocated_lds;
-    finish(o, gpu);
+    o.blocks_by_lds = unit.lds_bytes / o.allocated_lds;
+    finish(o, gpu, unit);
     return o;
   }
 
-  // AMD: registers are per SIMD, the waves of a block spread over the CU's SIMDs; LDS and the
-  // work-group (barrier) slots are per CU. Single-wave work-groups need no barrier slot.
-  const VgprRules rules = amd_vgpr_rules(gpu, o.wave_size);
+  // AMD: registers are per SIMD, the waves of a block spread over the unit's SIMDs; LDS and the
+  // work-group (barrier) slots are per unit. Single-wave work-groups need no barrier slot.
+  const VgprFile rules = amd_vgpr_file(gpu, o.wave_size);
   o.register_granule = rules.granule;
   if (k.vgprs > rules.addressable)
     return unlaunchable(o, gpu, std::to_string(k.vgprs) + " VGPRs > " + std::to_string(rules.addressable) + " addressable");
   if (k.sgprs > kAmdMaxSgprs && !starts_with(gpu.family, "rdna"))
     return unlaunchable(o, gpu, std::to_string(k.sgprs) + " SGPRs > " + std::to_string(kAmdMaxSgprs));
-  if (o.waves_per_block > 1) o.blocks_by_slots = gpu.max_blocks_per_cu;
+  if (o.waves_per_block > 1) o.blocks_by_slots = unit.max_blocks;
   o.allocated_registers = round_up(std::max(k.vgprs, 1), rules.granule);
   const int waves_by_vgprs = rules.total / o.allocated_registers;  // per SIMD, before the wave cap
-  o.blocks_by_registers = waves_by_vgprs * gpu.simds_per_cu / o.waves_per_block;
+  o.blocks_by_registers = waves_by_vgprs * unit.simds / o.waves_per_block;
   o.register_waves_per_simd = std::min(gpu.max_waves_per_simd, waves_by_vgprs);
   if (k.sgprs > 0 && !starts_with(gpu.family, "rdna")) {
-    o.blocks_by_sgprs = amd_waves_by_sgprs(k.sgprs) * gpu.simds_per_cu / o.waves_per_block;
+    o.blocks_by_sgprs = amd_waves_by_sgprs(k.sgprs) * unit.simds / o.waves_per_block;
     o.register_waves_per_simd = std::min(o.register_waves_per_simd, amd_waves_by_sgprs(k.sgprs));
   }
   if (k.lds_bytes > 0) {
     o.allocated_lds = round_up(k.lds_bytes, kAmdLdsGranule);
-    o.blocks_by_lds = gpu.lds_per_cu / o.allocated_lds;
+    o.blocks_by_lds = unit.lds_bytes / o.allocated_lds;
   }
   if (o.blocks_by_registers == 0)
-    return unlaunchable(o, gpu, "one block's waves need more VGPRs than the CU has");
-  finish(o, gpu);
+    return unlaunchable(o, gpu, "one block's waves need more VGPRs than the " + std::string(unit.name) + " has");
+  finish(o, gpu, unit);
   return o;
 }
 

@@ -13,7 +13,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <mutex>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -168,7 +170,132 @@ std::string first_lines(const fs::path& log, int count) {
   return out;
 }
 
+// Targets newer than an old clang knows, with the first upstream clang that knows them and a ROCm
+// whose compiler does (docs/occupancy.md, "Targets Debian's toolchain lacks").
+struct NewerTarget {
+  std::string_view arch, family;
+  int clang;
+  std::string_view rocm;
+};
+constexpr NewerTarget kNewerTargets[] = {
+    {"gfx941", "CDNA3", 17, "6.0"},    {"gfx942", "CDNA3", 17, "6.0"},    {"gfx950", "CDNA4", 20, "7.0"},
+    {"gfx1150", "RDNA3.5", 17, "6.3"}, {"gfx1151", "RDNA3.5", 17, "6.3"}, {"gfx1152", "RDNA3.5", 19, "6.4"},
+    {"gfx1153", "RDNA3.5", 20, "7.0"}, {"gfx1200", "RDNA4", 18, "6.3"},     {"gfx1201", "RDNA4", 18, "6.3"}};
+
+[[noreturn]] void unknown_target(const std::string& arch, const std::string& dry_run) {
+  const size_t v = dry_run.find("clang version ");
+  const std::string clang = v == std::string::npos ? "clang" : dry_run.substr(v, dry_run.find('\n', v) - v);
+  std::string msg = arch + ": this hipcc's compiler (" + clang + ") does not know the target";
+  for (const NewerTarget& t : kNewerTargets)
+    if (t.arch == arch)
+      msg += " (" + std::string(t.family) + "); clang " + std::to_string(t.clang) + " or later knows it, e.g. ROCm " +
+             std::string(t.rocm) + "'s";
+  fail(ErrorKind::BadInput, msg + " (TEMPER_HIPCC selects another hipcc)");
+}
+
+// The ISA-version library for `arch`, made from `template_bc` (any installed oclc_isa_version_*.bc:
+// a module holding one constant) by replacing that constant, in `dir` (written aside, renamed).
+void make_isa_version_bc(const fs::path& tools, const fs::path& template_bc, const std::string& arch,
+                         const fs::path& dir) {
+  const fs::path out = dir / ("oclc_isa_version_" + arch.substr(3) + ".bc");
+  if (fs::is_regular_file(out)) return;
+  for (const char* tool : {"llvm-dis", "llvm-as"})
+    if (!executable(tools / tool))
+      fail(ErrorKind::NoDevice, "compiling " + arch + " needs a ROCm device library this ROCm lacks; Temper makes it " +
+                                    "with " + tool + ", which is not in " + tools.string() +
+                                    " (Debian: package llvm-15)");
+  const std::string unique = "." + std::to_string(::getpid());  // callers hold hip_device_lib_dir's lock
+  const fs::path ll = dir / (arch + unique + ".ll"), bc = out.string() + unique + ".tmp";
+  const fs::path log = dir / (arch + unique + ".log");
+  std::error_code ec;
+  const auto cleanup = [&] { fs::remove(ll, ec), fs::remove(bc, ec), fs::remove(log, ec); };
+  const auto step = [&](std::vector<std::string> argv) {
+    if (run_compiler(argv, log, dir, nullptr) != 0) {
+      const std::string why = first_lines(log, 3);
+      cleanup();
+      fail(ErrorKind::Internal, "making " + out.string() + " failed (" + argv[0] + "): " + why);
+    }
+  };
+  step({(tools / "llvm-dis").string(), template_bc.string(), "-o", ll.string()});
+  static const std::regex constant(R"(@__oclc_ISA_version\b[^\n]*constant i32 (\d+))");
+  std::string text = read_file(ll);
+  std::smatch m;
+  if (!std::regex_search(text, m, constant)) {
+    cleanup();
+    fail(ErrorKind::Internal, template_bc.string() + " defines no __oclc_ISA_version: cannot make " + out.string());
+  }
+  text.replace(size_t(m.position(1)), size_t(m.length(1)), std::to_string(amd_isa_version(arch)));
+  write_file_atomic(ll, text);
+  step({(tools / "llvm-as").string(), ll.string(), "-o", bc.string()});
+  fs::rename(bc, out, ec);
+  cleanup();
+  if (!fs::is_regular_file(out)) fail(ErrorKind::Io, "cannot write " + out.string() + ": " + ec.message());
+}
+
 }  // namespace
+
+int amd_isa_version(std::string_view arch) {
+  const std::string_view digits = arch.substr(std::min<size_t>(3, arch.size()));
+  if (arch.substr(0, 3) != "gfx" || digits.size() < 3 || digits.size() > 4 ||
+      digits.find_first_not_of("0123456789abcdef") != std::string_view::npos ||
+      digits.substr(0, digits.size() - 2).find_first_not_of("0123456789") != std::string_view::npos)
+    fail(ErrorKind::BadInput, "'" + std::string(arch) + "' is not an AMD arch name like gfx1100 or gfx90a");
+  const auto hex = [](char c) { return c <= '9' ? c - '0' : c - 'a' + 10; };
+  const size_t n = digits.size();
+  return std::stoi(std::string(digits.substr(0, n - 2))) * 1000 + hex(digits[n - 2]) * 100 + hex(digits[n - 1]);
+}
+
+std::optional<fs::path> hip_device_lib_dir(const fs::path& hipcc, const std::string& arch) {
+  static std::mutex m;
+  static std::map<std::pair<fs::path, std::string>, std::optional<fs::path>> known;
+  std::lock_guard lock(m);
+  if (auto it = known.find({hipcc, arch}); it != known.end()) return it->second;
+  // What the driver would run, without running it: the libraries it links, or why it cannot.
+  const std::string dry = output_of({hipcc.string(), "-x", "hip", "--offload-arch=" + arch, "--cuda-device-only",
+                                     "-c", "/dev/null", "-o", "/dev/null", "-###"});
+  if (dry.find("invalid target ID") != std::string::npos ||
+      dry.find("nsupported CUDA gpu architecture") != std::string::npos)  // older clangs' wording
+    unknown_target(arch, dry);
+  std::optional<fs::path> dir;
+  if (dry.find("cannot find ROCm device library") != std::string::npos) {
+    // The driver still names the libraries it found (hip.bc) and the clang it runs ("-cc1").
+    static const std::regex hip_bc(R"re("([^"]*)/hip\.bc")re"), cc1(R"re("([^"]*)/clang[^"/]*" "-cc1")re");
+    std::smatch lib, clang;
+    if (!std::regex_search(dry, lib, hip_bc) || !std::regex_search(dry, clang, cc1))
+      fail(ErrorKind::NoDevice, "hipcc finds no ROCm device library for " + arch +
+                                    " and does not say where its others are:\n  " +
+                                    dry.substr(0, dry.find('\n', dry.find("error"))));
+    const fs::path installed = lib[1].str(), tools = clang[1].str();
+    // One folder per installed library set and clang: links to every installed library, plus the
+    // generated ISA-version files (made once, by whichever process comes first).
+    std::vector<std::string> names;
+    fs::path template_bc;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(installed, ec))
+      if (e.path().extension() == ".bc") {
+        names.push_back(e.path().filename().string());
+        const bool isa = names.back().rfind("oclc_isa_version_", 0) == 0;
+        if (isa && (template_bc.empty() || names.back() < template_bc.filename().string())) template_bc = e.path();
+      }
+    std::sort(names.begin(), names.end());
+    uint64_t key = fnv1a(fnv1a(kFnvBasis, installed.string()), tools.string());
+    for (const auto& n : names) key = fnv1a(key, n);
+    if (template_bc.empty())
+      fail(ErrorKind::NoDevice, installed.string() + " holds no oclc_isa_version_*.bc to make " + arch + "'s from");
+    dir = kernel_cache_root() / ("rocm-device-libs-" + hex8(key));
+    if (!fs::is_directory(*dir)) {
+      const fs::path tmp = dir->string() + ".tmp." + std::to_string(::getpid());
+      fs::remove_all(tmp, ec);
+      fs::create_directories(tmp, ec);
+      for (const auto& n : names) fs::create_symlink(installed / n, tmp / n, ec);
+      if (ec) fail(ErrorKind::Io, "cannot fill " + tmp.string() + ": " + ec.message());
+      fs::rename(tmp, *dir, ec);  // another process may have won the race: then its folder is used
+      if (ec) fs::remove_all(tmp, ec);
+    }
+    make_isa_version_bc(tools, template_bc, arch, *dir);
+  }
+  return known[{hipcc, arch}] = dir;
+}
 
 bool kernel_type_supported(GgmlType type) {
   static constexpr uint32_t ids[] = {TEMPER_KERNEL_TYPE_IDS};
@@ -266,6 +393,7 @@ std::vector<std::string> KernelCache::command(KernelPair pair, const fs::path& s
   std::vector<std::string> c{compiler_.string()};
   if (toolchain_ == KernelToolchain::Hip) {
     c.insert(c.end(), {"-x", "hip", "-std=c++20", "-O3", "-DNDEBUG", "--offload-arch=" + arch_});
+    if (device_libs_) c.push_back("--rocm-device-lib-path=" + device_libs_->string());
     if (artifact_ == KernelArtifact::SharedLibrary)
       c.insert(c.end(), {"-fPIC", "-shared"});
     else
@@ -291,6 +419,8 @@ std::vector<fs::path> KernelCache::ensure(std::span<const KernelPair> pairs, con
     out.push_back(path(p));
     if (!cached(p) && std::find(missing.begin(), missing.end(), p) == missing.end()) missing.push_back(p);
   }
+  // Before any progress: a target the compiler does not know is one line, not a started compile.
+  if (!missing.empty() && toolchain_ == KernelToolchain::Hip) device_libs_ = hip_device_lib_dir(compiler_, arch_);
   CompileProgress state;
   state.total = int(pairs.size());
   state.done = state.cached = int(pairs.size() - missing.size());

@@ -286,8 +286,10 @@ void compute(const MulMatGraph & g) {
 
 __global__ void spin(long long ns) {
 #if defined(TEMPER_PROBE_HIP)
+#if defined(__HIP_DEVICE_COMPILE__)  // HIP declares wall_clock64 (100 MHz) for the device pass only
     const long long start = wall_clock64();
     while ((wall_clock64() - start) * 10 < ns) {}
+#endif
 #else
     long long start, now;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));

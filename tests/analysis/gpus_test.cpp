@@ -89,7 +89,7 @@ TEST(GpuDatabase, ShippedFileMatchesItsSchema) {
 
 TEST(GpuDatabase, ValidatorCatchesViolations) {
   json doc = load("resources/gpus.json");
-  doc["gpus"][0]["compute_units"] = 4;           // below minimum
+  doc["gpus"][0]["compute_units"] = 1;           // below minimum (2: the smallest iGPU has 4)
   doc["gpus"][1].erase("source");                 // required
   doc["gpus"][2]["arch"] = "vega20";              // pattern
   doc["gpus"][3]["wave_sizes"] = json::array({64, 64});  // uniqueItems
@@ -108,7 +108,7 @@ TEST(GpuDatabase, EmbeddedCopyEqualsTheFile) {
 
 TEST(GpuDatabase, CoversTheRequiredArchitectures) {
   for (const char* arch : {"gfx906", "gfx908", "gfx90a", "gfx942", "gfx1030", "gfx1100", "gfx1101", "gfx1102",
-                           "gfx1151", "gfx1200", "gfx1201", "sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120"})
+                           "gfx1103", "gfx1151", "gfx1200", "gfx1201", "sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120"})
     EXPECT_NE(find_gpu(arch), nullptr) << arch;
 }
 
@@ -133,8 +133,10 @@ TEST(GpuDatabase, FindsByIdArchAndName) {
   EXPECT_EQ(find_gpu("sm_90")->id, "h100-sxm");
   EXPECT_EQ(find_gpu("RX 7900 XTX")->id, "rx7900xtx");
   EXPECT_EQ(find_gpu("rtx 4090")->id, "rtx4090");          // unique substring of a name
-  EXPECT_EQ(find_gpu("7900"), nullptr);                    // ambiguous: XTX and XT
-  EXPECT_EQ(find_gpus("7900").size(), 2u);
+  EXPECT_EQ(find_gpu("7900"), nullptr);                    // ambiguous: XTX, XT and GRE
+  EXPECT_EQ(find_gpus("7900").size(), 3u);
+  EXPECT_EQ(find_gpu("gfx1103")->id, "radeon-780m");
+  EXPECT_EQ(find_gpu("780m")->compute_units, 12);
   EXPECT_EQ(find_gpu("gfx9999"), nullptr);
   EXPECT_EQ(find_gpu(""), nullptr);
 }
@@ -162,6 +164,12 @@ TEST(GpuDatabase, MatchesRuntimeDevices) {
   // RDNA runtimes may report work-group processors (two CUs each).
   EXPECT_EQ(id(match_device(device("Radeon RX 7900 XTX", "gfx1100", 48))), "rx7900xtx");
   EXPECT_EQ(id(match_device(device("AMD Radeon RX 7900 XTX", "gfx1100", 96))), "rx7900xtx");
+  EXPECT_EQ(id(match_device(device("AMD Radeon RX 7900 GRE", "gfx1100", 40))), "rx7900gre");
+  // Phoenix iGPUs: the CU count tells them apart, or — 760M counted in WGPs (4) against the
+  // 740M's 4 CUs — the name; an APU's generic runtime name cannot, so it is not guessed.
+  EXPECT_EQ(id(match_device(device("AMD Radeon Graphics", "gfx1103", 12))), "radeon-780m");
+  EXPECT_EQ(id(match_device(device("AMD Radeon 760M", "gfx1103", 4))), "radeon-760m");
+  EXPECT_EQ(id(match_device(device("AMD Radeon Graphics", "gfx1103", 4))), "not in database");
   // Unknown arch, or a cut-down part whose CU count matches no entry: not in the database.
   EXPECT_EQ(match_device(device("NVIDIA GeForce RTX 2080", "sm_75", 46)), nullptr);
   EXPECT_EQ(match_device(device("NVIDIA H100 NVL", "sm_90", 120, 94)), nullptr);

@@ -88,30 +88,49 @@ TEST(OccupancyCdna, Cdna1SeparateFiles) {
   EXPECT_EQ(compute_occupancy(gpu("mi100"), res(300), 64).limiter, OccupancyLimiter::Unlaunchable);
 }
 
-// RDNA: 2 SIMDs per CU, 16 waves per SIMD; wave32 and wave64 see different files and granules.
+// RDNA (WGP mode, HIP's default for gfx10+): a block's waves share a WGP — two CUs, 4 SIMDs, 128 KiB
+// LDS, 32 work-group slots; 16 waves per SIMD; wave32 and wave64 see different files and granules.
+TEST(OccupancyRdna, TheUnitIsTheWgp) {
+  const OccupancyUnit wgp = occupancy_unit(gpu("rx7900xtx"));
+  EXPECT_EQ(wgp.name, "WGP");
+  EXPECT_EQ(wgp.cus, 2);
+  EXPECT_EQ(wgp.simds, 4);
+  EXPECT_EQ(wgp.lds_bytes, 131072);
+  EXPECT_EQ(wgp.max_blocks, 32);
+  EXPECT_EQ(occupancy_unit(gpu("mi50")).name, "CU");
+  EXPECT_EQ(occupancy_unit(gpu("mi50")).simds, 4);
+  EXPECT_EQ(occupancy_unit(gpu("h100-sxm")).name, "SM");
+}
+
 TEST(OccupancyRdna, Rdna3FullFileWave32AndWave64) {
-  // gfx1100: 1536 VGPRs per lane in wave32, granule 24: 97 → 120 → 12 waves.
+  // gfx1100: 1536 VGPRs per lane in wave32, granule 24: 97 → 120 → 12 waves per SIMD, 48 per WGP:
+  // six 8-wave blocks.
   auto o = compute_occupancy(gpu("rx7900xtx"), res(97, 0, 0, 32), 256);
-  expect(o, 3, 12.0, OccupancyLimiter::Registers);
+  expect(o, 6, 12.0, OccupancyLimiter::Registers);
   EXPECT_EQ(o.allocated_registers, 120);
   EXPECT_EQ(compute_occupancy(gpu("rx7900xtx"), res(96, 0, 0, 32), 32).waves_per_simd, 16.0);
   // wave64: 768 VGPRs, granule 12: 97 → 108 → 7 waves.
   o = compute_occupancy(gpu("rx7900xtx"), res(97, 0, 0, 64), 128);
-  expect(o, 7, 7.0, OccupancyLimiter::Registers);
+  expect(o, 14, 7.0, OccupancyLimiter::Registers);
   EXPECT_EQ(o.allocated_registers, 108);
+  EXPECT_EQ(amd_vgpr_file(gpu("rx7800xt"), 32).total, 1536);
+  EXPECT_EQ(amd_vgpr_file(gpu("rx7800xt"), 32).granule, 24);
 }
 
-TEST(OccupancyRdna, Rdna2AndNavi33) {
+TEST(OccupancyRdna, Rdna2AndNavi33AndPhoenix) {
   // 1024 VGPRs in wave32, granule 16: 100 → 112 → 9 waves; wave64: 512, granule 8: 100 → 104 → 4.
-  for (const char* id : {"rx6900xt", "rx7600"}) {
+  for (const char* id : {"rx6900xt", "rx7600", "radeon-780m"}) {
     SCOPED_TRACE(id);
-    expect(compute_occupancy(gpu(id), res(100, 0, 0, 32), 32), 18, 9.0, OccupancyLimiter::Registers);
-    expect(compute_occupancy(gpu(id), res(100, 0, 0, 64), 64), 8, 4.0, OccupancyLimiter::Registers);
+    expect(compute_occupancy(gpu(id), res(100, 0, 0, 32), 32), 36, 9.0, OccupancyLimiter::Registers);
+    expect(compute_occupancy(gpu(id), res(100, 0, 0, 64), 64), 16, 4.0, OccupancyLimiter::Registers);
+    EXPECT_EQ(amd_vgpr_file(gpu(id), 32).granule, 16);
   }
   // SGPRs never limit RDNA.
   EXPECT_EQ(compute_occupancy(gpu("rx6900xt"), res(16, 0, 106, 32), 32).limiter, OccupancyLimiter::Waves);
-  // LDS: 40000 B → 40448 → one 8-wave block per CU → 4 waves per SIMD.
-  expect(compute_occupancy(gpu("rx6900xt"), res(16, 40000, 0, 32), 256), 1, 4.0, OccupancyLimiter::Lds);
+  // LDS: 40000 B → 40448; the WGP's 128 KiB holds three 8-wave blocks → 6 waves per SIMD. (Counted
+  // per CU, 64 KiB would hold one: 4 waves per SIMD, what CU mode would give.)
+  expect(compute_occupancy(gpu("rx6900xt"), res(16, 40000, 0, 32), 256), 3, 6.0, OccupancyLimiter::Lds);
+  expect(compute_occupancy(gpu("rx7900xtx"), res(16, 40000, 0, 32), 256), 3, 6.0, OccupancyLimiter::Lds);
 }
 
 // NVIDIA Hopper (sm_90, H100): 4 sub-partitions × 16384 registers, 16 warps each, 32 blocks per SM,

@@ -156,6 +156,102 @@ TEST(KernelCacheText, ProgressLine) {
   EXPECT_FALSE(kernel_type_supported(GgmlType::F32));
 }
 
+TEST(KernelCacheText, AmdIsaVersions) {
+  EXPECT_EQ(amd_isa_version("gfx1100"), 11000);
+  EXPECT_EQ(amd_isa_version("gfx1103"), 11003);
+  EXPECT_EQ(amd_isa_version("gfx1030"), 10300);
+  EXPECT_EQ(amd_isa_version("gfx90a"), 9010);  // ROCm's oclc_isa_version_90a.bc
+  EXPECT_EQ(amd_isa_version("gfx906"), 9006);
+  for (const char* bad : {"sm_90", "gfx", "gfx9", "gfx11000", "gfxa00", "gfx11g0"})
+    EXPECT_THROW(amd_isa_version(bad), Error) << bad;
+}
+
+// A stand-in hipcc answers the device-library dry run (-###) as clang does: gfx1030's library
+// installed, gfx1100's missing (the installed ones named through hip.bc, the clang through -cc1),
+// gfx1151 and gfx1234 unknown; llvm-dis/llvm-as stand-ins beside its clang treat the "bitcode" as text.
+class DeviceLibsTest : public KernelCacheTest {
+ protected:
+  void SetUp() override {
+    KernelCacheTest::SetUp();
+    fs::create_directories(dir_ / "bitcode");
+    fs::create_directories(dir_ / "llvm");
+    for (const char* lib : {"hip.bc", "ocml.bc", "oclc_wavefrontsize64_off.bc"})
+      std::ofstream(dir_ / "bitcode" / lib) << lib;
+    std::ofstream(dir_ / "bitcode" / "oclc_isa_version_1030.bc")
+        << "target triple = \"amdgcn-amd-amdhsa\"\n@__oclc_ISA_version = linkonce_odr protected local_unnamed_addr "
+           "addrspace(4) constant i32 10300, align 4\n";
+    script(dir_ / "llvm" / "clang", "exit 0");
+    script(dir_ / "llvm" / "llvm-dis", "cat \"$1\" > \"$3\"");
+    script(dir_ / "llvm" / "llvm-as", "cp \"$1\" \"$3\"");
+    const std::string bc = (dir_ / "bitcode").string(), clang = (dir_ / "llvm" / "clang").string();
+    hipcc_ = dir_ / "hipcc";
+    script(hipcc_, "echo 'Debian clang version 15.0.6'\n"
+                   "case \"$*\" in\n"
+                   "  *gfx1030*) echo ' \"" + clang + "\" \"-cc1\" \"-mlink-builtin-bitcode\" \"" + bc +
+                       "/oclc_isa_version_1030.bc\"' ;;\n"
+                   "  *gfx1100*) echo \"clang: error: cannot find ROCm device library for gfx1100; provide its path\"\n"
+                   "             echo ' \"" + clang + "\" \"-cc1\" \"-mlink-builtin-bitcode\" \"" + bc + "/hip.bc\"' ;;\n"
+                   "  *) echo \"clang: error: invalid target ID 'x'; format is a processor name\" ;;\n"
+                   "esac\n");
+  }
+  void script(const fs::path& p, const std::string& body) {
+    std::ofstream(p) << "#!/bin/sh\n" << body << "\n";
+    fs::permissions(p, fs::perms::owner_all);
+  }
+  fs::path hipcc_;
+};
+
+TEST_F(DeviceLibsTest, InstalledLibrariesAreUsedAsTheyAre) { EXPECT_FALSE(hip_device_lib_dir(hipcc_, "gfx1030")); }
+
+TEST_F(DeviceLibsTest, TheMissingIsaVersionIsMadeInTheCache) {
+  const auto dir = hip_device_lib_dir(hipcc_, "gfx1100");
+  ASSERT_TRUE(dir);
+  EXPECT_EQ(dir->parent_path(), kernel_cache_root());
+  EXPECT_EQ(dir->filename().string().rfind("rocm-device-libs-", 0), 0u) << *dir;
+  for (const char* lib : {"hip.bc", "ocml.bc", "oclc_wavefrontsize64_off.bc", "oclc_isa_version_1030.bc"}) {
+    EXPECT_TRUE(fs::is_symlink(*dir / lib)) << lib;
+    EXPECT_EQ(fs::read_symlink(*dir / lib), dir_ / "bitcode" / lib);
+  }
+  std::ifstream in(*dir / "oclc_isa_version_1100.bc");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("addrspace(4) constant i32 11000, align 4"), std::string::npos) << text;
+  EXPECT_NE(text.find("target triple = \"amdgcn-amd-amdhsa\""), std::string::npos) << text;
+  for (const auto& e : fs::directory_iterator(*dir))  // nothing half-made left beside it
+    EXPECT_EQ(e.path().extension(), ".bc") << e.path();
+  EXPECT_EQ(hip_device_lib_dir(hipcc_, "gfx1100"), dir);
+}
+
+TEST_F(DeviceLibsTest, UnknownTargetsAreOneLineNamingTheClangThatKnowsThem) {
+  try {
+    hip_device_lib_dir(hipcc_, "gfx1151");
+    FAIL() << "gfx1151 was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::BadInput);
+    EXPECT_EQ(std::string(e.what()),
+              "gfx1151: this hipcc's compiler (clang version 15.0.6) does not know the target (RDNA3.5); clang 17 or later "
+              "knows it, e.g. ROCm 6.3's (TEMPER_HIPCC selects another hipcc)");
+  }
+  try {
+    hip_device_lib_dir(hipcc_, "gfx1234");
+    FAIL() << "gfx1234 was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("gfx1234: this hipcc's compiler (clang version 15.0.6) does not know the target"),
+              std::string::npos) << e.what();
+  }
+}
+
+TEST_F(DeviceLibsTest, MissingLlvmAsIsNamed) {
+  fs::remove(dir_ / "llvm" / "llvm-as");
+  try {
+    hip_device_lib_dir(hipcc_, "gfx1100");
+    FAIL() << "no llvm-as went unnoticed";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::NoDevice);
+    EXPECT_NE(std::string(e.what()).find("llvm-as"), std::string::npos) << e.what();
+  }
+}
+
 // The embedded sources really compile: q4_0 at ncols 1 for gfx90a, as code objects with every
 // config of the grid (about 20 s of hipcc).
 TEST_F(KernelCacheTest, HipccCompilesEmbeddedSourcesToCodeObjects) {

@@ -30,18 +30,35 @@ std::string_view limiter_name(OccupancyLimiter limiter);  // "waves", "blocks", 
 
 inline constexpr int kUnlimited = INT_MAX;
 
+// Where the waves of a block reside together, as the compiler schedules them: a CU (SM on NVIDIA);
+// on RDNA a WGP, two CUs whose four SIMDs, LDS and barrier slots a block shares, since HIP compiles
+// gfx10+ for WGP mode unless told -mcumode (LLVM getEUsPerCU, getMaxWorkGroupsPerCU).
+struct OccupancyUnit {
+  std::string_view name;  // "CU", "WGP", "SM"
+  int cus = 1, simds = 0, lds_bytes = 0, max_blocks = 0;
+};
+OccupancyUnit occupancy_unit(const GpuSpec& gpu);
+
+// An AMD SIMD's VGPR file as the occupancy rule sees it at one wave size, in registers per lane
+// (LLVM AMDGPUBaseInfo getTotalNumVGPRs, getVGPRAllocGranule, getAddressableNumVGPRs).
+struct VgprFile {
+  int total = 0, granule = 0, addressable = 0;
+};
+VgprFile amd_vgpr_file(const GpuSpec& gpu, int wave_size);
+
 struct Occupancy {
   int threads_per_block = 0;
   int wave_size = 0;
   int waves_per_block = 0;
-  int blocks_per_cu = 0;         // resident blocks per CU (SM): the minimum of the limits below
-  double waves_per_simd = 0;     // blocks × waves per block / SIMDs (warps per SM sub-partition)
+  int blocks_per_cu = 0;         // resident blocks per occupancy_unit() (a CU; a WGP on RDNA; an SM):
+                                 // the minimum of the limits below
+  double waves_per_simd = 0;     // blocks × waves per block / the unit's SIMDs (warps per SM sub-partition)
   int max_waves_per_simd = 0;
   int register_waves_per_simd = 0;  // what registers alone allow per SIMD (AMD: VGPRs and SGPRs), capped at the max
   double occupancy = 0;          // waves_per_simd / max_waves_per_simd, 0..1
   OccupancyLimiter limiter = OccupancyLimiter::Waves;
   std::string why;               // for Unlaunchable: which limit the kernel breaks
-  // Each resource's limit in blocks per CU (kUnlimited where it does not apply).
+  // Each resource's limit in blocks per unit (kUnlimited where it does not apply).
   int blocks_by_waves = kUnlimited, blocks_by_slots = kUnlimited, blocks_by_registers = kUnlimited,
       blocks_by_sgprs = kUnlimited, blocks_by_lds = kUnlimited;
   // As allocated: registers per lane (thread) after the family's granule; LDS bytes per block.

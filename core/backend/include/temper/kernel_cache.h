@@ -11,6 +11,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "temper/types.h"
@@ -47,6 +48,17 @@ std::vector<KernelPair> all_kernel_pairs(std::span<const int> ncols);
 std::optional<std::filesystem::path> kernel_compiler(KernelToolchain toolchain);
 std::filesystem::path kernel_cache_root();
 
+// The number ROCm's oclc_isa_version_<n>.bc defines for an AMD arch: gfx1100 → 11000, gfx90a → 9010.
+int amd_isa_version(std::string_view arch);
+
+// The ROCm device-library folder `hipcc` needs for `arch` (asked of the compiler itself, one dry
+// run): nullopt when the installed libraries cover the arch; else a folder in the kernel cache with
+// the installed libraries plus the arch's oclc_isa_version_<n>.bc, made from one of them with
+// llvm-dis/llvm-as beside the compiler's clang (Debian 12's ROCm 5.2 libraries stop at gfx1036,
+// while its clang 15 compiles gfx1100-gfx1103). Error(BadInput) in one line, naming the clang and
+// ROCm versions that know it, when the compiler does not know `arch`.
+std::optional<std::filesystem::path> hip_device_lib_dir(const std::filesystem::path& hipcc, const std::string& arch);
+
 class KernelCache {
  public:
   // Throws Error(NoDevice) naming the missing compiler. arch: "gfx90a", "sm_90".
@@ -71,6 +83,7 @@ class KernelCache {
   std::filesystem::path compiler_;
   std::filesystem::path dir_;      // this key's cache directory
   std::filesystem::path sources_;  // the embedded sources, written out once per source hash
+  std::optional<std::filesystem::path> device_libs_;  // HIP: hip_device_lib_dir(), once compiling
   std::vector<std::string> command(KernelPair pair, const std::filesystem::path& src,
                                    const std::filesystem::path& out) const;
 };

@@ -1,0 +1,64 @@
+// The occupancy view on RDNA3 (issue 31): the target list offers gfx1100-gfx1103, and a target the
+// build has no code objects for is compiled on demand with the installed hipcc and shown: the grid's
+// configs, static, wave32, blocks per WGP.
+#include <QComboBox>
+#include <QHeaderView>
+#include <QTableWidget>
+#include <QTest>
+
+#include "main_window.h"
+#include "occupancy_view.h"
+#include "temper/kernel_cache.h"
+#include "ui_test_util.h"
+
+using namespace temper;
+using namespace temper::ui;
+
+class TestOccupancyRdna3 : public QObject {
+  Q_OBJECT
+  std::unique_ptr<MainWindow> w;
+  QTemporaryDir dir;
+
+ private Q_SLOTS:
+  void init() {
+    w = std::make_unique<MainWindow>(std::vector<std::unique_ptr<Backend>>{});
+    w->setInteractive(false);
+    const QString path = dir.filePath(QStringLiteral("sample.json"));
+    save_session(uitest::sampleSession(), path.toStdString());
+    QString error;
+    QVERIFY2(w->openPath(path, &error), qPrintable(error));
+    Selection s = w->document()->selection();
+    s.type = GgmlType::Q4_K, s.n = 14336, s.k = 4096, s.ncols = 1;
+    s.config.reset();
+    w->document()->select(s);
+  }
+  void cleanup() { w.reset(); }
+
+  void offersRdna3Targets() {
+    const QComboBox* targets = w->occupancy()->targets();
+    for (const char* arch : {"gfx1100", "gfx1101", "gfx1102", "gfx1103"}) {
+      const int i = targets->findData(QString::fromLatin1(arch));
+      QVERIFY2(i >= 0, arch);
+      QVERIFY2(targets->itemText(i).contains(QStringLiteral("static")), qPrintable(targets->itemText(i)));
+    }
+    QVERIFY(targets->itemText(targets->findData(QStringLiteral("gfx1103"))).contains(QStringLiteral("780M")));
+  }
+
+  void showsGfx1103() {
+    if (!kernel_compiler(KernelToolchain::Hip)) QSKIP("no hipcc: nothing to compile gfx1103's code objects with");
+    w->occupancy()->setTarget(QStringLiteral("gfx1103"));
+    QTableWidget* t = w->occupancy()->table();
+    // From the kernel cache when the CLI test filled it, else compiled now (seconds, minutes when loaded).
+    QTRY_COMPARE_WITH_TIMEOUT(t->rowCount(), 20, 500000);
+    QCOMPARE(t->horizontalHeaderItem(5)->text(), QStringLiteral("blocks/WGP"));
+    for (int r = 0; r < t->rowCount(); ++r) {
+      const QString registers = t->item(r, 2)->text();  // "28 v / 30 s"
+      QVERIFY2(registers.section(QLatin1Char(' '), 0, 0).toInt() > 0, qPrintable(registers));
+      QVERIFY2(t->item(r, 6)->text().endsWith(QStringLiteral(" / 16")), qPrintable(t->item(r, 6)->text()));
+    }
+    // nwarps 16 is 512 threads: 16 wave32 waves.
+    QCOMPARE(t->item(t->rowCount() - 1, 1)->text(), QStringLiteral("512"));
+  }
+};
+TEMPER_UI_TEST(TestOccupancyRdna3);
+#include "occupancy_test.moc"
