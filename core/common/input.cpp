@@ -128,7 +128,7 @@ nlohmann::json read_json_input(const std::filesystem::path& path, std::string_vi
   return parse_json_input(read_input(path, kMaxJsonInputBytes, what), path_text(path));
 }
 
-void refuse_overwriting_inputs(const std::filesystem::path& output, std::initializer_list<std::filesystem::path> inputs,
+void refuse_overwriting_inputs(const std::filesystem::path& output, const std::vector<std::filesystem::path>& inputs,
                                std::string_view option) {
   struct stat out{};
   const bool out_exists = ::stat(output.c_str(), &out) == 0;

@@ -411,8 +411,8 @@ Profile profile_from_json(const json& j, const std::string& where, const std::st
   return p;
 }
 
-void save_profile(const Profile& p, const std::filesystem::path& path) {
-  write_file_atomic(path, to_json(p).dump(2) + "\n");
+void save_profile(const Profile& p, const std::filesystem::path& path, const WriteOptions& options) {
+  write_file_atomic(path, to_json(p).dump(2) + "\n", options);
 }
 
 Profile load_profile(const std::filesystem::path& path, const std::string& arch_for_anvil) {

@@ -71,15 +71,18 @@ Journal::~Journal() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-Journal Journal::create(const std::filesystem::path& path, const Session& header) {
+Journal Journal::create(const std::filesystem::path& path, const Session& header, const WriteOptions& options) {
   ignore_file_size_signal();
+  // Appended to and read back on --resume: only a regular file can be a journal.
+  if (written_in_place(path))
+    fail(ErrorKind::BadInput, "journal " + path_text(path) + " is not a regular file (a FIFO or a device); give --journal a file path");
   // Never replace a journal another sweep is still writing.
   if (const int old = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC); old >= 0) {
     lock_journal(old, path);
     ::close(old);
   }
   // The header goes in atomically, so a journal is never seen without one.
-  write_file_atomic(path, header_line(header));
+  write_file_atomic(path, header_line(header), options);
   const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
   if (fd < 0) fail(ErrorKind::Io, "cannot open journal " + path.string() + ": " + errno_text());
   lock_journal(fd, path);

@@ -6,9 +6,9 @@
 // path); a read that fails after opening is Error(Io) (exit 6).
 #include <cstdint>
 #include <filesystem>
-#include <initializer_list>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -42,7 +42,7 @@ nlohmann::json read_json_input(const std::filesystem::path& path, std::string_vi
 // Error(BadInput) "<option> <output> is the input <input>: ..." when `output` names the same file as
 // one of `inputs`: the same file (inode, so links and other spellings count) or the same resolved
 // path. Commands call it before writing, so a mistyped -o never destroys what it was made from.
-void refuse_overwriting_inputs(const std::filesystem::path& output, std::initializer_list<std::filesystem::path> inputs,
+void refuse_overwriting_inputs(const std::filesystem::path& output, const std::vector<std::filesystem::path>& inputs,
                                std::string_view option = "-o");
 
 // A path as text for messages and JSON: valid UTF-8 kept, other bytes as "\xNN".
