@@ -89,7 +89,10 @@ std::string read_input(const std::filesystem::path& path, uint64_t max_bytes, st
   return text;
 }
 
-nlohmann::json parse_json_input(std::string_view text, const std::string& name) {
+namespace {
+// nullopt for text that is not JSON at all when `lenient`; duplicate keys and out-of-range numbers
+// are always errors.
+std::optional<nlohmann::json> parse_checked(std::string_view text, const std::string& name, bool lenient) {
   using nlohmann::json;
   // Keys seen in each object being parsed, innermost last.
   std::vector<std::set<std::string>> keys;
@@ -115,6 +118,8 @@ nlohmann::json parse_json_input(std::string_view text, const std::string& name) 
   try {
     j = json::parse(text.begin(), text.end(), reject_duplicates);
   } catch (const json::parse_error& e) {
+    if (lenient && duplicate.empty()) return std::nullopt;
+    if (!duplicate.empty()) fail(ErrorKind::BadInput, name + ": duplicate key \"" + duplicate.substr(0, 64) + "\" in one object (which one is meant?)");
     fail(ErrorKind::BadInput, name + ": not valid JSON (byte " + std::to_string(e.byte) + "): " + plain(e));
   } catch (const json::exception& e) {  // 1e999, a 5000-digit integer: out of range
     fail(ErrorKind::BadInput, name + ": not usable JSON: a number out of range (" + plain(e) + ")");
@@ -122,6 +127,13 @@ nlohmann::json parse_json_input(std::string_view text, const std::string& name) 
   if (!duplicate.empty())
     fail(ErrorKind::BadInput, name + ": duplicate key \"" + duplicate.substr(0, 64) + "\" in one object (which one is meant?)");
   return j;
+}
+}  // namespace
+
+nlohmann::json parse_json_input(std::string_view text, const std::string& name) { return *parse_checked(text, name, false); }
+
+std::optional<nlohmann::json> parse_json_line(std::string_view text, const std::string& name) {
+  return parse_checked(text, name, true);
 }
 
 nlohmann::json read_json_input(const std::filesystem::path& path, std::string_view what) {

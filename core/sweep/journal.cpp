@@ -134,8 +134,10 @@ JournalContents parse_journal(std::string_view text, const std::string& name) {
     const size_t end = nl == std::string::npos ? text.size() : nl;
     const std::string_view line(text.data() + pos, end - pos);
     const std::string where = name + ":" + std::to_string(line_no);
-    json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded() || !j.is_object()) {
+    // A duplicate key is damage, never a torn write: refused like any other (nlohmann keeps the last).
+    const std::optional<json> parsed = parse_json_line(line, where);
+    json j = parsed ? *parsed : json();
+    if (!parsed || !j.is_object()) {
       if (line_no == 1) fail(ErrorKind::BadInput, where + ": not a Temper sweep journal (the first line is not a JSON header)");
       if (!last) fail(ErrorKind::BadInput, where + ": garbled journal line (only the last line may be torn by a crash)");
       out.dropped_last_line = true;  // torn by a crash: that result is measured again
@@ -161,6 +163,7 @@ JournalContents parse_journal(std::string_view text, const std::string& name) {
       out.header = session_from_json(s, where + ": session");
     } else if (j.contains(kConfirmationKey)) {
       Confirmation c = confirmation_from_json(j[kConfirmationKey], where + ": confirmation");
+      validate_confirmation(c, where + ": confirmation");
       if (!find_device(out.header, c.device)) fail(ErrorKind::BadInput, where + ": device " + std::to_string(c.device) + " is not in the journal's session");
       out.confirmations.push_back(std::move(c));
     } else {

@@ -6,9 +6,10 @@
 // path); a read that fails after opening is Error(Io) (exit 6).
 #include <cstdint>
 #include <filesystem>
+#include <optional>
+#include <vector>
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -35,6 +36,10 @@ std::string read_input(const std::filesystem::path& path, uint64_t max_bytes, st
 // JSON text as a document: Error(BadInput) "<name>: ..." for invalid JSON, numbers out of range
 // (1e999) and duplicate object keys (which nlohmann would silently resolve to the last one).
 nlohmann::json parse_json_input(std::string_view text, const std::string& name);
+
+// The same for one line that may be torn (a journal's last line after a crash): nullopt when it is
+// not JSON at all; duplicate keys and numbers out of range are still Error(BadInput).
+std::optional<nlohmann::json> parse_json_line(std::string_view text, const std::string& name);
 
 // read_input (kMaxJsonInputBytes) + parse_json_input.
 nlohmann::json read_json_input(const std::filesystem::path& path, std::string_view what);
