@@ -416,7 +416,7 @@ void save_profile(const Profile& p, const std::filesystem::path& path, const Wri
 }
 
 Profile load_profile(const std::filesystem::path& path, const std::string& arch_for_anvil) {
-  return profile_from_json(read_json_input(path, "profile"), path_text(path), arch_for_anvil);
+  return profile_from_json(read_json_input(path, "profile", kMaxProfileBytes), path_text(path), arch_for_anvil);
 }
 
 // ---- Validation ----
