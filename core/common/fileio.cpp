@@ -227,7 +227,14 @@ bool written_in_place(const std::filesystem::path& path) {
   return descriptor_path(path) || (::stat(path.c_str(), &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode)));
 }
 
-void check_output(const std::filesystem::path& path, const WriteOptions& options) { (void)write_kind(path, options); }
+void check_output(const std::filesystem::path& path, const WriteOptions& options) {
+  if (write_kind(path, options) == WriteKind::Direct) return;
+  // The folder the temporary sibling goes into must take it.
+  const auto dir = write_target(path).parent_path();
+  const auto folder = dir.empty() ? std::filesystem::path(".") : dir;
+  if (::access(folder.c_str(), W_OK | X_OK) != 0)
+    fail(ErrorKind::Io, "cannot write " + path_text(path) + ": " + path_text(folder) + ": " + errno_text());
+}
 
 void write_file_atomic(const std::filesystem::path& path, std::string_view content, const WriteOptions& options) {
   write_atomic_impl(path, options, [&](int fd, const std::filesystem::path& tmp) { write_all(fd, content, tmp); });

@@ -126,10 +126,14 @@ TEST_F(Outputs, ReadOnlyFilesNeedForce) {
   EXPECT_EQ(st.st_mode & 07777, 0444u);
 }
 
-TEST_F(Outputs, DirectoriesAndSocketsAreRefused) {
+TEST_F(Outputs, DirectoriesAreRefusedAndMissingFoldersFoundBeforehand) {
   ErrorKind kind{};
   EXPECT_NE(error_of([&] { write_file_atomic(dir_, "x"); }, &kind).find("is a directory"), std::string::npos);
   EXPECT_EQ(kind, ErrorKind::BadInput);
+  EXPECT_NE(error_of([&] { check_output(dir_ / "no-such-folder" / "s.json"); }, &kind).find("no-such-folder: No such file or directory"),
+            std::string::npos);
+  EXPECT_EQ(kind, ErrorKind::Io);
+  EXPECT_NO_THROW(check_output(dir_ / "new.json"));
 }
 
 // (5) Every input counts, however it is spelled: merge's list, links and hard links.

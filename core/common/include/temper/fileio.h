@@ -28,8 +28,9 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view conte
 void write_file_atomic(const std::filesystem::path& path, const std::function<void(std::ostream&)>& write,
                        const WriteOptions& options = {});
 
-// The checks write_file_atomic makes before writing, alone: commands call it before long work, so
-// an output that will be refused is refused at once.
+// The checks write_file_atomic makes before writing, alone, and that the output's folder exists
+// and is writable: commands call it before long work, so an output that will be refused is
+// refused at once.
 void check_output(const std::filesystem::path& path, const WriteOptions& options = {});
 
 // Whether writing `path` goes into an existing node (a FIFO, a device, a descriptor path) instead
