@@ -165,6 +165,7 @@ std::string source_hash(const Tree& tree, const BuildOptions& o) {
   h.add(hook_header());
   h.add(hook_api());
   h.add(hook_runtime());
+  h.add(hook_profile_reader());
   for (const fs::path& rel : tree_files(tree.ggml_root)) {
     h.add(rel.string());
     h.add(read_file(tree.ggml_root / rel));

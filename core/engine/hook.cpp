@@ -381,6 +381,7 @@ Patch make_patch(const std::string& source, const KernelSet& set, int hook_versi
   out.files.emplace_back("temper-mmvq.cuh", header);
   out.files.emplace_back("temper-mmvq-api.h", std::string(hook_api()));
   out.files.emplace_back("temper-mmvq-runtime.cu", std::string(hook_runtime()));
+  out.files.emplace_back("temper-mmvq-profile.h", std::string(hook_profile_reader()));
   return out;
 }
 

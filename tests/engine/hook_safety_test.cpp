@@ -274,6 +274,7 @@ TEST_F(HookSafety, PatchRecordsEveryFileItWritesAndUndoChecksThem) {
   UPSTREAM_OR_SKIP();
   const std::string original = read_file(cuda_ / "mmvq.cu");
   engine::patch(tree_, engine::kernel_set("ci"));
+  EXPECT_EQ(read_file(cuda_ / "temper-mmvq-profile.h"), engine::hook_profile_reader());  // the runtime's profile reader
   const std::string manifest = read_file(cuda_ / ".temper-hook" / "manifest.txt");
   EXPECT_EQ(manifest.rfind("temper-hook manifest 2\nset=ci\n", 0), 0u) << manifest;
   EXPECT_NE(manifest.find("file=" + engine::content_hash(read_file(cuda_ / "temper-mmvq-runtime.cu")) + " temper-mmvq-runtime.cu\n"),
@@ -282,6 +283,7 @@ TEST_F(HookSafety, PatchRecordsEveryFileItWritesAndUndoChecksThem) {
   engine::undo(tree_);
   EXPECT_EQ(read_file(cuda_ / "mmvq.cu"), original);
   EXPECT_FALSE(fs::exists(cuda_ / "temper-mmvq-runtime.cu"));
+  EXPECT_FALSE(fs::exists(cuda_ / "temper-mmvq-profile.h"));
 }
 
 // A dangling link where a generated file goes would have been written through, out of the tree.

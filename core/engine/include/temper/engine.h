@@ -93,6 +93,7 @@ void undo(const std::filesystem::path& dir);
 std::string_view hook_header();
 std::string_view hook_api();  // the hook's C interface, shared by the hook and temper-probe
 std::string_view hook_runtime();
+std::string_view hook_profile_reader();  // temper-mmvq-profile.h: the runtime's profile reader (plain C++)
 std::string_view probe_source();
 
 }  // namespace temper::engine
