@@ -15,6 +15,7 @@
 
 #include "engine/content_hash.h"
 #include "fixtures/fixtures.h"
+#include "support/upstream_tree.h"
 #include "temper/fileio.h"
 
 namespace temper {
@@ -260,9 +261,10 @@ TEST_F(Cli32, UndoWithATamperedManifestRemovesNothing) {
 
 // (8) A symlinked mmvq.cu was patched through to the file outside the tree. Needs an upstream tree.
 TEST_F(Cli32, AnMmvqLinkLeavingTheTreeIsRefused) {
-  const char* env = std::getenv("TEMPER_UPSTREAM");
-  const fs::path source = env ? fs::path(env) / "ggml-d99724f" / "src" / "ggml-cuda" / "mmvq.cu" : fs::path();
-  if (!env || !*env || !fs::is_regular_file(source)) GTEST_SKIP() << "SKIPPED: TEMPER_UPSTREAM/ggml-d99724f missing";
+  std::string why;
+  const fs::path tree = test::upstream_tree("ggml-d99724f", &why);
+  if (tree.empty()) GTEST_SKIP() << "SKIPPED: " << why;
+  const fs::path source = tree / "src" / "ggml-cuda" / "mmvq.cu";
   fs::create_directories(dir_ / "tree/src/ggml-cuda");
   write_file_atomic(dir_ / "elsewhere-mmvq.cu", read_file(source));
   fs::create_symlink(dir_ / "elsewhere-mmvq.cu", dir_ / "tree/src/ggml-cuda/mmvq.cu");
@@ -273,9 +275,10 @@ TEST_F(Cli32, AnMmvqLinkLeavingTheTreeIsRefused) {
 
 // (8) Two concurrent `engine patch` runs both reported success. Needs an upstream tree.
 TEST_F(Cli32, ConcurrentPatchesOfOneTreeAreSerialised) {
-  const char* env = std::getenv("TEMPER_UPSTREAM");
-  const fs::path source = env ? fs::path(env) / "ggml-d99724f" / "src" / "ggml-cuda" : fs::path();
-  if (!env || !*env || !fs::is_directory(source)) GTEST_SKIP() << "SKIPPED: TEMPER_UPSTREAM/ggml-d99724f missing";
+  std::string why;
+  const fs::path tree = test::upstream_tree("ggml-d99724f", &why);
+  if (tree.empty()) GTEST_SKIP() << "SKIPPED: " << why;
+  const fs::path source = tree / "src" / "ggml-cuda";
   fs::create_directories(dir_ / "tree/src");
   fs::copy(source, dir_ / "tree/src/ggml-cuda", fs::copy_options::recursive);
   for (const auto& e : fs::recursive_directory_iterator(dir_ / "tree")) fs::permissions(e.path(), fs::perms::owner_write, fs::perm_options::add);

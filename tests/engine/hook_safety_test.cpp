@@ -18,6 +18,7 @@
 #include <string>
 
 #include "engine/content_hash.h"
+#include "support/upstream_tree.h"
 #include "temper/engine.h"
 #include "temper/error.h"
 #include "temper/fileio.h"
@@ -254,21 +255,23 @@ TEST_F(HookSafety, PatchesOfOneTreeAreSerialised) {
 
 // ---- with upstream's own tree ($TEMPER_UPSTREAM) ----
 
-// A private copy of an upstream tree's ggml-cuda folder under `into`/src/ggml-cuda; false without one.
-bool copy_upstream(const std::string& name, const fs::path& into) {
-  const char* env = std::getenv("TEMPER_UPSTREAM");
-  if (!env || !*env || !fs::is_directory(fs::path(env) / name / "src" / "ggml-cuda")) return false;
+// A private copy of an upstream tree's ggml-cuda folder under `into`/src/ggml-cuda (beside the
+// files the tests plant around it); the reason to skip when $TEMPER_UPSTREAM has no such tree.
+std::string copy_upstream(const std::string& name, const fs::path& into) {
+  std::string why;
+  const fs::path source = test::upstream_tree(name, &why);
+  if (source.empty()) return why;
   fs::create_directories(into / "src");
-  fs::copy(fs::path(env) / name / "src" / "ggml-cuda", into / "src" / "ggml-cuda", fs::copy_options::recursive);
+  fs::copy(source / "src" / "ggml-cuda", into / "src" / "ggml-cuda", fs::copy_options::recursive);
   for (const auto& e : fs::recursive_directory_iterator(into))
     fs::permissions(e.path(), fs::perms::owner_write, fs::perm_options::add);
-  return true;
+  return "";
 }
 
-#define UPSTREAM_OR_SKIP()                                      \
-  fs::remove_all(tree_);                                        \
-  if (!copy_upstream("ggml-d99724f", tree_))                    \
-  GTEST_SKIP() << "SKIPPED: TEMPER_UPSTREAM/ggml-d99724f missing (a folder of extracted upstream trees)"
+#define UPSTREAM_OR_SKIP()                                                            \
+  fs::remove_all(tree_);                                                              \
+  if (const std::string why = copy_upstream("ggml-d99724f", tree_); !why.empty()) \
+  GTEST_SKIP() << "SKIPPED: " << why
 
 TEST_F(HookSafety, PatchRecordsEveryFileItWritesAndUndoChecksThem) {
   UPSTREAM_OR_SKIP();
