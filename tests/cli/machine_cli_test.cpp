@@ -15,6 +15,7 @@
 
 #include "engine/content_hash.h"
 #include "fixtures/fixtures.h"
+#include "support/device_node.h"
 #include "support/upstream_tree.h"
 #include "temper/fileio.h"
 
@@ -75,10 +76,12 @@ class Cli32 : public ::testing::Test {
     return ::lstat((dir_ / name).c_str(), &st) == 0 && S_ISFIFO(st.st_mode);
   }
 
-  // A fake-backend session and its Temper profile.
+  // A fake-backend session and its Temper profile; v1.json: an arch-level profile (schema 1) whose
+  // entries approve and reject address without a device.
   void make_session_and_profile() const {
     ASSERT_EQ(temper("sweep --backend fake --shape q4_K:4096:4096 --ncols 1 --no-confirm -o s.json").code, 0);
     ASSERT_EQ(temper("profile export s.json --format temper --approve all -o p.json").code, 0);
+    fs::copy_file(fs::path(TEMPER_SOURCE_DIR) / "tests/profile/fixtures/profile.json", dir_ / "v1.json");
   }
 
   fs::path dir_;
@@ -105,7 +108,7 @@ TEST_F(Cli32, FifoOutputsAreWrittenIntoOrRefused) {
   fs::copy_file(fx::path(fx::Fixture::MiniLlama), dir_ / "m.gguf");
   ASSERT_EQ(::mkfifo((dir_ / "out").c_str(), 0600), 0);
   for (const std::string& cmd : {"profile export s.json --format header -o out", "roofline s.json --svg out",
-                                 "dequant m.gguf blk.0.attn_q.weight -o out", "profile approve p.json --type q4_K --n 4096 --k 4096 -o out",
+                                 "dequant m.gguf blk.0.attn_q.weight -o out", "profile approve v1.json --type q6_K --n 4096 --k 14336 --ncols 2 -o out",
                                  "profile merge p.json p.json -o out"}) {
     const Result r = temper(cmd);
     expect_refused(r, "out is a FIFO with no reader");
@@ -129,17 +132,23 @@ TEST_F(Cli32, FifoOutputsAreWrittenIntoOrRefused) {
 }
 
 // (4) /dev/full and /dev/null: written into (an I/O error for a full device), never replaced.
+// (As root they are made in the test's folder: a regression must not replace the machine's own.)
 TEST_F(Cli32, DeviceOutputsAreNeverReplaced) {
+  const fs::path null = test::device_node("null", dir_), full = test::device_node("full", dir_);
+  if (null.empty() || full.empty()) GTEST_SKIP() << "SKIPPED: cannot make device nodes here";
   make_session_and_profile();
   struct stat before{}, after{};
-  ASSERT_EQ(::stat("/dev/full", &before), 0);
-  expect_refused(temper("profile export s.json --format header -o /dev/full"), "cannot write /dev/full: No space left on device", 6);
-  EXPECT_EQ(temper("profile export s.json --format header -o /dev/null").code, 0);
-  ASSERT_EQ(::stat("/dev/full", &after), 0);
-  EXPECT_TRUE(S_ISCHR(after.st_mode));
+  ASSERT_EQ(::stat(full.c_str(), &before), 0);
+  expect_refused(temper("profile export s.json --format header -o " + full.string()),
+                 "cannot write " + full.string() + ": No space left on device", 6);
+  EXPECT_EQ(temper("profile export s.json --format header -o " + null.string()).code, 0);
+  for (const fs::path& node : {null, full}) {
+    ASSERT_EQ(::stat(node.c_str(), &after), 0);
+    EXPECT_TRUE(S_ISCHR(after.st_mode)) << node;
+  }
   EXPECT_EQ(before.st_rdev, after.st_rdev);
   // -o /dev/stdout tried to create /dev/.stdout.tmp-*: the export arrives on stdout.
-  const Result r = temper("profile export s.json --format header -o /dev/stdout");
+  const Result r = temper("profile export s.json --format header -o " + test::stdout_path());
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("constexpr"), std::string::npos) << r.out;
 }
@@ -152,8 +161,8 @@ TEST_F(Cli32, ReadOnlyOutputsNeedForce) {
   expect_refused(temper("profile export s.json --format header -o ro.h"), "ro.h is read-only: not replacing it (--force replaces it)");
   EXPECT_EQ(read_file(dir_ / "ro.h"), "keep me\n");
   // In place too, and before a sweep starts rather than after it ends.
-  ASSERT_EQ(::chmod((dir_ / "p.json").c_str(), 0444), 0);
-  expect_refused(temper("profile reject p.json --type q4_K --n 4096 --k 4096"), "p.json is read-only");
+  ASSERT_EQ(::chmod((dir_ / "v1.json").c_str(), 0444), 0);
+  expect_refused(temper("profile reject v1.json --type q6_K --n 4096 --k 14336 --ncols 2"), "v1.json is read-only");
   write_file_atomic(dir_ / "ro.json", "{}\n");
   ASSERT_EQ(::chmod((dir_ / "ro.json").c_str(), 0444), 0);
   const Result sweep = temper("sweep --backend fake --shape q4_0:64:256 --quick --no-confirm -o ro.json");

@@ -177,7 +177,7 @@ TEST(ProfileReader, TheOneLineCountsEveryEntryOnce) {
   const auto compiled = [](int, int type, int, int nwarps, int) { return type != int(GgmlType::Q4_K) || nwarps != 2; };
   const tp::Choices c = tp::choose(p, h100, compiled);
   EXPECT_EQ(tp::line("/p.json", c, h100),
-            "temper: profile /p.json: 3 entries for NVIDIA H100 80GB HBM3 (sm_90, device 0), 1 for sm_90; ignored 2 for other "
+            "temper: profile /p.json: 3 entries for NVIDIA H100 80GB HBM3 (sm_90, device 0), 2 for sm_90; ignored 2 for other "
             "archs, 1 for other devices, 0 for launches this hook lacks, 2 with a config not compiled in, 0 malformed, 2 not approved");
   EXPECT_EQ(c.for_device + c.for_arch + c.other_arch + c.other_device + c.lacking_launch + c.not_compiled + c.malformed + c.unapproved,
             int(p.entries.size()));
