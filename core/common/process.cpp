@@ -55,7 +55,8 @@ pid_t spawn(const std::vector<std::string>& argv, const ProcessOptions& o, int* 
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], 2);
+  if (o.with_stderr) posix_spawn_file_actions_adddup2(&actions, fds[1], 2);
+  else posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   // Default SIGPIPE in the child whatever Temper ignores: a cancelled reader ends its writers.
@@ -139,10 +140,11 @@ int run_process(const std::vector<std::string>& argv, const ProcessOptions& o) {
   return cancelled ? kCancelled : exit_status(status);
 }
 
-std::optional<std::string> process_output(const std::vector<std::string>& argv) {
+std::optional<std::string> process_output(const std::vector<std::string>& argv, bool with_stderr) {
   std::string out;
   ProcessOptions o;
   o.capture = &out;
+  o.with_stderr = with_stderr;
   try {
     run_process(argv, o);
   } catch (const Error&) {

@@ -136,14 +136,14 @@ Platform platform_for_arch(const std::string& arch) {
 }
 
 std::string hipcc_version() {
-  const std::string out = process_output({"hipconfig", "--version"}).value_or("");
+  const std::string out = process_output({"hipconfig", "--version"}, /*with_stderr=*/false).value_or("");
   return out.substr(0, out.find('\n'));
 }
 
 BuildOptions build_options(const std::string& arch, const std::string& set) {
   BuildOptions o;
   o.arch = arch.substr(0, arch.find(':'));  // a runtime's "gfx90a:sramecc+:xnack-" builds for gfx90a
-  o.platform = platform_for_arch(arch);
+  o.platform = platform_for_arch(o.arch);
   if (o.platform == Platform::Hip) o.hip_version = hipcc_version();
   o.set = kernel_set(set);
   return o;

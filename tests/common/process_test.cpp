@@ -55,6 +55,8 @@ TEST(Process, StatusLinesEnvironmentAndErrors) {
             std::string::npos);
   EXPECT_EQ(kind, ErrorKind::Io);
   EXPECT_FALSE(process_output({"temper-no-such-program-32"}).has_value());
+  EXPECT_EQ(process_output({"sh", "-c", "echo out; echo err >&2"}), "out\nerr\n");
+  EXPECT_EQ(process_output({"sh", "-c", "echo out; echo err >&2"}, /*with_stderr=*/false), "out\n");
 }
 
 TEST(Process, CancelStopsTheProgram) {

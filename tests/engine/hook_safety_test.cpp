@@ -20,6 +20,7 @@
 #include "engine/content_hash.h"
 #include "support/upstream_tree.h"
 #include "temper/engine.h"
+#include "temper/engine_build.h"
 #include "temper/error.h"
 #include "temper/fileio.h"
 
@@ -251,6 +252,24 @@ TEST_F(HookSafety, PatchesOfOneTreeAreSerialised) {
   ::close(fd);
   ASSERT_EQ(second.wait_for(std::chrono::seconds(10)), std::future_status::ready);
   EXPECT_NE(second.get().find("CRLF"), std::string::npos);
+}
+
+// (3) engine build's arch reaches CMake and the compilers: only ggml's own archs are taken, a
+// runtime's feature suffix is dropped (HIP's "gfx90a:sramecc+:xnack-").
+TEST(EngineBuild, ArchsAreThoseGgmlBuildsFor) {
+  const engine::BuildOptions hip = engine::build_options("gfx90a:sramecc+:xnack-", "ci");
+  EXPECT_EQ(hip.arch, "gfx90a");
+  EXPECT_EQ(hip.platform, engine::Platform::Hip);
+  EXPECT_EQ(engine::build_options("sm_90a", "ci").platform, engine::Platform::Cuda);
+  for (const char* arch : {"sm_90;touch X", "sm_9", "gfx90a -DX=1", "", "sm_90\n"}) {
+    try {
+      engine::build_options(arch, "ci");
+      ADD_FAILURE() << "accepted arch " << arch;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::BadInput);
+      EXPECT_NE(std::string(e.what()).find("not an arch ggml builds for (expected one of sm_50, "), std::string::npos) << e.what();
+    }
+  }
 }
 
 // ---- with upstream's own tree ($TEMPER_UPSTREAM) ----

@@ -17,6 +17,7 @@ struct ProcessOptions {
   bool truncate_log = false;        // start the log afresh instead of appending
   std::function<void(const std::string&)> on_line;  // each line of stdout + stderr, as it comes
   std::string* capture = nullptr;   // stdout + stderr appended here, byte for byte
+  bool with_stderr = true;          // false: stderr goes to /dev/null, only stdout is read
   // Set from another thread: the program is stopped (SIGTERM; its whole process group with
   // own_group) and run_process returns kCancelled.
   const std::atomic<bool>* cancel = nullptr;
@@ -31,8 +32,8 @@ constexpr int kCancelled = -1;
 // Error(Io) "cannot run PROGRAM: why" when it cannot be started (not found, not executable).
 int run_process(const std::vector<std::string>& argv, const ProcessOptions& options = {});
 
-// stdout and stderr of argv, or nullopt when it cannot be started.
-std::optional<std::string> process_output(const std::vector<std::string>& argv);
+// stdout (and stderr unless with_stderr is false) of argv, or nullopt when it cannot be started.
+std::optional<std::string> process_output(const std::vector<std::string>& argv, bool with_stderr = true);
 
 // argv as one line for logs and messages, each argument quoted where a shell would need it (for
 // reading only: nothing ever runs it).
