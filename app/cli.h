@@ -44,6 +44,7 @@ CLI::Validator checked_by(std::function<void(const std::string&)> parse);
 // Shared option spellings.
 CLI::Option* add_json(CLI::App& app, bool& json);
 CLI::Option* add_output(CLI::App& app, std::string& path, std::string what = "output file");
+CLI::Option* add_force(CLI::App& app, bool& force);  // --force: replace read-only outputs
 CLI::Option* add_device(CLI::App& app, int& device);  // --device N (default 0)
 CLI::Option* add_type(CLI::App& app, std::string& type, std::string what);  // --type T (one ggml type)
 CLI::Option* add_types(CLI::App& app, std::string& list);  // --types q4_0,q4_K,...

@@ -38,7 +38,7 @@ struct Options {
   int device = 0, n = 4096, k = 14336, ncols = 1;
   GemvBenchOptions bench;
   std::string types, engine, save, csv;
-  bool json = false, default_only = false, kernel_only = false;
+  bool json = false, default_only = false, kernel_only = false, force = false;
   EngineProbeArgs probe;
 };
 
@@ -48,6 +48,8 @@ int run_benchgemv(const Options& o) {
   const GemvBenchOptions& options = o.bench;
   const std::string& engine = o.engine;
   const int device_number = o.device;
+  for (const std::string& out : {o.save, o.csv})  // refused now, not after the timing
+    if (!out.empty()) check_output(out, {o.force});
 
   // The engine's own kernel through its probe, or Temper's kernel on this machine's GPUs.
   const bool in_engine = !o.probe.probe.empty() || !o.probe.engine_src.empty();
@@ -140,7 +142,7 @@ int run_benchgemv(const Options& o) {
                         t.config.nwarps, t.config.rows_per_block, t.us.median);
           text += line;
         }
-    write_file_atomic(o.csv, text);
+    write_file_atomic(o.csv, text, {o.force});
   }
 
   if (json || !o.save.empty()) {
@@ -168,7 +170,7 @@ int run_benchgemv(const Options& o) {
       results.push_back(std::move(j));
     }
     out["results"] = std::move(results);
-    if (!o.save.empty()) write_file_atomic(o.save, out.dump(2) + "\n");
+    if (!o.save.empty()) write_file_atomic(o.save, out.dump(2) + "\n", {o.force});
     if (json) {
       std::cout << out.dump(2) << "\n";
       return any_failed ? int(ErrorKind::Verification) : 0;
@@ -254,6 +256,7 @@ const Registrar reg{
        app.add_option("--save", o->save, "also write the JSON form to FILE")->type_name("FILE");
        app.add_option("--csv", o->csv, "also write one row per config timed: type,n,k,ncols,nwarps,rows_per_block,us")
            ->type_name("FILE");
+       add_force(app, o->force);
        add_engine_probe(app, o->probe, true);
        app.add_flag("--kernel-only", o->kernel_only, "with --probe / --engine-src: time mul_mat_vec_q alone (probe protocol 2)");
        add_json(app, o->json);

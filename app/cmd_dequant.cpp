@@ -62,7 +62,7 @@ constexpr uint64_t kProgressFromBytes = uint64_t{64} << 20;
 
 struct Options {
   std::string model, tensor, rows, output;
-  bool json = false;
+  bool json = false, force = false;
 };
 
 int run_dequant(const Options& o) {
@@ -70,6 +70,7 @@ int run_dequant(const Options& o) {
   const auto* out_path = &o.output;
 
   refuse_overwriting_inputs(*out_path, {pos[0]});
+  check_output(*out_path, {o.force});
   const GgufFile model = GgufFile::open(pos[0]);
   const TensorInfo* tensor = model.find_tensor(pos[1]);
   if (!tensor) fail(ErrorKind::BadInput, pos[0] + ": no tensor named '" + pos[1] + "'");
@@ -86,7 +87,7 @@ int run_dequant(const Options& o) {
     std::ostream counted(&progress);
     counted.exceptions(std::ios::badbit);
     quant::dequantize_tensor(*tensor, range, counted);
-  });
+  }, {o.force});
 
   if (o.json) {
     nlohmann::json j{{"tensor", pos[1]},
@@ -94,7 +95,7 @@ int run_dequant(const Options& o) {
                      {"row_length", tensor->dims[0]},
                      {"rows", {{"begin", range.begin}, {"end", range.end}, {"total", rows}}},
                      {"values", values},
-                     {"output", *out_path},
+                     {"output", path_text(*out_path)},
                      {"bytes", values * 4}};
     std::printf("%s\n", j.dump(2).c_str());
   } else {
@@ -123,6 +124,7 @@ const Registrar registrar{Command{
       app.add_option("--rows", o->rows, "rows A to B-1 only; also A: (to the end), :B (from 0) and A (one row)")
           ->type_name("A:B");
       add_output(app, o->output, "the output file (written whole or not at all)")->required();
+      add_force(app, o->force);
       add_json(app, o->json);
       return [o] { return run_dequant(*o); };
     }}};

@@ -39,13 +39,19 @@ int run_check(const Options& o) {
                         {"ggml_root", r.tree.ggml_root.string()}, {"mmvq", r.tree.mmvq.string()},
                         {"commit", r.tree.commit}, {"patched", r.state == engine::HookState::Patched},
                         {"patched_version", r.patched_version}, {"applies", r.applies}, {"problem", r.problem},
+                        {"undoable", r.undoable}, {"undo_problem", r.undo_problem},
                         {"types", r.types}, {"hook_version", engine::kHookVersion}};
     std::printf("%s\n", j.dump(2).c_str());
   } else {
     std::printf("%s tree at %s (ggml commit %s)\n", std::string(engine::tree_kind_name(r.tree.kind)).c_str(),
                 r.tree.root.string().c_str(), r.tree.commit.empty() ? "unknown: no .git" : r.tree.commit.substr(0, 12).c_str());
-    if (r.state == engine::HookState::Patched)
+    if (r.state == engine::HookState::Patched && r.undoable)
       std::printf("mmvq.cu carries Temper's hook v%d (undo: temper engine patch %s --undo)\n", r.patched_version,
+                  r.tree.root.string().c_str());
+    else if (r.state == engine::HookState::Patched)
+      std::printf("mmvq.cu carries Temper's hook v%d, but `temper engine patch --undo` cannot restore it: %s\n"
+                  "(restore it from your version control, e.g. `git checkout -- %s` in %s)\n",
+                  r.patched_version, r.undo_problem.c_str(), r.tree.mmvq.lexically_relative(r.tree.root).string().c_str(),
                   r.tree.root.string().c_str());
     else if (r.applies)
       std::printf("the hook (v%d) applies: %zu mmvq types\n", engine::kHookVersion, r.types.size());

@@ -32,7 +32,7 @@ struct Options {
   std::string format, output, approve, arch, type, note, backend = "gpu", engine;
   double min_speedup = kDefaultMinSpeedup;
   int device = -1, n = 0, k = 0, ncols = 1;
-  bool json = false, all = false, update = false, allow_empty = false;
+  bool json = false, all = false, update = false, allow_empty = false, force = false;
   EngineProbeArgs probe;
 };
 
@@ -88,8 +88,9 @@ int run_export(const Options& o) {
   ExportOptions eo;
   eo.arch = o.arch;
   refuse_overwriting_inputs(path, {pos[0]});
+  check_output(path, {o.force});
 
-  json summary{{"input", pos[0]}, {"output", path}, {"format", format}};
+  json summary{{"input", path_text(pos[0])}, {"output", path_text(path)}, {"format", format}};
   Export ex;
   if (is_session_file(pos[0])) {
     const Session s = read_session(pos[0]);
@@ -153,7 +154,7 @@ int run_export(const Options& o) {
     if (!json_out) out(ex.report.text());
     fail(ErrorKind::BadInput, path + " not written: " + why + " (--allow-empty writes it anyway)");
   }
-  write_file_atomic(path, ex.content);
+  write_file_atomic(path, ex.content, {o.force});
   summary["report"] = report_json(ex.report);
   if (json_out) {
     out(summary.dump(2) + "\n");
@@ -245,16 +246,18 @@ int run_diff(const Options& o) {
 
 int run_merge(const Options& o) {
   const std::string& path = o.output;
+  refuse_overwriting_inputs(path, {o.files.begin(), o.files.end()});
+  check_output(path, {o.force});
   std::vector<Profile> profiles;
   for (const auto& f : o.files) profiles.push_back(load_for_cli(o, f));
   const MergeResult m = merge_profiles(profiles);
-  save_profile(m.profile, path);
+  save_profile(m.profile, path, {o.force});
   if (o.json) {
     json conflicts = json::array();
     for (const auto& c : m.conflicts)
       conflicts.push_back({{"key", key_json(c.key)}, {"kept", config_json(c.kept)}, {"dropped", config_json(c.dropped)},
                            {"kept_from", c.kept_from}, {"dropped_from", c.dropped_from}, {"reason", c.reason}});
-    out(json{{"output", path}, {"entries", m.profile.entries.size()}, {"arches", m.arches}, {"conflicts", conflicts}}.dump(2) + "\n");
+    out(json{{"output", path_text(path)}, {"entries", m.profile.entries.size()}, {"arches", m.arches}, {"conflicts", conflicts}}.dump(2) + "\n");
   } else {
     out(m.text() + "wrote " + path + "\n");
   }
@@ -278,9 +281,9 @@ int run_decide(const Options& o, Approval a) {
   }
   set_approval(p, key, a, o.note);
   const std::string path = o.output.empty() ? o.files[0] : o.output;
-  save_profile(p, path);
+  save_profile(p, path, {o.force});
   if (o.json)
-    out(json{{"key", key_json(key)}, {"approval", std::string(approval_name(a))}, {"output", path}}.dump(2) + "\n");
+    out(json{{"key", key_json(key)}, {"approval", std::string(approval_name(a))}, {"output", path_text(path)}}.dump(2) + "\n");
   else
     out(key_text(key) + ": " + std::string(approval_name(a)) + " (wrote " + path + ")\n");
   return 0;
@@ -290,6 +293,7 @@ int run_verify(const Options& o, const CLI::App& app) {
   const Profile p = load_for_cli(o, o.files[0]);
   const bool update = o.update;
   if (!o.output.empty() && !update) fail(ErrorKind::BadInput, "-o is for --update (verify changes nothing otherwise)");
+  if (update) check_output(o.output.empty() ? o.files[0] : o.output, {o.force});  // refused now, not after measuring
   // In the engine itself (docs/engine.md): the probe built from --engine-src, or --probe.
   const bool in_engine = o.probe.given();
   if (in_engine && (app.count("--backend") || app.count("--device")))
@@ -339,7 +343,7 @@ int run_verify(const Options& o, const CLI::App& app) {
   }
   if (update) {
     const std::string path = o.output.empty() ? o.files[0] : o.output;
-    save_profile(apply_recheck(p, r), path);
+    save_profile(apply_recheck(p, r), path, {o.force});
     if (!json_out) out("updated " + path + "\n");
   }
   return 0;
@@ -368,6 +372,7 @@ Action define_profile(CLI::App& app) {
       ->required()
       ->check(one_of({"temper", "kernel-anvil", "header", "ggml-table", "csv"}));
   add_output(*ex, o->output)->required();
+  add_force(*ex, o->force);
   ex->add_option("--approve", o->approve, "which winners to approve (default significant; a profile keeps its own)")
       ->check(one_of({"significant", "all", "none"}));
   add_min_speedup(*ex, o->min_speedup);
@@ -391,6 +396,7 @@ Action define_profile(CLI::App& app) {
   CLI::App* merge = sub("merge", "profiles into one, the measured faster entry per key", run_merge);
   files(merge, "PROFILES", 2, -1);
   add_output(*merge, o->output)->required();
+  add_force(*merge, o->force);
   arch(merge);
   json_flag(merge);
   for (auto [name, approval] : {std::pair{"approve", Approval::Approved}, {"reject", Approval::Rejected}}) {
@@ -403,6 +409,7 @@ Action define_profile(CLI::App& app) {
     s->add_option("--ncols", o->ncols, "the entry's batch width (default 1)")->check(integer_in(1, INT32_MAX));
     s->add_option("--note", o->note, "why, kept with the entry");
     add_output(*s, o->output, "write here instead of in place");
+    add_force(*s, o->force);
     arch(s);
     json_flag(s);
   }
@@ -414,6 +421,7 @@ Action define_profile(CLI::App& app) {
   verify->add_option("--engine", o->engine, "whose default config is the baseline (default: the profile's)");
   verify->add_flag("--update", o->update, "entries that no longer win go back to pending");
   add_output(*verify, o->output, "with --update: write here instead of in place");
+  add_force(*verify, o->force);
   arch(verify);
   add_engine_probe(*verify, o->probe, false);  // --arch above also picks the engine build's arch
   verify->get_option("--probe")->description("re-measure in the engine's own kernel through this temper-probe (docs/engine.md)");

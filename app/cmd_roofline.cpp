@@ -52,7 +52,7 @@ void print_text(const Roofline& r) {
 struct Options {
   std::string path, svg;
   int device = -1;  // all
-  bool json = false;
+  bool json = false, force = false;
 };
 
 int run_roofline(const Options& o) {
@@ -75,7 +75,7 @@ int run_roofline(const Options& o) {
       fail(ErrorKind::BadInput, "the session has " + std::to_string(rooflines.size()) +
                                     " devices: choose one for the chart with --device N");
     const std::string title = "Roofline · " + session.model.file_name + " · session " + session.id;
-    write_file_atomic(*svg_path, roofline_svg(rooflines.front(), title));
+    write_file_atomic(*svg_path, roofline_svg(rooflines.front(), title), {o.force});
     if (!o.json) std::fprintf(stderr, "wrote %s\n", svg_path->c_str());
   }
   if (o.json) {
@@ -107,6 +107,7 @@ const Registrar registrar{Command{
                      "write a log-log chart (ceilings, roof, points coloured by type, default configs outlined, "
                      "tooltips) readable in any browser")
           ->type_name("OUT.svg");
+      add_force(app, o->force);
       add_json(app, o->json)->description("print one JSON document: {session, rooflines: [{ceilings, points, ...}]}");
       return [o] { return run_roofline(*o); };
     }}};

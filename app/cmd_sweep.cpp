@@ -211,7 +211,7 @@ struct Options {
   double time_cap_s = 0, confirm_time_s = 0;  // 0: the default
   int back_to_back = 0;                       // 0: the default
   uint64_t seed = 0;                          // 0: random
-  bool quick = false, json = false, no_confirm = false;
+  bool quick = false, json = false, no_confirm = false, force = false;
   EngineProbeArgs probe;
 };
 
@@ -297,10 +297,14 @@ int run_sweep(const Options& o, const CLI::App& app) {
                               : default_output(session);
   const fs::path model_path = o.model.empty() ? fs::path() : fs::path(o.model);
   refuse_overwriting_inputs(output, {model_path, !o.resume.empty() ? journal_path : fs::path()});
+  check_output(output, {o.force});  // refused now, not after the sweep
   if (!journal) {
-    journal_path = o.journal.empty() ? output.string() + ".journal" : o.journal;
+    // Beside the session file, unless that is a FIFO or a device: then beside the default one.
+    journal_path = !o.journal.empty()          ? fs::path(o.journal)
+                   : written_in_place(output) ? fs::path(default_output(session).string() + ".journal")
+                                              : fs::path(output.string() + ".journal");
     refuse_overwriting_inputs(journal_path, {model_path, output}, "--journal");
-    journal.emplace(Journal::create(journal_path, session));
+    journal.emplace(Journal::create(journal_path, session, {o.force}));
   }
 
   size_t planned = 0, excluded = 0;
@@ -350,7 +354,7 @@ int run_sweep(const Options& o, const CLI::App& app) {
   std::signal(SIGINT, previous);
   printer.finish();
 
-  save_session(session, output);
+  save_session(session, output, {o.force});
   if (session.status == "complete") {
     journal.reset();
     std::error_code ec;
@@ -358,8 +362,8 @@ int run_sweep(const Options& o, const CLI::App& app) {
   }
   if (json) {
     nlohmann::json j = summary_json(session);
-    j["session_file"] = output.string();
-    if (session.status != "complete") j["journal"] = journal_path.string();
+    j["session_file"] = path_text(output);
+    if (session.status != "complete") j["journal"] = path_text(journal_path);
     std::cout << j.dump(2) << "\n";
   } else {
     std::cout << format_summary(session) << "\nsession saved to " << output.string() << "\n";
@@ -383,6 +387,7 @@ Action define_sweep(CLI::App& app) {
   auto o = std::make_shared<Options>();
   app.add_option("MODEL", o->model, "a GGUF file (or give --shape)");
   add_output(app, o->output, "session file (default MODEL.ID.session.json in the current directory)");
+  add_force(app, o->force);
   app.add_option("--device", o->device,
                  "device number as `temper devices` lists them (default 0); `all` runs one worker per GPU in "
                  "parallel, results tagged with their device")

@@ -26,7 +26,7 @@ struct Options {
   int device = 0, n = 0, k = 0;  // n, k: 0 = the default shapes
   std::string types, ncols, save;
   uint64_t seed = 0;
-  bool json = false;
+  bool json = false, force = false;
 };
 
 int run_verify(const Options& o) {
@@ -37,6 +37,7 @@ int run_verify(const Options& o) {
   if (o.seed) options.seed = o.seed;
   // One shape instead of the two defaults (rows not a multiple of any rows_per_block; long and short K).
   if (o.n || o.k) options.shapes = {{o.n ? o.n : 67, o.k ? o.k : 4096}};
+  if (!o.save.empty()) check_output(o.save, {o.force});  // refused now, not after the run
 
   gpu::DeviceList list = gpu::list_devices(gpu_backends());
   auto device = gpu::open_device(list, o.device);
@@ -71,7 +72,7 @@ int run_verify(const Options& o) {
       &g_cancel);
   std::signal(SIGINT, previous);
 
-  if (!o.save.empty()) write_file_atomic(o.save, to_json(report).dump(2) + "\n");
+  if (!o.save.empty()) write_file_atomic(o.save, to_json(report).dump(2) + "\n", {o.force});
   if (json)
     std::cout << to_json(report).dump(2) << "\n";
   else
@@ -108,6 +109,7 @@ const Registrar reg{{"verify", "check every kernel instantiation on the device a
                        app.add_option("--k", o->k, "row length of the one shape to verify (default 4096)")
                            ->check(integer_in(32, 1 << 20));
                        app.add_option("--save", o->save, "also write the JSON report to FILE")->type_name("FILE");
+                       add_force(app, o->force);
                        add_json(app, o->json);
                        return [o] { return run_verify(*o); };
                      }}};

@@ -91,6 +91,10 @@ CLI::Option* add_output(CLI::App& app, std::string& path, std::string what) {
   return app.add_option("-o,--output", path, std::move(what))->type_name("FILE");
 }
 
+CLI::Option* add_force(CLI::App& app, bool& force) {
+  return app.add_flag("--force", force, "replace an output file even when it is read-only");
+}
+
 CLI::Option* add_device(CLI::App& app, int& device) {
   return app.add_option("--device", device, "device number as `temper devices` lists them (default 0)")
       ->check(integer_in(0, 1 << 20))

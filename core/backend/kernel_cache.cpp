@@ -2,9 +2,6 @@
 #include "temper/kernel_cache.h"
 
 #include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,8 +19,7 @@
 #include "kernel_sources.h"
 #include "temper/error.h"
 #include "temper/fileio.h"
-
-extern char** environ;
+#include "temper/process.h"
 
 namespace temper {
 namespace fs = std::filesystem;
@@ -90,21 +86,6 @@ uint64_t source_hash() {
   return h;
 }
 
-// stdout and stderr of `argv`, or "" when it cannot run.
-std::string output_of(const std::vector<std::string>& argv) {
-  std::string cmd;
-  for (const auto& a : argv) cmd += "'" + replace_all(a, "'", "'\\''") + "' ";
-  cmd += "2>&1";
-  std::string out;
-  if (FILE* f = ::popen(cmd.c_str(), "r")) {
-    char buf[4096];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
-    ::pclose(f);
-  }
-  return out;
-}
-
 bool executable(const fs::path& p) { return !p.empty() && ::access(p.c_str(), X_OK) == 0 && !fs::is_directory(p); }
 
 std::optional<fs::path> on_path(const std::string& name, std::initializer_list<const char*> extra) {
@@ -119,50 +100,24 @@ std::optional<fs::path> on_path(const std::string& name, std::initializer_list<c
 }
 
 // Runs argv in its own process group with output to `log` and TMPDIR=`tmpdir` (hipcc leaves an empty
-// directory in TMPDIR per compile: never in the user's); polls `cancel` and stops the whole group.
-// Returns the exit status, or -1 when cancelled.
+// directory in TMPDIR per compile: never in the user's); a cancel stops the whole group.
+// Returns the exit status, or kCancelled.
 int run_compiler(const std::vector<std::string>& argv, const fs::path& log, const fs::path& tmpdir,
                  const std::atomic<bool>* cancel) {
-  std::vector<std::string> env_s{"TMPDIR=" + tmpdir.string()};
-  for (char** e = environ; *e; ++e)
-    if (std::strncmp(*e, "TMPDIR=", 7) != 0) env_s.emplace_back(*e);
-  std::vector<char*> env;
-  for (auto& e : env_s) env.push_back(e.data());
-  env.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
-  posix_spawnattr_setpgroup(&attr, 0);
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = 0;
-  const int rc = ::posix_spawn(&pid, args[0], &actions, &attr, args.data(), env.data());
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
-  if (rc != 0) fail(ErrorKind::Internal, "could not start " + argv[0] + ": " + std::strerror(rc));
-  int status = 0;
-  for (;;) {
-    const pid_t done = ::waitpid(pid, &status, WNOHANG);
-    if (done == pid) break;
-    if (cancel && cancel->load()) {
-      ::kill(-pid, SIGTERM);
-      ::waitpid(pid, &status, 0);
-      return -1;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  ProcessOptions o;
+  o.env = {"TMPDIR=" + tmpdir.string()};
+  o.log = log;
+  o.truncate_log = true;
+  o.cancel = cancel;
+  o.own_group = true;
+  return run_process(argv, o);
 }
 
 std::string first_lines(const fs::path& log, int count) {
   std::ifstream in(log);
   std::string out, line;
   for (int i = 0; i < count && std::getline(in, line);) {
+    if (line.rfind("$ ", 0) == 0) continue;  // the command itself, as run_process logs it
     if (line.find("error") == std::string::npos && !out.empty()) continue;
     out += (out.empty() ? "" : "\n  ") + line;
     ++i;
@@ -359,7 +314,7 @@ KernelCache::KernelCache(KernelToolchain toolchain, std::string arch, KernelArti
       if (!(in >> known) || known.size() != 16) {
         char buf[17];
         std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(fnv1a(
-            fnv1a(kFnvBasis, compiler_.string()), output_of({compiler_.string(), "--version"}))));
+            fnv1a(kFnvBasis, compiler_.string()), process_output({compiler_.string(), "--version"}).value_or(""))));
         known = buf;
         fs::create_directories(memo.parent_path(), ec);
         if (!ec) try {

@@ -61,14 +61,17 @@ AppendLog::~AppendLog() {
 }
 
 AppendLog AppendLog::create(const std::filesystem::path& path, std::string_view first_line, std::string_view kind,
-                            std::string_view owner) {
+                            std::string_view owner, const WriteOptions& options) {
   ignore_file_size_signal();
+  // Appended to and read back on resume: only a regular file can be a log.
+  if (written_in_place(path))
+    fail(ErrorKind::BadInput, std::string(kind) + " " + path_text(path) + " is not a regular file (a FIFO or a device); give a file path");
   // Never replace a log another writer still holds.
   if (const int old = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC); old >= 0) {
     lock(old, path, kind, owner);
     ::close(old);
   }
-  write_file_atomic(path, first_line);
+  write_file_atomic(path, first_line, options);
   return AppendLog(path, open_locked(path, O_WRONLY | O_APPEND, kind, owner), std::string(kind));
 }
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "temper/error.h"
+#include "temper/input.h"
 
 namespace temper {
 namespace {
@@ -110,18 +111,78 @@ void ignore_file_size_signal() {
 
 namespace {
 
+const char* node_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+// /dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N: an open descriptor of this process, whatever
+// it is (a terminal, a pipe, a file the shell redirected to).
+bool descriptor_path(const std::filesystem::path& path) {
+  const std::string p = path.lexically_normal().string();
+  return p == "/dev/stdout" || p == "/dev/stderr" || p.rfind("/dev/fd/", 0) == 0 || p.rfind("/proc/self/fd/", 0) == 0;
+}
+
+// What writing `path` means, decided before anything is written.
+enum class WriteKind { Replace, Direct };
+
+WriteKind write_kind(const std::filesystem::path& path, const WriteOptions& options) {
+  if (descriptor_path(path)) return WriteKind::Direct;
+  struct stat st{};
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return WriteKind::Replace;  // a new file (or a link to one)
+    fail(ErrorKind::Io, "cannot write " + path_text(path) + ": " + errno_text());
+  }
+  if (S_ISREG(st.st_mode)) {
+    if (!options.force && ((st.st_mode & 0222) == 0 || ::access(path.c_str(), W_OK) != 0))
+      fail(ErrorKind::BadInput, path_text(path) + " is read-only: not replacing it (--force replaces it)");
+    return WriteKind::Replace;
+  }
+  // Nodes are written into, never replaced by a file: a FIFO's reader or a device gets the bytes.
+  if (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode)) return WriteKind::Direct;
+  fail(ErrorKind::BadInput, path_text(path) + " is " + node_kind(st.st_mode) +
+                                ": an output must be a regular file, a new path, a FIFO or a character device");
+}
+
+// Into the node itself: opened without blocking (a FIFO with no reader is refused, not waited
+// for), appended to (a descriptor redirected to a file keeps what is there).
+void write_direct(const std::filesystem::path& path, const std::function<void(int, const std::filesystem::path&)>& fill) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0 && errno == ENXIO) fail(ErrorKind::BadInput, path_text(path) + " is a FIFO with no reader: start its reader first");
+  if (fd < 0) fail(ErrorKind::Io, "cannot open " + path_text(path) + ": " + errno_text());
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  // A reader that goes away is an error (EPIPE) for this write, not the end of Temper.
+  struct sigaction old{};
+  if (::sigaction(SIGPIPE, nullptr, &old) == 0 && old.sa_handler == SIG_DFL) std::signal(SIGPIPE, SIG_IGN);
+  try {
+    fill(fd, path);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  ::close(fd);
+}
+
 // The write itself: temp sibling of the real target, `fill` writes into its descriptor, then fsync,
 // the target's permissions, rename.
-void write_atomic_impl(const std::filesystem::path& requested, const std::function<void(int, const std::filesystem::path&)>& fill) {
+void write_atomic_impl(const std::filesystem::path& requested, const WriteOptions& options,
+                       const std::function<void(int, const std::filesystem::path&)>& fill) {
   ignore_file_size_signal();
+  if (write_kind(requested, options) == WriteKind::Direct) return write_direct(requested, fill);
   const std::filesystem::path path = write_target(requested);
   remove_stale_temps(path);
   const auto tmp = temp_sibling(path);
   struct stat old{};
   const bool replacing = ::stat(path.c_str(), &old) == 0 && S_ISREG(old.st_mode);
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  // Named as the user wrote it: the hidden temporary means nothing to them.
-  if (fd < 0) fail(ErrorKind::Io, "cannot create " + requested.string() + ": " + errno_text());
+  if (fd < 0)
+    fail(ErrorKind::Io, "cannot write " + path_text(requested) + ": cannot create a file in " +
+                            path_text(path.parent_path().empty() ? std::filesystem::path(".") : path.parent_path()) + ": " +
+                            errno_text());
   try {
     fill(fd, tmp);
     if (::fsync(fd) != 0) fail(ErrorKind::Io, "cannot sync " + tmp.string() + ": " + errno_text());
@@ -161,12 +222,27 @@ void write_atomic_impl(const std::filesystem::path& requested, const std::functi
 
 }  // namespace
 
-void write_file_atomic(const std::filesystem::path& path, std::string_view content) {
-  write_atomic_impl(path, [&](int fd, const std::filesystem::path& tmp) { write_all(fd, content, tmp); });
+bool written_in_place(const std::filesystem::path& path) {
+  struct stat st{};
+  return descriptor_path(path) || (::stat(path.c_str(), &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode)));
 }
 
-void write_file_atomic(const std::filesystem::path& path, const std::function<void(std::ostream&)>& write) {
-  write_atomic_impl(path, [&](int fd, const std::filesystem::path& tmp) {
+void check_output(const std::filesystem::path& path, const WriteOptions& options) {
+  if (write_kind(path, options) == WriteKind::Direct) return;
+  // The folder the temporary sibling goes into must take it.
+  const auto dir = write_target(path).parent_path();
+  const auto folder = dir.empty() ? std::filesystem::path(".") : dir;
+  if (::access(folder.c_str(), W_OK | X_OK) != 0)
+    fail(ErrorKind::Io, "cannot write " + path_text(path) + ": " + path_text(folder) + ": " + errno_text());
+}
+
+void write_file_atomic(const std::filesystem::path& path, std::string_view content, const WriteOptions& options) {
+  write_atomic_impl(path, options, [&](int fd, const std::filesystem::path& tmp) { write_all(fd, content, tmp); });
+}
+
+void write_file_atomic(const std::filesystem::path& path, const std::function<void(std::ostream&)>& write,
+                       const WriteOptions& options) {
+  write_atomic_impl(path, options, [&](int fd, const std::filesystem::path& tmp) {
     FdStreamBuf buf(fd, tmp);
     std::ostream out(&buf);
     out.exceptions(std::ios::badbit);

@@ -106,15 +106,32 @@ std::string file_kind_by_content(std::string_view head) {
   return "";
 }
 
-nlohmann::json parse_json_input(std::string_view text, const std::string& name) {
+namespace {
+// nullopt for text that is not JSON at all when `lenient`; duplicate keys and out-of-range numbers
+// are always errors.
+std::optional<nlohmann::json> parse_checked(std::string_view text, const std::string& name, bool lenient) {
   using nlohmann::json;
-  // Keys seen in each object being parsed, innermost last.
+  // nlohmann ends its input at a NUL byte and ignores the rest: JSON text never holds one.
+  if (const size_t nul = text.find('\0'); nul != std::string_view::npos) {
+    if (lenient) return std::nullopt;
+    if (const std::string kind = file_kind_by_content(text.substr(0, 256)); !kind.empty())
+      fail(ErrorKind::BadInput, name + ": not JSON: this is " + kind);
+    fail(ErrorKind::BadInput, name + ": not valid JSON (byte " + std::to_string(nul + 1) + "): a NUL byte");
+  }
+  // Keys seen in each object being parsed, innermost last; arrays and objects open.
   std::vector<std::set<std::string>> keys;
+  int depth = 0;
   std::string duplicate;
+  const auto deeper = [&] {
+    if (++depth > kMaxJsonDepth)
+      fail(ErrorKind::BadInput, name + ": not usable JSON: nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+  };
   const json::parser_callback_t reject_duplicates = [&](int, json::parse_event_t event, json& parsed) {
     switch (event) {
-      case json::parse_event_t::object_start: keys.emplace_back(); break;
-      case json::parse_event_t::object_end: keys.pop_back(); break;
+      case json::parse_event_t::object_start: keys.emplace_back(); deeper(); break;
+      case json::parse_event_t::object_end: keys.pop_back(); --depth; break;
+      case json::parse_event_t::array_start: deeper(); break;
+      case json::parse_event_t::array_end: --depth; break;
       case json::parse_event_t::key:
         if (!keys.back().insert(parsed.get<std::string>()).second && duplicate.empty()) duplicate = parsed.get<std::string>();
         break;
@@ -132,6 +149,8 @@ nlohmann::json parse_json_input(std::string_view text, const std::string& name) 
   try {
     j = json::parse(text.begin(), text.end(), reject_duplicates);
   } catch (const json::parse_error& e) {
+    if (lenient && duplicate.empty()) return std::nullopt;
+    if (!duplicate.empty()) fail(ErrorKind::BadInput, name + ": duplicate key \"" + duplicate.substr(0, 64) + "\" in one object (which one is meant?)");
     // The wrong kind of file altogether says what it is, not where a JSON parser gave up on it.
     if (const std::string kind = file_kind_by_content(text.substr(0, 256)); !kind.empty())
       fail(ErrorKind::BadInput, name + ": not JSON: this is " + kind);
@@ -143,12 +162,19 @@ nlohmann::json parse_json_input(std::string_view text, const std::string& name) 
     fail(ErrorKind::BadInput, name + ": duplicate key \"" + duplicate.substr(0, 64) + "\" in one object (which one is meant?)");
   return j;
 }
+}  // namespace
 
-nlohmann::json read_json_input(const std::filesystem::path& path, std::string_view what) {
-  return parse_json_input(read_input(path, kMaxJsonInputBytes, what), path_text(path));
+nlohmann::json parse_json_input(std::string_view text, const std::string& name) { return *parse_checked(text, name, false); }
+
+std::optional<nlohmann::json> parse_json_line(std::string_view text, const std::string& name) {
+  return parse_checked(text, name, true);
 }
 
-void refuse_overwriting_inputs(const std::filesystem::path& output, std::initializer_list<std::filesystem::path> inputs,
+nlohmann::json read_json_input(const std::filesystem::path& path, std::string_view what, uint64_t max_bytes) {
+  return parse_json_input(read_input(path, max_bytes, what), path_text(path));
+}
+
+void refuse_overwriting_inputs(const std::filesystem::path& output, const std::vector<std::filesystem::path>& inputs,
                                std::string_view option) {
   struct stat out{};
   const bool out_exists = ::stat(output.c_str(), &out) == 0;

@@ -8,13 +8,14 @@
 #include <fstream>
 #include <regex>
 #include <sstream>
-#include <sys/wait.h>
 
 #include "temper/content_hash.h"
 #include "temper/engine.h"
 #include "temper/engine_build.h"
 #include "temper/error.h"
 #include "temper/fileio.h"
+#include "temper/input.h"
+#include "temper/process.h"
 
 namespace temper::engine {
 namespace fs = std::filesystem;
@@ -49,40 +50,19 @@ std::string default_cache_root() {
   return (fs::temp_directory_path() / "temper-engine").string();
 }
 
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-// Runs `cmd` (through sh), appending everything it prints to `log`; calls `line` per output line.
-// When `cancel` is set it stops reading: the command dies of SIGPIPE at its next line.
-int run_logged(const std::string& cmd, const fs::path& log, const std::function<void(const std::string&)>& line,
-               const std::atomic<bool>* cancel) {
+// Runs argv (never through a shell), appending everything it prints to `log`; calls `line` per
+// output line. Error(Cancelled) when `cancel` is set meanwhile.
+int run_logged(const std::vector<std::string>& argv, const std::vector<std::string>& env, const fs::path& log,
+               const std::function<void(const std::string&)>& line, const std::atomic<bool>* cancel) {
   if (cancel && cancel->load()) fail(ErrorKind::Cancelled, "engine build cancelled");
-  std::ofstream out(log, std::ios::app);
-  out << "$ " << cmd << "\n";
-  out.flush();
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) fail(ErrorKind::Io, "cannot run: " + cmd);
-  std::array<char, 4096> buf;
-  std::string pending;
-  while (fgets(buf.data(), int(buf.size()), p)) {
-    if (cancel && cancel->load()) {
-      pclose(p);
-      out << "cancelled\n";
-      fail(ErrorKind::Cancelled, "engine build cancelled (log: " + log.string() + ")");
-    }
-    out << buf.data();
-    pending += buf.data();
-    if (!pending.empty() && pending.back() == '\n') {
-      pending.pop_back();
-      if (line) line(pending);
-      pending.clear();
-    }
-  }
-  const int status = pclose(p);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+  ProcessOptions o;
+  o.env = env;
+  o.log = log;
+  o.on_line = line;
+  o.cancel = cancel;
+  const int rc = run_process(argv, o);
+  if (rc == kCancelled) fail(ErrorKind::Cancelled, "engine build cancelled (log: " + log.string() + ")");
+  return rc;
 }
 
 // The compiler's first error in a build log, for the one line a failed build ends with.
@@ -131,25 +111,39 @@ std::string probe_cmake(const fs::path& src, const BuildOptions& o) {
 
 std::string_view platform_name(Platform p) { return p == Platform::Hip ? "hip" : "cuda"; }
 
+namespace {
+// The archs ggml's CUDA and HIP backends build for. An arch reaches CMake and the compilers as one
+// argument; only these names are passed at all.
+constexpr std::string_view kKnownArchs[] = {
+    "sm_50",  "sm_52",   "sm_53",   "sm_60",   "sm_61",   "sm_62",   "sm_70",   "sm_72",   "sm_75",   "sm_80",
+    "sm_86",  "sm_87",   "sm_89",   "sm_90",   "sm_90a",  "sm_100",  "sm_100a", "sm_101",  "sm_103",  "sm_120",
+    "sm_120a", "sm_121", "gfx900",  "gfx906",  "gfx908",  "gfx90a",  "gfx940",  "gfx941",  "gfx942",  "gfx950",
+    "gfx1010", "gfx1011", "gfx1012", "gfx1030", "gfx1031", "gfx1032", "gfx1034", "gfx1035", "gfx1036", "gfx1100",
+    "gfx1101", "gfx1102", "gfx1103", "gfx1150", "gfx1151", "gfx1152", "gfx1200", "gfx1201"};
+}  // namespace
+
+std::string known_archs_text() {
+  std::string out;
+  for (std::string_view a : kKnownArchs) out += (out.empty() ? "" : ", ") + std::string(a);
+  return out;
+}
+
 Platform platform_for_arch(const std::string& arch) {
-  if (arch.rfind("sm_", 0) == 0) return Platform::Cuda;
-  if (arch.rfind("gfx", 0) == 0) return Platform::Hip;
-  fail(ErrorKind::BadInput, "arch \"" + arch + "\": expected sm_NN (NVIDIA) or gfxNNNN (AMD)");
+  if (std::find(std::begin(kKnownArchs), std::end(kKnownArchs), arch) == std::end(kKnownArchs))
+    fail(ErrorKind::BadInput, "arch \"" + path_text(arch) + "\": not an arch ggml builds for (expected one of " +
+                                  known_archs_text() + ")");
+  return arch.rfind("sm_", 0) == 0 ? Platform::Cuda : Platform::Hip;
 }
 
 std::string hipcc_version() {
-  FILE* p = popen("hipconfig --version 2>/dev/null", "r");
-  if (!p) return {};
-  char buf[128] = {0};
-  const bool got = fgets(buf, sizeof buf, p) != nullptr;
-  pclose(p);
-  return got ? std::string(buf) : std::string();
+  const std::string out = process_output({"hipconfig", "--version"}, /*with_stderr=*/false).value_or("");
+  return out.substr(0, out.find('\n'));
 }
 
 BuildOptions build_options(const std::string& arch, const std::string& set) {
   BuildOptions o;
-  o.arch = arch;
-  o.platform = platform_for_arch(arch);
+  o.arch = arch.substr(0, arch.find(':'));  // a runtime's "gfx90a:sramecc+:xnack-" builds for gfx90a
+  o.platform = platform_for_arch(o.arch);
   if (o.platform == Platform::Hip) o.hip_version = hipcc_version();
   o.set = kernel_set(set);
   return o;
@@ -171,6 +165,7 @@ std::string source_hash(const Tree& tree, const BuildOptions& o) {
   h.add(hook_header());
   h.add(hook_api());
   h.add(hook_runtime());
+  h.add(hook_profile_reader());
   for (const fs::path& rel : tree_files(tree.ggml_root)) {
     h.add(rel.string());
     h.add(read_file(tree.ggml_root / rel));
@@ -180,6 +175,7 @@ std::string source_hash(const Tree& tree, const BuildOptions& o) {
 
 BuildResult build(const fs::path& dir, const BuildOptions& o, const BuildProgress& progress) {
   const Tree tree = find_tree(dir);
+  if (platform_for_arch(o.arch) != o.platform) fail(ErrorKind::Internal, "build options for " + o.arch + " name the other platform");
   const Platform platform = o.platform;
   if (platform == Platform::Hip && !o.hip_version.empty()) {
     int major = 0, minor = 0;
@@ -193,6 +189,12 @@ BuildResult build(const fs::path& dir, const BuildOptions& o, const BuildProgres
   r.tree = tree;
   r.hash = source_hash(tree, o);
   r.dir = (o.cache_root.empty() ? fs::path(default_cache_root()) : o.cache_root) / r.hash;
+  // CMake splits its lists at ';', and the probe's CMakeLists names the copy in a bracket argument.
+  const std::string dir_text = r.dir.string();
+  if (dir_text.find(';') != std::string::npos || dir_text.find("]=]") != std::string::npos ||
+      std::any_of(dir_text.begin(), dir_text.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20; }))
+    fail(ErrorKind::BadInput, "engine cache " + path_text(r.dir.parent_path()) +
+                                  ": CMake cannot build in a path holding ';', ']=]' or a control character; choose another --cache");
   r.probe = r.dir / "build" / "temper-probe";
   r.log = r.dir / "build.log";
   const fs::path stamp = r.dir / "built", probe_stamp = r.dir / "probe.hash";
@@ -230,23 +232,24 @@ BuildResult build(const fs::path& dir, const BuildOptions& o, const BuildProgres
   // The engine's compilers (hipcc leaves a directory per compile in TMPDIR) get a temp dir of their own.
   const fs::path tmp = r.dir / "tmp";
   fs::create_directories(tmp, ec);
-  const std::string env = "TMPDIR=" + quote(tmp.string()) + " ";
-  std::ostringstream cfg;
-  cfg << env << "cmake -S " << quote(probe_dir.string()) << " -B " << quote((r.dir / "build").string())
-      << (o.generator.empty() ? "" : " -G " + quote(o.generator)) << " -DCMAKE_BUILD_TYPE=Release"
-      << " -DGGML_BUILD_TESTS=OFF -DGGML_BUILD_EXAMPLES=OFF -DGGML_NATIVE=OFF"
-      << (hip ? " -DGGML_HIP=ON -DGPU_TARGETS=" + arch_num + " -DAMDGPU_TARGETS=" + arch_num
-              : " -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=" + arch_num)
-      << " -DGGML_CUDA_FA=OFF -DGGML_CUDA_NCCL=OFF";
+  const std::vector<std::string> env = {"TMPDIR=" + tmp.string()};
+  std::vector<std::string> cfg = {"cmake", "-S", probe_dir.string(), "-B", (r.dir / "build").string()};
+  if (!o.generator.empty()) cfg.insert(cfg.end(), {"-G", o.generator});
+  cfg.insert(cfg.end(), {"-DCMAKE_BUILD_TYPE=Release", "-DGGML_BUILD_TESTS=OFF", "-DGGML_BUILD_EXAMPLES=OFF", "-DGGML_NATIVE=OFF"});
+  if (hip)
+    cfg.insert(cfg.end(), {"-DGGML_HIP=ON", "-DGPU_TARGETS=" + arch_num, "-DAMDGPU_TARGETS=" + arch_num});
+  else
+    cfg.insert(cfg.end(), {"-DGGML_CUDA=ON", "-DCMAKE_CUDA_ARCHITECTURES=" + arch_num});
+  cfg.insert(cfg.end(), {"-DGGML_CUDA_FA=OFF", "-DGGML_CUDA_NCCL=OFF"});
   if (progress) progress({0, 0, engine_ready ? "rebuilding temper-probe" : "configuring", 0, r.log});
-  if (!engine_ready && run_logged(cfg.str(), r.log, nullptr, o.cancel) != 0)
+  if (!engine_ready && run_logged(cfg, env, r.log, nullptr, o.cancel) != 0)
     fail(ErrorKind::Io, "engine configure failed: " + first_error(r.log) + " (log: " + r.log.string() + ")");
 
   static const std::regex step(R"(^\[(\d+)/(\d+)\])");
   const auto start = std::chrono::steady_clock::now();
-  const std::string cmd = env + "cmake --build " + quote((r.dir / "build").string()) + " --target temper-probe" +
-                          (o.jobs > 0 ? " -j " + std::to_string(o.jobs) : std::string());
-  const int rc = run_logged(cmd, r.log, [&](const std::string& line) {
+  std::vector<std::string> cmd = {"cmake", "--build", (r.dir / "build").string(), "--target", "temper-probe"};
+  if (o.jobs > 0) cmd.insert(cmd.end(), {"-j", std::to_string(o.jobs)});
+  const int rc = run_logged(cmd, env, r.log, [&](const std::string& line) {
     std::smatch m;
     if (progress && std::regex_search(line, m, step)) {
       BuildStep s{std::stoi(m[1]), std::stoi(m[2]), line, 0, r.log};

@@ -1,17 +1,27 @@
 // The tuning hook: anchors on upstream's mmvq.cu, the generated instantiation units, apply and undo.
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
 #include <cstdint>
 #include <fstream>
 #include <regex>
 #include <sstream>
 #include <system_error>
+#include <thread>
 
 #include "temper/content_hash.h"
 #include "temper/device_bench.h"
 #include "temper/engine.h"
 #include "temper/error.h"
 #include "temper/fileio.h"
+#include "temper/input.h"
 #include "temper/mmvq_traits.h"
 
 namespace temper::engine {
@@ -253,6 +263,11 @@ KernelSet kernel_set(const std::string& name) {
 
 Patch make_patch(const std::string& source, const KernelSet& set, int hook_version) {
   if (int v = patched_version(source)) fail(ErrorKind::BadInput, "mmvq.cu: already patched (hook v" + std::to_string(v) + ")");
+  if (const size_t cr = source.find("\r\n"); cr != std::string::npos)
+    fail(ErrorKind::BadInput, "mmvq.cu: Windows (CRLF) line endings (line " +
+                                  std::to_string(std::count(source.begin(), source.begin() + long(cr), '\n') + 1) +
+                                  "); the hook's anchors are upstream's LF lines: check the tree out with LF endings "
+                                  "(git config core.autocrlf false) or convert the file (dos2unix); nothing was written");
   Patch out;
   std::string t = source;
 
@@ -366,21 +381,218 @@ Patch make_patch(const std::string& source, const KernelSet& set, int hook_versi
   out.files.emplace_back("temper-mmvq.cuh", header);
   out.files.emplace_back("temper-mmvq-api.h", std::string(hook_api()));
   out.files.emplace_back("temper-mmvq-runtime.cu", std::string(hook_runtime()));
+  out.files.emplace_back("temper-mmvq-profile.h", std::string(hook_profile_reader()));
   return out;
 }
+
+namespace {
+
+constexpr uint64_t kMaxMmvqBytes = uint64_t{4} << 20;   // upstream's mmvq.cu is about 50 KB
+constexpr uint64_t kMaxManifestBytes = uint64_t{1} << 20;
+constexpr auto kLockWait = std::chrono::seconds(30);
+const char* const kManifestHead = "temper-hook manifest 2";
+
+bool inside(const fs::path& path, const fs::path& folder) {
+  const auto [f, p] = std::mismatch(folder.begin(), folder.end(), path.begin(), path.end());
+  return f == folder.end();
+}
+
+// mmvq.cu and the folder Temper writes into must lie inside the tree the user named: a symbolic
+// link leading out of it is refused, naming where it leads.
+void refuse_links_leaving(const Tree& t) {
+  std::error_code ec;
+  const fs::path root = fs::weakly_canonical(fs::absolute(t.root), ec);
+  for (const fs::path& p : {t.mmvq.parent_path(), t.mmvq}) {
+    const fs::path real = fs::weakly_canonical(fs::absolute(p), ec);
+    if (!ec && !inside(real, root))
+      fail(ErrorKind::BadInput, path_text(p) + " leads to " + path_text(real) + " (a symbolic link), outside " +
+                                    path_text(t.root) + "; Temper changes files inside the tree you name only (name the tree that holds it)");
+  }
+}
+
+// mmvq.cu's text: a regular file of bounded size (a FIFO, a device or a huge file is refused at
+// once, never read), inside the tree.
+std::string read_mmvq(const Tree& t) {
+  refuse_links_leaving(t);
+  return read_input(t.mmvq, kMaxMmvqBytes, "mmvq.cu");
+}
+
+// One `engine patch` at a time per tree: an exclusive lock on the ggml-cuda folder itself (nothing is
+// left in the tree), waited for up to kLockWait.
+class TreeLock {
+ public:
+  explicit TreeLock(const fs::path& cuda_dir) {
+    fd_ = ::open(cuda_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd_ < 0) fail(ErrorKind::Io, "cannot open " + path_text(cuda_dir) + ": " + std::strerror(errno));
+    const auto until = std::chrono::steady_clock::now() + kLockWait;
+    while (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      if (errno != EWOULDBLOCK && errno != EINTR) {
+        const int e = errno;
+        ::close(fd_);
+        fail(ErrorKind::Io, "cannot lock " + path_text(cuda_dir) + ": " + std::strerror(e));
+      }
+      if (std::chrono::steady_clock::now() > until) {
+        ::close(fd_);
+        fail(ErrorKind::BadInput, "another `temper engine patch` has been changing " + path_text(cuda_dir) +
+                                      " for 30 s; try again when it has finished");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  ~TreeLock() { ::close(fd_); }
+  TreeLock(const TreeLock&) = delete;
+  TreeLock& operator=(const TreeLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
+// What lies at `p` itself (a symbolic link is not followed): its mode, 0 when nothing is there.
+mode_t kind_at(const fs::path& p) {
+  struct stat st{};
+  return ::lstat(p.c_str(), &st) == 0 ? st.st_mode : 0;
+}
+
+// A file of the hook's own naming, directly in the ggml-cuda folder: what undo may remove.
+bool hook_file_name(const std::string& name) {
+  static const std::regex re(R"(temper-mmvq[A-Za-z0-9_.-]*\.(cu|cuh|h))");
+  return std::regex_match(name, re) && name.find("..") == std::string::npos;
+}
+
+// Everything patch must find before it writes: the generated files' names free (no file, no
+// dangling link to write through), the backup folder absent or a real folder.
+void check_room(const fs::path& cuda_dir, const Patch& p) {
+  for (const auto& [name, _] : p.files)
+    if (kind_at(cuda_dir / name) != 0)
+      fail(ErrorKind::BadInput, path_text(cuda_dir / name) + ": exists already; not overwriting it (nothing was written)");
+  const mode_t backup = kind_at(cuda_dir / kBackupDir);
+  if (backup != 0 && !S_ISDIR(backup))
+    fail(ErrorKind::BadInput, path_text(cuda_dir / kBackupDir) + ": not a folder (a link or a file); nothing was written");
+}
+
+struct ManifestFile {
+  std::string name, hash;  // hash empty: a manifest from before hashes were kept
+};
+
+struct Manifest {
+  std::string set, mmvq_hash, orig_hash;
+  std::vector<ManifestFile> files;
+  bool hashed = false;  // "temper-hook manifest 2": every file with the hash of what was written
+};
+
+std::string manifest_text(const std::string& set, const std::string& original, const Patch& p) {
+  std::string m = std::string(kManifestHead) + "\nset=" + set + "\nmmvq=" + content_hash(p.mmvq) + "\norig=" + content_hash(original) + "\n";
+  for (const auto& [name, content] : p.files) m += "file=" + content_hash(content) + " " + name + "\n";
+  return m;
+}
+
+Manifest parse_manifest(const std::string& text, const fs::path& path) {
+  Manifest m;
+  std::istringstream in(text);
+  int line_no = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++line_no;
+    const auto bad = [&](const std::string& what) {
+      fail(ErrorKind::BadInput, path_text(path) + ":" + std::to_string(line_no) + ": " + what + "; nothing was changed");
+    };
+    if (line_no == 1 && line == kManifestHead) m.hashed = true;
+    else if (line.rfind("set=", 0) == 0) m.set = line.substr(4);
+    else if (line.rfind("mmvq=", 0) == 0) m.mmvq_hash = line.substr(5);
+    else if (line.rfind("orig=", 0) == 0) m.orig_hash = line.substr(5);
+    else if (m.hashed && line.rfind("file=", 0) == 0) {
+      const size_t space = line.find(' ');
+      if (space == std::string::npos || space != 5 + 16) bad("expected \"file=<16 hex digits> <name>\"");
+      m.files.push_back({line.substr(space + 1), line.substr(5, 16)});
+    } else if (!m.hashed && !line.empty()) m.files.push_back({line, ""});
+    else if (!line.empty()) bad("unexpected line \"" + path_text(line.substr(0, 80)) + "\"");
+  }
+  for (const auto& f : m.files)
+    if (!hook_file_name(f.name))
+      fail(ErrorKind::BadInput, path_text(path) + " lists \"" + path_text(f.name.substr(0, 200)) +
+                                    "\", not a file the hook writes (temper-mmvq*.cu|.cuh|.h in this folder); nothing was changed");
+  if (m.hashed && (m.mmvq_hash.empty() || m.orig_hash.empty())) fail(ErrorKind::BadInput, path_text(path) + ": incomplete; nothing was changed");
+  return m;
+}
+
+// A file of the backup folder: a regular file (never a link), bounded.
+std::string read_backup(const fs::path& p, uint64_t max_bytes) {
+  const mode_t k = kind_at(p);
+  if (k == 0) fail(ErrorKind::BadInput, path_text(p) + ": missing; the tree is not one Temper patched, or its record is damaged");
+  if (!S_ISREG(k)) fail(ErrorKind::BadInput, path_text(p) + ": not a regular file (a link or a special file); nothing was changed");
+  return read_input(p, max_bytes, "the hook's record");
+}
+
+// Everything undo will do, verified before any of it is done.
+struct UndoPlan {
+  Tree tree;
+  std::string original;
+  std::vector<fs::path> remove;  // the hook's files, each matched against what was written
+};
+
+UndoPlan plan_undo(const fs::path& dir) {
+  UndoPlan plan;
+  plan.tree = find_tree(dir);
+  const fs::path cuda_dir = plan.tree.mmvq.parent_path();
+  const fs::path backup = cuda_dir / kBackupDir;
+  const std::string current = read_mmvq(plan.tree);
+  const std::string where = path_text(plan.tree.mmvq);
+  if (!patched_version(current) || kind_at(backup) == 0)
+    fail(ErrorKind::BadInput, where + ": not patched by Temper; nothing to undo");
+  if (!S_ISDIR(kind_at(backup)))
+    fail(ErrorKind::BadInput, path_text(backup) + ": not a folder (a link or a file); nothing was changed");
+  plan.original = read_backup(backup / "mmvq.cu.orig", kMaxMmvqBytes);
+  const Manifest m = parse_manifest(read_backup(backup / kManifest, kMaxManifestBytes), backup / kManifest);
+  // Hook v1 manifests hold no hash; their "full" set is today's "all".
+  const auto regenerate = [&] {
+    return make_patch(plan.original, kernel_set(m.set == "full" && patched_version(current) == 1 ? "all" : m.set),
+                      patched_version(current));
+  };
+  const bool unchanged = !m.mmvq_hash.empty() ? content_hash(current) == m.mmvq_hash : regenerate().mmvq == current;
+  // The file as we wrote it: anything else means the user edited it since, and it is theirs.
+  if (!unchanged)
+    fail(ErrorKind::BadInput, where + ": changed since Temper patched it; not touching it (the original is in " +
+                                  path_text(backup / "mmvq.cu.orig") + ")");
+  if (!m.orig_hash.empty() && content_hash(plan.original) != m.orig_hash)
+    fail(ErrorKind::BadInput, path_text(backup / "mmvq.cu.orig") + ": changed since Temper kept it; nothing was changed");
+  // Files without a recorded hash (older manifests) must at least be ones the hook writes for this mmvq.cu.
+  std::vector<std::string> generated;
+  if (!m.hashed)
+    for (const auto& f : regenerate().files) generated.push_back(f.first);
+  for (const auto& f : m.files) {
+    const fs::path p = cuda_dir / f.name;
+    const mode_t k = kind_at(p);
+    if (k == 0) continue;  // removed already
+    if (!S_ISREG(k)) fail(ErrorKind::BadInput, path_text(p) + ": not a regular file (a link or a special file); not Temper's, nothing was changed");
+    if (m.hashed ? content_hash(read_input(p, kMaxMmvqBytes, "hook file")) != f.hash
+                 : std::find(generated.begin(), generated.end(), f.name) == generated.end())
+      fail(ErrorKind::BadInput, path_text(p) + ": changed since Temper wrote it (or not Temper's); nothing was changed (remove it yourself if it is)");
+    plan.remove.push_back(p);
+  }
+  return plan;
+}
+
+}  // namespace
 
 CheckReport check(const fs::path& dir) {
   CheckReport r;
   r.tree = find_tree(dir);
-  const std::string text = read_file(r.tree.mmvq);
+  const std::string text = read_mmvq(r.tree);
   r.patched_version = patched_version(text);
   if (r.patched_version) {
     r.state = HookState::Patched;
     r.problem = "already patched (hook v" + std::to_string(r.patched_version) + ")";
+    // Undo is suggested only where it will work.
+    try {
+      plan_undo(dir);
+      r.undoable = true;
+    } catch (const Error& e) {
+      r.undo_problem = e.what();
+    }
     return r;
   }
   try {
     Patch p = make_patch(text, kernel_set("ci"));
+    check_room(r.tree.mmvq.parent_path(), p);
     r.applies = true;
     r.types = std::move(p.types);
   } catch (const Error& e) {
@@ -391,62 +603,48 @@ CheckReport check(const fs::path& dir) {
 
 void patch(const fs::path& dir, const KernelSet& set) {
   const Tree tree = find_tree(dir);
-  const std::string original = read_file(tree.mmvq);
-  const Patch p = make_patch(original, set);  // throws before anything is written
   const fs::path cuda_dir = tree.mmvq.parent_path();
+  refuse_links_leaving(tree);
+  const TreeLock lock(cuda_dir);
+  const std::string original = read_mmvq(tree);
+  const Patch p = make_patch(original, set);  // throws before anything is written
+  check_room(cuda_dir, p);
   const fs::path backup = cuda_dir / kBackupDir;
   std::error_code ec;
-  for (const auto& [name, _] : p.files) {
-    if (fs::exists(cuda_dir / name, ec)) fail(ErrorKind::BadInput, (cuda_dir / name).string() + ": exists already; not overwriting it");
-  }
-  fs::create_directories(backup, ec);
-  if (ec) fail(ErrorKind::Io, backup.string() + ": " + ec.message());
-  // The patched file's hash: undo restores only what Temper wrote, whatever a later Temper would write.
-  std::string manifest = "set=" + set.name + "\nmmvq=" + content_hash(p.mmvq) + "\n";
+  const bool backup_existed = kind_at(backup) != 0;
+  fs::create_directory(backup, ec);
+  if (ec) fail(ErrorKind::Io, path_text(backup) + ": " + ec.message());
+  std::vector<fs::path> written;
   try {
     write_file_atomic(backup / "mmvq.cu.orig", original);
     for (const auto& [name, content] : p.files) {
+      written.push_back(cuda_dir / name);
       write_file_atomic(cuda_dir / name, content);
-      manifest += name + "\n";
     }
-    write_file_atomic(backup / kManifest, manifest);
+    // The hashes of what was written: undo removes only these files, unchanged.
+    write_file_atomic(backup / kManifest, manifest_text(set.name, original, p));
     write_file_atomic(tree.mmvq, p.mmvq);  // the commit point
   } catch (...) {
-    for (const auto& [name, _] : p.files) fs::remove(cuda_dir / name, ec);
-    fs::remove_all(backup, ec);
+    for (const auto& f : written) fs::remove(f, ec);
+    fs::remove(backup / "mmvq.cu.orig", ec);
+    fs::remove(backup / kManifest, ec);
+    if (!backup_existed) fs::remove(backup, ec);
     throw;
   }
 }
 
 void undo(const fs::path& dir) {
   const Tree tree = find_tree(dir);
-  const fs::path cuda_dir = tree.mmvq.parent_path();
-  const fs::path backup = cuda_dir / kBackupDir;
-  const std::string current = read_file(tree.mmvq);
+  refuse_links_leaving(tree);
+  const TreeLock lock(tree.mmvq.parent_path());
+  const UndoPlan plan = plan_undo(dir);  // every check before anything changes
+  write_file_atomic(plan.tree.mmvq, plan.original);  // the commit point
   std::error_code ec;
-  if (!patched_version(current) || !fs::exists(backup / "mmvq.cu.orig", ec))
-    fail(ErrorKind::BadInput, tree.mmvq.string() + ": not patched by Temper; nothing to undo");
-  const std::string original = read_file(backup / "mmvq.cu.orig");
-  // The file as we wrote it: anything else means the user edited it since, and it is theirs.
-  const std::string manifest = read_file(backup / kManifest);
-  std::vector<std::string> names;
-  std::string set_name, written_hash;
-  std::istringstream in(manifest);
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("set=", 0) == 0) set_name = line.substr(4);
-    else if (line.rfind("mmvq=", 0) == 0) written_hash = line.substr(5);
-    else if (!line.empty()) names.push_back(line);
-  }
-  // Hook v1 manifests hold no hash; their "full" set is today's "all".
-  const bool unchanged = !written_hash.empty()
-                             ? content_hash(current) == written_hash
-                             : make_patch(original, kernel_set(set_name == "full" ? "all" : set_name), 1).mmvq == current;
-  if (!unchanged)
-    fail(ErrorKind::BadInput, tree.mmvq.string() + ": changed since Temper patched it; not touching it (the original is in " +
-                                  (backup / "mmvq.cu.orig").string() + ")");
-  write_file_atomic(tree.mmvq, original);  // the commit point
-  for (const auto& name : names) fs::remove(cuda_dir / name, ec);
-  fs::remove_all(backup, ec);
+  for (const auto& f : plan.remove) fs::remove(f, ec);
+  const fs::path backup = plan.tree.mmvq.parent_path() / kBackupDir;
+  fs::remove(backup / "mmvq.cu.orig", ec);
+  fs::remove(backup / kManifest, ec);
+  fs::remove(backup, ec);  // only when empty: anything else in it is not Temper's
 }
 
 }  // namespace temper::engine

@@ -536,12 +536,12 @@ Profile profile_from_json(const json& j, const std::string& where, const std::st
   return p;
 }
 
-void save_profile(const Profile& p, const std::filesystem::path& path) {
-  write_file_atomic(path, to_json(p).dump(2) + "\n");
+void save_profile(const Profile& p, const std::filesystem::path& path, const WriteOptions& options) {
+  write_file_atomic(path, to_json(p).dump(2) + "\n", options);
 }
 
 Profile load_profile(const std::filesystem::path& path, const std::string& arch_for_anvil) {
-  return profile_from_json(read_json_input(path, "profile"), path_text(path), arch_for_anvil);
+  return profile_from_json(read_json_input(path, "profile", kMaxProfileBytes), path_text(path), arch_for_anvil);
 }
 
 // ---- Validation ----

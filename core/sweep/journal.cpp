@@ -33,8 +33,8 @@ constexpr std::string_view kKind = "journal", kOwner = "temper sweep";
 
 Journal::Journal(AppendLog log) : log_(std::move(log)) {}
 
-Journal Journal::create(const std::filesystem::path& path, const Session& header) {
-  return Journal(AppendLog::create(path, header_line(header), kKind, kOwner));
+Journal Journal::create(const std::filesystem::path& path, const Session& header, const WriteOptions& options) {
+  return Journal(AppendLog::create(path, header_line(header), kKind, kOwner, options));
 }
 
 Journal Journal::reopen(const std::filesystem::path& path, const JournalContents& contents) {
@@ -51,9 +51,11 @@ JournalContents parse_journal(std::string_view text, const std::string& name) {
   JournalContents out;
   size_t line_no = 0;
   const LogLines read = split_log(text, name, "Temper sweep journal", [&](std::string_view line) {
-    json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded() || !j.is_object()) return false;  // the last line: torn by a crash, measured again
     const std::string where = name + ":" + std::to_string(++line_no);
+    // A duplicate key is damage, never a torn write: refused like any other (nlohmann keeps the last).
+    const std::optional<json> parsed = parse_json_line(line, where);
+    if (!parsed || !parsed->is_object()) return false;  // the last line: torn by a crash, measured again
+    const json& j = *parsed;
     if (line_no == 1) {
       if (!j.contains("journal") || j["journal"] != kJournalMagic)
         fail(ErrorKind::BadInput, where + ": not a Temper sweep journal (no \"journal\": \"" + std::string(kJournalMagic) + "\")");
@@ -74,6 +76,7 @@ JournalContents parse_journal(std::string_view text, const std::string& name) {
       out.header = session_from_json(s, where + ": session");
     } else if (j.contains(kConfirmationKey)) {
       Confirmation c = confirmation_from_json(j[kConfirmationKey], where + ": confirmation");
+      validate_confirmation(c, where + ": confirmation");
       if (!find_device(out.header, c.device)) fail(ErrorKind::BadInput, where + ": device " + std::to_string(c.device) + " is not in the journal's session");
       out.confirmations.push_back(std::move(c));
     } else {

@@ -704,8 +704,8 @@ Session session_from_json(const json& j, const std::string& where) {
   return s;
 }
 
-void save_session(const Session& s, const std::filesystem::path& path) {
-  write_file_atomic(path, to_json(s).dump(1) + "\n");
+void save_session(const Session& s, const std::filesystem::path& path, const WriteOptions& options) {
+  write_file_atomic(path, to_json(s).dump(1) + "\n", options);
 }
 
 Session load_session(const std::filesystem::path& path) {

@@ -103,6 +103,25 @@ void validate_result(const Result& r, const std::string& where) {
   }
 }
 
+void validate_confirmation(const Confirmation& c, const std::string& where) {
+  check_shape_key(static_cast<uint32_t>(c.type), c.n, c.k, where);
+  check_ncols(c.ncols, where);
+  check_config(c.config, where + ".config");
+  check_config(c.default_config, where + ".default_config");
+  check_text(c.failure, where + ".failure");
+  if (!c.failure.empty()) {
+    // The re-measure could not run: no numbers, and nothing confirmed.
+    for (const SampleStats* s : {&c.default_us, &c.candidate_us})
+      for (double v : {s->median, s->p10, s->p90, s->min, s->max, s->ci_low, s->ci_high}) check_non_negative(v, where);
+    if (c.confirmed) bad(where + ".confirmed", "a confirmation that failed (\"failure\" set) cannot confirm");
+    return;
+  }
+  check_stats(c.default_us, where + ".default_us");
+  check_stats(c.candidate_us, where + ".candidate_us");
+  if (c.confirmed && !(c.candidate_us.ci_high < c.default_us.ci_low))
+    bad(where + ".confirmed", "true, but the candidate's CI is not wholly below the default's");
+}
+
 void validate_session(const Session& s, const std::string& where) {
   check_text(s.id, where + ".id");
   check_text(s.model.file_name, where + ".model.file_name");
@@ -163,7 +182,7 @@ void validate_session(const Session& s, const std::string& where) {
     const Confirmation& c = s.confirmations[i];
     const std::string at = index_text(where, "confirmations", i);
     check_group_entry(c, c.config, c.default_config, devices, confirmations, at, "confirmation");
-    check_text(c.failure, at + ".failure");
+    validate_confirmation(c, at);
   }
 }
 

@@ -3,9 +3,12 @@
 // the profile's approved configs, and decides per launch whether mmvq runs a tuned instantiation.
 // The profile is read once, at the first mmvq launch: TEMPER_PROFILE=path, else
 // $XDG_CONFIG_HOME/temper/engine-profile.json (~/.config/... when unset). TEMPER_PROFILE set to an
-// empty string disables loading. A file that cannot be used is ignored with one line on stderr;
-// the engine then runs stock.
+// empty string disables loading. Reading and the rules are temper-mmvq-profile.h's (the same file
+// Temper tests on the host against `temper profile validate`): a file that cannot be used is
+// ignored with one line on stderr and the engine runs stock; otherwise one line per device says
+// what the profile holds there.
 #include "temper-mmvq.cuh"
+#include "temper-mmvq-profile.h"
 #include "quantize.cuh"
 #include "unary.cuh"
 
@@ -15,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <strings.h>
 #include <mutex>
 #include <string>
 #include <tuple>
@@ -36,12 +40,12 @@ Instance g_instances[kTypes][9][5][4];
 
 // The launch kinds of Temper's profiles (docs/profile-format.md): what ggml launched mmvq for, and
 // the fused gate/up kinds as the hook can run them unfused (gate and up as two plain launches).
-enum LaunchKind {
-    kMulMat = 0, kMulMatGlu = 1, kMulMatId = 2, kMulMatIdGlu = 3, kMulMatGluUnfused = 4, kMulMatIdGluUnfused = 5,
-    kLaunchKinds = 6
-};
-const char * const kLaunchNames[kLaunchKinds] = {"mul_mat", "mul_mat_glu", "mul_mat_id", "mul_mat_id_glu",
-                                                 "mul_mat_glu_unfused", "mul_mat_id_glu_unfused"};
+using temper_profile::kMulMat;
+using temper_profile::kMulMatGlu;
+using temper_profile::kMulMatId;
+using temper_profile::kMulMatIdGlu;
+using temper_profile::kMulMatGluUnfused;
+using temper_profile::kMulMatIdGluUnfused;
 int launch_kind(const temper_mmvq_args & a) {
     const bool fused = a.fusion && a.fusion->gate;
     return a.ids ? (fused ? kMulMatIdGlu : kMulMatId) : (fused ? kMulMatGlu : kMulMat);
@@ -49,20 +53,11 @@ int launch_kind(const temper_mmvq_args & a) {
 
 using ShapeKey = std::tuple<int, int, int, int, int>;  // launch kind, type, n, k, ncols
 struct Choice { int nwarps, rows; };
-// Entries of one arch: the arch-level ones, and per device (name, compute units) its own.
-struct ArchEntries {
-    std::map<ShapeKey, Choice> any_device;
-    std::map<std::pair<std::string, int>, std::map<ShapeKey, Choice>> by_device;
-};
 
-std::mutex g_mutex;
+std::mutex g_mutex;                                            // the probe's state; never held across I/O
 std::map<ShapeKey, Choice> g_overrides;                        // the probe's
-std::map<std::string, ArchEntries> g_profile;                  // per arch, approved entries
-std::string g_profile_path;
-int g_profile_malformed = 0, g_profile_unapproved = 0, g_profile_unknown_launch = 0;
 std::atomic<int> g_last_kind{-1};
-bool g_profile_reported[64] = {};
-std::once_flag g_registered, g_profile_loaded;
+std::once_flag g_registered;
 std::atomic<long long> g_launches{0}, g_tuned{0};
 int g_last[2] = {0, 0};
 void * g_last_stream = nullptr;
@@ -79,189 +74,27 @@ const Instance * find_instance(int type, int ncols, int nwarps, int rows) {
 
 void ensure_registered() { std::call_once(g_registered, [] { temper_mmvq_register_all(); }); }
 
-// --- a small strict JSON reader, enough for a Temper profile --------------------------------------
-struct Json {
-    enum Kind { Null, Bool, Number, String, Array, Object } kind = Null;
-    double number = 0; bool boolean = false; std::string text;
-    std::vector<Json> items; std::vector<std::pair<std::string, Json>> fields;
-    const Json * get(const char * key) const {
-        for (const auto & f : fields) if (f.first == key) return &f.second;
-        return nullptr;
-    }
-};
-
-struct Parser {
-    const char * p; const char * end; const char * begin; std::string error; int depth = 0;
-    bool fail(const char * what) { if (error.empty()) error = std::string(what) + " at byte " + std::to_string(p - begin); return false; }
-    void ws() { while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) ++p; }
-    bool lit(const char * s) { size_t n = strlen(s); if (size_t(end - p) < n || memcmp(p, s, n) != 0) return false; p += n; return true; }
-    bool string(std::string & out) {
-        if (p >= end || *p != '"') return fail("expected a string");
-        for (++p; p < end && *p != '"'; ++p) {
-            if ((unsigned char) *p < 0x20) return fail("control character in a string");
-            if (*p == '\\') {
-                if (++p >= end) break;
-                switch (*p) {
-                    case 'n': out += '\n'; break; case 't': out += '\t'; break; case 'r': out += '\r'; break;
-                    case 'b': out += '\b'; break; case 'f': out += '\f'; break;
-                    case 'u': if (end - p < 5) return fail("short \\u escape"); out += '?'; p += 4; break;
-                    default: out += *p;
-                }
-            } else {
-                out += *p;
-            }
-        }
-        if (p >= end) return fail("unterminated string");
-        ++p;
-        return true;
-    }
-    bool value(Json & v) {
-        if (++depth > 64) return fail("nesting too deep");
-        ws();
-        if (p >= end) return fail("unexpected end of input");
-        bool ok = true;
-        if (*p == '{') {
-            v.kind = Json::Object; ++p; ws();
-            if (p < end && *p == '}') { ++p; }
-            else for (;;) {
-                std::pair<std::string, Json> f;
-                ws();
-                if (!string(f.first)) return false;
-                ws();
-                if (p >= end || *p++ != ':') return fail("expected ':'");
-                if (!value(f.second)) return false;
-                v.fields.push_back(std::move(f));
-                ws();
-                if (p < end && *p == ',') { ++p; continue; }
-                if (p < end && *p == '}') { ++p; break; }
-                return fail("expected ',' or '}'");
-            }
-        } else if (*p == '[') {
-            v.kind = Json::Array; ++p; ws();
-            if (p < end && *p == ']') { ++p; }
-            else for (;;) {
-                v.items.emplace_back();
-                if (!value(v.items.back())) return false;
-                ws();
-                if (p < end && *p == ',') { ++p; continue; }
-                if (p < end && *p == ']') { ++p; break; }
-                return fail("expected ',' or ']'");
-            }
-        } else if (*p == '"') {
-            v.kind = Json::String; ok = string(v.text);
-        } else if (lit("true")) { v.kind = Json::Bool; v.boolean = true; }
-        else if (lit("false")) { v.kind = Json::Bool; }
-        else if (lit("null")) { v.kind = Json::Null; }
-        else {
-            char * stop = nullptr;
-            std::string num;
-            while (p < end && (isdigit((unsigned char) *p) || strchr("+-.eE", *p))) num += *p++;
-            v.kind = Json::Number; v.number = strtod(num.c_str(), &stop);
-            if (num.empty() || *stop != '\0') return fail("expected a JSON value");
-        }
-        --depth;
-        return ok;
-    }
-};
-
-int type_id(const std::string & name) {
+// ggml's types as the profile reader needs them: by name (case-insensitive), whether mmvq has a
+// kernel for it (Temper's rule: quantized, but not the q8 activation types), its block size.
+temper_profile::TypeFacts type_facts(const std::string & name) {
+    temper_profile::TypeFacts f;
     for (int t = 0; t < GGML_TYPE_COUNT; ++t) {
         const char * n = ggml_type_name((ggml_type) t);
-        if (n && strcasecmp(n, name.c_str()) == 0) return t;
+        if (!n || strcasecmp(n, name.c_str()) != 0) continue;
+        f.id = t;
+        f.mmvq = ggml_is_quantized((ggml_type) t) && t != GGML_TYPE_Q8_1 && t != GGML_TYPE_Q8_K;
+        f.block = (int) ggml_blck_size((ggml_type) t);
+        break;
     }
-    return -1;
+    return f;
 }
 
-int int_field(const Json & o, const char * key) {
-    const Json * v = o.get(key);
-    if (!v || v->kind != Json::Number || v->number != (double) (long long) v->number || v->number < 0 || v->number > 1e9) return -1;
-    return (int) v->number;
-}
-
-std::string default_profile_path() {
-    const char * xdg = getenv("XDG_CONFIG_HOME");
-    if (xdg && *xdg) return std::string(xdg) + "/temper/engine-profile.json";
-    const char * home = getenv("HOME");
-    return home && *home ? std::string(home) + "/.config/temper/engine-profile.json" : std::string();
-}
-
-// Reads the profile into g_profile; returns the reason when the whole file is unusable.
-std::string read_profile(const std::string & path) {
-    FILE * f = fopen(path.c_str(), "rb");
-    if (!f) return "cannot open it";
-    std::string text;
-    char buf[65536];
-    size_t got;
-    while ((got = fread(buf, 1, sizeof buf, f)) > 0) {
-        text.append(buf, got);
-        if (text.size() > (16u << 20)) { fclose(f); return "larger than 16 MiB"; }
-    }
-    fclose(f);
-    Parser ps{text.data(), text.data() + text.size(), text.data()};
-    Json root;
-    if (!ps.value(root)) return "not valid JSON: " + ps.error;
-    ps.ws();
-    if (ps.p != ps.end) return "not valid JSON: trailing data at byte " + std::to_string(ps.p - ps.begin);
-    const Json * format = root.get("format");
-    if (root.kind != Json::Object || !format || format->text != "temper-profile") return "not a Temper profile (format is not \"temper-profile\")";
-    const Json * entries = root.get("entries");
-    if (!entries || entries->kind != Json::Array) return "no entries array";
-    for (const Json & e : entries->items) {
-        const Json * approval = e.get("approval");
-        if (approval && approval->kind == Json::String && approval->text != "approved") { ++g_profile_unapproved; continue; }
-        const Json * arch = e.get("arch");
-        const Json * type = e.get("type");
-        const Json * config = e.get("config");
-        const Json * launch = e.get("launch");    // absent: a plain MUL_MAT (schema 1)
-        const Json * device = e.get("device");    // absent: every device of the arch
-        int kind = kMulMat;
-        if (launch) {
-            kind = -1;
-            for (int i = 0; launch->kind == Json::String && i < kLaunchKinds; ++i)
-                if (launch->text == kLaunchNames[i]) kind = i;
-            if (kind < 0) { ++g_profile_unknown_launch; continue; }  // a newer Temper's launch kind
-        }
-        const int n = int_field(e, "n"), k = int_field(e, "k"), ncols = int_field(e, "ncols");
-        const int t = type && type->kind == Json::String ? type_id(type->text) : -1;
-        const int w = config ? int_field(*config, "nwarps") : -1, r = config ? int_field(*config, "rows_per_block") : -1;
-        const Json * device_name = device ? device->get("name") : nullptr;
-        const int device_cus = device ? int_field(*device, "compute_units") : 0;
-        if (!approval || !arch || arch->kind != Json::String || t < 0 || n <= 0 || k <= 0 || ncols < 1 || ncols > 8 || w <= 0 || r <= 0 ||
-            (device && (!device_name || device_name->kind != Json::String || device_name->text.empty() || device_cus <= 0))) {
-            ++g_profile_malformed;
-            continue;
-        }
-        ArchEntries & a = g_profile[arch->text];
-        auto & table = device ? a.by_device[{device_name->text, device_cus}] : a.any_device;
-        table[ShapeKey{kind, t, n, k, ncols}] = Choice{w, r};
-    }
-    return std::string();
-}
-
-void load_profile_locked(const char * explicit_path) {
-    g_profile.clear();
-    g_profile_malformed = g_profile_unapproved = g_profile_unknown_launch = 0;
-    std::fill(std::begin(g_profile_reported), std::end(g_profile_reported), false);
-    const char * env = getenv("TEMPER_PROFILE");
-    std::string path = explicit_path ? explicit_path : env ? env : default_profile_path();
-    g_profile_path = path;
-    if (path.empty()) return;
-    FILE * exists = fopen(path.c_str(), "rb");
-    if (!exists && !explicit_path && !env) return;  // no default profile: stock, silently
-    if (exists) fclose(exists);
-    const std::string why = read_profile(path);
-    if (!why.empty()) {
-        g_profile.clear();
-        fprintf(stderr, "temper: profile %s ignored: %s; mmvq runs stock\n", path.c_str(), why.c_str());
-        g_profile_path.clear();
-    }
-}
+temper_profile::Loader g_profile(type_facts);
 
 // What identifies a device for its own profile entries: arch, name, compute units.
-struct DeviceId { std::string arch, name; int compute_units = 0; };
-
-DeviceId device_id(int device) {
-    DeviceId id;
+temper_profile::Device device_id(int device) {
+    temper_profile::Device id;
+    id.index = device;
     cudaDeviceProp prop;
     if (cudaGetDeviceProperties(&prop, device) != cudaSuccess) { id.arch = "unknown"; return id; }
 #if defined(GGML_USE_HIP)
@@ -275,48 +108,7 @@ DeviceId device_id(int device) {
     return id;
 }
 
-// The entries the hook uses on this device: its own, then the arch-level ones. Counts what it used
-// and what it ignored.
-struct Usable { int own = 0, arch = 0, not_compiled = 0, other_arch = 0, other_devices = 0; };
-Usable count_usable(const DeviceId & id) {
-    Usable u;
-    auto count = [&](const std::map<ShapeKey, Choice> & entries, int & into) {
-        for (const auto & [key, c] : entries) {
-            if (find_instance(std::get<1>(key), std::get<4>(key), c.nwarps, c.rows)) ++into; else ++u.not_compiled;
-        }
-    };
-    for (const auto & [a, entries] : g_profile) {
-        int all = (int) entries.any_device.size();
-        for (const auto & [dev, table] : entries.by_device) all += (int) table.size();
-        if (a != id.arch) { u.other_arch += all; continue; }
-        count(entries.any_device, u.arch);
-        for (const auto & [dev, table] : entries.by_device) {
-            if (dev.first == id.name && dev.second == id.compute_units) count(table, u.own);
-            else u.other_devices += (int) table.size();
-        }
-    }
-    return u;
-}
-
-// The profile's one line, once per device: what it holds for this device and arch, what it ignored.
-void report_profile(int device, const DeviceId & id) {
-    if (g_profile_path.empty() || device < 0 || device >= 64 || g_profile_reported[device]) return;
-    g_profile_reported[device] = true;
-    const Usable u = count_usable(id);
-    fprintf(stderr, "temper: profile %s: %d entries for %s (%s, device %d), %d for %s; ignored %d for other archs, %d for other devices, "
-                    "%d for launches this hook lacks, %d with a config not compiled in, %d malformed, %d not approved\n",
-            g_profile_path.c_str(), u.own, id.name.c_str(), id.arch.c_str(), device, u.arch, id.arch.c_str(), u.other_arch,
-            u.other_devices, g_profile_unknown_launch, u.not_compiled, g_profile_malformed, g_profile_unapproved);
-}
-
-const Choice * profile_choice(const DeviceId & id, const ShapeKey & key) {
-    auto arch = g_profile.find(id.arch);
-    if (arch == g_profile.end()) return nullptr;
-    if (auto dev = arch->second.by_device.find({id.name, id.compute_units}); dev != arch->second.by_device.end())
-        if (auto it = dev->second.find(key); it != dev->second.end()) return &it->second;
-    if (auto it = arch->second.any_device.find(key); it != arch->second.any_device.end()) return &it->second;
-    return nullptr;
-}
+bool compiled_in(int /*launch*/, int type, int ncols, int nwarps, int rows) { return find_instance(type, ncols, nwarps, rows) != nullptr; }
 
 }  // namespace
 
@@ -386,33 +178,38 @@ bool launch_unfused(const Instance & in, const temper_mmvq_args & a) {
 bool temper_mmvq_try_launch(int type, int ncols_dst, const temper_mmvq_args & a) {
     ensure_registered();
     g_last_stream = (void *) a.stream;
-    std::lock_guard<std::mutex> lock(g_mutex);
-    std::call_once(g_profile_loaded, [] { load_profile_locked(nullptr); });
     // Entries tune one launch kind each: a plain MUL_MAT's config says nothing about the fused
     // gate/up kernel (twice the work per block) or about MUL_MAT_ID over experts.
     const int kind = launch_kind(a);
     g_last_kind = kind;
-    static thread_local int cached_device = -1;
-    static thread_local DeviceId cached_id;
-    auto choose = [&](int k, bool & from_probe) -> const Choice * {
-        const ShapeKey key{k, type, a.nrows_x, (int) a.ncols_x, ncols_dst};
+    // The probe's override for launch kind `k`, else the profile's (loaded at the first launch,
+    // without g_mutex: reading it never stalls a launch).
+    auto choose = [&](int k, bool & from_probe, Choice & out) -> bool {
         from_probe = false;
-        if (auto it = g_overrides.find(key); it != g_overrides.end()) {
-            from_probe = true;
-            return &it->second;
+        {
+            std::lock_guard<std::mutex> lock(g_mutex);
+            if (auto it = g_overrides.find(ShapeKey{k, type, a.nrows_x, (int) a.ncols_x, ncols_dst}); it != g_overrides.end()) {
+                out = it->second;
+                from_probe = true;
+                return true;
+            }
         }
-        if (g_profile.empty()) return nullptr;
+        static thread_local int cached_device = -1;
+        static thread_local temper_profile::Device cached_id;
         const int device = ggml_cuda_get_device();
         if (device != cached_device) { cached_id = device_id(device); cached_device = device; }
-        report_profile(device, cached_id);
-        return profile_choice(cached_id, key);
+        temper_profile::Config c;
+        if (!g_profile.lookup(cached_id, compiled_in, {k, type, a.nrows_x, (long long) a.ncols_x, ncols_dst}, &c)) return false;
+        out = Choice{c.nwarps, c.rows};
+        return true;
     };
     bool from_probe = false;
+    Choice choice{0, 0};
     // A fused gate/up runs as its unfused pair when the probe or the profile chose that.
     if (kind == kMulMatGlu || kind == kMulMatIdGlu) {
         const int pair_kind = kind == kMulMatGlu ? kMulMatGluUnfused : kMulMatIdGluUnfused;
-        if (const Choice * pair = choose(pair_kind, from_probe)) {
-            const Instance * in = find_instance(type, ncols_dst, pair->nwarps, pair->rows);
+        if (choose(pair_kind, from_probe, choice)) {
+            const Instance * in = find_instance(type, ncols_dst, choice.nwarps, choice.rows);
             if (in && launch_unfused(*in, a)) {
                 g_last_kind = pair_kind;
                 ++g_tuned;
@@ -420,11 +217,11 @@ bool temper_mmvq_try_launch(int type, int ncols_dst, const temper_mmvq_args & a)
             }
         }
     }
-    const Choice * choice = choose(kind, from_probe);
-    if (!choice) return false;
-    const Instance * in = find_instance(type, ncols_dst, choice->nwarps, choice->rows);
+    if (!choose(kind, from_probe, choice)) return false;
+    const Instance * in = find_instance(type, ncols_dst, choice.nwarps, choice.rows);
     if (!in) return false;
     if (from_probe) {
+        std::lock_guard<std::mutex> lock(g_mutex);
         g_captured.valid = true;
         g_captured.type = type;
         g_captured.ncols = ncols_dst;
@@ -516,9 +313,7 @@ void temper_mmvq_quantize_q8_1(const float * x, void * vy, int type_src0, long l
 
 void temper_mmvq_load_profile(const char * path) {
     ensure_registered();
-    std::lock_guard<std::mutex> lock(g_mutex);
-    std::call_once(g_profile_loaded, [] {});
-    load_profile_locked(path);
+    g_profile.load(path);
 }
 
 }  // extern "C"

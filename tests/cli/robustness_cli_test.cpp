@@ -101,7 +101,7 @@ TEST_F(Cli, DevicesDirectoriesAndHugeFilesAreRefusedUnread) {
     std::fclose(f);
   }
   expect_refused(temper("session sparse.json"), "sparse.json: 2147483648 bytes, more than the 64 MiB a session may have");
-  expect_refused(temper("profile show sparse.json"), "more than the 64 MiB");
+  expect_refused(temper("profile show sparse.json"), "more than the 16 MiB a profile may have");
 }
 
 // (3) 1e999 and a 5000-digit integer were "internal error: [json.exception.out_of_range.406]".

@@ -1,6 +1,6 @@
 // write_file_atomic under injected failures: the space running out mid-write and coming back, the
 // file-size limit (RLIMIT_FSIZE → EFBIG, which works on any filesystem and for any user, unlike a
-// tmpfs mount), a rename that cannot happen, a missing directory and a writer that throws. Each
+// tmpfs mount), a directory as the target, a missing directory and a writer that throws. Each
 // time: Error(Io) (or the writer's error), the previous file intact, and no temporary sibling left.
 #include <gtest/gtest.h>
 #include <sys/resource.h>
@@ -96,11 +96,17 @@ TEST_F(WriteFailure, FileSizeLimitKeepsThePreviousFile) {
   EXPECT_EQ(names(), std::set<std::string>{"session.json"});
 }
 
-TEST_F(WriteFailure, FailedRenameRemovesTheTemporaryFile) {
-  // The target is a non-empty directory: rename(2) refuses, after the temp file was written.
+TEST_F(WriteFailure, ADirectoryTargetIsRefusedBeforeAnythingIsWritten) {
+  // rename(2) would refuse only after the temporary was written; the directory is refused first.
   const fs::path path = dir_ / "out.h";
   fs::create_directories(path / "inside");
-  expect_io_error(path, "content", "cannot rename");
+  try {
+    write_file_atomic(path, "content");
+    ADD_FAILURE() << "wrote over a directory";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::BadInput) << e.what();
+    EXPECT_NE(std::string(e.what()).find("out.h is a directory"), std::string::npos) << e.what();
+  }
   EXPECT_TRUE(fs::is_directory(path / "inside"));
   EXPECT_EQ(names(), std::set<std::string>{"out.h"});
 }

@@ -2,7 +2,8 @@
 # The hooked mmvq.cu compiles: `temper engine patch --kernel-set ci` on a copy of ggml d99724f
 # ($TEMPER_UPSTREAM/ggml-d99724f, read when the test runs), then nvcc for sm_90 on the patched
 # mmvq.cu, one generated instantiation unit, the registry and the run time (compile only, as ggml's
-# own CMake would, with its CUDA flags). Exit 77 (skipped) without nvcc or the tree.
+# own CMake would, with its CUDA flags), and the run time's profile reader on its own. Exit 77
+# (skipped) without nvcc or the tree.
 # Usage: TEMPER_UPSTREAM=DIR hook_nvcc_test.sh TEMPER NVCC OUT_DIR SOURCE_DIR
 set -eu
 temper=$(cd "$(dirname "$1")" && pwd)/$(basename "$1") nvcc=$2 out=$3 source=$4
@@ -23,6 +24,10 @@ for f in mmvq.cu temper-mmvq-q4_k-1.cu temper-mmvq-registry.cu temper-mmvq-runti
   "$nvcc" $flags "src/ggml-cuda/$f" -o "$out/$f.o" > "$out/$f.log" 2>&1 &
   pids="$pids $!"
 done
+# The runtime's profile reader on its own, as plain C++ under nvcc (no ggml, no CUDA header needed).
+echo '#include "temper-mmvq-profile.h"' > "$out/profile-reader.cu"
+"$nvcc" -c -std=c++17 -arch=sm_90 -Isrc/ggml-cuda "$out/profile-reader.cu" -o "$out/profile-reader.o" > "$out/profile-reader.log" 2>&1 &
+pids="$pids $!"
 mkdir -p "$out/probe"
 cp "$source/resources/engine/temper-probe.cu" "$source/resources/engine/temper-mmvq-api.h" "$source/core/engine/probe_protocol.h" "$out/probe/"
 "$nvcc" -c -std=c++17 -arch=sm_90 -Iinclude -I"$out/probe" "$out/probe/temper-probe.cu" -o "$out/probe.o" > "$out/probe.log" 2>&1 &
@@ -33,6 +38,7 @@ for f in mmvq.cu temper-mmvq-q4_k-1.cu temper-mmvq-registry.cu temper-mmvq-runti
   if [ ! -s "$out/$f.o" ]; then echo "FAILED: nvcc $f"; grep -m 5 -i error "$out/$f.log" || tail -n 20 "$out/$f.log"; fi
 done
 [ -s "$out/probe.o" ] || { echo "FAILED: nvcc temper-probe.cu"; grep -m 5 -i error "$out/probe.log"; }
+[ -s "$out/profile-reader.o" ] || { echo "FAILED: nvcc temper-mmvq-profile.h"; grep -m 5 -i error "$out/profile-reader.log"; }
 [ "$rc" -eq 0 ] || exit 1
 # The units define the hook's symbols once: the tuned launchers, the registry, the run time.
 nm -C "$out/temper-mmvq-registry.cu.o" | grep -q "temper_mmvq_register_all()"

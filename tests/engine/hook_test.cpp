@@ -61,7 +61,7 @@ TEST_P(HookOn, AppliesAndUndoesByteForByte) {
   EXPECT_NE(patched.find("temper_mmvq_try_launch(type, ncols_dst, temper_args)"), std::string::npos);
   EXPECT_NE(patched.find("temper_nwarps > 0 ? temper_nwarps : calc_nwarps"), std::string::npos);
   EXPECT_NE(patched.find("temper_rows > 0 ? temper_rows : calc_rows_per_block"), std::string::npos);
-  for (const char* f : {"temper-mmvq.cuh", "temper-mmvq-api.h", "temper-mmvq-runtime.cu", "temper-mmvq-registry.cu", "temper-mmvq-q4_k-1.cu",
+  for (const char* f : {"temper-mmvq.cuh", "temper-mmvq-api.h", "temper-mmvq-runtime.cu", "temper-mmvq-profile.h", "temper-mmvq-registry.cu", "temper-mmvq-q4_k-1.cu",
                         "temper-mmvq-q4_0-1.cu"})
     EXPECT_TRUE(fs::exists(cuda / f)) << f;
   EXPECT_FALSE(fs::exists(cuda / "temper-mmvq-q4_k-2-4.cu"));  // the ci set stops at ncols 1
@@ -98,9 +98,10 @@ TEST_P(HookOn, FullSetCoversEveryTypeAndNcols) {
   const auto has = [](const engine::Patch& p, const std::string& name) {
     return std::any_of(p.files.begin(), p.files.end(), [&](const auto& f) { return f.first == name; });
   };
-  // all: one unit per type and ncols group (1, 2-4, 5-8), the registry, the header, its C interface, the run time.
+  // all: one unit per type and ncols group (1, 2-4, 5-8), the registry, the header, its C interface, the run time
+  // and its profile reader.
   const engine::Patch all = engine::make_patch(source, engine::kernel_set("all"));
-  EXPECT_EQ(all.files.size(), all.types.size() * 3 + 4);
+  EXPECT_EQ(all.files.size(), all.types.size() * 3 + 5);
   const auto unit = std::find_if(all.files.begin(), all.files.end(), [](const auto& f) { return f.first == "temper-mmvq-q6_k-5-8.cu"; });
   ASSERT_NE(unit, all.files.end());
   EXPECT_NE(unit->second.find("temper_mmvq_register(GGML_TYPE_Q6_K, 8, 2, 2, &launch<8, 2, 2>"), std::string::npos);
@@ -116,7 +117,7 @@ TEST_P(HookOn, FullSetCoversEveryTypeAndNcols) {
   EXPECT_GE(all.types.size(), 21u);
   // full: the 13 tier-1 types at every ncols group, the others at ncols 1 only.
   const engine::Patch full = engine::make_patch(source, engine::kernel_set("full"));
-  EXPECT_EQ(full.files.size(), 13 * 3 + (full.types.size() - 13) + 4);
+  EXPECT_EQ(full.files.size(), 13 * 3 + (full.types.size() - 13) + 5);
   EXPECT_TRUE(has(full, "temper-mmvq-mxfp4-5-8.cu"));
   EXPECT_TRUE(has(full, "temper-mmvq-iq4_xs-2-4.cu"));
   EXPECT_TRUE(has(full, "temper-mmvq-iq2_xxs-1.cu"));
@@ -130,7 +131,7 @@ TEST_P(HookOn, FullSetCoversEveryTypeAndNcols) {
   EXPECT_EQ(all.halve_iters, GetParam() != "ggml-7180759");  // llama.cpp's mmvq.cu is d99724f's
   // ncols1 (bench/fidelity.sh): the 13 tier-1 types, one ncols-1 unit each, all 20 grid configs.
   const engine::Patch n1 = engine::make_patch(source, engine::kernel_set("ncols1"));
-  EXPECT_EQ(n1.files.size(), 13u + 4u);
+  EXPECT_EQ(n1.files.size(), 13u + 5u);
   const auto mx = std::find_if(n1.files.begin(), n1.files.end(), [](const auto& f) { return f.first == "temper-mmvq-mxfp4-1.cu"; });
   ASSERT_NE(mx, n1.files.end());
   size_t registered = 0;

@@ -1,4 +1,5 @@
-// Issue 19 (12, 13): one sweep per journal, and journal lines checked like session results.
+// Issue 19 (12, 13): one sweep per journal, and journal lines checked like session results; issue 32
+// (8): duplicate keys and impossible confirmations refused.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -73,6 +74,78 @@ TEST(JournalGuard, ResultLinesAreValidated) {
     j.append(r);
   }
   EXPECT_THROW(read_journal(path), Error);
+  fs::remove_all(dir);
+}
+
+// Issue 32 (8): a header with a duplicate key was read (nlohmann keeps the last one silently).
+TEST(JournalGuard, AHeaderWithADuplicateKeyIsRefused) {
+  const fs::path dir = temp_dir("duplicate");
+  const fs::path path = dir / "d.journal";
+  { Journal j = Journal::create(path, header()); }
+  std::string text = read_file(path);
+  const std::string head = "{\"journal\":\"temper-sweep-journal\",";
+  ASSERT_EQ(text.rfind(head, 0), 0u) << text.substr(0, 80);
+  text.replace(0, head.size(), head + "\"journal_version\":1,");
+  write_file_atomic(path, text);
+  try {
+    read_journal(path);
+    ADD_FAILURE() << "a header with a duplicate key was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::BadInput);
+    EXPECT_NE(std::string(e.what()).find("d.journal:1: duplicate key \"journal_version\""), std::string::npos) << e.what();
+  }
+  fs::remove_all(dir);
+}
+
+// Issue 32 (8): confirmation lines with negative medians were accepted (and so were confirmed
+// verdicts whose CIs overlap).
+TEST(JournalGuard, ConfirmationsAreValidated) {
+  const fs::path dir = temp_dir("confirmations");
+  const fs::path path = dir / "c.journal";
+  const Result def = test::ok_result(GgmlType::Q4_K, 14336, 4096, 1, {4, 1}, 100.0, 0.5, true);
+  const Result cand = test::ok_result(GgmlType::Q4_K, 14336, 4096, 1, {2, 1}, 90.0, 0.4);
+  Confirmation good;
+  static_cast<GroupKey&>(good) = def.group();
+  good.default_config = def.config;
+  good.config = cand.config;
+  good.default_us = def.time_us;
+  good.candidate_us = cand.time_us;
+  good.converged = good.confirmed = true;
+  const auto refused = [&](const Confirmation& c, const std::string& fragment) {
+    {
+      Journal j = Journal::create(path, header());
+      j.append(c);
+    }
+    try {
+      read_journal(path);
+      ADD_FAILURE() << "accepted: " << fragment;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::BadInput);
+      EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+    }
+  };
+  {
+    Journal j = Journal::create(path, header());
+    j.append(good);
+  }
+  EXPECT_EQ(read_journal(path).confirmations.size(), 1u);
+  Confirmation negative = good;
+  negative.default_us.median = -100;
+  refused(negative, "c.journal:2: confirmation.default_us.median: expected a finite number > 0");
+  Confirmation overlapping = good;
+  overlapping.candidate_us.ci_high = 101;
+  overlapping.candidate_us.max = 102;
+  refused(overlapping, "confirmed: true, but the candidate's CI is not wholly below the default's");
+  Confirmation failed = good;
+  failed.failure = "GpuFault: lost";
+  failed.default_us = failed.candidate_us = {};
+  refused(failed, "a confirmation that failed (\"failure\" set) cannot confirm");
+  failed.confirmed = failed.converged = false;
+  {
+    Journal j = Journal::create(path, header());
+    j.append(failed);
+  }
+  EXPECT_EQ(read_journal(path).confirmations.size(), 1u);  // a failed re-measure carries no numbers
   fs::remove_all(dir);
 }
 

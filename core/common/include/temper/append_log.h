@@ -11,13 +11,16 @@
 #include <string_view>
 #include <vector>
 
+#include "temper/fileio.h"
+
 namespace temper {
 
 class AppendLog {
  public:
   // `kind` names the file in messages ("journal"), `owner` the program that holds it ("temper sweep").
+  // Error(BadInput) when `path` is a FIFO or a device; `options` as for write_file_atomic.
   static AppendLog create(const std::filesystem::path& path, std::string_view first_line, std::string_view kind,
-                          std::string_view owner);
+                          std::string_view owner, const WriteOptions& options = {});
   // An existing log, cut after its last good line (`valid_bytes`); a newline is added when that
   // line lacks one.
   static AppendLog reopen(const std::filesystem::path& path, size_t valid_bytes, bool missing_newline,

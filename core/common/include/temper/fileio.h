@@ -9,15 +9,33 @@
 
 namespace temper {
 
+struct WriteOptions {
+  bool force = false;  // replace a read-only file (--force)
+};
+
 // Writes `content` to a temporary sibling of `path`, fsyncs it and renames it over `path`.
 // On any failure the previous file (if any) is untouched and an Error(Io) is thrown. A symbolic
 // link is written through (its target replaced, the link kept); an existing target keeps its
 // permissions; temporaries of `path` left by killed writers (older than 10 minutes) are removed.
-void write_file_atomic(const std::filesystem::path& path, std::string_view content);
+// Only a regular file or a new path is replaced: a read-only file is refused (Error(BadInput))
+// unless options.force; a FIFO, a character device (/dev/null, /dev/full, a terminal) or an open
+// descriptor (/dev/stdout, /dev/fd/N) is written into directly, never replaced (a FIFO without a
+// reader is refused at once); a directory, a block device or a socket is refused.
+void write_file_atomic(const std::filesystem::path& path, std::string_view content, const WriteOptions& options = {});
 
 // Same, for content produced by a writer callback into a stream (large exports), streamed to the
 // file as it is produced (never held whole in memory).
-void write_file_atomic(const std::filesystem::path& path, const std::function<void(std::ostream&)>& write);
+void write_file_atomic(const std::filesystem::path& path, const std::function<void(std::ostream&)>& write,
+                       const WriteOptions& options = {});
+
+// The checks write_file_atomic makes before writing, alone, and that the output's folder exists
+// and is writable: commands call it before long work, so an output that will be refused is
+// refused at once.
+void check_output(const std::filesystem::path& path, const WriteOptions& options = {});
+
+// Whether writing `path` goes into an existing node (a FIFO, a device, a descriptor path) instead
+// of replacing a file: then nothing can be put beside it (a sweep's journal goes elsewhere).
+bool written_in_place(const std::filesystem::path& path);
 
 // A file-size limit (RLIMIT_FSIZE) makes writes fail with EFBIG, reported as Error(Io), instead
 // of SIGXFSZ killing the process with a temporary file left behind. Writers call it; idempotent,

@@ -71,21 +71,29 @@ struct CheckReport {
   bool applies = false;          // stock and every anchor found
   std::string problem;           // why it does not apply
   std::vector<std::string> types;
+  bool undoable = false;         // patched, and `engine patch --undo` would restore it
+  std::string undo_problem;      // patched, and why undo would refuse
 };
 CheckReport check(const std::filesystem::path& dir);
 
 // In place, atomically: the generated files are written first, then mmvq.cu (temp + rename), and
-// the original bytes are kept under src/ggml-cuda/.temper-hook/ for undo. Nothing is written when
-// an anchor is missing.
+// the original bytes are kept under src/ggml-cuda/.temper-hook/ for undo, with a manifest of the
+// hash of every file written. Nothing is written when an anchor is missing, mmvq.cu is not a
+// regular file of at most 4 MiB inside the tree (a link leading out is refused, naming its target),
+// has CRLF line endings, or a file to be written exists. One patch or undo per tree at a time (a
+// lock on the ggml-cuda folder, waited for up to 30 s).
 void patch(const std::filesystem::path& dir, const KernelSet& set);
-// Restores mmvq.cu byte for byte and removes every file the hook added. Error(BadInput) when the
-// tree is not patched, or mmvq.cu changed since (then nothing is touched).
+// Restores mmvq.cu byte for byte and removes the files the hook added: only files of the hook's
+// own naming in the ggml-cuda folder, each unchanged since it was written (its recorded hash).
+// Everything is verified first; Error(BadInput) when the tree is not patched, mmvq.cu or a hook
+// file changed since, or the manifest lists anything else (then nothing is touched).
 void undo(const std::filesystem::path& dir);
 
 // The hook's own sources, embedded at build time (resources/engine/).
 std::string_view hook_header();
 std::string_view hook_api();  // the hook's C interface, shared by the hook and temper-probe
 std::string_view hook_runtime();
+std::string_view hook_profile_reader();  // temper-mmvq-profile.h: the runtime's profile reader (plain C++)
 std::string_view probe_source();
 
 }  // namespace temper::engine

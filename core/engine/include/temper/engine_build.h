@@ -15,7 +15,10 @@ namespace temper::engine {
 
 enum class Platform { Cuda, Hip };
 std::string_view platform_name(Platform p);
-Platform platform_for_arch(const std::string& arch);  // sm_NN → CUDA, gfxN → HIP; Error(BadInput) else
+// sm_NN → CUDA, gfxN → HIP, for the archs ggml builds for; Error(BadInput) naming them for anything
+// else (an arch is passed to CMake and the compilers, so nothing else may reach them).
+Platform platform_for_arch(const std::string& arch);
+std::string known_archs_text();  // "sm_50, sm_52, ..., gfx1201"
 
 struct BuildOptions {
   std::string arch;            // "sm_90", "gfx90a"

@@ -205,7 +205,7 @@ nlohmann::json to_json(const Profile& p);
 // get `arch_for_anvil`). `where` names the file in messages. Error(BadInput) on malformed input.
 Profile profile_from_json(const nlohmann::json& j, const std::string& where, const std::string& arch_for_anvil = {});
 bool is_kernel_anvil_json(const nlohmann::json& j);
-void save_profile(const Profile& p, const std::filesystem::path& path);  // atomic
+void save_profile(const Profile& p, const std::filesystem::path& path, const WriteOptions& options = {});  // atomic
 Profile load_profile(const std::filesystem::path& path, const std::string& arch_for_anvil = {});
 
 // Range and consistency problems (values, known types, K a whole number of blocks, arch, ncols,

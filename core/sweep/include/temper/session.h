@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "temper/backend.h"
+#include "temper/fileio.h"
 #include "temper/model.h"
 #include "temper/stats.h"
 
@@ -257,7 +258,7 @@ nlohmann::json to_json(const Confirmation& c);
 Confirmation confirmation_from_json(const nlohmann::json& j, const std::string& where);
 
 // Atomic write; load refuses a newer schema ("session written by a newer Temper ...").
-void save_session(const Session& s, const std::filesystem::path& path);
+void save_session(const Session& s, const std::filesystem::path& path, const WriteOptions& options = {});
 Session load_session(const std::filesystem::path& path);
 
 }  // namespace temper

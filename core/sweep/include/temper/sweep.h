@@ -84,7 +84,7 @@ JournalContents parse_journal(std::string_view text, const std::string& name);
 
 class Journal {
  public:
-  static Journal create(const std::filesystem::path& path, const Session& header);
+  static Journal create(const std::filesystem::path& path, const Session& header, const WriteOptions& options = {});
   // Continues a journal read by read_journal: cuts a torn last line off first.
   static Journal reopen(const std::filesystem::path& path, const JournalContents& contents);
   void append(const Result& r);  // thread-safe

@@ -9,9 +9,13 @@ namespace temper {
 
 struct Session;
 struct Result;
+struct Confirmation;
 
 // One result on its own (ranges and internal consistency); `where` names it ("s.json: results[3]").
 void validate_result(const Result& r, const std::string& where);
+// One confirmation on its own: ranges, its medians' statistics (positive, ordered) unless it
+// failed, and `confirmed` only where the candidate's CI lies wholly below the default's.
+void validate_confirmation(const Confirmation& c, const std::string& where);
 
 // The whole session: every result, shape, winner, confirmation and device, and how they refer to
 // each other.

@@ -1,0 +1,344 @@
+// Issue 32 (findings 1, 6, 7): the engine's profile reader, resources/engine/temper-mmvq-profile.h,
+// compiled for the host. The shared corpus (tests/profile/corpus/) goes through it and through what
+// `temper profile validate` runs (load_profile + validate_profile), and both must reach the same
+// verdict on every file: refused whole, or read with the same entries flagged and the same entries
+// launched. Also: the reader's I/O (FIFOs, devices, huge files), its memory on hostile nesting,
+// the engine's choice per device and its one line, and loading without blocking.
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "temper-mmvq-profile.h"
+#include "temper/error.h"
+#include "temper/fileio.h"
+#include "temper/profile.h"
+#include "temper/types.h"
+
+namespace temper {
+namespace {
+
+namespace fs = std::filesystem;
+namespace tp = temper_profile;
+
+const fs::path kCorpus = fs::path(TEMPER_SOURCE_DIR) / "tests/profile/corpus";
+
+// Temper's own type facts, as the engine's are ggml's.
+tp::TypeFacts temper_types(const std::string& name) {
+  tp::TypeFacts f;
+  if (const auto t = parse_type(name)) {
+    const TypeInfo& ti = type_info(*t);
+    f.id = int(*t);
+    f.mmvq = ti.quantized && *t != GgmlType::Q8_1 && *t != GgmlType::Q8_K;
+    f.block = int(ti.block_size);
+  }
+  return f;
+}
+
+// An entry's key and config, as both readers see it (type id, launch by name, experts, device).
+using EntryKey = std::tuple<std::string, std::string, long long, int, long long, long long, std::string, long long, long long, long long>;
+EntryKey key_of(const tp::Entry& e) {
+  return {e.arch, e.device_name, e.compute_units, e.type, e.n, e.k, e.launch_name, e.experts, e.experts_used, e.ncols};
+}
+EntryKey key_of(const ProfileEntry& e) {
+  return {e.key.arch, e.key.device.name,  e.key.device.compute_units, int(e.key.type), e.key.n, e.key.k,
+          std::string(launch_name(e.key.launch)), e.key.experts, e.key.used, e.key.ncols};
+}
+
+// What `temper profile validate` makes of a file: refused (the reason), or each entry with whether
+// validate lists a problem for it.
+struct CoreVerdict {
+  std::string refused;
+  bool anvil = false;
+  std::map<EntryKey, std::pair<bool, Approval>> entries;  // problem?, approval
+};
+
+CoreVerdict core_verdict(const fs::path& path) {
+  CoreVerdict v;
+  try {
+    const Profile p = load_profile(path, "");
+    v.anvil = p.source == kSourceKernelAnvil && p.entries.size() == size_t(std::count_if(p.entries.begin(), p.entries.end(),
+                                                                                          [](const ProfileEntry& e) { return e.key.arch.empty(); }));
+    for (const ProfileEntry& e : p.entries) {
+      Profile one = p;
+      one.entries = {e};
+      v.entries[key_of(e)] = {!validate_profile(one).empty(), e.approval};
+    }
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::BadInput) << path << ": " << e.what();
+    v.refused = e.what();
+  }
+  return v;
+}
+
+// (7) The one reader: every corpus file gets the same verdict from both.
+TEST(ProfileReader, TheCorpusReadsTheSameAsProfileValidate) {
+  int files = 0, refused = 0, malformed_files = 0;
+  for (const auto& f : fs::directory_iterator(kCorpus)) {
+    ++files;
+    const std::string name = f.path().filename().string();
+    SCOPED_TRACE(name);
+    const CoreVerdict core = core_verdict(f.path());
+    const tp::Profile engine = tp::read(f.path().string(), temper_types);
+    if (name.rfind("refused-", 0) == 0) {
+      ++refused;
+      EXPECT_FALSE(core.refused.empty());
+      EXPECT_FALSE(engine.error.empty());
+      continue;
+    }
+    if (name.rfind("anvil-", 0) == 0) {  // validate reads it as a kernel-anvil import: nothing an engine launches
+      EXPECT_TRUE(core.refused.empty() || core.refused.find("configs") != std::string::npos) << core.refused;
+      EXPECT_NE(engine.error.find("a kernel-anvil file"), std::string::npos) << engine.error;
+      for (const auto& [k, e] : core.entries) EXPECT_TRUE(e.first) << "an anvil cell without an arch is a problem";
+      continue;
+    }
+    if (name.rfind("newer-launch", 0) == 0) {  // the one difference, by design (docs/profile-format.md)
+      EXPECT_NE(core.refused.find("unknown launch kind"), std::string::npos) << core.refused;
+      ASSERT_EQ(engine.error, "");
+      EXPECT_EQ(std::count_if(engine.entries.begin(), engine.entries.end(), [](const tp::Entry& e) { return e.launch == tp::kUnknownLaunch; }), 1);
+      continue;
+    }
+    ASSERT_EQ(core.refused, "");
+    ASSERT_EQ(engine.error, "");
+    ASSERT_EQ(engine.entries.size(), core.entries.size());
+    int problems = 0;
+    for (const tp::Entry& e : engine.entries) {
+      const auto it = core.entries.find(key_of(e));
+      ASSERT_NE(it, core.entries.end()) << e.arch << " " << e.n << "x" << e.k;
+      EXPECT_EQ(!e.problem.empty(), it->second.first) << e.arch << " " << e.n << "x" << e.k << ": " << e.problem;
+      EXPECT_EQ(e.approved, it->second.second == Approval::Approved);
+      problems += !e.problem.empty();
+    }
+    if (name.rfind("valid-", 0) == 0) EXPECT_EQ(problems, 0);
+    if (name.rfind("malformed-", 0) == 0) {
+      ++malformed_files;
+      EXPECT_EQ(problems, 1);
+    }
+  }
+  EXPECT_GE(files, 90);
+  EXPECT_GE(refused, 60);
+  EXPECT_GE(malformed_files, 15);
+}
+
+// Every corpus file through the reader's parse alone under a memory limit of 64 MiB of address
+// space beyond the test's own: a sanitizer build reports any read out of bounds, UB or leak.
+TEST(ProfileReader, EveryCorpusFileParsesWithinItsBounds) {
+  for (const auto& f : fs::directory_iterator(kCorpus)) {
+    const std::string text = read_file(f.path());
+    const tp::Profile p = tp::parse(text.data(), text.size(), temper_types);
+    EXPECT_TRUE(p.error.empty() || p.entries.empty()) << f.path();
+  }
+}
+
+// The engine's choice on one device agrees with Temper's applied_entry (what estimates assume).
+TEST(ProfileReader, TheChoiceForADeviceIsTempersAppliedEntry) {
+  const fs::path file = kCorpus / "valid-v2-launches-and-devices.json";
+  const Profile core = load_profile(file, "");
+  const tp::Profile engine = tp::read(file.string(), temper_types);
+  ASSERT_EQ(engine.error, "");
+  const auto all_compiled = [](int, int, int, int, int) { return true; };
+  for (const auto& [name, cus] : std::vector<std::pair<std::string, int>>{{"NVIDIA H100 80GB HBM3", 132}, {"NVIDIA H200", 132},
+                                                                          {"NVIDIA H100 PCIe", 114}}) {
+    SCOPED_TRACE(name);
+    const tp::Device d{"sm_90", name, cus, 0};
+    const tp::Choices c = tp::choose(engine, d, all_compiled);
+    int matched = 0;
+    for (const ProfileEntry& e : core.entries) {
+      if (e.key.arch != "sm_90") continue;
+      const ProfileEntry* applied = applied_entry(core, "sm_90", ProfileDevice{name, cus, 0}, e.key.shape(), e.key.ncols);
+      const auto it = c.table.find({int(e.key.launch), int(e.key.type), e.key.n, e.key.k, e.key.ncols});
+      ASSERT_EQ(applied != nullptr, it != c.table.end()) << key_text(e.key);
+      if (applied) {
+        EXPECT_EQ(it->second.nwarps, applied->config.nwarps) << key_text(e.key);
+        EXPECT_EQ(it->second.rows, applied->config.rows_per_block) << key_text(e.key);
+        ++matched;
+      }
+    }
+    EXPECT_GT(matched, 0);
+  }
+}
+
+// The one line, in the wording docs/engine.md shows, every entry counted once.
+TEST(ProfileReader, TheOneLineCountsEveryEntryOnce) {
+  const tp::Profile p = tp::read((kCorpus / "valid-v2-launches-and-devices.json").string(), temper_types);
+  ASSERT_EQ(p.error, "");
+  const tp::Device h100{"sm_90", "NVIDIA H100 80GB HBM3", 132, 0};
+  // q4_K instantiations only where nwarps is 4 (a kernel set without the others).
+  const auto compiled = [](int, int type, int, int nwarps, int) { return type != int(GgmlType::Q4_K) || nwarps != 2; };
+  const tp::Choices c = tp::choose(p, h100, compiled);
+  EXPECT_EQ(tp::line("/p.json", c, h100),
+            "temper: profile /p.json: 3 entries for NVIDIA H100 80GB HBM3 (sm_90, device 0), 2 for sm_90; ignored 2 for other "
+            "archs, 1 for other devices, 0 for launches this hook lacks, 2 with a config not compiled in, 0 malformed, 2 not approved");
+  EXPECT_EQ(c.for_device + c.for_arch + c.other_arch + c.other_device + c.lacking_launch + c.not_compiled + c.malformed + c.unapproved,
+            int(p.entries.size()));
+  const tp::Profile newer = tp::read((kCorpus / "newer-launch.json").string(), temper_types);
+  const tp::Choices n = tp::choose(newer, h100, compiled);
+  EXPECT_EQ(n.lacking_launch, 1);
+  EXPECT_EQ(n.for_arch, 1);
+  const tp::Profile bad = tp::read((kCorpus / "malformed-no-provenance.json").string(), temper_types);
+  EXPECT_EQ(tp::choose(bad, h100, compiled).malformed, 1);
+}
+
+// (7) The loader treated approval null, true, 1, [], {} as approved and launched a tuned config.
+TEST(ProfileReader, OnlyTheStringApprovedApproves) {
+  for (const char* name : {"null", "true", "one", "array", "object", "other"}) {
+    const tp::Profile p = tp::read((kCorpus / (std::string("refused-approval-") + name + ".json")).string(), temper_types);
+    EXPECT_NE(p.error, "") << name;
+    EXPECT_TRUE(p.entries.empty()) << name;
+  }
+}
+
+class ReaderIo : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("temper-profile-reader-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path dir_;
+};
+
+// (1) A FIFO as the profile: fopen blocked forever, holding the loader's mutex.
+TEST_F(ReaderIo, AFifoADeviceAFolderAndAHugeFileAreRefusedAtOnce) {
+  ASSERT_EQ(::mkfifo((dir_ / "fifo.json").c_str(), 0600), 0);
+  {
+    FILE* f = std::fopen((dir_ / "huge.json").c_str(), "w");
+    ASSERT_TRUE(f);
+    ASSERT_EQ(::ftruncate(::fileno(f), off_t{2} << 30), 0);
+    std::fclose(f);
+  }
+  for (const auto& [path, why] : std::vector<std::pair<std::string, std::string>>{
+           {(dir_ / "fifo.json").string(), "not a regular file"},
+           {"/dev/zero", "not a regular file"},
+           {dir_.string(), "not a regular file"},
+           {(dir_ / "huge.json").string(), "2147483648 bytes, more than the 16 MiB"},
+           {(dir_ / "missing.json").string(), "cannot open it: No such file or directory"}}) {
+    const auto start = std::chrono::steady_clock::now();
+    const tp::Profile p = tp::read(path, temper_types);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1)) << path;
+    EXPECT_NE(p.error.find(why), std::string::npos) << path << ": " << p.error;
+  }
+}
+
+// (1) The engine's side: TEMPER_PROFILE naming a FIFO. The first launch returns at once, stock, and
+// the one line says why; every launch after runs stock without reading again.
+TEST_F(ReaderIo, TheEngineRunsStockWithItsLineWhenTheProfileIsAFifo) {
+  const fs::path fifo = dir_ / "profile.json";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::vector<std::string> said;
+  tp::Loader loader(temper_types, [&](const std::string& l) { said.push_back(l); });
+  ::setenv("TEMPER_PROFILE", fifo.c_str(), 1);
+  const tp::Device d{"sm_90", "NVIDIA H100 80GB HBM3", 132, 0};
+  tp::Config c;
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_FALSE(loader.lookup(d, [](int, int, int, int, int) { return true; }, {0, 12, 14336, 4096, 1}, &c));
+  EXPECT_FALSE(loader.lookup(d, [](int, int, int, int, int) { return true; }, {0, 12, 14336, 4096, 1}, &c));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
+  ::unsetenv("TEMPER_PROFILE");
+  ASSERT_EQ(said.size(), 1u);
+  EXPECT_EQ(said[0], "temper: profile " + fifo.string() + " ignored: not a regular file (a FIFO, a device or a folder); mmvq runs stock");
+}
+
+// (7) "when no entry is usable it prints no line": the line comes on each device's first launch,
+// whatever the profile holds for it; a default profile that is not there is silence.
+TEST_F(ReaderIo, TheLineIsPrintedOncePerDeviceEvenWhenNothingIsUsable) {
+  std::vector<std::string> said;
+  tp::Loader loader(temper_types, [&](const std::string& l) { said.push_back(l); });
+  const auto all = [](int, int, int, int, int) { return true; };
+  const std::string file = (kCorpus / "valid-v2-launches-and-devices.json").string();
+  loader.load(file.c_str());
+  const tp::Device mi300{"gfx942", "AMD Instinct MI300X", 304, 1}, h100{"sm_90", "NVIDIA H100 80GB HBM3", 132, 0};
+  tp::Config c;
+  EXPECT_FALSE(loader.lookup(mi300, all, {0, 12, 1, 256, 1}, &c));
+  EXPECT_FALSE(loader.lookup(mi300, all, {0, 12, 1, 256, 1}, &c));
+  ASSERT_TRUE(loader.lookup(h100, all, {int(tp::kMulMat), int(GgmlType::Q4_K), 14336, 4096, 1}, &c));
+  EXPECT_EQ(c.nwarps, 4);
+  ASSERT_EQ(said.size(), 2u);
+  EXPECT_EQ(said[0].rfind("temper: profile " + file + ": 0 entries for AMD Instinct MI300X (gfx942, device 1), 1 for gfx942;", 0), 0u)
+      << said[0];
+  EXPECT_NE(said[1].find("entries for NVIDIA H100 80GB HBM3 (sm_90, device 0)"), std::string::npos);
+  // No default profile: stock, silently.
+  said.clear();
+  ::setenv("XDG_CONFIG_HOME", dir_.c_str(), 1);
+  tp::Loader quiet(temper_types, [&](const std::string& l) { said.push_back(l); });
+  EXPECT_FALSE(quiet.lookup(h100, all, {0, 12, 14336, 4096, 1}, &c));
+  ::unsetenv("XDG_CONFIG_HOME");
+  EXPECT_TRUE(said.empty());
+}
+
+// Threads launching while the first one loads run stock; none waits for the file.
+TEST_F(ReaderIo, LaunchesNeverWaitForTheLoad) {
+  std::atomic<bool> release{false};
+  std::vector<std::string> said;
+  const auto slow_types = [&](const std::string& name) {  // holds the load in progress
+    while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return temper_types(name);
+  };
+  tp::Loader loader(slow_types, [&](const std::string& l) { said.push_back(l); });
+  ::setenv("TEMPER_PROFILE", (kCorpus / "valid-v1-fixture.json").c_str(), 1);
+  const tp::Device h100{"sm_90", "NVIDIA H100 80GB HBM3", 132, 0};
+  const auto all = [](int, int, int, int, int) { return true; };
+  std::thread first([&] {
+    tp::Config c;
+    loader.lookup(h100, all, {0, 12, 14336, 4096, 1}, &c);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  tp::Config c;
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_FALSE(loader.lookup(h100, all, {0, int(GgmlType::Q4_K), 14336, 4096, 1}, &c));  // stock meanwhile
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(200));
+  release = true;
+  first.join();
+  ::unsetenv("TEMPER_PROFILE");
+  EXPECT_TRUE(loader.lookup(h100, all, {0, int(GgmlType::Q4_K), 14336, 4096, 1}, &c));
+  EXPECT_EQ(c.nwarps, 4);
+  EXPECT_EQ(c.rows, 4);
+}
+
+// (6) A profile of at most 16 MiB made the old loader allocate up to 930 MB (a DOM node per value).
+// The reader keeps only the fields it knows: a 16 MiB file of nested arrays and unknown keys must
+// not grow the process by more than a few times its size.
+TEST_F(ReaderIo, HostileShapesStayWithinBoundedMemory) {
+  const auto grows_kib = [](const std::string& text) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      rusage before{};
+      ::getrusage(RUSAGE_SELF, &before);
+      const tp::Profile p = tp::parse(text.data(), text.size(), temper_types);
+      rusage after{};
+      ::getrusage(RUSAGE_SELF, &after);
+      ::_exit(int(std::min<long>(250, (after.ru_maxrss - before.ru_maxrss) / 1024 / 4)));  // in 4 MiB steps
+    }
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) * 4 : 1000;
+  };
+  const std::string head = R"({"format":"temper-profile","schema_version":2,"created":"","tool_version":"","source":"temper","model":"","sessions":[],"x":)";
+  std::string arrays = head + "[";
+  while (arrays.size() < (size_t{15} << 20)) arrays += "[[],[[]],{}],";
+  arrays += "0],\"entries\":[]}";
+  std::string keys = head + "{";
+  for (int i = 0; keys.size() < (size_t{15} << 20); ++i) keys += "\"k" + std::to_string(i) + "\":0,";
+  keys += "\"end\":0},\"entries\":[]}";
+  std::string entries = head + "0,\"entries\":[";
+  while (entries.size() < (size_t{15} << 20)) entries += "{\"a\":[0,0,0,0,0,0,0,0,0,0,0,0,0],\"b\":{}},";
+  entries += "{}]}";
+  EXPECT_LE(grows_kib(arrays), 64);
+  EXPECT_LE(grows_kib(keys), 128);   // the keys of one object are kept until it closes (to find duplicates)
+  EXPECT_LE(grows_kib(entries), 64);
+}
+
+}  // namespace
+}  // namespace temper
