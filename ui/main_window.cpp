@@ -19,6 +19,7 @@
 #include <QMessageBox>
 #include <QMimeData>
 #include <QProgressBar>
+#include <QScrollArea>
 #include <QSettings>
 #include <QSplitter>
 #include <QStandardPaths>
@@ -136,7 +137,13 @@ MainWindow::MainWindow(std::vector<std::unique_ptr<Backend>> backends, QWidget* 
   tabs_->addTab(occupancy_, QStringLiteral("Occupancy"));
   tabs_->addTab(distribution_, QStringLiteral("Samples"));
   tabs_->addTab(approval_, QStringLiteral("Approval"));
-  tabs_->addTab(tune_, QStringLiteral("Tune && bench"));
+  // Its form, steps and bench side by side need more than the default window leaves the centre:
+  // scrolled there, rather than squeezing the model dock.
+  auto* tuneScroll = new QScrollArea;
+  tuneScroll->setWidget(tune_);
+  tuneScroll->setWidgetResizable(true);
+  tuneScroll->setFrameShape(QFrame::NoFrame);
+  tabs_->addTab(tuneScroll, QStringLiteral("Tune && bench"));
   auto* central = new QWidget;
   auto* cl = new QVBoxLayout(central);
   cl->addWidget(header_);

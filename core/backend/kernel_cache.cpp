@@ -206,8 +206,9 @@ std::optional<fs::path> hip_device_lib_dir(const fs::path& hipcc, const std::str
   std::lock_guard lock(m);
   if (auto it = known.find({hipcc, arch}); it != known.end()) return it->second;
   // What the driver would run, without running it: the libraries it links, or why it cannot.
-  const std::string dry = output_of({hipcc.string(), "-x", "hip", "--offload-arch=" + arch, "--cuda-device-only",
-                                     "-c", "/dev/null", "-o", "/dev/null", "-###"});
+  const std::string dry = process_output({hipcc.string(), "-x", "hip", "--offload-arch=" + arch, "--cuda-device-only",
+                                          "-c", "/dev/null", "-o", "/dev/null", "-###"})
+                              .value_or("");
   if (dry.find("invalid target ID") != std::string::npos ||
       dry.find("nsupported CUDA gpu architecture") != std::string::npos)  // older clangs' wording
     unknown_target(arch, dry);

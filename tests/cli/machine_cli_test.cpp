@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/content_hash.h"
+#include "temper/content_hash.h"
 #include "fixtures/fixtures.h"
 #include "support/device_node.h"
 #include "support/upstream_tree.h"
@@ -107,7 +107,7 @@ TEST_F(Cli32, FifoOutputsAreWrittenIntoOrRefused) {
   make_session_and_profile();
   fs::copy_file(fx::path(fx::Fixture::MiniLlama), dir_ / "m.gguf");
   ASSERT_EQ(::mkfifo((dir_ / "out").c_str(), 0600), 0);
-  for (const std::string& cmd : {"profile export s.json --format header -o out", "roofline s.json --svg out",
+  for (const std::string cmd : {"profile export s.json --format header -o out", "roofline s.json --svg out",
                                  "dequant m.gguf blk.0.attn_q.weight -o out", "profile approve v1.json --type q6_K --n 4096 --k 14336 --ncols 2 -o out",
                                  "profile merge p.json p.json -o out"}) {
     const Result r = temper(cmd);
@@ -175,7 +175,8 @@ TEST_F(Cli32, ReadOnlyOutputsNeedForce) {
 // (5) `profile merge A B -o A` replaced its input: refused, however A is spelled.
 TEST_F(Cli32, MergeRefusesAnOutputThatIsAnInput) {
   make_session_and_profile();
-  ASSERT_EQ(temper("profile export s.json --format kernel-anvil --approve all -o anvil.json").code, 0);
+  // The fake winner may not be expressible in kernel-anvil's format: an empty file is input enough here.
+  ASSERT_EQ(temper("profile export s.json --format kernel-anvil --approve all --allow-empty -o anvil.json").code, 0);
   const std::string anvil = read_file(dir_ / "anvil.json");
   fs::create_symlink("anvil.json", dir_ / "link.json");
   fs::create_hard_link(dir_ / "anvil.json", dir_ / "hard.json");
@@ -260,7 +261,7 @@ TEST_F(Cli32, UndoWithATamperedManifestRemovesNothing) {
   write_file_atomic(dir_ / "victim.txt", "the user's\n");
   write_file_atomic(dir_ / "victim2.txt", "the user's too\n");
   // The manifest as Temper wrote it before hashes were kept, with two names a shared tree could add.
-  write_file_atomic(cuda / ".temper-hook/manifest.txt", "set=ci\nmmvq=" + engine::content_hash(patched) +
+  write_file_atomic(cuda / ".temper-hook/manifest.txt", "set=ci\nmmvq=" + content_hash(patched) +
                                                            "\n../../../victim.txt\n" + (dir_ / "victim2.txt").string() + "\n");
   expect_refused(temper("engine patch tree --undo"), "not a file the hook writes");
   EXPECT_EQ(read_file(dir_ / "victim.txt"), "the user's\n");

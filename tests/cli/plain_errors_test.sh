@@ -32,7 +32,7 @@ has stderr "shot.png: not JSON: this is a PNG image" "says it is an image"
 
 # Outputs named as written, never by the hidden temporary beside them.
 check 6 "export into a missing folder" "$temper" profile export "$demo" --format ggml-table -o missing/table.h
-has stderr "cannot create missing/table.h: No such file or directory" "the path as the user wrote it"
+has stderr "cannot write missing/table.h: missing: No such file or directory" "the path as the user wrote it"
 lacks stderr ".tmp" "no temporary name"
 
 # Typos: a suggestion for commands, sub-commands and options.

@@ -17,7 +17,7 @@
 #include <map>
 #include <string>
 
-#include "engine/content_hash.h"
+#include "temper/content_hash.h"
 #include "support/upstream_tree.h"
 #include "temper/engine.h"
 #include "temper/engine_build.h"
@@ -54,11 +54,11 @@ class HookSafety : public ::testing::Test {
     write_file_atomic(cuda_ / "mmvq.cu", patched_);
     fs::create_directories(cuda_ / ".temper-hook");
     write_file_atomic(cuda_ / ".temper-hook" / "mmvq.cu.orig", original_);
-    std::string manifest = "temper-hook manifest 2\nset=ci\nmmvq=" + engine::content_hash(patched_) +
-                           "\norig=" + engine::content_hash(original_) + "\n";
+    std::string manifest = "temper-hook manifest 2\nset=ci\nmmvq=" + content_hash(patched_) +
+                           "\norig=" + content_hash(original_) + "\n";
     for (const auto& [name, content] : files_) {
       write_file_atomic(cuda_ / name, content);
-      manifest += "file=" + engine::content_hash(content) + " " + name + "\n";
+      manifest += "file=" + content_hash(content) + " " + name + "\n";
     }
     write_file_atomic(cuda_ / ".temper-hook" / "manifest.txt", manifest + extra_manifest);
   }
@@ -110,8 +110,8 @@ TEST_F(HookSafety, UndoRestoresAndRemovesTheHooksOwnFiles) {
 // (2) undo deleted whatever the manifest named, `../` and absolute paths included. Every tampered
 // manifest is refused before anything is removed or restored.
 TEST_F(HookSafety, ATamperedManifestRemovesNothing) {
-  const std::string victim_hash = engine::content_hash(read_file(base_ / "victim.txt"));
-  const std::string precious_hash = engine::content_hash(read_file(tree_ / "src" / "precious.c"));
+  const std::string victim_hash = content_hash(read_file(base_ / "victim.txt"));
+  const std::string precious_hash = content_hash(read_file(tree_ / "src" / "precious.c"));
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"file=" + victim_hash + " ../../../victim.txt", "not a file the hook writes"},
       {"file=" + victim_hash + " " + (base_ / "victim.txt").string(), "not a file the hook writes"},
@@ -299,7 +299,7 @@ TEST_F(HookSafety, PatchRecordsEveryFileItWritesAndUndoChecksThem) {
   EXPECT_EQ(read_file(cuda_ / "temper-mmvq-profile.h"), engine::hook_profile_reader());  // the runtime's profile reader
   const std::string manifest = read_file(cuda_ / ".temper-hook" / "manifest.txt");
   EXPECT_EQ(manifest.rfind("temper-hook manifest 2\nset=ci\n", 0), 0u) << manifest;
-  EXPECT_NE(manifest.find("file=" + engine::content_hash(read_file(cuda_ / "temper-mmvq-runtime.cu")) + " temper-mmvq-runtime.cu\n"),
+  EXPECT_NE(manifest.find("file=" + content_hash(read_file(cuda_ / "temper-mmvq-runtime.cu")) + " temper-mmvq-runtime.cu\n"),
             std::string::npos);
   EXPECT_TRUE(engine::check(tree_).undoable);
   engine::undo(tree_);
@@ -329,7 +329,7 @@ TEST_F(HookSafety, ALegacyManifestStillUndoesButOnlyTheHooksNames) {
   const auto write_legacy = [&](const std::string& extra) {
     fs::create_directories(cuda_ / ".temper-hook");
     write_file_atomic(cuda_ / ".temper-hook/mmvq.cu.orig", original);
-    std::string manifest = "set=ci\nmmvq=" + engine::content_hash(p.mmvq) + "\n";
+    std::string manifest = "set=ci\nmmvq=" + content_hash(p.mmvq) + "\n";
     for (const auto& [name, content] : p.files) {
       write_file_atomic(cuda_ / name, content);
       manifest += name + "\n";
