@@ -150,16 +150,23 @@ std::string find_engine_line(std::string_view text) {
   return found;
 }
 
+// The hook's line: "...: D entries for NAME (ARCH, device I), A for ARCH; ignored ..." (the device's
+// own entries, then the arch's); hooks before v3 wrote "...: N entries for ARCH (device I); ...".
+namespace {
+const std::regex kEngineLine(R"(: ([0-9]+) entries for .+ \((\S+), device [0-9]+\), ([0-9]+) for \S+;)");
+const std::regex kEngineLineV2(R"(: ([0-9]+) entries for (\S+) \(device [0-9]+\))");
+}  // namespace
+
 std::string engine_line_arch(const std::string& line) {
-  static const std::regex kArch(R"(: [0-9]+ entries for (\S+) \(device)");
   std::smatch m;
-  return std::regex_search(line, m, kArch) ? m[1].str() : std::string();
+  if (std::regex_search(line, m, kEngineLine)) return m[2].str();
+  return std::regex_search(line, m, kEngineLineV2) ? m[2].str() : std::string();
 }
 
 int engine_line_entries(const std::string& line) {
-  static const std::regex kEntries(R"(: ([0-9]+) entries for \S+ \(device)");
   std::smatch m;
-  return std::regex_search(line, m, kEntries) ? std::stoi(m[1]) : -1;
+  if (std::regex_search(line, m, kEngineLine)) return std::stoi(m[1]) + std::stoi(m[3]);
+  return std::regex_search(line, m, kEngineLineV2) ? std::stoi(m[1]) : -1;
 }
 
 std::vector<BenchSlot> bench_sequence(int rounds, int tests) {

@@ -82,6 +82,12 @@ TEST(BenchEngineLine, FoundAndRead) {
   EXPECT_EQ(engine::find_engine_line(err), line);
   EXPECT_EQ(engine::engine_line_arch(line), "sm_90");
   EXPECT_EQ(engine::engine_line_entries(line), 6);
+  // Hook v3's line, as the H100 printed it: the device's own entries plus the arch's.
+  const std::string v3 =
+      "temper: profile /x/engine-profile.json: 21 entries for NVIDIA H100 80GB HBM3 (sm_90, device 0), 2 for sm_90; ignored 0 for "
+      "other archs, 0 for other devices, 0 for launches this hook lacks, 0 with a config not compiled in, 0 malformed, 1 not approved";
+  EXPECT_EQ(engine::engine_line_arch(v3), "sm_90");
+  EXPECT_EQ(engine::engine_line_entries(v3), 23);
   EXPECT_EQ(engine::find_engine_line("no hook here\n"), "");
   EXPECT_EQ(engine::engine_line_entries("temper: profile /p.json ignored: cannot open it; mmvq runs stock"), -1);
 }
@@ -153,7 +159,7 @@ TEST(EngineBenchCli, ProfileArmTenPercentFasterWithACiThatHoldsIt) {
   EXPECT_EQ(j["device"], "NVIDIA H100 80GB HBM3");
   EXPECT_EQ(j["arch"], "sm_90");
   EXPECT_EQ(j["stock"]["build_commit"], "0d1e2f3");
-  EXPECT_NE(j["engine_line"].get<std::string>().find("entries for sm_90"), std::string::npos);
+  EXPECT_NE(j["engine_line"].get<std::string>().find("entries for NVIDIA H100 80GB HBM3 (sm_90, device 0)"), std::string::npos);
   EXPECT_TRUE(j["recorded"]);
   // The arms alternate run by run: stock, profile, stock, ... (3 rounds × 4 tests × 2 arms).
   const auto calls = lines_of(d.log);

@@ -157,8 +157,9 @@ int main(int argc, char** argv) {
     } else if (in) {
       const size_t approved = count(text, "\"approval\": \"approved\""), all = count(text, "\"approval\": ");
       std::fprintf(stderr,
-                   "temper: profile %s: %zu entries for sm_90 (device 0); ignored 0 for other archs, 0 with a config not "
-                   "compiled in, 0 malformed, %zu not approved\n",
+                   "temper: profile %s: %zu entries for NVIDIA H100 80GB HBM3 (sm_90, device 0), 0 for sm_90; ignored 0 for "
+                   "other archs, 0 for other devices, 0 for launches this hook lacks, 0 with a config not compiled in, 0 "
+                   "malformed, %zu not approved\n",
                    profile.c_str(), approved, all - approved);
       faster = approved > 0;
     }
