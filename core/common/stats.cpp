@@ -96,20 +96,35 @@ RatioCi bootstrap_median_ratio(const std::vector<std::vector<double>>& a, const 
   RatioCi r;
   r.ratio = median_of(pb) / median_of(pa);
   std::mt19937_64 rng(seed);
-  auto resample = [&](const std::vector<std::vector<double>>& groups, std::vector<double>& into) {
+  // Runs are drawn with replacement, then each drawn run's samples: the CI carries the drift from
+  // run to run, not only the spread within a run. Equal run counts are rounds of interleaved arms:
+  // both arms draw the same rounds, so drift that hits a round's two runs alike cancels.
+  const bool paired = a.size() == b.size();
+  std::vector<size_t> rounds_a(a.size()), rounds_b(b.size());
+  auto draw_runs = [&](std::vector<size_t>& into, size_t n) {
+    std::uniform_int_distribution<size_t> pick(0, n - 1);
+    for (size_t& i : into) i = pick(rng);
+  };
+  auto resample = [&](const std::vector<std::vector<double>>& groups, const std::vector<size_t>& runs, std::vector<double>& into) {
     into.clear();
-    for (const auto& g : groups) {
+    for (size_t run : runs) {
+      const auto& g = groups[run];
       if (g.empty()) continue;
       std::uniform_int_distribution<size_t> pick(0, g.size() - 1);
       for (size_t i = 0; i < g.size(); ++i) into.push_back(g[pick(rng)]);
     }
-    return median_of(into);
+    return into.empty() ? std::nan("") : median_of(into);
   };
-  std::vector<double> ratios(static_cast<size_t>(replicates)), ra, rb;
-  for (double& x : ratios) {
-    const double ma = resample(a, ra);
-    x = resample(b, rb) / ma;
+  std::vector<double> ratios, ra, rb;
+  ratios.reserve(static_cast<size_t>(replicates));
+  for (int i = 0; i < replicates; ++i) {
+    draw_runs(rounds_a, a.size());
+    if (paired) rounds_b = rounds_a;
+    else draw_runs(rounds_b, b.size());
+    const double x = resample(b, rounds_b, rb) / resample(a, rounds_a, ra);
+    if (std::isfinite(x)) ratios.push_back(x);  // a draw of only empty runs has no median
   }
+  if (ratios.empty()) ratios.push_back(r.ratio);
   std::sort(ratios.begin(), ratios.end());
   r.low = percentile(ratios, (1 - confidence) / 2);
   r.high = percentile(ratios, 1 - (1 - confidence) / 2);

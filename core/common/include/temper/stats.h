@@ -35,10 +35,11 @@ SampleStats summarize(std::vector<double> samples, double confidence = 0.95);
 std::vector<double> sample_trace(std::span<const double> samples, size_t points = 64);
 
 // median(b) / median(a) of the pooled samples, with a percentile-bootstrap confidence interval.
-// Each side's samples come in groups (one per run, e.g. a llama-bench invocation) and every
-// replicate resamples within each group, so a replicate keeps the runs' structure: how many
-// samples each run gave, and the drift between runs that hits both sides alike. Deterministic for
-// a seed. Error(BadInput) when a side has no sample or a value is not finite.
+// Each side's samples come in runs (one per llama-bench invocation, say); a replicate draws runs with
+// replacement and then each drawn run's samples, so the interval carries the drift from run to run
+// as well as the spread within one. With as many runs on both sides (rounds of interleaved arms),
+// both sides draw the same rounds: drift that hits a round's two runs alike cancels. Deterministic
+// for a seed. Error(BadInput) when a side has no sample or a value is not finite.
 struct RatioCi {
   double ratio = 1, low = 1, high = 1;
 };
