@@ -164,8 +164,12 @@ std::string registry_unit(const std::vector<std::string>& suffixes, const std::s
 }
 
 std::string read_git_commit(const fs::path& dir) {
-  // Walk up to the nearest .git (a llama.cpp checkout holds ggml/ without its own .git).
-  for (fs::path p = fs::absolute(dir); !p.empty(); p = p.parent_path()) {
+  // The tree's own .git, or for ggml/ inside a llama.cpp checkout that checkout's: never one further
+  // up (a tree copied into another repository's folder is not at that repository's commit).
+  const fs::path root = fs::absolute(dir).lexically_normal();
+  std::vector<fs::path> candidates = {root};
+  if (root.filename() == "ggml") candidates.push_back(root.parent_path());
+  for (const fs::path& p : candidates) {
     const fs::path git = p / ".git";
     std::error_code ec;
     if (fs::is_directory(git, ec)) {
@@ -182,7 +186,6 @@ std::string read_git_commit(const fs::path& dir) {
       }
       return {};
     }
-    if (p == p.root_path()) break;
   }
   return {};
 }

@@ -211,6 +211,13 @@ TEST(Hook, FindsALlamaCppCheckoutAndItsCommit) {
   EXPECT_EQ(t.kind, engine::TreeKind::LlamaCpp);
   EXPECT_EQ(t.ggml_root, root / "ggml");
   EXPECT_EQ(t.commit, "0123456789abcdef0123456789abcdef01234567");
+  // Its ggml/ given alone is at the checkout's commit too.
+  EXPECT_EQ(engine::find_tree(root / "ggml").commit, t.commit);
+  // A tree without a .git of its own, copied into another repository's folder, is at no commit
+  // (not at that repository's: the H100 run named Temper's own commit for a copied tree).
+  fs::rename(root / ".git", root.parent_path() / ".git");
+  EXPECT_EQ(engine::find_tree(root).commit, "");
+  fs::rename(root.parent_path() / ".git", root / ".git");
   engine::patch(root, engine::kernel_set("ci"));
   EXPECT_TRUE(fs::exists(root / "ggml/src/ggml-cuda/temper-mmvq.cuh"));
   engine::undo(root);
