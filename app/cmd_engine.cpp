@@ -189,32 +189,10 @@ int run_replay(const Options& o) {
   for (const auto& n : plan.launches.launches) gemvs += n.gemvs();
   const size_t launches = plan.launches.launches.size();
   if (json_out) {
-    auto arm = [](const engine::ReplayArm& a) {
-      return nlohmann::json{{"median_us", a.median}, {"ci_low_us", a.ci_low}, {"ci_high_us", a.ci_high},
-                            {"tokens", a.token_us.size()}, {"mmvq_launches", a.launches}, {"tuned_launches", a.tuned}};
-    };
     nlohmann::json j = {{"model", o.model}, {"device", device.info().name}, {"arch", device.info().arch},
                         {"profile", ro.profile.string()}, {"launches_per_token", launches}, {"gemvs_per_token", gemvs},
-                        {"real_bytes", r.real_bytes}, {"stock", arm(r.stock)}, {"profiled", arm(r.profiled)},
-                        {"speedup", r.speedup}, {"speedup_low", r.speedup_low}, {"speedup_high", r.speedup_high},
-                        {"predicted_saving_us", r.predicted_saving_us}, {"predicted_speedup", r.predicted_speedup},
-                        {"profile_entries_hit", r.profile_entries_hit}, {"notes", plan.launches.notes},
-                        {"kernel", "engine"}, {"probe", device.options().probe.string()},
-                        {"copy_bandwidth_gbs", r.copy_bandwidth_gbs}, {"launches_compared", r.launches_compared}};
-    nlohmann::json breakdown = nlohmann::json::array(), differences = nlohmann::json::array();
-    for (const auto& s : r.breakdown)
-      breakdown.push_back({{"kind", std::string(launch_name(s.launch))}, {"type", std::string(type_name(s.type))},
-                           {"n", s.n}, {"k", s.k}, {"experts", s.experts}, {"experts_used", s.used},
-                           {"launches_per_token", s.launches}, {"bytes_per_token", s.bytes},
-                           {"stock_us", s.stock_us}, {"profiled_us", s.profiled_us}, {"ideal_us", s.ideal_us},
-                           {"percent_of_copy_bandwidth", s.percent_of_copy},
-                           {"overhead_us_per_launch", s.overhead_us_per_launch}});
-    for (const auto& d : r.differences)
-      differences.push_back({{"launch", d.index}, {"role", d.role},
-                             {"max_abs_difference", std::isnan(d.max_abs_difference) ? nlohmann::json(nullptr) : nlohmann::json(d.max_abs_difference)},
-                             {"stock_rms", d.scale}});
-    j["breakdown"] = breakdown;
-    j["differences"] = differences;
+                        {"notes", plan.launches.notes}, {"kernel", "engine"}, {"probe", device.options().probe.string()}};
+    j.update(engine::replay_report_json(r));
     std::printf("%s\n", j.dump(2).c_str());
     return r.differences.empty() ? 0 : 5;  // a tuned launch computes something else: verification failed
   }

@@ -8,6 +8,9 @@
 #include <QFormLayout>
 #include <QHBoxLayout>
 #include <QHeaderView>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QLabel>
 #include <QLineEdit>
 #include <QMessageBox>
@@ -125,6 +128,20 @@ TunePanel::TunePanel(SessionDocument* doc, QWidget* parent) : QWidget(parent), d
   // Every step in view at once.
   steps_->setMinimumHeight(steps_->horizontalHeader()->sizeHint().height() +
                            int(std::size(tune::kSteps)) * steps_->verticalHeader()->defaultSectionSize() + 2 * steps_->frameWidth());
+  token_head_ = new QLabel(QStringLiteral("Where a token's GEMV time goes: after the replay step."));
+  token_head_->setWordWrap(true);
+  token_head_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  token_ = new QTableWidget(0, 7);
+  token_->setHorizontalHeaderLabels({QStringLiteral("Launch"), QStringLiteral("Per token"), QStringLiteral("Stock µs"),
+                                     QStringLiteral("Profile µs"), QStringLiteral("At copy BW µs"), QStringLiteral("Stock % of copy BW"),
+                                     QStringLiteral("Overhead µs/launch")});
+  token_->horizontalHeaderItem(4)->setToolTip(QStringLiteral("the launches' weight bytes at the measured copy bandwidth: the floor"));
+  token_->horizontalHeaderItem(6)->setToolTip(QStringLiteral("stock µs beyond the bytes' time, per launch: ramp, tail and launch cost"));
+  token_->verticalHeader()->hide();
+  token_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  token_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  token_->setMinimumHeight(90);
+  connect(runner_, &TuneRunner::replayReady, this, &TunePanel::showReplay);
   progress_ = new QProgressBar;
   status_ = new QLabel;
   status_->setWordWrap(true);
@@ -140,10 +157,11 @@ TunePanel::TunePanel(SessionDocument* doc, QWidget* parent) : QWidget(parent), d
   bench_head_ = new QLabel(QStringLiteral("No bench yet: give llama-bench and Tune, or Bench only."));
   bench_head_->setWordWrap(true);
   bench_head_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-  chart_ = new QChartView;
+  // Given its chart at construction: QChartView() makes a default chart that setChart() would
+  // release without deleting (LeakSanitizer found it in every window).
+  chart_ = new QChartView(new QChart);
   chart_->setRenderHint(QPainter::Antialiasing);
   chart_->setMinimumSize(320, 240);
-  chart_->setChart(new QChart);
   connect(bench_view_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
           [this](const QModelIndex& i) { showSamples(i.row()); });
   connect(bench_, &QAbstractItemModel::modelReset, this, [this] {
@@ -159,6 +177,8 @@ TunePanel::TunePanel(SessionDocument* doc, QWidget* parent) : QWidget(parent), d
   ll->addWidget(steps_, 1);
   ll->addWidget(progress_);
   ll->addWidget(status_);
+  ll->addWidget(token_head_);
+  ll->addWidget(token_, 1);
   auto* right = new QWidget;
   auto* rl = new QVBoxLayout(right);
   rl->addWidget(bench_head_);
@@ -250,6 +270,49 @@ void TunePanel::setNcols(const QString& list) { ncols_->setText(list); }
 void TunePanel::setOutput(const QString& profile) { output_->setText(profile); }
 void TunePanel::setPatch(bool on) { patch_->setChecked(on); }
 QChart* TunePanel::samplesChart() const { return chart_->chart(); }
+QString TunePanel::tokenTimeHead() const { return token_head_->text(); }
+
+void TunePanel::showReplay(const QByteArray& replay_json) {
+  const QJsonObject r = QJsonDocument::fromJson(replay_json).object();
+  const QJsonArray shares = r.value(QStringLiteral("breakdown")).toArray();
+  token_->setRowCount(0);
+  double stock = 0, profiled = 0, ideal = 0;
+  auto number = [](double v, int decimals) {
+    auto* item = new QTableWidgetItem(QString::number(v, 'f', decimals));
+    item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+    return item;
+  };
+  for (const QJsonValue& v : shares) {  // largest stock time first, as the replay orders them
+    const QJsonObject s = v.toObject();
+    QString launch = QStringLiteral("%1 %2 %3×%4").arg(s.value(QStringLiteral("kind")).toString(), s.value(QStringLiteral("type")).toString())
+                         .arg(s.value(QStringLiteral("n")).toInteger()).arg(s.value(QStringLiteral("k")).toInteger());
+    if (s.value(QStringLiteral("experts")).toInteger() > 0)
+      launch += QStringLiteral(" (%1 of %2 experts)").arg(s.value(QStringLiteral("experts_used")).toInteger()).arg(s.value(QStringLiteral("experts")).toInteger());
+    const int row = token_->rowCount();
+    token_->insertRow(row);
+    token_->setItem(row, 0, new QTableWidgetItem(launch));
+    token_->setItem(row, 1, number(double(s.value(QStringLiteral("launches_per_token")).toInteger()), 0));
+    token_->setItem(row, 2, number(s.value(QStringLiteral("stock_us")).toDouble(), 1));
+    token_->setItem(row, 3, number(s.value(QStringLiteral("profiled_us")).toDouble(), 1));
+    token_->setItem(row, 4, number(s.value(QStringLiteral("ideal_us")).toDouble(), 1));
+    token_->setItem(row, 5, number(s.value(QStringLiteral("percent_of_copy_bandwidth")).toDouble(), 0));
+    token_->setItem(row, 6, number(s.value(QStringLiteral("overhead_us_per_launch")).toDouble(), 2));
+    stock += s.value(QStringLiteral("stock_us")).toDouble();
+    profiled += s.value(QStringLiteral("profiled_us")).toDouble();
+    ideal += s.value(QStringLiteral("ideal_us")).toDouble();
+  }
+  if (shares.isEmpty()) {
+    token_head_->setText(QStringLiteral("Where a token's GEMV time goes: this replay has no per-launch breakdown."));
+    return;
+  }
+  // Percent of copy bandwidth: the bytes' time over the time taken (100 % = the launches read at copy speed).
+  token_head_->setText(QStringLiteral("Where a token's GEMV time goes (each launch shape's launches of a token timed on their own, in the "
+                                      "engine): %1 µs stock, %2 µs with the profile; their bytes take %3 µs at the measured copy bandwidth "
+                                      "(%4 GB/s), so stock reaches %5 % of it and the profile %6 %.")
+                           .arg(stock, 0, 'f', 1).arg(profiled, 0, 'f', 1).arg(ideal, 0, 'f', 1)
+                           .arg(r.value(QStringLiteral("copy_bandwidth_gbs")).toDouble(), 0, 'f', 0)
+                           .arg(stock > 0 ? 100 * ideal / stock : 0, 0, 'f', 0).arg(profiled > 0 ? 100 * ideal / profiled : 0, 0, 'f', 0));
+}
 QString TunePanel::statusText() const { return status_->text(); }
 
 engine::BenchOptions TunePanel::benchOptions() const {

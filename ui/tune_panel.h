@@ -47,6 +47,11 @@ class TunePanel : public QWidget {
 
   TuneRunner* runner() const { return runner_; }
   QTableWidget* steps() const { return steps_; }
+  // Where a token's GEMV time goes: the replay's launch shapes, stock and with the profile, against
+  // their bytes at the measured copy bandwidth; its head line sums them.
+  QTableWidget* tokenTime() const { return token_; }
+  QString tokenTimeHead() const;
+  void showReplay(const QByteArray& replay_json);
   BenchModel* benchModel() const { return bench_; }
   QChart* samplesChart() const;
   QString statusText() const;
@@ -82,6 +87,8 @@ class TunePanel : public QWidget {
   QPushButton* bench_only_;
   QPushButton* cancel_;
   QTableWidget* steps_;
+  QLabel* token_head_;
+  QTableWidget* token_;
   QProgressBar* progress_;
   QLabel* status_;
   BenchModel* bench_;

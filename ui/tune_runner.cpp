@@ -82,6 +82,7 @@ void TuneRunner::startTune(tune::TuneOptions o) {
       post([this, p, text = qs(p.current)] { Q_EMIT progress(p.done, p.total, text, p.eta_s); });
     };
     const tune::TuneReport r = tune::run_tune(o, ev);
+    if (r.replay) post([this, j = QByteArray::fromStdString(r.replay->dump())] { Q_EMIT replayReady(j); });
     if (r.bench) post([this, b = *r.bench] { Q_EMIT benchReady(b); });
     return QStringLiteral("Tuned: the profile is %1").arg(qs(r.profile.string()));
   });

@@ -2,6 +2,7 @@
 // Runs core's tune (or its bench step alone) on a worker thread: the steps' events and every kind
 // of progress become queued signals, Cancel goes through core's cancellation flag. The GUI thread
 // never waits on the engine, the GPU or llama-bench.
+#include <QByteArray>
 #include <QObject>
 #include <QString>
 #include <QThread>
@@ -32,6 +33,7 @@ class TuneRunner : public QObject {
   void progress(int done, int total, const QString& text, double eta_s);
   void note(const QString& text);
   void benchReady(const temper::BenchRecord& record);
+  void replayReady(const QByteArray& replay_json);  // the replay step's numbers (docs/json.md, engine replay)
   void finished(const QString& summary);  // tune or bench done
   void failed(const QString& message, bool cancelled);
 

@@ -109,9 +109,7 @@ void ignore_file_size_signal() {
   if (::sigaction(SIGXFSZ, nullptr, &old) == 0 && old.sa_handler == SIG_DFL) std::signal(SIGXFSZ, SIG_IGN);
 }
 
-namespace {
-
-const char* node_kind(mode_t mode) {
+const char* node_kind(unsigned mode) {
   if (S_ISDIR(mode)) return "a directory";
   if (S_ISFIFO(mode)) return "a FIFO";
   if (S_ISCHR(mode)) return "a character device";
@@ -119,6 +117,8 @@ const char* node_kind(mode_t mode) {
   if (S_ISSOCK(mode)) return "a socket";
   return "not a regular file";
 }
+
+namespace {
 
 // /dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N: an open descriptor of this process, whatever
 // it is (a terminal, a pipe, a file the shell redirected to).

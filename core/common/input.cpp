@@ -10,18 +10,10 @@
 #include <vector>
 
 #include "temper/error.h"
+#include "temper/fileio.h"
 
 namespace temper {
 namespace {
-
-const char* file_kind(mode_t mode) {
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISFIFO(mode)) return "a FIFO";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "not a regular file";
-}
 
 std::string mib(uint64_t bytes) {
   return bytes % (uint64_t{1} << 20) == 0 ? std::to_string(bytes >> 20) + " MiB" : std::to_string(bytes) + " bytes";
@@ -55,7 +47,7 @@ InputFile open_input(const std::filesystem::path& path, uint64_t max_bytes, std:
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);
-    fail(ErrorKind::BadInput, name + ": not a regular file (" + file_kind(st.st_mode) + ")");
+    fail(ErrorKind::BadInput, name + ": not a regular file (" + node_kind(st.st_mode) + ")");
   }
   const auto size = static_cast<uint64_t>(st.st_size);
   if (max_bytes != 0 && size > max_bytes) {

@@ -230,4 +230,29 @@ ReplayPrediction predict_replay(const ReplayPlan& plan, const Profile& profile, 
   return p;
 }
 
+nlohmann::json replay_report_json(const ReplayReport& r) {
+  using nlohmann::json;
+  auto arm = [](const ReplayArm& a) {
+    return json{{"median_us", a.median}, {"ci_low_us", a.ci_low}, {"ci_high_us", a.ci_high},
+                {"tokens", a.token_us.size()}, {"mmvq_launches", a.launches}, {"tuned_launches", a.tuned}};
+  };
+  json breakdown = json::array(), differences = json::array();
+  for (const auto& s : r.breakdown)
+    breakdown.push_back({{"kind", std::string(launch_name(s.launch))}, {"type", std::string(type_name(s.type))},
+                         {"n", s.n}, {"k", s.k}, {"experts", s.experts}, {"experts_used", s.used},
+                         {"launches_per_token", s.launches}, {"bytes_per_token", s.bytes},
+                         {"stock_us", s.stock_us}, {"profiled_us", s.profiled_us}, {"ideal_us", s.ideal_us},
+                         {"percent_of_copy_bandwidth", s.percent_of_copy},
+                         {"overhead_us_per_launch", s.overhead_us_per_launch}});
+  for (const auto& d : r.differences)
+    differences.push_back({{"launch", d.index}, {"role", d.role},
+                           {"max_abs_difference", std::isnan(d.max_abs_difference) ? json(nullptr) : json(d.max_abs_difference)},
+                           {"stock_rms", d.scale}});
+  return {{"stock", arm(r.stock)}, {"profiled", arm(r.profiled)}, {"speedup", r.speedup},
+          {"speedup_low", r.speedup_low}, {"speedup_high", r.speedup_high}, {"predicted_speedup", r.predicted_speedup},
+          {"predicted_saving_us", r.predicted_saving_us}, {"profile_entries_hit", r.profile_entries_hit},
+          {"real_bytes", r.real_bytes}, {"copy_bandwidth_gbs", r.copy_bandwidth_gbs},
+          {"launches_compared", r.launches_compared}, {"breakdown", breakdown}, {"differences", differences}};
+}
+
 }  // namespace temper::engine

@@ -129,17 +129,6 @@ int approved_count(const Profile& p, const std::string& arch) {
   return n;
 }
 
-json replay_json(const engine::ReplayReport& r) {
-  auto arm = [](const engine::ReplayArm& a) {
-    return json{{"median_us", a.median}, {"ci_low_us", a.ci_low}, {"ci_high_us", a.ci_high},
-                {"tokens", a.token_us.size()}, {"mmvq_launches", a.launches}, {"tuned_launches", a.tuned}};
-  };
-  return {{"stock", arm(r.stock)}, {"profiled", arm(r.profiled)}, {"speedup", r.speedup},
-          {"speedup_low", r.speedup_low}, {"speedup_high", r.speedup_high}, {"predicted_speedup", r.predicted_speedup},
-          {"predicted_saving_us", r.predicted_saving_us}, {"profile_entries_hit", r.profile_entries_hit},
-          {"real_bytes", r.real_bytes}, {"launches_compared", r.launches_compared}};
-}
-
 std::string replay_summary(const json& r) {
   return "GEMV time per token " + fmt("%.1f", r["stock"]["median_us"].get<double>()) + " µs stock, " +
          fmt("%.1f", r["profiled"]["median_us"].get<double>()) + " µs with the profile: speedup " +
@@ -474,7 +463,7 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
                                         " launches whose output differs with the profile (first: launch " + std::to_string(d.index) +
                                         ", " + d.role + ", max |stock - profile| " + fmt("%g", d.max_abs_difference) + "); " + undone);
     }
-    report.replay = replay_json(rr);
+    report.replay = engine::replay_report_json(rr);
     r.summary = replay_summary(*report.replay);
     return {{"input", replay_input}, {"result", *report.replay}};
   });

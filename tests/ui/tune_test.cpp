@@ -3,6 +3,9 @@
 // panel shows llama-bench's numbers per test and the arms' samples run by run; "Bench only" re-runs
 // llama-bench on the installed profile; Cancel stops a running bench and nothing is recorded.
 #include <QChart>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QPushButton>
 #include <QScatterSeries>
 #include <QSignalSpy>
@@ -43,10 +46,11 @@ struct Setup {
   }
 };
 
-QString cell(const QTableWidget* t, tune::Step s, int column) {
-  const QTableWidgetItem* i = t->item(int(s), column);
+QString cell(const QTableWidget* t, int row, int column) {
+  const QTableWidgetItem* i = t->item(row, column);
   return i ? i->text() : QString();
 }
+QString cell(const QTableWidget* t, tune::Step s, int column) { return cell(t, int(s), column); }
 
 }  // namespace
 
@@ -59,6 +63,7 @@ class TestTune : public QObject {
     auto panel = s.panel(doc);
     QSignalSpy started(panel->runner(), &TuneRunner::stepStarted);
     QSignalSpy done(panel.get(), &TunePanel::finished);
+    QSignalSpy replayed(panel->runner(), &TuneRunner::replayReady);
     QVERIFY(panel->startTune());
     QVERIFY(!panel->startTune());  // one at a time
     QVERIFY(done.wait(120000));
@@ -70,6 +75,20 @@ class TestTune : public QObject {
     QVERIFY2(cell(panel->steps(), tune::Step::Replay, 3).startsWith(QStringLiteral("GEMV time per token")),
              qPrintable(cell(panel->steps(), tune::Step::Replay, 3)));
     QVERIFY(cell(panel->steps(), tune::Step::Sweep, 2).endsWith(QStringLiteral(" s")));
+    // Where a token's time goes: a row per launch shape of the replay's breakdown, as it gave them.
+    QCOMPARE(replayed.count(), 1);
+    const QJsonArray shares = QJsonDocument::fromJson(replayed.front().front().toByteArray()).object().value(QStringLiteral("breakdown")).toArray();
+    QVERIFY(!shares.isEmpty());
+    QCOMPARE(panel->tokenTime()->rowCount(), int(shares.size()));
+    double stock = 0;
+    for (int row = 0; row < int(shares.size()); ++row) {
+      const QJsonObject share = shares[row].toObject();
+      QVERIFY(cell(panel->tokenTime(), row, 0).startsWith(share.value(QStringLiteral("kind")).toString() + QLatin1Char(' ') +
+                                                          share.value(QStringLiteral("type")).toString()));
+      QCOMPARE(cell(panel->tokenTime(), row, 2), QString::number(share.value(QStringLiteral("stock_us")).toDouble(), 'f', 1));
+      stock += share.value(QStringLiteral("stock_us")).toDouble();
+    }
+    QVERIFY2(panel->tokenTimeHead().contains(QStringLiteral("%1 µs stock").arg(stock, 0, 'f', 1)), qPrintable(panel->tokenTimeHead()));
     // The bench panel: a row per test, the stand-in's 10 %, and every sample of both arms in the chart.
     BenchModel* m = panel->benchModel();
     QCOMPARE(m->rowCount(), 2);

@@ -37,6 +37,9 @@ void check_output(const std::filesystem::path& path, const WriteOptions& options
 // of replacing a file: then nothing can be put beside it (a sweep's journal goes elsewhere).
 bool written_in_place(const std::filesystem::path& path);
 
+// What a stat mode that is not a regular file is, for messages: "a FIFO", "a directory", ...
+const char* node_kind(unsigned mode);
+
 // A file-size limit (RLIMIT_FSIZE) makes writes fail with EFBIG, reported as Error(Io), instead
 // of SIGXFSZ killing the process with a temporary file left behind. Writers call it; idempotent,
 // and it leaves a handler someone else installed alone.

@@ -34,6 +34,8 @@ ReplayPlan plan_replay(const GgufFile& file);
 #include <filesystem>
 #include <functional>
 
+#include <nlohmann/json.hpp>
+
 namespace temper::engine {
 
 class EngineDevice;
@@ -89,6 +91,11 @@ struct ReplayReport {
   int launches_compared = 0;
   std::vector<ReplayDifference> differences;
 };
+
+// The report as `temper engine replay --json` and `temper tune --json` print it (docs/json.md):
+// `stock`, `profiled`, `speedup*`, `predicted_*`, `profile_entries_hit`, `real_bytes`,
+// `copy_bandwidth_gbs`, `launches_compared`, `breakdown`, `differences`.
+nlohmann::json replay_report_json(const ReplayReport& r);
 
 // Where each launch's result lies in the replay's output arena (as the probe lays it out: each
 // result in its own slice, 256-byte aligned; the fused kinds' gate and up before it): offset and
