@@ -9,6 +9,7 @@
 #include "temper/codeobject.h"
 #include "temper/error.h"
 #include "temper/kernel_cache.h"
+#include "support/test_dir.h"
 
 namespace temper {
 namespace {
@@ -18,16 +19,13 @@ namespace fs = std::filesystem;
 class KernelCacheTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("temper-kcache-" + std::to_string(::getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    dir_ = test::fresh_test_dir("temper-kcache");
     ::setenv("TEMPER_KERNEL_CACHE", (dir_ / "cache").c_str(), 1);
   }
   void TearDown() override {
     ::unsetenv("TEMPER_KERNEL_CACHE");
     ::unsetenv("TEMPER_NVCC");
-    fs::remove_all(dir_);
+    test::remove_test_dir(dir_);
   }
   // body runs with $out = the -o argument; every call appends a line to calls.txt.
   void fake_nvcc(const std::string& body) {

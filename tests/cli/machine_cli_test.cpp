@@ -18,6 +18,8 @@
 #include "support/device_node.h"
 #include "support/upstream_tree.h"
 #include "temper/fileio.h"
+#include "support/shell_run.h"
+#include "support/test_dir.h"
 
 namespace temper {
 namespace {
@@ -25,43 +27,18 @@ namespace {
 namespace fs = std::filesystem;
 namespace fx = fixtures;
 
-struct Result {
-  int code = -1;
-  std::string out, err;
-  double seconds = 0;
-};
+using Result = test::ShellResult;
 
 class Cli32 : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("temper-cli32-" + std::to_string(::getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
+  void SetUp() override { dir_ = test::fresh_test_dir("temper-cli32"); }
+  void TearDown() override { test::remove_test_dir(dir_); }
 
   // A shell script run in the test's folder, $T being temper; a time limit makes a hang a failure.
   Result sh(const std::string& script) const {
     write_file_atomic(dir_ / "run.sh", script + "\n");
-    const fs::path err_file = dir_ / "stderr";
-    const std::string cmd = "cd '" + dir_.string() + "' && T='" + std::string(TEMPER_BIN) + "' timeout 60 sh run.sh 2>'" +
-                            err_file.string() + "'";
-    Result r;
-    const auto start = std::chrono::steady_clock::now();
-    FILE* p = ::popen(cmd.c_str(), "r");
-    if (!p) return r;
-    char buf[4096];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-    const int status = ::pclose(p);
-    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.err = read_file(err_file);
-    return r;
+    return test::run_shell("cd '" + dir_.string() + "' && T='" + std::string(TEMPER_BIN) + "' timeout 60 sh run.sh",
+                           dir_ / "stderr");
   }
   Result temper(const std::string& args) const { return sh("\"$T\" " + args); }
 

@@ -17,6 +17,8 @@
 #include "fixtures/fixtures.h"
 #include "temper/fileio.h"
 #include "temper/gguf.h"
+#include "support/shell_run.h"
+#include "support/test_dir.h"
 
 namespace temper {
 namespace {
@@ -24,36 +26,16 @@ namespace {
 namespace fs = std::filesystem;
 namespace fx = fixtures;
 
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
+using Result = test::ShellResult;
 
 class Cli : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("temper-robust-" + std::to_string(::getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
+  void SetUp() override { dir_ = test::fresh_test_dir("temper-robust"); }
+  void TearDown() override { test::remove_test_dir(dir_); }
 
   // Runs temper with a time limit (a hang is a failure, not a stuck test).
   Result temper(const std::string& args) const {
-    const fs::path err_file = dir_ / "stderr";
-    const std::string cmd = "cd '" + dir_.string() + "' && timeout 60 " + std::string(TEMPER_BIN) + " " + args + " 2>'" +
-                            err_file.string() + "'";
-    Result r;
-    FILE* p = ::popen(cmd.c_str(), "r");
-    if (!p) return r;
-    char buf[4096];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-    const int status = ::pclose(p);
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.err = read_file(err_file);
-    return r;
+    return test::run_shell("cd '" + dir_.string() + "' && timeout 60 " + std::string(TEMPER_BIN) + " " + args, dir_ / "stderr");
   }
 
   // A bad-input refusal: exit 2, one line naming `fragment`, never an internal error.

@@ -15,6 +15,7 @@
 #include "temper/error.h"
 #include "temper/fileio.h"
 #include "temper/input.h"
+#include "support/test_dir.h"
 
 namespace temper {
 namespace {
@@ -23,17 +24,8 @@ namespace fs = std::filesystem;
 
 class Outputs : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("temper-outputs-" + std::to_string(::getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::permissions(dir_, fs::perms::owner_all, fs::perm_options::add, ec);
-    fs::remove_all(dir_, ec);
-  }
+  void SetUp() override { dir_ = test::fresh_test_dir("temper-outputs"); }
+  void TearDown() override { test::remove_test_dir(dir_); }
   fs::path dir_;
 };
 

@@ -16,6 +16,7 @@
 #include "temper/error.h"
 #include "temper/fileio.h"
 #include "temper/input.h"
+#include "support/test_dir.h"
 
 namespace temper {
 namespace {
@@ -24,13 +25,8 @@ namespace fs = std::filesystem;
 
 class RobustIo : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("temper-robust-io-" + std::to_string(::getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
+  void SetUp() override { dir_ = test::fresh_test_dir("temper-robust-io"); }
+  void TearDown() override { test::remove_test_dir(dir_); }
   std::set<std::string> names() const {
     std::set<std::string> out;
     for (const auto& e : fs::directory_iterator(dir_)) out.insert(e.path().filename().string());

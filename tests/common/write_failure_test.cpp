@@ -14,6 +14,7 @@
 
 #include "temper/error.h"
 #include "temper/fileio.h"
+#include "support/test_dir.h"
 
 namespace temper {
 namespace {
@@ -22,17 +23,8 @@ namespace fs = std::filesystem;
 
 class WriteFailure : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("temper-write-failure-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
+  void SetUp() override { dir_ = test::fresh_test_dir("temper-write-failure"); }
+  void TearDown() override { test::remove_test_dir(dir_); }
   // Names in the directory, so a leftover temporary sibling shows up.
   std::set<std::string> names() const {
     std::set<std::string> out;

@@ -23,6 +23,7 @@
 #include "temper/engine_build.h"
 #include "temper/error.h"
 #include "temper/fileio.h"
+#include "support/test_dir.h"
 
 namespace fs = std::filesystem;
 using namespace temper;
@@ -34,19 +35,14 @@ const std::string kMarker = "// temper-hook v2: patched by Temper (temper engine
 class HookSafety : public ::testing::Test {
  protected:
   void SetUp() override {
-    base_ = fs::temp_directory_path() / ("temper-hook-safety-" + std::to_string(::getpid()) + "-" +
-                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(base_);
+    base_ = test::fresh_test_dir("temper-hook-safety");
     tree_ = base_ / "ggml";
     cuda_ = tree_ / "src" / "ggml-cuda";
     fs::create_directories(cuda_);
     write_file_atomic(base_ / "victim.txt", "the user's own file\n");
     write_file_atomic(tree_ / "src" / "precious.c", "int main() {}\n");
   }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(base_, ec);
-  }
+  void TearDown() override { test::remove_test_dir(base_); }
 
   // A tree as `engine patch` leaves it, built by hand: the marker line, the original kept, two hook
   // files, and a manifest with the hashes of what was written (the lines given, or the true ones).

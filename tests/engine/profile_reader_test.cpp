@@ -24,6 +24,7 @@
 #include "temper/fileio.h"
 #include "temper/profile.h"
 #include "temper/types.h"
+#include "support/test_dir.h"
 
 namespace temper {
 namespace {
@@ -200,13 +201,8 @@ TEST(ProfileReader, OnlyTheStringApprovedApproves) {
 
 class ReaderIo : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("temper-profile-reader-" + std::to_string(::getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
+  void SetUp() override { dir_ = test::fresh_test_dir("temper-profile-reader"); }
+  void TearDown() override { test::remove_test_dir(dir_); }
   fs::path dir_;
 };
 

@@ -12,29 +12,18 @@
 
 #include "fixtures/fixtures.h"
 #include "temper/fileio.h"
+#include "support/shell_run.h"
 
 namespace temper {
 namespace {
 
 namespace fx = fixtures;
 
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
+using Result = test::ShellResult;
 
 Result run_temper(const std::string& args) {
   const auto err_file = std::filesystem::temp_directory_path() / ("temper-inspect-err-" + std::to_string(::getpid()));
-  const std::string cmd = std::string(TEMPER_BIN) + " " + args + " 2>" + err_file.string();
-  Result r;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int status = ::pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.err = read_file(err_file);
+  Result r = test::run_shell(std::string(TEMPER_BIN) + " " + args, err_file);
   std::filesystem::remove(err_file);
   return r;
 }
