@@ -4,6 +4,7 @@
 #include <set>
 #include <sstream>
 
+#include "temper/format.h"
 #include "temper/profile.h"
 
 namespace temper {
@@ -18,11 +19,7 @@ std::string cell(std::string s) {
   return s;
 }
 
-std::string fixed(double v, const char* format = "%.2f") {
-  char b[32];
-  std::snprintf(b, sizeof b, format, v);
-  return b;
-}
+std::string fixed(double v, const char* format = "%.2f") { return format_number(format, v); }
 
 // llama-bench's own name of a test: pp128, tg128, pp512+tg128.
 std::string llama_test_name(const BenchTest& t) {

@@ -13,6 +13,7 @@
 #include "temper/engine_device.h"
 #include "temper/engine_replay.h"
 #include "temper/error.h"
+#include "temper/format.h"
 #include "temper/fileio.h"
 #include "temper/gguf.h"
 #include "temper/input.h"
@@ -51,11 +52,7 @@ std::string digest(std::initializer_list<std::string> parts) {
   return h.hex();
 }
 
-std::string fmt(const char* format, double v) {
-  char b[64];
-  std::snprintf(b, sizeof b, format, v);
-  return b;
-}
+std::string fmt(const char* format, double v) { return format_number(format, v); }
 
 // The tune journal: a header naming the model and the engine, then one JSON object a line — a
 // step's record ({"step", "input", "outcome", "summary", "seconds", ...}), or a bench run.
