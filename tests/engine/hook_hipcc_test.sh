@@ -14,14 +14,8 @@
 set -eu
 temper=$(cd "$(dirname "$1")" && pwd)/$(basename "$1") hipcc=$2 source=$3 llvm=$4 out=$5
 if [ -z "$hipcc" ] || [ ! -x "$hipcc" ]; then echo "SKIPPED: no hipcc"; exit 77; fi
-if [ -z "${TEMPER_UPSTREAM:-}" ]; then echo "SKIPPED: TEMPER_UPSTREAM is not set (a folder of extracted upstream trees)"; exit 77; fi
-upstream="$TEMPER_UPSTREAM/ggml-d99724f"
-if [ ! -d "$upstream/src/ggml-cuda" ]; then echo "SKIPPED: no upstream tree $upstream"; exit 77; fi
-rm -rf "$out" && mkdir -p "$out/ggml-d99724f"
-tree="$out/ggml-d99724f"
-cp -R "$upstream/include" "$upstream/src" "$tree/"  # what hipcc reads; the copy is patched, never the original
-chmod -R u+w "$tree"
-"$temper" engine patch "$tree" --kernel-set ci
+. "$(dirname "$0")/patched_upstream.sh"
+patched_upstream "$temper" "$out"
 # Temper's own q4_K code objects for both targets (to compare below), and with them gfx1100's device
 # libraries where the installed ROCm lacks them: the folder Temper makes.
 for arch in gfx1030 gfx1100; do

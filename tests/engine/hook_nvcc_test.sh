@@ -8,14 +8,8 @@
 set -eu
 temper=$(cd "$(dirname "$1")" && pwd)/$(basename "$1") nvcc=$2 out=$3 source=$4
 if [ -z "$nvcc" ] || [ ! -x "$nvcc" ]; then echo "SKIPPED: no nvcc"; exit 77; fi
-if [ -z "${TEMPER_UPSTREAM:-}" ]; then echo "SKIPPED: TEMPER_UPSTREAM is not set (a folder of extracted upstream trees)"; exit 77; fi
-upstream="$TEMPER_UPSTREAM/ggml-d99724f"
-if [ ! -d "$upstream/src/ggml-cuda" ]; then echo "SKIPPED: no upstream tree $upstream"; exit 77; fi
-rm -rf "$out" && mkdir -p "$out/ggml-d99724f"
-tree="$out/ggml-d99724f"
-cp -R "$upstream/include" "$upstream/src" "$tree/"  # what nvcc reads; the copy is patched, never the original
-chmod -R u+w "$tree"
-"$temper" engine patch "$tree" --kernel-set ci
+. "$(dirname "$0")/patched_upstream.sh"
+patched_upstream "$temper" "$out"
 cd "$tree"
 flags="-c -std=c++17 -O3 -arch=sm_90 -use_fast_math -extended-lambda -DNDEBUG -DGGML_CUDA_PEER_MAX_BATCH_SIZE=128
        -DGGML_CUDA_NO_FA -Iinclude -Isrc -Isrc/ggml-cuda"
