@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "temper/plan.h"
+#include "temper/profile.h"
 #include "temper/types.h"
 
 namespace temper {
@@ -48,6 +49,13 @@ struct ReplayOptions {
   // Also time each launch shape's launches of a token on their own, stock and with the profile
   // (ReplayReport::breakdown): `breakdown_tokens` tokens per shape and arm; 0: no breakdown.
   int breakdown_tokens = 10;
+  // Batch width of the replayed token (1..8): every launch reads `ncols` activation columns (ggml
+  // fuses gate/up at 1 only; MUL_MAT_ID then runs ncols tokens of `used` experts each).
+  int ncols = 1;
+  // mmvq/mmq picks forced in both arms (the probe's override, as a profile's path choice would do):
+  // the type's launches of that kind at this ncols run `path`; others as ggml (or the profile) picks.
+  struct ForcedPath { GgmlType type; Launch launch; MatPath path; };
+  std::vector<ForcedPath> forced_paths;
 };
 
 // Where a token's GEMV time goes: one launch shape's launches of a token, run as a graph of their

@@ -136,6 +136,43 @@ struct BenchRecord {
   std::vector<BenchTest> tests;
 };
 
+// ---- mmvq or mmq: ggml's own choice per (type, batch width) (issue 27, docs/profile-format.md) ----
+// At batch widths 2..8 ggml picks between mmvq and mmq (its should-use-mmvq tables for MUL_MAT, its
+// MUL_MAT_ID batch cap for experts). A path choice overrides that pick for one type on one device.
+enum class MatPath { Mmvq, Mmq };
+std::string_view mat_path_name(MatPath p);  // "mmvq", "mmq"
+std::optional<MatPath> parse_mat_path(std::string_view name);
+
+// How a choice was measured: one token's GEMVs replayed in the engine at batch width `ncols`
+// (engine replay), once with ggml's own pick everywhere (stock) and once with this type's launches
+// on `path`; µs per token, medians with 95 % CI, rounds interleaved.
+struct PathEvidence {
+  std::string source;  // tune's state folder id or the session id that made it
+  std::string device_name, device_arch;
+  std::string kernel;  // kernel_label: "engine ggml COMMIT hook V"
+  std::string model;   // the model file whose token was replayed
+  double stock_us = 0, stock_ci_low = 0, stock_ci_high = 0;
+  double path_us = 0, path_ci_low = 0, path_ci_high = 0;
+  double speedup = 1, speedup_low = 1, speedup_high = 1;  // stock / path, with CI
+};
+
+// One (arch, device, type, launch, ncols)'s path. `launch` is Launch::MulMat or Launch::MulMatId;
+// for MulMatId ggml's choice is a cap, so the hook runs mmq from the smallest approved mmq width of
+// the type upwards and never raises ggml's own cap (its kernels are compiled for that cap).
+struct PathChoice {
+  std::string arch;
+  ProfileDevice device;  // empty name: every device of the arch
+  GgmlType type = GgmlType::Q4_0;
+  Launch launch = Launch::MulMat;
+  int ncols = 2;                              // 2..8
+  MatPath path = MatPath::Mmq;                // what the engine runs with the profile
+  MatPath stock_path = MatPath::Mmvq;         // what ggml picks on that device
+  Approval approval = Approval::Pending;
+  std::string decided_at, note;
+  std::optional<PathEvidence> evidence;
+  auto key() const { return std::tie(arch, device, type, launch, ncols); }
+};
+
 struct Profile {
   int schema_version = kProfileSchemaVersion;
   std::string created;  // UTC ISO-8601
@@ -147,6 +184,8 @@ struct Profile {
   // Optional ("bench" in the JSON, absent when empty): llama-bench comparisons of this profile,
   // oldest first; a new record replaces one of the same device and model.
   std::vector<BenchRecord> benches;
+  // Optional ("paths" in the JSON, absent when empty): mmvq/mmq choices, sorted by key().
+  std::vector<PathChoice> paths;
 };
 
 // 16 hex digits over the approved entries of `arch` (every arch when empty): what the engine
