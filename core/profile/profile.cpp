@@ -34,6 +34,14 @@ std::optional<Approval> parse_approval(std::string_view name) {
   return std::nullopt;
 }
 
+std::string_view mat_path_name(MatPath p) { return p == MatPath::Mmq ? "mmq" : "mmvq"; }
+
+std::optional<MatPath> parse_mat_path(std::string_view name) {
+  for (MatPath p : {MatPath::Mmvq, MatPath::Mmq})
+    if (mat_path_name(p) == name) return p;
+  return std::nullopt;
+}
+
 ProfileDevice profile_device(const DeviceInfo& info) {
   return {info.name, info.compute_units, info.memory_bytes >> 20};
 }
