@@ -23,7 +23,12 @@
 #   tune     `temper tune --patch --llama-bench` from clean XDG cache and config folders, timed
 #   hand     llama-bench by hand: ROUNDS × TESTS × (stock: TEMPER_PROFILE= or the stock build; profile:
 #            TEMPER_PROFILE=the installed profile), -r REPS -o json, interleaved
-#   report   tune_compare.py: both tables side by side, agreement within 1 %; summary.md
+#   moe      the Qwen3-30B-A3B fixture (--runnable) tuned on the same engine (its probe build is
+#            reused): MOE_NCOLS (1,2,4,8), MOE_TESTS (tg128,pp8), the same rounds
+#   summary  tune_summary.py: every tune's steps, llama-bench, replay against prediction, mmvq/mmq
+#            crossover, per-launch breakdown, and what the grid beyond nwarps 16 / rows 8 bought
+#   hand     (not in the default) llama-bench by hand, as below; then `report`
+#   report   (not in the default) tune_compare.py: tune's table against the by-hand one, within 1 %
 #   retune   (not in the default) the same tune again: every step but the bench is skipped
 # Env: NCOLS (1,2,4,8), TESTS (tg128,pp2,pp4,pp8), ROUNDS (3), REPS (5), JOBS (nproc), ARCH (sm_90),
 # KERNEL_SET (the hook's instantiations in both builds; default q4_K,q6_K, the fixture's types: full
@@ -38,8 +43,9 @@ dry=0
 work="${WORK:-$here/build-tune$([[ $dry == 1 ]] && echo -dry)}"
 ev="$work/evidence"
 log="$ev/run.log"
-stages="${STAGES:-temper fixture llama tune hand report}"
-ncols="${NCOLS:-1,2,4,8}" tests="${TESTS:-tg128,pp2,pp4,pp8}" rounds="${ROUNDS:-3}" reps="${REPS:-5}"
+stages="${STAGES:-temper fixture llama tune moe summary}"
+ncols="${NCOLS:-1,2,4,8}" tests="${TESTS:-tg128,pp2,pp4,pp8}" rounds="${ROUNDS:-5}" reps="${REPS:-5}"
+moe_ncols="${MOE_NCOLS:-1,2,4,8}" moe_tests="${MOE_TESTS:-tg128,pp8}"
 jobs="${JOBS:-$(nproc)}" arch="${ARCH:-sm_90}" kernel_set="${KERNEL_SET:-q4_K,q6_K}"
 upstream="${UPSTREAM:-$here/.upstream/llama.cpp}"
 
@@ -93,7 +99,7 @@ if [[ $dry == 1 ]]; then
   llama_bench="${FAKE_LLAMA_BENCH:-$here/build-dev/tests/engine/temper_fake_llama_bench}"
   stock_bench="$llama_bench"
   export FAKE_LLAMA_BENCH_LOG="$ev/stand-in-invocations.log"  # numbers its invocations: each run its own noise
-  fixture=small-llama runnable=()  # the fake probe and the stand-in read no weights
+  fixture=small-llama moe_fixture=mini-moe runnable=()  # the fake probe and the stand-in read no weights
   for f in "$temper" "$fixture_bin" "$probe" "$llama_bench"; do
     [[ -x "$f" ]] || { say "tune_device: $f: not built (build temper, temper-fixture, temper_fake_probe, temper_fake_llama_bench)"; exit 1; }
   done
@@ -109,7 +115,7 @@ else
   temper="$work/temper/app/temper" fixture_bin="$work/temper/tests/fixtures/temper-fixture"
   llama_bench="$work/llama.cpp/build/bin/llama-bench" stock_bench="$llama_bench"
   [[ "${STOCK_BUILD:-0}" == 1 ]] && stock_bench="$work/llama.cpp-stock/build/bin/llama-bench"
-  fixture=llama3-8b-q4_k_m runnable=(--runnable)
+  fixture=llama3-8b-q4_k_m moe_fixture=qwen3-30b-a3b-q4_k_m runnable=(--runnable)
 fi
 model="$work/$fixture.gguf"
 say "== $(date -u +%FT%TZ) host $(uname -n), $(nproc) cores; commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'); mode $mode; stages: $stages"
@@ -192,6 +198,35 @@ if want retune; then
   t0=$(now)
   "$temper" tune "${tune_args[@]}" >"$ev/tune-again.json" 2>"$ev/tune-again.log" || { tail -20 "$ev/tune-again.log" | tee -a "$log" >&2; exit 1; }
   timed retune "$(ms "$t0")"
+fi
+
+if want moe; then
+  stage moe
+  moe_model="$work/$moe_fixture.gguf"
+  t0=$(now)
+  "$fixture_bin" "${runnable[@]}" "$moe_fixture" "$moe_model" 2>&1 | tee -a "$log" >&2
+  [[ ${PIPESTATUS[0]} == 0 ]] || exit 1
+  timed moe-fixture "$(ms "$t0")"
+  moe_args=("$moe_model" "${tune_args[@]:1}")
+  for i in "${!moe_args[@]}"; do
+    [[ "${moe_args[$i]}" == --ncols ]] && moe_args[$((i + 1))]="$moe_ncols"
+    [[ "${moe_args[$i]}" == --tests ]] && moe_args[$((i + 1))]="$moe_tests"
+  done
+  t0=$(now)
+  "$temper" tune "${moe_args[@]}" >"$ev/tune-moe.json" 2>"$ev/tune-moe.log" || { tail -20 "$ev/tune-moe.log" | tee -a "$log" >&2; exit 1; }
+  timed tune-moe "$(ms "$t0")"
+  cp "$profile" "$ev/engine-profile-after-moe.json"
+  cp "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["session"])' "$ev/tune-moe.json")" "$ev/sweep-moe.session.json"
+fi
+
+if want summary; then
+  stage summary
+  args=()
+  [[ -f "$ev/tune.json" ]] && args+=("dense=$ev/tune.json")
+  [[ -f "$ev/tune-moe.json" ]] && args+=("moe=$ev/tune-moe.json")
+  for f in "$ev"/*.session.json; do [[ -f "$f" ]] && args+=(--session "$f"); done
+  python3 bench/tune_summary.py "${args[@]}" >"$ev/summary.md" || exit 1
+  cat "$ev/summary.md" >&2
 fi
 
 # By hand: llama-bench itself, the same arms and arguments, interleaved run by run (tgN: -p 0 -n N;
