@@ -23,6 +23,8 @@
 #   tune     `temper tune --patch --llama-bench` from clean XDG cache and config folders, timed
 #   hand     llama-bench by hand: ROUNDS × TESTS × (stock: TEMPER_PROFILE= or the stock build; profile:
 #            TEMPER_PROFILE=the installed profile), -r REPS -o json, interleaved
+#   axis     the installed profile against itself without the grid beyond nwarps 16 / rows 8
+#            (profile_old_grid.py), each replayed in the engine against stock
 #   moe      the Qwen3-30B-A3B fixture (--runnable) tuned on the same engine (its probe build is
 #            reused): MOE_NCOLS (1,2,4,8), MOE_TESTS (tg128,pp8), the same rounds
 #   summary  tune_summary.py: every tune's steps, llama-bench, replay against prediction, mmvq/mmq
@@ -43,7 +45,7 @@ dry=0
 work="${WORK:-$here/build-tune$([[ $dry == 1 ]] && echo -dry)}"
 ev="$work/evidence"
 log="$ev/run.log"
-stages="${STAGES:-temper fixture llama tune moe summary}"
+stages="${STAGES:-temper fixture llama tune axis moe summary}"
 ncols="${NCOLS:-1,2,4,8}" tests="${TESTS:-tg128,pp2,pp4,pp8}" rounds="${ROUNDS:-5}" reps="${REPS:-5}"
 moe_ncols="${MOE_NCOLS:-1,2,4,8}" moe_tests="${MOE_TESTS:-tg128,pp8}"
 jobs="${JOBS:-$(nproc)}" arch="${ARCH:-sm_90}" kernel_set="${KERNEL_SET:-q4_K,q6_K}"
@@ -200,6 +202,19 @@ if want retune; then
   timed retune "$(ms "$t0")"
 fi
 
+if want axis; then
+  stage axis
+  [[ -f "$ev/sweep.session.json" ]] || { say "tune_device: no sweep session (run the tune stage first)"; exit 1; }
+  python3 bench/profile_old_grid.py "$profile" "$ev/sweep.session.json" "$ev/profile-old-grid.json" 2>&1 | tail -15 | tee -a "$log" >&2
+  if [[ $dry == 1 ]]; then engine_args=(--probe "$probe"); else engine_args=(--engine-src "$work/llama.cpp" --arch "$arch" --kernel-set "$kernel_set"); fi
+  t0=$(now)
+  for p in full="$profile" old-grid="$ev/profile-old-grid.json"; do
+    "$temper" engine replay "$model" "${engine_args[@]}" --profile "${p#*=}" --rounds "$rounds" --json >"$ev/replay-${p%%=*}.json" 2>>"$log" ||
+      { say "tune_device: the replay of ${p#*=} failed"; exit 1; }
+  done
+  timed axis "$(ms "$t0")"
+fi
+
 if want moe; then
   stage moe
   moe_model="$work/$moe_fixture.gguf"
@@ -225,6 +240,7 @@ if want summary; then
   [[ -f "$ev/tune.json" ]] && args+=("dense=$ev/tune.json")
   [[ -f "$ev/tune-moe.json" ]] && args+=("moe=$ev/tune-moe.json")
   for f in "$ev"/*.session.json; do [[ -f "$f" ]] && args+=(--session "$f"); done
+  for f in "$ev"/replay-*.json; do [[ -f "$f" ]] && args+=(--replay "$(basename "$f" .json)=$f"); done
   python3 bench/tune_summary.py "${args[@]}" >"$ev/summary.md" || exit 1
   cat "$ev/summary.md" >&2
 fi

@@ -5,7 +5,7 @@ it measured and where a token's GEMV time goes; per sweep session what each grid
 the old grid (nwarps ≤ 16, rows_per_block ≤ 8) bought: per (shape, ncols) the best verified median
 of the whole grid against the best of the old grid.
 
-usage: tune_summary.py [--session SESSION_JSON]... LABEL=TUNE_JSON...
+usage: tune_summary.py [--session SESSION_JSON]... [--replay LABEL=REPLAY_JSON]... LABEL=TUNE_JSON...
 
 Exit 2 on unreadable input; otherwise 0 (it reports, it does not judge)."""
 import argparse
@@ -108,6 +108,7 @@ def axis_section(path, s):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--session", action="append", default=[])
+    ap.add_argument("--replay", action="append", default=[], help="LABEL=`temper engine replay --json` output")
     ap.add_argument("tunes", nargs="*")
     a = ap.parse_args()
     lines = []
@@ -116,6 +117,15 @@ def main():
         if not path:
             fail(f"{item}: expected LABEL=TUNE_JSON")
         lines += tune_section(label, load(path)) + [""]
+    if a.replay:
+        lines += ["## Replays (engine, stock against a profile)", "", "| profile | stock µs | profile µs | speedup | 95 % CI | tuned launches |",
+                  "|---|---:|---:|---:|---|---:|"]
+        for item in a.replay:
+            label, _, path = item.partition("=")
+            r = load(path)
+            lines.append(f"| {label} | {r['stock']['median_us']:.1f} | {r['profiled']['median_us']:.1f} | **{r['speedup']:.4f}** | "
+                         f"[{r['speedup_low']:.4f}, {r['speedup_high']:.4f}] | {r['profiled'].get('tuned_launches')} of {r['profiled'].get('mmvq_launches')} |")
+        lines.append("")
     for path in a.session:
         lines += axis_section(path, load(path))
     print("\n".join(lines))
