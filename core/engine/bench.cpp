@@ -178,7 +178,7 @@ struct RunOutput {
 // Runs `exe` with `args`, TEMPER_PROFILE set to `profile` in its environment, in its own process
 // group (Ctrl-C on Temper's terminal reaches Temper, which ends the child), dying with Temper (a
 // killed tune leaves no llama-bench running beside the one that resumes it). Stdout and stderr are
-// captured whole, apart; `cancel` stops the child (SIGTERM, then SIGKILL) and throws Error(Cancelled).
+// captured whole, apart; `cancel` stops the child (SIGTERM, SIGKILL 2 s later) and throws Error(Cancelled).
 RunOutput run_captured(const fs::path& exe, std::vector<std::string> args, const std::string& profile,
                        const std::atomic<bool>* cancel) {
   // The file itself, never one of that name on PATH.
