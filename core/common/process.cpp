@@ -3,12 +3,16 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <thread>
 
 #include "temper/error.h"
 
@@ -47,42 +51,133 @@ void write_all(int fd, const char* data, size_t size) {
   }
 }
 
-// Spawns argv with stdout and stderr into a new pipe; returns the pid and the pipe's read end.
-pid_t spawn(const std::vector<std::string>& argv, const ProcessOptions& o, int* read_end) {
-  if (argv.empty() || argv[0].empty()) fail(ErrorKind::Internal, "run_process: no program");
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) fail(ErrorKind::Io, std::string("cannot create a pipe: ") + std::strerror(errno));
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
-  if (o.with_stderr) posix_spawn_file_actions_adddup2(&actions, fds[1], 2);
-  else posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  // Default SIGPIPE in the child whatever Temper ignores: a cancelled reader ends its writers.
-  sigset_t defaults;
-  sigemptyset(&defaults);
-  sigaddset(&defaults, SIGPIPE);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-  short flags = POSIX_SPAWN_SETSIGDEF;
-  if (o.own_group) {
-    posix_spawnattr_setpgroup(&attr, 0);
-    flags |= POSIX_SPAWN_SETPGROUP;
+// argv[0] as execve takes it: itself when it holds a '/', else the first executable file of that name
+// in a directory of PATH, as posix_spawnp finds it. Looked up before fork (nothing between fork and
+// exec may allocate); empty, with `error` set, when there is none.
+std::string program_path(const std::string& name, int* error) {
+  if (name.find('/') != std::string::npos) return name;
+  const char* path = std::getenv("PATH");
+  const std::string_view dirs = path && *path ? path : "/bin:/usr/bin";
+  *error = ENOENT;
+  for (size_t from = 0; from <= dirs.size();) {
+    const size_t to = std::min(dirs.find(':', from), dirs.size());
+    const std::string dir(dirs.substr(from, to - from));
+    const std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
+    struct stat st {};
+    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+      if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+      *error = EACCES;
+    }
+    from = to + 1;
   }
-  posix_spawnattr_setflags(&attr, flags);
+  return {};
+}
+
+// `fd` as descriptor `target` of the program to be exec'd (dup2 onto itself would leave it close-on-exec).
+bool place(int fd, int target) {
+  return fd == target ? ::fcntl(fd, F_SETFD, 0) == 0 : ::dup2(fd, target) == target;
+}
+
+[[noreturn]] void exit_reporting_errno(int report) {
+  const int e = errno;
+  [[maybe_unused]] const ssize_t n = ::write(report, &e, sizeof e);
+  ::_exit(127);
+}
+
+// The child between fork and exec: async-signal-safe calls only (Temper has other threads, the GUI's
+// workers). `err` < 0: stderr to /dev/null. A failure's errno goes to `report` (closed by exec).
+[[noreturn]] void exec_child(const char* path, char* const* args, char* const* env, int out, int err, int report,
+                             const ProcessOptions& o, pid_t parent) {
+  if (o.own_group) ::setpgid(0, 0);
+  if (o.die_with_parent) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);  // Temper died before the prctl: nobody waits for this run
+  }
+  // Default SIGPIPE and SIGINT whatever Temper ignores (a cancelled reader ends its writers), and no
+  // signal blocked whatever the forking thread blocks (a cancel's SIGTERM must arrive).
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  for (int s : {SIGPIPE, SIGINT}) ::sigaction(s, &dfl, nullptr);
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  const int null_in = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (err < 0) err = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+  if (null_in < 0 || err < 0 || !place(out, 1) || !place(err, 2) || !place(null_in, 0)) exit_reporting_errno(report);
+  ::execve(path, args, env);
+  exit_reporting_errno(report);
+}
+
+struct Child {
+  pid_t pid = -1;
+  int out = -1;  // the read end of stdout's pipe (stderr's too unless read apart)
+  int err = -1;  // the read end of stderr's own pipe, or -1
+};
+
+Child spawn(const std::vector<std::string>& argv, const ProcessOptions& o) {
+  if (argv.empty() || argv[0].empty()) fail(ErrorKind::Internal, "run_process: no program");
+  int not_found = 0;
+  const std::string path = program_path(argv[0], &not_found);
+  if (path.empty()) fail(ErrorKind::Io, "cannot run " + argv[0] + ": " + std::strerror(not_found));
   std::vector<std::string> args = argv, env = child_environment(o.env);
   const std::vector<char*> arg_ptrs = pointers(args), env_ptrs = pointers(env);
-  pid_t pid = -1;
-  const int rc = ::posix_spawnp(&pid, args[0].c_str(), &actions, &attr, arg_ptrs.data(), env_ptrs.data());
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
-  ::close(fds[1]);
-  if (rc != 0) {
-    ::close(fds[0]);
-    fail(ErrorKind::Io, "cannot run " + argv[0] + ": " + std::strerror(rc));
+  std::vector<int> opened;
+  const auto open_pipe = [&](int fds[2]) {
+    if (::pipe2(fds, O_CLOEXEC) != 0) {
+      const int e = errno;
+      for (int fd : opened) ::close(fd);
+      fail(ErrorKind::Io, std::string("cannot create a pipe: ") + std::strerror(e));
+    }
+    opened.insert(opened.end(), {fds[0], fds[1]});
+  };
+  int out[2], err[2] = {-1, -1}, report[2];
+  open_pipe(out);
+  if (o.capture_stderr) open_pipe(err);
+  open_pipe(report);
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid == 0)
+    exec_child(path.c_str(), arg_ptrs.data(), env_ptrs.data(), out[1], o.capture_stderr ? err[1] : o.with_stderr ? out[1] : -1,
+               report[1], o, parent);
+  const int fork_errno = errno;
+  for (int fd : {out[1], err[1], report[1]})
+    if (fd >= 0) ::close(fd);
+  int exec_errno = 0;
+  ssize_t got = 0;
+  if (pid > 0)
+    while ((got = ::read(report[0], &exec_errno, sizeof exec_errno)) < 0 && errno == EINTR) {}
+  ::close(report[0]);
+  if (pid < 0 || got == ssize_t(sizeof exec_errno)) {
+    if (pid > 0)
+      while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {}
+    for (int fd : {out[0], err[0]})
+      if (fd >= 0) ::close(fd);
+    fail(ErrorKind::Io, "cannot run " + argv[0] + ": " + std::strerror(pid < 0 ? fork_errno : exec_errno));
   }
-  *read_end = fds[0];
-  return pid;
+  return {pid, out[0], err[0]};
+}
+
+int wait_for(pid_t pid) {
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+  return status;
+}
+
+// A program sent SIGTERM, reaped; with o.kill_after, SIGKILLed (its group with own_group) when it has
+// not ended by then. What is left of its group is killed too: nothing of a cancelled run goes on.
+int reap_cancelled(pid_t pid, const ProcessOptions& o) {
+  if (o.kill_after.count() <= 0) return wait_for(pid);
+  const auto deadline = std::chrono::steady_clock::now() + o.kill_after;
+  int status = 0;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (::waitpid(pid, &status, WNOHANG) == pid) {
+      if (o.own_group) ::kill(-pid, SIGKILL);
+      return status;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ::kill(o.own_group ? -pid : pid, SIGKILL);
+  return wait_for(pid);
 }
 
 int exit_status(int status) {
@@ -99,10 +194,9 @@ int run_process(const std::vector<std::string>& argv, const ProcessOptions& o) {
     const std::string head = "$ " + command_text(argv) + "\n";
     write_all(log, head.data(), head.size());
   }
-  int fd = -1;
-  pid_t pid = -1;
+  Child child;
   try {
-    pid = spawn(argv, o, &fd);
+    child = spawn(argv, o);
   } catch (...) {
     if (log >= 0) ::close(log);
     throw;
@@ -110,29 +204,40 @@ int run_process(const std::vector<std::string>& argv, const ProcessOptions& o) {
   std::string pending;
   bool cancelled = false;
   char buf[4096];
-  for (;;) {
+  pollfd fds[2] = {{child.out, POLLIN, 0}, {child.err, POLLIN, 0}};  // poll skips a negative fd
+  while (fds[0].fd >= 0 || fds[1].fd >= 0) {
     if (o.cancel && o.cancel->load()) {
       cancelled = true;
-      ::kill(o.own_group ? -pid : pid, SIGTERM);
+      ::kill(o.own_group ? -child.pid : child.pid, SIGTERM);
       break;
     }
-    pollfd p{fd, POLLIN, 0};
-    const int ready = ::poll(&p, 1, 100);
+    const int ready = ::poll(fds, 2, 100);
     if (ready < 0 && errno != EINTR) break;
     if (ready <= 0) continue;
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    if (n <= 0) break;  // every writer has closed its end
-    if (log >= 0) write_all(log, buf, static_cast<size_t>(n));
-    if (o.capture) o.capture->append(buf, static_cast<size_t>(n));
-    if (!o.on_line) continue;
-    pending.append(buf, static_cast<size_t>(n));
-    for (size_t nl; (nl = pending.find('\n')) != std::string::npos; pending.erase(0, nl + 1)) o.on_line(pending.substr(0, nl));
+    for (pollfd& p : fds) {
+      if (p.fd < 0 || !(p.revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      const ssize_t n = ::read(p.fd, buf, sizeof buf);
+      if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+      if (n <= 0) {  // every writer has closed its end
+        ::close(p.fd);
+        p.fd = -1;
+        continue;
+      }
+      if (&p == &fds[1]) {
+        o.capture_stderr->append(buf, static_cast<size_t>(n));
+        continue;
+      }
+      if (log >= 0) write_all(log, buf, static_cast<size_t>(n));
+      if (o.capture) o.capture->append(buf, static_cast<size_t>(n));
+      if (!o.on_line) continue;
+      pending.append(buf, static_cast<size_t>(n));
+      for (size_t nl; (nl = pending.find('\n')) != std::string::npos; pending.erase(0, nl + 1)) o.on_line(pending.substr(0, nl));
+    }
   }
   if (!cancelled && o.on_line && !pending.empty()) o.on_line(pending);
-  ::close(fd);  // writers still running die of SIGPIPE at their next line
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+  for (const pollfd& p : fds)  // writers still running die of SIGPIPE at their next line
+    if (p.fd >= 0) ::close(p.fd);
+  const int status = cancelled ? reap_cancelled(child.pid, o) : wait_for(child.pid);
   if (log >= 0) {
     if (cancelled) write_all(log, "cancelled\n", 10);
     ::close(log);

@@ -1,29 +1,20 @@
 // `temper engine bench`: the user's llama-bench, stock and with the profile, interleaved run by run.
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
-#include <cstring>
 #include <regex>
 #include <sstream>
-#include <thread>
 
 #include <nlohmann/json.hpp>
 
 #include "temper/engine_bench.h"
 #include "temper/error.h"
 #include "temper/input.h"
+#include "temper/process.h"
 #include "temper/stats.h"
-
-extern char** environ;
 
 namespace temper::engine {
 namespace fs = std::filesystem;
@@ -184,105 +175,30 @@ struct RunOutput {
   std::string out, err;
 };
 
-// Runs `argv` without a shell, TEMPER_PROFILE set to `profile` in its environment, in its own process
+// Runs `exe` with `args`, TEMPER_PROFILE set to `profile` in its environment, in its own process
 // group (Ctrl-C on Temper's terminal reaches Temper, which ends the child), dying with Temper (a
 // killed tune leaves no llama-bench running beside the one that resumes it). Stdout and stderr are
-// captured whole; `cancel` stops the child (SIGTERM, then SIGKILL) and throws Error(Cancelled).
-RunOutput run_captured(const std::vector<std::string>& argv, const std::string& profile, const std::atomic<bool>* cancel) {
-  std::vector<std::string> env;
-  for (char** e = environ; *e; ++e)
-    if (std::strncmp(*e, "TEMPER_PROFILE=", 15) != 0) env.emplace_back(*e);
-  env.push_back("TEMPER_PROFILE=" + profile);
-  std::vector<char*> envp, args;
-  for (auto& e : env) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> argv_copy = argv;
-  for (auto& a : argv_copy) args.push_back(a.data());
-  args.push_back(nullptr);
-
-  int out_pipe[2], err_pipe[2];
-  if (::pipe2(out_pipe, O_CLOEXEC) != 0) fail(ErrorKind::Io, std::string("pipe: ") + std::strerror(errno));
-  if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
-    ::close(out_pipe[0]), ::close(out_pipe[1]);
-    fail(ErrorKind::Io, std::string("pipe: ") + std::strerror(errno));
-  }
-  int report[2];  // the child's exec errno, if exec fails; closed by a successful exec (O_CLOEXEC)
-  if (::pipe2(report, O_CLOEXEC) != 0) {
-    for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) ::close(fd);
-    fail(ErrorKind::Io, std::string("pipe: ") + std::strerror(errno));
-  }
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    // The child: async-signal-safe calls only (Temper may have other threads, the GUI's worker).
-    ::setpgid(0, 0);                     // Ctrl-C on Temper's terminal reaches Temper, which ends the run
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // Temper killed, even with -9: the run ends with it
-    if (::getppid() != parent) ::_exit(127);
-    struct sigaction dfl {};
-    dfl.sa_handler = SIG_DFL;
-    for (int s : {SIGPIPE, SIGINT}) ::sigaction(s, &dfl, nullptr);
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    const int null = ::open("/dev/null", O_RDONLY);
-    ::dup2(null, 0);
-    ::dup2(out_pipe[1], 1);
-    ::dup2(err_pipe[1], 2);
-    ::execve(args[0], args.data(), envp.data());
-    const int e = errno;
-    [[maybe_unused]] const ssize_t w = ::write(report[1], &e, sizeof e);
-    ::_exit(127);
-  }
-  ::close(out_pipe[1]);
-  ::close(err_pipe[1]);
-  ::close(report[1]);
-  int exec_errno = 0;
-  const bool exec_failed = pid > 0 && ::read(report[0], &exec_errno, sizeof exec_errno) == ssize_t(sizeof exec_errno);
-  ::close(report[0]);
-  if (pid < 0 || exec_failed) {
-    const int e = pid < 0 ? errno : exec_errno;
-    if (pid > 0) ::waitpid(pid, nullptr, 0);
-    ::close(out_pipe[0]), ::close(err_pipe[0]);
-    fail(ErrorKind::BadInput, argv[0] + ": cannot start: " + std::strerror(e));
-  }
+// captured whole, apart; `cancel` stops the child (SIGTERM, SIGKILL 2 s later) and throws Error(Cancelled).
+RunOutput run_captured(const fs::path& exe, std::vector<std::string> args, const std::string& profile,
+                       const std::atomic<bool>* cancel) {
+  // The file itself, never one of that name on PATH.
+  args.insert(args.begin(), exe.has_parent_path() ? exe.string() : "./" + exe.string());
   RunOutput r;
-  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
-  std::string* into[2] = {&r.out, &r.err};
-  int open_fds = 2;
-  bool cancelled = false;
-  while (open_fds > 0) {
-    if (cancel && cancel->load()) {
-      cancelled = true;
-      break;
-    }
-    if (::poll(fds, 2, 100) < 0 && errno != EINTR) break;
-    for (int i = 0; i < 2; ++i) {
-      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      char buf[65536];
-      const ssize_t n = ::read(fds[i].fd, buf, sizeof buf);
-      if (n > 0) {
-        into[i]->append(buf, size_t(n));
-      } else if (n == 0 || errno != EINTR) {
-        ::close(fds[i].fd);
-        fds[i].fd = -1;
-        --open_fds;
-      }
-    }
+  ProcessOptions o;
+  o.env = {"TEMPER_PROFILE=" + profile};
+  o.capture = &r.out;
+  o.capture_stderr = &r.err;
+  o.cancel = cancel;
+  o.kill_after = std::chrono::seconds(2);
+  o.own_group = true;
+  o.die_with_parent = true;
+  try {
+    r.status = run_process(args, o);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::Io) throw;
+    fail(ErrorKind::BadInput, e.what());  // a binary that cannot start is the user's to fix
   }
-  for (auto& f : fds)
-    if (f.fd >= 0) ::close(f.fd);
-  if (cancelled) {
-    ::kill(-pid, SIGTERM);
-    for (int i = 0; i < 20 && ::waitpid(pid, nullptr, WNOHANG) == 0; ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    ::kill(-pid, SIGKILL);
-    ::waitpid(pid, nullptr, 0);
-    fail(ErrorKind::Cancelled, "bench cancelled");
-  }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  if (r.status == kCancelled) fail(ErrorKind::Cancelled, "bench cancelled");
   return r;
 }
 
@@ -382,12 +298,12 @@ BenchResult run_bench(const BenchOptions& o, const BenchEvents& events, const st
       const double eta = measured > 0 ? elapsed / measured * double(seq.size() - i) : 0;
       events.progress({int(i), int(seq.size()), current, eta});
     }
-    const fs::path& exe = slot.profiled ? o.llama_bench : stock_bin;
-    std::vector<std::string> argv = {exe.string(), "-m", o.model.string()};
-    argv.insert(argv.end(), t.args.begin(), t.args.end());
-    argv.insert(argv.end(), {"-r", std::to_string(o.repetitions), "-o", "json"});
-    argv.insert(argv.end(), o.extra_args.begin(), o.extra_args.end());
-    const RunOutput run = run_captured(argv, slot.profiled ? profile_path : std::string(), o.cancel);
+    std::vector<std::string> args = {"-m", o.model.string()};
+    args.insert(args.end(), t.args.begin(), t.args.end());
+    args.insert(args.end(), {"-r", std::to_string(o.repetitions), "-o", "json"});
+    args.insert(args.end(), o.extra_args.begin(), o.extra_args.end());
+    const RunOutput run = run_captured(slot.profiled ? o.llama_bench : stock_bin, std::move(args),
+                                       slot.profiled ? profile_path : std::string(), o.cancel);
     ++measured;
     if (run.status != 0)
       fail(ErrorKind::GpuFault, where + " exited with status " + std::to_string(run.status) + ": " + last_lines(run.err, 3));

@@ -3,6 +3,7 @@
 // so no argument is ever split, globbed or interpreted — a value like "sm_90;touch X" reaches the
 // program as one argument. argv[0] without a '/' is looked up on PATH.
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <functional>
 #include <optional>
@@ -18,17 +19,26 @@ struct ProcessOptions {
   std::function<void(const std::string&)> on_line;  // each line of stdout + stderr, as it comes
   std::string* capture = nullptr;   // stdout + stderr appended here, byte for byte
   bool with_stderr = true;          // false: stderr goes to /dev/null, only stdout is read
+  // Set: stderr is read apart from stdout and appended here (not logged, not in capture nor on_line).
+  std::string* capture_stderr = nullptr;
   // Set from another thread: the program is stopped (SIGTERM; its whole process group with
   // own_group) and run_process returns kCancelled.
   const std::atomic<bool>* cancel = nullptr;
+  // Above zero: a cancel's SIGTERM is followed this much later by SIGKILL (to the group with
+  // own_group) for a program still running; zero: run_process waits for it however long it takes.
+  std::chrono::milliseconds kill_after{0};
   // A process group of its own: a cancel reaches every process it started (compilers under a build
   // tool); without one, Ctrl-C on Temper's terminal reaches them as it reaches Temper.
   bool own_group = false;
+  // SIGKILL when the thread that started it ends (PR_SET_PDEATHSIG): Temper killed, even with -9,
+  // leaves the program no time to outlive it.
+  bool die_with_parent = false;
 };
 
 constexpr int kCancelled = -1;
 
-// Runs argv to its end; its exit status, 128 + N when signal N killed it, or kCancelled.
+// Runs argv to its end (stdin /dev/null, SIGPIPE and SIGINT at their defaults, no signal blocked);
+// its exit status, 128 + N when signal N killed it, or kCancelled.
 // Error(Io) "cannot run PROGRAM: why" when it cannot be started (not found, not executable).
 int run_process(const std::vector<std::string>& argv, const ProcessOptions& options = {});
 
