@@ -190,6 +190,41 @@ std::string read_git_commit(const fs::path& dir) {
   return {};
 }
 
+// A function of ggml's that decides between mmvq and mmq, and how Temper wraps it.
+struct PathDecision {
+  int bit;
+  std::string definition;       // upstream's line, as it opens the body
+  std::string stock_signature;  // ggml's own function, renamed
+  std::string wrapper_body;
+};
+
+// Wraps ggml_cuda_should_use_mmvq and get_mmvq_mmid_max_batch where `t` defines them (each at most
+// once; absence is fine: ggml 7180759 decides MUL_MAT inline in ggml-cuda.cu, which the hook never
+// touches). Returns the kPathHook* bits of what was wrapped.
+int wrap_path_decisions(std::string& t) {
+  static const PathDecision kDecisions[] = {
+      {kPathHookMulMat, "bool ggml_cuda_should_use_mmvq(enum ggml_type type, int cc, int64_t ne11) {\n",
+       "bool temper_stock_should_use_mmvq(enum ggml_type type, int cc, int64_t ne11)",
+       "    return temper_mmvq_use_mmvq((int) type, (long long) ne11, temper_stock_should_use_mmvq(type, cc, ne11));\n"},
+      {kPathHookMulMatId, "int get_mmvq_mmid_max_batch(ggml_type type, int cc) {\n",
+       "int temper_stock_mmvq_mmid_max_batch(ggml_type type, int cc)",
+       "    return temper_mmvq_mmid_max_batch((int) type, temper_stock_mmvq_mmid_max_batch(type, cc));\n"},
+  };
+  int mask = 0;
+  for (const PathDecision& d : kDecisions) {
+    const size_t at = t.find(d.definition);
+    if (at == std::string::npos || (at > 0 && t[at - 1] != '\n')) continue;
+    if (t.find(d.definition, at + 1) != std::string::npos) missing(d.definition.substr(0, d.definition.size() - 3) + " (found more than once)");
+    const std::string wrapper =
+        "static " + d.stock_signature + ";\n\n" +
+        "// Temper's tuning hook: the profile's or the probe's mmvq/mmq choice, else ggml's own (renamed below).\n" +
+        d.definition + d.wrapper_body + "}\n\n" + "static " + d.stock_signature + " {\n";
+    t.replace(at, d.definition.size(), wrapper);
+    mask |= d.bit;
+  }
+  return mask;
+}
+
 int patched_version(const std::string& text) {
   if (text.rfind(kMarkerPrefix, 0) != 0) return 0;
   return std::atoi(text.c_str() + std::string(kMarkerPrefix).size());
@@ -283,6 +318,10 @@ Patch make_patch(const std::string& source, const KernelSet& set, int hook_versi
   // 1. Our header, after upstream's.
   const std::string inc = "#include \"vecdotq.cuh\"\n";
   t.insert(find_once(t, inc, "#include \"vecdotq.cuh\"") + inc.size(), "#include \"temper-mmvq.cuh\"\n");
+
+  // 1b. ggml's mmvq/mmq decisions (hook v4), where this mmvq.cu defines them: each definition line
+  // becomes Temper's wrapper around ggml's own function, renamed (its body follows unchanged).
+  if (hook_version >= 4) out.path_hooks = wrap_path_decisions(t);
 
   // 2. The kernel's template and launch bounds.
   static const std::regex kernel_head(
@@ -381,6 +420,9 @@ Patch make_patch(const std::string& source, const KernelSet& set, int hook_versi
   const std::string placeholder = "TEMPER_HOOK_VERSION_WRITTEN_BY_PATCH";
   header.replace(find_once(header, placeholder, "the hook header's version placeholder"), placeholder.size(),
                  std::to_string(hook_version));
+  const std::string paths_placeholder = "TEMPER_PATH_HOOKS_WRITTEN_BY_PATCH";
+  if (const size_t at = header.find(paths_placeholder); at != std::string::npos)
+    header.replace(at, paths_placeholder.size(), std::to_string(out.path_hooks));
   out.files.emplace_back("temper-mmvq.cuh", header);
   out.files.emplace_back("temper-mmvq-api.h", std::string(hook_api()));
   out.files.emplace_back("temper-mmvq-runtime.cu", std::string(hook_runtime()));

@@ -32,6 +32,15 @@ int  temper_mmvq_captured(int out[4]);
 int  temper_mmvq_launch_captured(int nwarps, int rows, const void * vx, const void * vy);
 // ggml's own q8_1 quantizer, as MUL_MAT runs it before mmvq (x: ncols rows of k floats).
 void temper_mmvq_quantize_q8_1(const float * x, void * vy, int type_src0, long long k, long long ncols, void * stream);
+// The mmvq/mmq choice (hook v4). A path override for (launch 0 MUL_MAT or 2 MUL_MAT_ID, type, ncols
+// 2..8): path 1 mmvq, 2 mmq, 0 removes it (then the profile's choice, else ggml's own). For MUL_MAT_ID
+// an mmq override at ncols c lowers ggml's batch cap to c - 1; mmvq never raises it.
+void temper_mmvq_set_path_override(int launch, int type, int ncols, int path);
+// TEMPER_MMVQ_PATH_HOOKS: bit 0 MUL_MAT's choice wrapped, bit 1 MUL_MAT_ID's cap wrapped.
+int  temper_mmvq_path_hooks(void);
+// How many of ggml's decisions the hook answered otherwise than ggml (MUL_MAT choices flipped, MUL_MAT_ID
+// caps lowered), in all: the evidence that a forced or profiled path ran.
+long long temper_mmvq_path_changes(void);
 // Loads a profile now (path NULL: TEMPER_PROFILE, else the default path); prints its one line.
 void temper_mmvq_load_profile(const char * path);
 }

@@ -12,6 +12,7 @@
 #include "quantize.cuh"
 #include "unary.cuh"
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <cstdio>
@@ -89,7 +90,8 @@ temper_profile::TypeFacts type_facts(const std::string & name) {
     return f;
 }
 
-temper_profile::Loader g_profile(type_facts);
+temper_profile::Loader g_profile(type_facts, [](const std::string & l) { std::fprintf(stderr, "%s\n", l.c_str()); },
+                                 TEMPER_MMVQ_PATH_HOOKS);
 
 // What identifies a device for its own profile entries: arch, name, compute units.
 temper_profile::Device device_id(int device) {
@@ -109,6 +111,33 @@ temper_profile::Device device_id(int device) {
 }
 
 bool compiled_in(int /*launch*/, int type, int ncols, int nwarps, int rows) { return find_instance(type, ncols, nwarps, rows) != nullptr; }
+
+// The current device as the profile knows it (looked up once per thread and device).
+const temper_profile::Device & current_device() {
+    static thread_local int cached_device = -1;
+    static thread_local temper_profile::Device cached_id;
+    const int device = ggml_cuda_get_device();
+    if (device != cached_device) { cached_id = device_id(device); cached_device = device; }
+    return cached_id;
+}
+
+// ---- the mmvq/mmq choice (hook v4) ----
+using PathOverrideKey = std::tuple<int, int, int>;  // launch kind, type, ncols
+std::map<PathOverrideKey, int> g_path_overrides;     // the probe's (under g_mutex)
+std::atomic<long long> g_path_changes{0};
+
+bool mmvq_type(int type) {
+    return type >= 0 && type < GGML_TYPE_COUNT && ggml_is_quantized((ggml_type) type) && type != GGML_TYPE_Q8_1 && type != GGML_TYPE_Q8_K;
+}
+
+// The probe's path for (launch, type, ncols), else the profile's for this device; kNoPath: ggml's own.
+int path_choice(int launch, int type, int ncols) {
+    {
+        std::lock_guard<std::mutex> lock(g_mutex);
+        if (auto it = g_path_overrides.find(PathOverrideKey{launch, type, ncols}); it != g_path_overrides.end()) return it->second;
+    }
+    return g_profile.path(current_device(), compiled_in, launch, type, ncols);
+}
 
 }  // namespace
 
@@ -194,12 +223,8 @@ bool temper_mmvq_try_launch(int type, int ncols_dst, const temper_mmvq_args & a)
                 return true;
             }
         }
-        static thread_local int cached_device = -1;
-        static thread_local temper_profile::Device cached_id;
-        const int device = ggml_cuda_get_device();
-        if (device != cached_device) { cached_id = device_id(device); cached_device = device; }
         temper_profile::Config c;
-        if (!g_profile.lookup(cached_id, compiled_in, {k, type, a.nrows_x, (long long) a.ncols_x, ncols_dst}, &c)) return false;
+        if (!g_profile.lookup(current_device(), compiled_in, {k, type, a.nrows_x, (long long) a.ncols_x, ncols_dst}, &c)) return false;
         out = Choice{c.nwarps, c.rows};
         return true;
     };
@@ -234,6 +259,28 @@ bool temper_mmvq_try_launch(int type, int ncols_dst, const temper_mmvq_args & a)
     return true;
 }
 
+bool temper_mmvq_use_mmvq(int type, long long ne11, bool stock) {
+    if (ne11 < 2 || ne11 > 8 || !mmvq_type(type)) return stock;
+    ensure_registered();
+    const int path = path_choice(kMulMat, type, (int) ne11);
+    if (path == temper_profile::kNoPath) return stock;
+    const bool use = path == temper_profile::kMmvq;
+    if (use != stock) ++g_path_changes;
+    return use;
+}
+
+int temper_mmvq_mmid_max_batch(int type, int stock_cap) {
+    if (!mmvq_type(type)) return stock_cap;
+    ensure_registered();
+    // mmq from the smallest width whose choice is mmq on: the cap lowered below it, never raised.
+    for (int c = 2; c <= 8 && c <= stock_cap; ++c)
+        if (path_choice(kMulMatId, type, c) == temper_profile::kMmq) {
+            ++g_path_changes;
+            return c - 1;  // c >= 2
+        }
+    return stock_cap;
+}
+
 void temper_mmvq_note_launch(int nwarps, int nblocks_x) {
     g_last[0] = nwarps;
     g_last[1] = nblocks_x;
@@ -255,6 +302,15 @@ void temper_mmvq_set_override(int type, int n, int k, int ncols, int nwarps, int
 }
 
 int temper_mmvq_last_launch_kind(void) { return g_last_kind.load(); }
+
+void temper_mmvq_set_path_override(int launch, int type, int ncols, int path) {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    if (path != temper_profile::kMmvq && path != temper_profile::kMmq) g_path_overrides.erase(PathOverrideKey{launch, type, ncols});
+    else g_path_overrides[PathOverrideKey{launch, type, ncols}] = path;
+}
+
+int temper_mmvq_path_hooks(void) { return TEMPER_MMVQ_PATH_HOOKS; }
+long long temper_mmvq_path_changes(void) { return g_path_changes.load(); }
 
 int temper_mmvq_has(int type, int ncols, int nwarps, int rows) {
     ensure_registered();

@@ -10,6 +10,9 @@
 
 // The hook version; `temper engine patch` writes the number (kHookVersion in Temper).
 #define TEMPER_MMVQ_HOOK_VERSION TEMPER_HOOK_VERSION_WRITTEN_BY_PATCH
+// Which of ggml's mmvq/mmq decisions this tree's mmvq.cu has wrapped (hook v4; `temper engine patch`
+// writes it): bit 0 ggml_cuda_should_use_mmvq (MUL_MAT), bit 1 get_mmvq_mmid_max_batch (MUL_MAT_ID).
+#define TEMPER_MMVQ_PATH_HOOKS TEMPER_PATH_HOOKS_WRITTEN_BY_PATCH
 
 // Everything mmvq's launcher knows at the point where it picks a kernel, so a tuned launch is made
 // exactly as the stock one would be (same strides, same fusion arguments, same launch path).
@@ -32,6 +35,12 @@ bool temper_mmvq_try_launch(int type, int ncols_dst, const temper_mmvq_args & a)
 // mmvq's launch helper reports every launch it makes (stock or tuned), so the probe can read back
 // which config the engine really launched.
 void temper_mmvq_note_launch(int nwarps, int nblocks_x);
+
+// The wrapped decisions ask these: for MUL_MAT at ne11 columns whether mmvq runs (`stock`: ggml's
+// answer), for MUL_MAT_ID the mmvq batch cap (never above ggml's `stock_cap`: the MoE kernel's launch
+// bounds are compiled from ggml's own cap).
+bool temper_mmvq_use_mmvq(int type, long long ne11, bool stock);
+int temper_mmvq_mmid_max_batch(int type, int stock_cap);
 
 // The probe's interface (temper-probe links this tree statically and includes the same header).
 #include "temper-mmvq-api.h"

@@ -129,6 +129,10 @@ TEST_P(HookOn, FullSetCoversEveryTypeAndNcols) {
   EXPECT_NE(header->second.find("#define TEMPER_MMVQ_HOOK_VERSION " + std::to_string(engine::kHookVersion) + "\n"),
             std::string::npos);
   EXPECT_EQ(all.halve_iters, GetParam() != "ggml-7180759");  // llama.cpp's mmvq.cu is d99724f's
+  // Hook v4: d99724f defines both mmvq/mmq decisions in mmvq.cu; 7180759 only MUL_MAT_ID's cap.
+  EXPECT_EQ(all.path_hooks, GetParam() == "ggml-7180759" ? engine::kPathHookMulMatId : engine::kPathHookMulMat | engine::kPathHookMulMatId);
+  EXPECT_NE(header->second.find("#define TEMPER_MMVQ_PATH_HOOKS " + std::to_string(all.path_hooks) + "\n"), std::string::npos);
+  EXPECT_NE(all.mmvq.find("return temper_mmvq_mmid_max_batch((int) type, temper_stock_mmvq_mmid_max_batch(type, cc));"), std::string::npos);
   // ncols1 (bench/fidelity.sh): the 13 tier-1 types, one ncols-1 unit each, all 20 grid configs.
   const engine::Patch n1 = engine::make_patch(source, engine::kernel_set("ncols1"));
   EXPECT_EQ(n1.files.size(), 13u + 5u);
@@ -281,6 +285,116 @@ TEST(Hook, UndoesATreePatchedByHookV1) {
   EXPECT_EQ(engine::check(tree).patched_version, 1);
   engine::undo(tree);
   EXPECT_EQ(snapshot(cuda), before);
+}
+
+// ---- hook v4: ggml's mmvq/mmq decisions, on Temper's own stand-in mmvq.cu files (CI has no upstream) ----
+
+const fs::path kFixtures = fs::path(TEMPER_SOURCE_DIR) / "tests/engine/fixtures";
+
+std::string generated(const engine::Patch& p, const std::string& name) {
+  for (const auto& [n, content] : p.files)
+    if (n == name) return content;
+  ADD_FAILURE() << name << " not generated";
+  return {};
+}
+
+size_t count(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = 0; (at = text.find(needle, at)) != std::string::npos; at += needle.size()) ++n;
+  return n;
+}
+
+TEST(HookPaths, WrapsBothDecisionsWhereMmvqCuDefinesThem) {
+  const engine::Patch p = engine::make_patch(read_file(kFixtures / "mmvq-paths.cu"), engine::kernel_set("ci"));
+  EXPECT_EQ(p.path_hooks, engine::kPathHookMulMat | engine::kPathHookMulMatId);
+  // ggml's functions keep their names as Temper's wrappers; their bodies run renamed, unchanged.
+  EXPECT_NE(p.mmvq.find("static bool temper_stock_should_use_mmvq(enum ggml_type type, int cc, int64_t ne11);\n\n"
+                        "// Temper's tuning hook: the profile's or the probe's mmvq/mmq choice, else ggml's own (renamed below).\n"
+                        "bool ggml_cuda_should_use_mmvq(enum ggml_type type, int cc, int64_t ne11) {\n"
+                        "    return temper_mmvq_use_mmvq((int) type, (long long) ne11, temper_stock_should_use_mmvq(type, cc, ne11));\n"
+                        "}\n\n"
+                        "static bool temper_stock_should_use_mmvq(enum ggml_type type, int cc, int64_t ne11) {\n"
+                        "    return ggml_is_quantized(type) && cc >= 0 && ne11 <= 8;  // placeholder policy\n}\n"),
+            std::string::npos)
+      << p.mmvq;
+  EXPECT_NE(p.mmvq.find("static int temper_stock_mmvq_mmid_max_batch(ggml_type type, int cc);\n\n"
+                        "// Temper's tuning hook: the profile's or the probe's mmvq/mmq choice, else ggml's own (renamed below).\n"
+                        "int get_mmvq_mmid_max_batch(ggml_type type, int cc) {\n"
+                        "    return temper_mmvq_mmid_max_batch((int) type, temper_stock_mmvq_mmid_max_batch(type, cc));\n"
+                        "}\n\n"
+                        "static int temper_stock_mmvq_mmid_max_batch(ggml_type type, int cc) {\n"
+                        "    return type == GGML_TYPE_Q4_K && cc < 0 ? 4 : 8;  // placeholder policy\n}\n"),
+            std::string::npos);
+  EXPECT_EQ(count(p.mmvq, "bool ggml_cuda_should_use_mmvq("), 1u);
+  EXPECT_EQ(count(p.mmvq, "int get_mmvq_mmid_max_batch("), 1u);
+  // The wrappers precede the kernels-only cut, so the instantiation units hold them renamed (no
+  // second definition of ggml's symbols in the library).
+  EXPECT_LT(p.mmvq.find("temper_mmvq_use_mmvq"), p.mmvq.find("#ifndef TEMPER_MMVQ_KERNELS_ONLY"));
+  const std::string unit = generated(p, "temper-mmvq-q4_k-1.cu");
+  EXPECT_NE(unit.find("#define ggml_cuda_should_use_mmvq temper_unused_ggml_cuda_should_use_mmvq_q4_k_1\n"), std::string::npos);
+  EXPECT_NE(unit.find("#define get_mmvq_mmid_max_batch temper_unused_get_mmvq_mmid_max_batch_q4_k_1\n"), std::string::npos);
+  // The header says what was wrapped; the run time declares what the wrappers call.
+  const std::string header = generated(p, "temper-mmvq.cuh");
+  EXPECT_NE(header.find("#define TEMPER_MMVQ_PATH_HOOKS 3\n"), std::string::npos);
+  EXPECT_NE(header.find("bool temper_mmvq_use_mmvq(int type, long long ne11, bool stock);"), std::string::npos);
+  EXPECT_NE(header.find("int temper_mmvq_mmid_max_batch(int type, int stock_cap);"), std::string::npos);
+  EXPECT_NE(generated(p, "temper-mmvq-runtime.cu").find("bool temper_mmvq_use_mmvq(int type, long long ne11, bool stock) {"),
+            std::string::npos);
+  EXPECT_NE(generated(p, "temper-mmvq-api.h").find("void temper_mmvq_set_path_override(int launch, int type, int ncols, int path);"),
+            std::string::npos);
+}
+
+TEST(HookPaths, ATreeWithoutMulMatsDecisionWrapsTheMoeCapOnly) {
+  const engine::Patch p = engine::make_patch(read_file(kFixtures / "mmvq-paths-7180759.cu"), engine::kernel_set("ci"));
+  EXPECT_EQ(p.path_hooks, engine::kPathHookMulMatId);
+  EXPECT_FALSE(p.halve_iters);
+  EXPECT_EQ(p.mmvq.find("temper_mmvq_use_mmvq"), std::string::npos);
+  EXPECT_NE(p.mmvq.find("    return temper_mmvq_mmid_max_batch((int) type, temper_stock_mmvq_mmid_max_batch(type, cc));\n"),
+            std::string::npos);
+  EXPECT_NE(generated(p, "temper-mmvq.cuh").find("#define TEMPER_MMVQ_PATH_HOOKS 2\n"), std::string::npos);
+  // Neither function: nothing wrapped, the rest of the hook as before.
+  std::string neither = read_file(kFixtures / "mmvq-paths-7180759.cu");
+  const size_t at = neither.find("int get_mmvq_mmid_max_batch(");
+  neither.erase(at, neither.find("}\n", at) + 2 - at);
+  const engine::Patch bare = engine::make_patch(neither, engine::kernel_set("ci"));
+  EXPECT_EQ(bare.path_hooks, 0);
+  EXPECT_NE(generated(bare, "temper-mmvq.cuh").find("#define TEMPER_MMVQ_PATH_HOOKS 0\n"), std::string::npos);
+}
+
+TEST(HookPaths, ATwiceDefinedDecisionIsRefusedAndAnOlderHookWrapsNothing) {
+  const std::string source = read_file(kFixtures / "mmvq-paths.cu");
+  const std::string def = "bool ggml_cuda_should_use_mmvq(enum ggml_type type, int cc, int64_t ne11) {\n";
+  std::string twice = source;
+  twice.insert(twice.find(def), def + "    return false;\n}\n\n");
+  try {
+    engine::make_patch(twice, engine::kernel_set("ci"));
+    ADD_FAILURE() << "patched a file with two definitions";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::BadInput);
+    EXPECT_NE(std::string(e.what()).find("bool ggml_cuda_should_use_mmvq(enum ggml_type type, int cc, int64_t ne11) (found more than once)"),
+              std::string::npos)
+        << e.what();
+  }
+  // What hook v3 wrote (undo regenerates an older patch to recognise it): no wrapper.
+  const engine::Patch v3 = engine::make_patch(source, engine::kernel_set("ci"), 3);
+  EXPECT_EQ(v3.path_hooks, 0);
+  EXPECT_EQ(v3.mmvq.find("temper_stock_"), std::string::npos);
+}
+
+// Patched and undone in place on a tree made of the stand-in: byte for byte.
+TEST(HookPaths, PatchAndUndoOnTheStandInTree) {
+  const fs::path tree = fs::temp_directory_path() / ("temper-hook-paths-" + std::to_string(::getpid()));
+  fs::remove_all(tree);
+  fs::create_directories(tree / "src/ggml-cuda");
+  const std::string original = read_file(kFixtures / "mmvq-paths.cu");
+  write_file_atomic(tree / "src/ggml-cuda/mmvq.cu", original);
+  engine::patch(tree, engine::kernel_set("ci"));
+  EXPECT_NE(read_file(tree / "src/ggml-cuda/mmvq.cu").find("temper_mmvq_use_mmvq"), std::string::npos);
+  EXPECT_NE(read_file(tree / "src/ggml-cuda/temper-mmvq.cuh").find("#define TEMPER_MMVQ_PATH_HOOKS 3\n"), std::string::npos);
+  engine::undo(tree);
+  EXPECT_EQ(read_file(tree / "src/ggml-cuda/mmvq.cu"), original);
+  EXPECT_EQ(std::distance(fs::directory_iterator(tree / "src/ggml-cuda"), fs::directory_iterator()), 1);
+  fs::remove_all(tree);
 }
 
 }  // namespace

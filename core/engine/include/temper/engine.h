@@ -13,7 +13,9 @@
 
 namespace temper::engine {
 
-constexpr int kHookVersion = 3;  // 2: the `full` set compiles tier 2 at ncols 1 only; 3: launch kinds and device entries
+// 2: the `full` set compiles tier 2 at ncols 1 only; 3: launch kinds and device entries; 4: the mmvq/mmq
+// choice (ggml_cuda_should_use_mmvq and get_mmvq_mmid_max_batch wrapped where the tree has them)
+constexpr int kHookVersion = 4;
 
 enum class TreeKind { Ggml, LlamaCpp };
 
@@ -55,7 +57,12 @@ struct Patch {
   std::vector<std::pair<std::string, std::string>> files;
   std::vector<std::string> types;  // the types mmvq.cu supports, as upstream names them
   bool halve_iters = false;        // the d99724f-era launch template (small_k, halve_iters)
+  // Which of ggml's mmvq/mmq decisions the hook wraps (hook v4; TEMPER_MMVQ_PATH_HOOKS in the
+  // generated header): kPathHookMulMat, kPathHookMulMatId. A tree without the function lacks the bit.
+  int path_hooks = 0;
 };
+constexpr int kPathHookMulMat = 1;    // ggml_cuda_should_use_mmvq (d99724f; 7180759 decides inline)
+constexpr int kPathHookMulMatId = 2;  // get_mmvq_mmid_max_batch: MUL_MAT_ID's mmvq batch cap
 
 // Applies the hook to mmvq.cu's text. Error(BadInput) "<what> not found" naming the anchor when
 // the text is not an mmvq.cu the hook understands, or "already patched" when it carries the hook.
