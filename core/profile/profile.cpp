@@ -88,11 +88,21 @@ const ProfileEntry* applied_entry(const Profile& p, const std::string& arch, con
   return nullptr;
 }
 
+// "sm_90 q4_K mul_mat ncols 4 on NVIDIA H100 80GB HBM3 (132 CUs)": a path choice's key.
+static std::string path_key_text(const PathChoice& c) {
+  return (c.arch.empty() ? "(no arch)" : c.arch) + " " + std::string(type_name(c.type)) + " " +
+         std::string(launch_name(c.launch)) + " ncols " + std::to_string(c.ncols) +
+         (c.device.any() ? "" : " on " + device_text(c.device));
+}
+
 std::string approved_fingerprint(const Profile& p, const std::string& arch) {
   ContentHash h;
   for (const auto& e : p.entries)  // sorted by key
     if (e.approval == Approval::Approved && (arch.empty() || e.key.arch == arch))
       h.add(key_text(e.key) + " " + config_text(e.config));
+  // Approved path choices change what the engine launches too (a profile without any hashes as before).
+  for (const auto& c : p.paths)  // sorted by key
+    if (c.approval == Approval::Approved && (arch.empty() || c.arch == arch)) h.add("path " + path_key_text(c) + " " + std::string(mat_path_name(c.path)));
   return h.hex();
 }
 
@@ -353,6 +363,82 @@ ProfileEntry read_entry(const Reader& r) {
   return e;
 }
 
+// A path choice (docs/profile-format.md, "paths"): every field required; evidence null or complete.
+PathChoice read_path(const Reader& r) {
+  PathChoice c;
+  c.arch = r.at("arch").str();
+  if (r.has("device")) {
+    const Reader d = r.at("device");
+    c.device.name = d.at("name").str();
+    if (c.device.name.empty()) d.at("name").bad("expected the device's name");
+    c.device.compute_units = int(d.at("compute_units").integer(1, 1 << 20));
+    c.device.memory_mib = uint64_t(d.at("memory_mib").integer(0, INT64_MAX));
+  }
+  c.type = read_type(r.at("type"));
+  const std::string launch = r.at("launch").str();
+  const auto l = parse_launch(launch);
+  if (!l) r.at("launch").bad("unknown launch kind \"" + launch + "\" (expected mul_mat or mul_mat_id)");
+  c.launch = *l;
+  c.ncols = int(r.at("ncols").integer(1, 1024));
+  for (const auto& [field, out] : {std::pair{"path", &c.path}, std::pair{"stock_path", &c.stock_path}}) {
+    const std::string word = r.at(field).str();
+    const auto mp = parse_mat_path(word);
+    if (!mp) r.at(field).bad("expected \"mmvq\" or \"mmq\", got \"" + word + "\"");
+    *out = *mp;
+  }
+  const std::string a = r.at("approval").str();
+  const auto ap = parse_approval(a);
+  if (!ap) r.at("approval").bad("expected \"pending\", \"approved\" or \"rejected\", got \"" + a + "\"");
+  c.approval = *ap;
+  c.decided_at = r.at("decided_at").str();
+  c.note = r.at("note").str();
+  const Reader ev = r.at("evidence");
+  if (!ev.j.is_null()) {
+    PathEvidence v;
+    v.source = ev.at("source").str();
+    v.device_name = ev.at("device_name").str();
+    v.device_arch = ev.at("device_arch").str();
+    v.kernel = ev.at("kernel").str();
+    v.model = ev.at("model").str();
+    v.stock_us = ev.at("stock_us").num();
+    v.stock_ci_low = ev.at("stock_ci_low").num();
+    v.stock_ci_high = ev.at("stock_ci_high").num();
+    v.path_us = ev.at("path_us").num();
+    v.path_ci_low = ev.at("path_ci_low").num();
+    v.path_ci_high = ev.at("path_ci_high").num();
+    v.speedup = ev.at("speedup").num();
+    v.speedup_low = ev.at("speedup_low").num();
+    v.speedup_high = ev.at("speedup_high").num();
+    c.evidence = v;
+  }
+  return c;
+}
+
+json to_json(const PathChoice& c) {
+  json j = {{"arch", c.arch}};
+  if (!c.device.any())
+    j["device"] = {{"name", c.device.name}, {"compute_units", c.device.compute_units}, {"memory_mib", c.device.memory_mib}};
+  json ev = nullptr;
+  if (c.evidence) {
+    const PathEvidence& v = *c.evidence;
+    ev = {{"source", v.source},           {"device_name", v.device_name}, {"device_arch", v.device_arch},
+          {"kernel", v.kernel},           {"model", v.model},             {"stock_us", v.stock_us},
+          {"stock_ci_low", v.stock_ci_low}, {"stock_ci_high", v.stock_ci_high}, {"path_us", v.path_us},
+          {"path_ci_low", v.path_ci_low}, {"path_ci_high", v.path_ci_high}, {"speedup", v.speedup},
+          {"speedup_low", v.speedup_low}, {"speedup_high", v.speedup_high}};
+  }
+  j.update(json{{"type", std::string(type_name(c.type))},
+                {"launch", std::string(launch_name(c.launch))},
+                {"ncols", c.ncols},
+                {"path", std::string(mat_path_name(c.path))},
+                {"stock_path", std::string(mat_path_name(c.stock_path))},
+                {"approval", std::string(approval_name(c.approval))},
+                {"decided_at", c.decided_at},
+                {"note", c.note},
+                {"evidence", ev}});
+  return j;
+}
+
 }  // namespace
 
 json to_json(const BenchRecord& b) {
@@ -503,6 +589,10 @@ json to_json(const Profile& p) {
     j["bench"] = json::array();
     for (const auto& b : p.benches) j["bench"].push_back(to_json(b));
   }
+  if (!p.paths.empty()) {
+    j["paths"] = json::array();
+    for (const auto& c : p.paths) j["paths"].push_back(to_json(c));
+  }
   return j;
 }
 
@@ -540,6 +630,16 @@ Profile profile_from_json(const json& j, const std::string& where, const std::st
   if (root.has("bench")) {  // optional: llama-bench records (temper engine bench)
     const Reader bench = root.at("bench");
     for (size_t i = 0; i < bench.array().size(); ++i) p.benches.push_back(read_bench(bench.at(i)));
+  }
+  if (root.has("paths")) {  // optional: mmvq/mmq choices
+    const Reader paths = root.at("paths");
+    std::set<std::tuple<std::string, ProfileDevice, GgmlType, Launch, int>> seen_paths;
+    for (size_t i = 0; i < paths.array().size(); ++i) {
+      PathChoice c = read_path(paths.at(i));
+      if (!seen_paths.insert(c.key()).second) paths.at(i).bad("a second path choice for " + path_key_text(c));
+      p.paths.push_back(std::move(c));
+    }
+    std::sort(p.paths.begin(), p.paths.end(), [](const PathChoice& a, const PathChoice& b) { return a.key() < b.key(); });
   }
   return p;
 }
@@ -599,6 +699,31 @@ std::vector<std::string> validate_profile(const Profile& p) {
     }
     if (e.approval != Approval::Pending && e.decided_at.empty() && !e.bucketed)
       problems.push_back(at + std::string(approval_name(e.approval)) + " without a decision time");
+  }
+  for (const PathChoice& c : p.paths) {
+    const std::string at = "path choice " + path_key_text(c) + ": ";
+    if (c.arch.empty()) problems.push_back(at + "no arch");
+    else if (!std::regex_match(c.arch, kArch)) problems.push_back(at + "unknown arch \"" + c.arch + "\" (expected sm_NN or gfxNNN)");
+    const TypeInfo& ti = type_info(c.type);
+    if (!ti.quantized || c.type == GgmlType::Q8_1 || c.type == GgmlType::Q8_K)
+      problems.push_back(at + "type " + std::string(ti.name) + " has no mmvq kernel");
+    if (c.launch != Launch::MulMat && c.launch != Launch::MulMatId)
+      problems.push_back(at + "ggml picks mmvq or mmq for mul_mat and mul_mat_id only");
+    if (c.ncols < 2 || c.ncols > 8) problems.push_back(at + "ncols must be 2..8 (ggml picks between mmvq and mmq there)");
+    if (c.path == c.stock_path) problems.push_back(at + "path equals stock_path (a choice records a change from ggml's pick)");
+    if (c.evidence) {
+      const PathEvidence& v = *c.evidence;
+      if (!(v.stock_us > 0) || !(v.path_us > 0)) problems.push_back(at + "evidence times must be > 0");
+      if (!(v.stock_ci_low <= v.stock_us && v.stock_us <= v.stock_ci_high) ||
+          !(v.path_ci_low <= v.path_us && v.path_us <= v.path_ci_high))
+        problems.push_back(at + "a median lies outside its confidence interval");
+      if (!v.device_arch.empty() && v.device_arch != c.arch)
+        problems.push_back(at + "measured on " + v.device_arch + " but keyed by arch " + c.arch);
+    } else if (p.source == kSourceTemper) {
+      problems.push_back(at + "no evidence (every path choice of a Temper profile records where it was measured)");
+    }
+    if (c.approval != Approval::Pending && c.decided_at.empty())
+      problems.push_back(at + std::string(approval_name(c.approval)) + " without a decision time");
   }
   for (size_t i = 0; i < p.benches.size(); ++i)
     for (const auto& t : p.benches[i].tests) {

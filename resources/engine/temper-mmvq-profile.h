@@ -84,9 +84,27 @@ struct Entry {
   std::string problem;              // empty: valid; else what `profile validate` objects to
 };
 
+// ggml's mmvq/mmq choice for one type at one batch width (the profile's "paths"; hook v4).
+enum Path : int { kNoPath = 0, kMmvq = 1, kMmq = 2 };
+
+struct PathRecord {
+  std::string arch;
+  bool has_device = false;          // for one device (name + compute units), else for the arch
+  std::string device_name;
+  long long compute_units = 0;
+  int type = -1;
+  int launch = kMulMat;             // kMulMat or kMulMatId; anything else is malformed (kUnknownLaunch)
+  std::string launch_name;
+  long long ncols = 0;
+  int path = kNoPath, stock_path = kNoPath;
+  bool approved = false;
+  std::string problem;              // empty: valid; else what `profile validate` objects to
+};
+
 struct Profile {
   std::string error;                // not empty: the whole file is ignored, and why
   std::vector<Entry> entries;       // in file order
+  std::vector<PathRecord> paths;    // in file order
 };
 
 // ---- the JSON text ------------------------------------------------------------------------------
@@ -124,7 +142,10 @@ inline bool known_field(const std::string& key) {
       "arch", "type", "n", "k", "ncols", "config", "default_config", "is_small_k", "bucketed", "approval", "decided_at", "note",
       "provenance", "launch", "device", "nwarps", "rows_per_block", "session_id", "device_name", "device_arch", "engine", "kernel",
       "default_us", "default_ci_low", "default_ci_high", "tuned_us", "tuned_ci_low", "tuned_ci_high", "speedup", "speedup_low",
-      "speedup_high", "calls_per_token", "bytes_per_token", "name", "compute_units", "memory_mib", "experts", "experts_used"};
+      "speedup_high", "calls_per_token", "bytes_per_token", "name", "compute_units", "memory_mib", "experts", "experts_used",
+      // a path choice's own, and its evidence's
+      "path", "stock_path", "evidence", "source", "model", "stock_us", "stock_ci_low", "stock_ci_high", "path_us", "path_ci_low",
+      "path_ci_high"};
   for (const char* k : kKnown)
     if (key == k) return true;
   return false;
@@ -529,6 +550,92 @@ inline std::string entry_problem(const Value& e, const Entry& x, const TypeFacts
 // Fields kept: an entry's own (1), and those of its config, provenance and device objects (2).
 constexpr int kEntryKeep = 2;
 
+inline int path_word(const Value& v) { return v.text == "mmvq" ? kMmvq : v.text == "mmq" ? kMmq : kNoPath; }
+
+// What refuses the whole file in one path choice (Temper's read_path): a field missing or of the
+// wrong kind or range. nullptr when there is nothing.
+inline const char* path_structure(const Value& e) {
+  if (e.kind != Value::Object) return "not an object";
+  for (const char* f : {"arch", "type", "launch", "path", "stock_path", "approval", "decided_at", "note"})
+    if (e[f].kind != Value::String) return "arch, type, launch, path, stock_path, approval, decided_at or note is not a string";
+  const Value& d = e["device"];
+  if (d.kind != Value::Missing &&
+      (d.kind != Value::Object || d["name"].kind != Value::String || d["name"].text.empty() ||
+       !integer_in(d["compute_units"], 1, 1 << 20) || !integer_in(d["memory_mib"], 0, INT64_MAX)))
+    return "\"device\" is not {name, compute_units 1..1048576, memory_mib}";
+  if (!integer_in(e["ncols"], 1, 1024)) return "ncols is not an integer 1..1024";
+  if (path_word(e["path"]) == kNoPath || path_word(e["stock_path"]) == kNoPath) return "path or stock_path is not \"mmvq\" or \"mmq\"";
+  const std::string& a = e["approval"].text;
+  if (a != "pending" && a != "approved" && a != "rejected") return "approval is not \"pending\", \"approved\" or \"rejected\"";
+  const Value& v = e["evidence"];
+  if (v.kind == Value::Null) return nullptr;
+  if (v.kind != Value::Object) return "evidence is neither null nor an object";
+  for (const char* f : {"source", "device_name", "device_arch", "kernel", "model"})
+    if (v[f].kind != Value::String) return "evidence lacks one of its strings (source, device_name, device_arch, kernel, model)";
+  for (const char* f : {"stock_us", "stock_ci_low", "stock_ci_high", "path_us", "path_ci_low", "path_ci_high", "speedup",
+                        "speedup_low", "speedup_high"})
+    if (!v[f].is_number()) return "evidence lacks one of its numbers (times, CIs, speedups)";
+  return nullptr;
+}
+
+// What `temper profile validate` lists for one path choice (Temper's validate_profile): the first
+// problem, empty when none. "no evidence" needs the root's "source": parse() adds it.
+inline std::string path_problem(const Value& e, const PathRecord& x, const TypeFacts& t) {
+  if (x.arch.empty()) return "no arch";
+  if (!arch_pattern(x.arch)) return "unknown arch (expected sm_NN or gfxNNN)";
+  if (!t.mmvq) return "a type without an mmvq kernel";
+  if (x.launch != kMulMat && x.launch != kMulMatId) return "a launch other than mul_mat or mul_mat_id";
+  if (x.ncols < 2 || x.ncols > 8) return "ncols outside 2..8";
+  if (x.path == x.stock_path) return "path equal to stock_path";
+  const Value& v = e["evidence"];
+  if (v.kind == Value::Object) {
+    const auto n = [&](const char* f) { return v[f].number; };
+    if (!(n("stock_us") > 0) || !(n("path_us") > 0)) return "evidence times not > 0";
+    if (!(n("stock_ci_low") <= n("stock_us") && n("stock_us") <= n("stock_ci_high")) ||
+        !(n("path_ci_low") <= n("path_us") && n("path_us") <= n("path_ci_high")))
+      return "a median outside its confidence interval";
+    if (!v["device_arch"].text.empty() && v["device_arch"].text != x.arch) return "measured on another arch than its key's";
+  }
+  if (e["approval"].text != "pending" && e["decided_at"].text.empty()) return "a decision without a time";
+  return {};
+}
+
+struct ReadPath {
+  std::string refuses;
+  PathRecord path;
+  bool lacks_evidence = false;  // a problem in a "temper" profile
+};
+
+inline ReadPath read_path(const Value& e, const TypeLookup& types) {
+  ReadPath r;
+  if (const char* why = path_structure(e)) {
+    r.refuses = why;
+    return r;
+  }
+  const TypeFacts t = types(e["type"].text);
+  if (t.id < 0) {
+    r.refuses = "unknown ggml type \"" + e["type"].text.substr(0, 32) + "\"";
+    return r;
+  }
+  PathRecord& x = r.path;
+  x.arch = e["arch"].text;
+  if (e["device"].kind == Value::Object) {
+    x.has_device = true;
+    x.device_name = e["device"]["name"].text;
+    integer_in(e["device"]["compute_units"], 1, 1 << 20, &x.compute_units);
+  }
+  x.type = t.id;
+  x.launch_name = e["launch"].text;
+  x.launch = x.launch_name == kLaunchNames[kMulMat] ? kMulMat : x.launch_name == kLaunchNames[kMulMatId] ? kMulMatId : kUnknownLaunch;
+  integer_in(e["ncols"], 1, 1024, &x.ncols);
+  x.path = path_word(e["path"]);
+  x.stock_path = path_word(e["stock_path"]);
+  x.approved = e["approval"].text == "approved";
+  x.problem = path_problem(e, x, t);
+  r.lacks_evidence = e["evidence"].kind == Value::Null;
+  return r;
+}
+
 // One entry's value turned into an Entry at once, so the entries' JSON is never held: the reason
 // that refuses the whole file, or the Entry (with its own problem, if any).
 struct ReadEntry {
@@ -587,8 +694,9 @@ inline Profile parse(const char* text, size_t size, const TypeLookup& types) {
   static const char* const kRootFields[] = {"format", "schema_version", "created", "tool_version", "source", "model", "configs"};
   std::map<std::string, Value> root;
   std::string refuses;  // the first entry that refuses the whole file
-  std::vector<bool> lacks_provenance;
+  std::vector<bool> lacks_provenance, lacks_evidence;
   bool root_object = false, entries_array = false, sessions_array = false, sessions_strings = true;
+  bool paths_given = false, paths_array = false;  // "paths" is optional
   if (r.start()) {
     if (r.peek('{')) {
       root_object = true;
@@ -605,6 +713,21 @@ inline Profile parse(const char* text, size_t size, const TypeLookup& types) {
             }
             out.entries.push_back(std::move(x.entry));
             lacks_provenance.push_back(x.lacks_provenance);
+            return true;
+          });
+        if (key == "paths") paths_given = true;
+        if (key == "paths" && (paths_array = r.peek('[')))
+          return r.elements([&] {
+            Value e;
+            if (!r.value(e, kEntryKeep, 2)) return false;
+            if (!refuses.empty()) return true;
+            ReadPath x = read_path(e, types);
+            if (!x.refuses.empty()) {
+              refuses = "path choice " + std::to_string(out.paths.size()) + ": " + x.refuses;
+              return true;
+            }
+            out.paths.push_back(std::move(x.path));
+            lacks_evidence.push_back(x.lacks_evidence);
             return true;
           });
         if (key == "sessions" && (sessions_array = r.peek('[')))
@@ -652,6 +775,7 @@ inline Profile parse(const char* text, size_t size, const TypeLookup& types) {
   if (source != "temper" && source != "kernel-anvil") return refuse("\"source\" is neither \"temper\" nor \"kernel-anvil\"");
   if (!sessions_array || !sessions_strings) return refuse("\"sessions\" is not an array of strings");
   if (!entries_array) return refuse("no \"entries\" array");
+  if (paths_given && !paths_array) return refuse("\"paths\" is not an array");
   if (!refuses.empty()) return refuse(refuses);
   // One entry per key: arch, device (name, compute units), type, n, k, launch, experts, ncols.
   std::set<std::tuple<std::string, std::string, long long, int, long long, long long, std::string, long long, long long, long long>> seen;
@@ -660,6 +784,14 @@ inline Profile parse(const char* text, size_t size, const TypeLookup& types) {
     if (!seen.emplace(x.arch, x.device_name, x.compute_units, x.type, x.n, x.k, x.launch_name, x.experts, x.experts_used, x.ncols).second)
       return refuse("entry " + std::to_string(i) + ": a second entry for its key");
     if (x.problem.empty() && lacks_provenance[i] && source == "temper") x.problem = "no provenance";
+  }
+  // One path choice per key: arch, device (name, compute units), type, launch, ncols.
+  std::set<std::tuple<std::string, std::string, long long, int, std::string, long long>> seen_paths;
+  for (size_t i = 0; i < out.paths.size(); ++i) {
+    PathRecord& x = out.paths[i];
+    if (!seen_paths.emplace(x.arch, x.device_name, x.compute_units, x.type, x.launch_name, x.ncols).second)
+      return refuse("path choice " + std::to_string(i) + ": a second path choice for its key");
+    if (x.problem.empty() && lacks_evidence[i] && source == "temper") x.problem = "no evidence";
   }
   return out;
 }
@@ -728,10 +860,24 @@ using Compiled = std::function<bool(int, int, int, int, int)>;
 // decides, whether it can be launched or not (as Temper's applied_entry: a device's own pending or
 // rejected entry is not replaced by the arch's); an arch-level entry it overrides is still counted
 // with the arch's.
+// Path choices likewise (by launch, type, ncols): the device's own record decides, approved or not.
+struct PathKey {
+  int launch = kMulMat, type = -1;
+  long long ncols = 0;
+  bool operator<(const PathKey& o) const { return std::tie(launch, type, ncols) < std::tie(o.launch, o.type, o.ncols); }
+  bool operator==(const PathKey& o) const { return std::tie(launch, type, ncols) == std::tie(o.launch, o.type, o.ncols); }
+};
+struct PathCounts {
+  int for_device = 0, for_arch = 0, other = 0, malformed = 0, unapproved = 0;
+  int launches = 0;  // bits (1 << launch) of the launches the applied choices are for
+};
+
 struct Choices {
   std::map<Key, Config> table;
   int for_device = 0, for_arch = 0, other_arch = 0, other_device = 0, lacking_launch = 0, not_compiled = 0, malformed = 0,
       unapproved = 0;
+  std::map<PathKey, int> paths;  // kMmvq or kMmq
+  PathCounts path_counts;
 };
 
 inline Choices choose(const Profile& p, const Device& d, const Compiled& compiled) {
@@ -756,18 +902,49 @@ inline Choices choose(const Profile& p, const Device& d, const Compiled& compile
   }
   for (const auto& [key, config] : arch_level)
     if (!own.count(key)) c.table.emplace(key, config);
+  std::set<PathKey> own_paths;
+  std::map<PathKey, int> arch_paths;
+  PathCounts& n = c.path_counts;
+  for (const PathRecord& x : p.paths) {
+    const PathKey key{x.launch, x.type, x.ncols};
+    const bool this_arch = x.arch == d.arch;
+    const bool this_device = x.has_device && x.device_name == d.name && x.compute_units == d.compute_units;
+    if (this_arch && this_device) own_paths.insert(key);
+    if (!x.problem.empty()) ++n.malformed;
+    else if (!x.approved) ++n.unapproved;
+    else if (!this_arch || (x.has_device && !this_device)) ++n.other;
+    else {
+      ++(x.has_device ? n.for_device : n.for_arch);
+      (x.has_device ? c.paths : arch_paths).emplace(key, x.path);
+    }
+  }
+  for (const auto& [key, path] : arch_paths)
+    if (!own_paths.count(key)) c.paths.emplace(key, path);
+  for (const auto& [key, path] : c.paths) n.launches |= 1 << key.launch;
   return c;
 }
 
 // The one line the engine prints for a profile, once per device.
-inline std::string line(const std::string& path, const Choices& c, const Device& d) {
+// path_hooks: the hook's TEMPER_MMVQ_PATH_HOOKS (bit 0 MUL_MAT's choice, bit 1 MUL_MAT_ID's cap
+// wrapped); a choice for a decision this ggml does not have is said not applied.
+inline std::string line(const std::string& path, const Choices& c, const Device& d, int path_hooks = 3) {
   char counts[400];
   std::snprintf(counts, sizeof counts,
                 "%d for %s; ignored %d for other archs, %d for other devices, %d for launches this hook lacks, %d with a config "
                 "not compiled in, %d malformed, %d not approved",
                 c.for_arch, d.arch.c_str(), c.other_arch, c.other_device, c.lacking_launch, c.not_compiled, c.malformed, c.unapproved);
-  return "temper: profile " + path + ": " + std::to_string(c.for_device) + " entries for " + d.name + " (" + d.arch + ", device " +
-         std::to_string(d.index) + "), " + counts;
+  std::string out = "temper: profile " + path + ": " + std::to_string(c.for_device) + " entries for " + d.name + " (" + d.arch +
+                    ", device " + std::to_string(d.index) + "), " + counts;
+  const PathCounts& n = c.path_counts;
+  if (n.for_device + n.for_arch + n.other + n.malformed + n.unapproved == 0) return out;  // no "paths": the line as before
+  out += "; " + std::to_string(n.for_device) + " path choices (mmvq/mmq) for " + d.name + ", " + std::to_string(n.for_arch) +
+         " for " + d.arch;
+  if (n.other + n.malformed + n.unapproved > 0)
+    out += " (ignored " + std::to_string(n.other) + " for other archs or devices, " + std::to_string(n.malformed) + " malformed, " +
+           std::to_string(n.unapproved) + " not approved)";
+  if ((n.launches & (1 << kMulMat)) && !(path_hooks & 1)) out += "; path choices not applied: this ggml has no ggml_cuda_should_use_mmvq";
+  if ((n.launches & (1 << kMulMatId)) && !(path_hooks & 2)) out += "; path choices not applied: this ggml has no get_mmvq_mmid_max_batch";
+  return out;
 }
 
 inline std::string ignored_line(const std::string& path, const std::string& why) {
@@ -783,8 +960,9 @@ inline std::string ignored_line(const std::string& path, const std::string& why)
 class Loader {
  public:
   using Say = std::function<void(const std::string&)>;
-  explicit Loader(TypeLookup types, Say say = [](const std::string& l) { std::fprintf(stderr, "%s\n", l.c_str()); })
-      : types_(std::move(types)), say_(std::move(say)) {}
+  explicit Loader(TypeLookup types, Say say = [](const std::string& l) { std::fprintf(stderr, "%s\n", l.c_str()); },
+                  int path_hooks = 3)
+      : types_(std::move(types)), say_(std::move(say)), path_hooks_(path_hooks) {}
 
   static std::string default_path() {
     if (const char* xdg = std::getenv("XDG_CONFIG_HOME"); xdg && *xdg) return std::string(xdg) + "/temper/engine-profile.json";
@@ -820,33 +998,23 @@ class Loader {
   // The config the profile chose for this launch on `device`; false: run stock. The first lookup
   // loads the profile; the first on each device prints the profile's one line for it.
   bool lookup(const Device& device, const Compiled& compiled, const Key& key, Config* out) noexcept {
-    try {
-      if (state_.load() != kLoaded) {
-        int expected = kUnloaded;
-        if (!state_.compare_exchange_strong(expected, kLoading)) return false;  // another thread is loading
-        load(nullptr);
-      }
-      if (!loaded_any_.load()) return false;  // no profile: stock, without taking the lock
-      std::string said;
-      bool found = false;
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        if (!profile_) return false;
-        auto it = devices_.find(device.index);
-        if (it == devices_.end()) {
-          it = devices_.emplace(device.index, choose(*profile_, device, compiled)).first;
-          said = line(path_, it->second, device);
-        }
-        if (auto c = it->second.table.find(key); c != it->second.table.end()) {
-          *out = c->second;
-          found = true;
-        }
-      }
-      if (!said.empty()) say_(said);
-      return found;
-    } catch (...) {
-      return false;
-    }
+    return with_choices(device, compiled, [&](const Choices& c) {
+      const auto it = c.table.find(key);
+      if (it == c.table.end()) return false;
+      *out = it->second;
+      return true;
+    });
+  }
+
+  // The profile's path choice for (launch, type, ncols) on `device`: kMmvq, kMmq, or kNoPath (ggml's own).
+  int path(const Device& device, const Compiled& compiled, int launch, int type, int ncols) noexcept {
+    int found = kNoPath;
+    with_choices(device, compiled, [&](const Choices& c) {
+      const auto it = c.paths.find(PathKey{launch, type, ncols});
+      if (it != c.paths.end()) found = it->second;
+      return true;
+    });
+    return found;
   }
 
  private:
@@ -859,6 +1027,36 @@ class Loader {
   std::string path_;
   std::shared_ptr<const Profile> profile_;
   std::map<int, Choices> devices_;  // by device index: what the profile holds there
+  int path_hooks_;
+
+  // Runs `use` on the device's choices (made, and said, at its first use); false without a profile.
+  template <class Use>
+  bool with_choices(const Device& device, const Compiled& compiled, Use&& use) noexcept {
+    try {
+      if (state_.load() != kLoaded) {
+        int expected = kUnloaded;
+        if (!state_.compare_exchange_strong(expected, kLoading)) return false;  // another thread is loading
+        load(nullptr);
+      }
+      if (!loaded_any_.load()) return false;  // no profile: stock, without taking the lock
+      std::string said;
+      bool result = false;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (!profile_) return false;
+        auto it = devices_.find(device.index);
+        if (it == devices_.end()) {
+          it = devices_.emplace(device.index, choose(*profile_, device, compiled)).first;
+          said = line(path_, it->second, device, path_hooks_);
+        }
+        result = use(it->second);
+      }
+      if (!said.empty()) say_(said);
+      return result;
+    } catch (...) {
+      return false;
+    }
+  }
 };
 
 }  // namespace temper_profile

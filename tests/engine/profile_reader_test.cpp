@@ -56,12 +56,20 @@ EntryKey key_of(const ProfileEntry& e) {
           std::string(launch_name(e.key.launch)), e.key.experts, e.key.used, e.key.ncols};
 }
 
-// What `temper profile validate` makes of a file: refused (the reason), or each entry with whether
-// validate lists a problem for it.
+// A path choice's key as both readers see it (type id, launch by name, device).
+using PathKey = std::tuple<std::string, std::string, long long, int, std::string, long long>;
+PathKey key_of(const tp::PathRecord& c) { return {c.arch, c.device_name, c.compute_units, c.type, c.launch_name, c.ncols}; }
+PathKey key_of(const PathChoice& c) {
+  return {c.arch, c.device.name, c.device.compute_units, int(c.type), std::string(launch_name(c.launch)), c.ncols};
+}
+
+// What `temper profile validate` makes of a file: refused (the reason), or each entry and path
+// choice with whether validate lists a problem for it.
 struct CoreVerdict {
   std::string refused;
   bool anvil = false;
   std::map<EntryKey, std::pair<bool, Approval>> entries;  // problem?, approval
+  std::map<PathKey, std::pair<bool, Approval>> paths;
 };
 
 CoreVerdict core_verdict(const fs::path& path) {
@@ -73,7 +81,14 @@ CoreVerdict core_verdict(const fs::path& path) {
     for (const ProfileEntry& e : p.entries) {
       Profile one = p;
       one.entries = {e};
+      one.paths.clear();
       v.entries[key_of(e)] = {!validate_profile(one).empty(), e.approval};
+    }
+    for (const PathChoice& c : p.paths) {
+      Profile one = p;
+      one.entries.clear();
+      one.paths = {c};
+      v.paths[key_of(c)] = {!validate_profile(one).empty(), c.approval};
     }
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::BadInput) << path << ": " << e.what();
@@ -120,15 +135,25 @@ TEST(ProfileReader, TheCorpusReadsTheSameAsProfileValidate) {
       EXPECT_EQ(e.approved, it->second.second == Approval::Approved);
       problems += !e.problem.empty();
     }
-    if (name.rfind("valid-", 0) == 0) EXPECT_EQ(problems, 0);
+    ASSERT_EQ(engine.paths.size(), core.paths.size());
+    for (const tp::PathRecord& c : engine.paths) {
+      const auto it = core.paths.find(key_of(c));
+      ASSERT_NE(it, core.paths.end()) << c.arch << " " << c.launch_name << " " << c.ncols;
+      EXPECT_EQ(!c.problem.empty(), it->second.first) << c.launch_name << " " << c.ncols << ": " << c.problem;
+      EXPECT_EQ(c.approved, it->second.second == Approval::Approved);
+      problems += !c.problem.empty();
+    }
+    if (name.rfind("valid-", 0) == 0) {
+      EXPECT_EQ(problems, 0);
+    }
     if (name.rfind("malformed-", 0) == 0) {
       ++malformed_files;
       EXPECT_EQ(problems, 1);
     }
   }
-  EXPECT_GE(files, 90);
-  EXPECT_GE(refused, 60);
-  EXPECT_GE(malformed_files, 15);
+  EXPECT_GE(files, 119);
+  EXPECT_GE(refused, 76);
+  EXPECT_GE(malformed_files, 30);
 }
 
 // Every corpus file through the reader's parse alone under a memory limit of 64 MiB of address
@@ -188,6 +213,69 @@ TEST(ProfileReader, TheOneLineCountsEveryEntryOnce) {
   EXPECT_EQ(n.for_arch, 1);
   const tp::Profile bad = tp::read((kCorpus / "malformed-no-provenance.json").string(), temper_types);
   EXPECT_EQ(tp::choose(bad, h100, compiled).malformed, 1);
+}
+
+// Path choices (hook v4): the device's own record decides, approved or not; else the arch's.
+TEST(ProfileReader, APathChoiceForADeviceIsItsOwnElseTheArchs) {
+  const tp::Profile p = tp::read((kCorpus / "valid-paths.json").string(), temper_types);
+  ASSERT_EQ(p.error, "");
+  ASSERT_EQ(p.paths.size(), 4u);
+  const auto all = [](int, int, int, int, int) { return true; };
+  const tp::Device h100{"sm_90", "NVIDIA H100 80GB HBM3", 132, 0}, h200{"sm_90", "NVIDIA H200", 132, 1},
+      mi300{"gfx942", "AMD Instinct MI300X", 304, 2};
+  const int q4k = int(GgmlType::Q4_K), q5k = int(GgmlType::Q5_K);
+  const tp::Choices own = tp::choose(p, h100, all);
+  EXPECT_EQ(own.paths, (std::map<tp::PathKey, int>{{{tp::kMulMat, q4k, 4}, tp::kMmq},
+                                                   {{tp::kMulMat, q5k, 5}, tp::kMmvq},
+                                                   {{tp::kMulMatId, q4k, 2}, tp::kMmq}}));
+  EXPECT_EQ(own.path_counts.for_device, 2);
+  EXPECT_EQ(own.path_counts.for_arch, 1);
+  EXPECT_EQ(own.path_counts.unapproved, 1);  // q6_K's rejected choice
+  const tp::Choices other = tp::choose(p, h200, all);
+  EXPECT_EQ(other.paths, (std::map<tp::PathKey, int>{{{tp::kMulMatId, q4k, 2}, tp::kMmq}}));
+  EXPECT_EQ(other.path_counts.other, 2);
+  EXPECT_TRUE(tp::choose(p, mi300, all).paths.empty());
+  // A device's own pending (or malformed) record is not replaced by the arch's approved one.
+  Profile core = load_profile(kCorpus / "valid-paths.json", "");
+  PathChoice pending = core.paths.front();
+  for (PathChoice& c : core.paths)
+    if (c.launch == Launch::MulMatId) pending = c;
+  pending.device = {"NVIDIA H100 80GB HBM3", 132, 81559};
+  pending.approval = Approval::Pending;
+  core.paths.push_back(pending);
+  const std::string json_text = to_json(core).dump();
+  const tp::Profile shadowed = tp::parse(json_text.data(), json_text.size(), temper_types);
+  ASSERT_EQ(shadowed.error, "");
+  EXPECT_EQ(tp::choose(shadowed, h100, all).paths.count({tp::kMulMatId, q4k, 2}), 0u);
+  EXPECT_EQ(tp::choose(shadowed, h200, all).paths.count({tp::kMulMatId, q4k, 2}), 1u);
+}
+
+// The one line adds the path choices; a choice for a decision this ggml lacks is said not applied.
+TEST(ProfileReader, TheLineCountsPathChoicesAndSaysWhatTheTreeCannotApply) {
+  const tp::Profile p = tp::read((kCorpus / "valid-paths.json").string(), temper_types);
+  ASSERT_EQ(p.error, "");
+  const tp::Device h100{"sm_90", "NVIDIA H100 80GB HBM3", 132, 0};
+  const tp::Choices c = tp::choose(p, h100, [](int, int, int, int, int) { return true; });
+  const std::string head = "temper: profile /p.json: 0 entries for NVIDIA H100 80GB HBM3 (sm_90, device 0), 1 for sm_90; ignored 0 for "
+                           "other archs, 0 for other devices, 0 for launches this hook lacks, 0 with a config not compiled in, 0 "
+                           "malformed, 0 not approved; 2 path choices (mmvq/mmq) for NVIDIA H100 80GB HBM3, 1 for sm_90 (ignored 0 "
+                           "for other archs or devices, 0 malformed, 1 not approved)";
+  EXPECT_EQ(tp::line("/p.json", c, h100, 3), head);
+  EXPECT_EQ(tp::line("/p.json", c, h100, 2), head + "; path choices not applied: this ggml has no ggml_cuda_should_use_mmvq");
+  EXPECT_EQ(tp::line("/p.json", c, h100, 0), head + "; path choices not applied: this ggml has no ggml_cuda_should_use_mmvq" +
+                                                 "; path choices not applied: this ggml has no get_mmvq_mmid_max_batch");
+  // Through the loader, as the engine asks: the path lookup loads, prints the line once, answers.
+  std::vector<std::string> said;
+  tp::Loader loader(temper_types, [&](const std::string& l) { said.push_back(l); }, 1);
+  const std::string file = (kCorpus / "valid-paths.json").string();
+  loader.load(file.c_str());
+  const auto all = [](int, int, int, int, int) { return true; };
+  EXPECT_EQ(loader.path(h100, all, tp::kMulMat, int(GgmlType::Q4_K), 4), tp::kMmq);
+  EXPECT_EQ(loader.path(h100, all, tp::kMulMat, int(GgmlType::Q4_K), 3), tp::kNoPath);
+  EXPECT_EQ(loader.path(h100, all, tp::kMulMat, int(GgmlType::Q6_K), 8), tp::kNoPath);  // rejected
+  ASSERT_EQ(said.size(), 1u);
+  EXPECT_NE(said[0].find("; path choices not applied: this ggml has no get_mmvq_mmid_max_batch"), std::string::npos) << said[0];
+  EXPECT_EQ(said[0].find("no ggml_cuda_should_use_mmvq"), std::string::npos) << said[0];
 }
 
 // (7) The loader treated approval null, true, 1, [], {} as approved and launched a tuned config.

@@ -1,8 +1,8 @@
 // libFuzzer target: the engine's profile reader (resources/engine/temper-mmvq-profile.h, compiled
 // for the host) over arbitrary bytes, differentially against what `temper profile validate` runs.
-// Any input must be refused by both or read by both with the same entries, the same ones flagged
-// as malformed and the same ones approved; the two differences docs/profile-format.md names (a
-// kernel-anvil file, a launch kind this reader does not know) are checked as such. Then the
+// Any input must be refused by both or read by both with the same entries and path choices, the same
+// ones flagged as malformed and the same ones approved; the two differences docs/profile-format.md
+// names (a kernel-anvil file, a launch kind this reader does not know) are checked as such. Then the
 // engine's choice and its one line for a few devices. A disagreement aborts: that is a finding.
 #include <cstdint>
 #include <cstdio>
@@ -34,6 +34,7 @@ tp::TypeFacts temper_types(const std::string& name) {
 }
 
 using Key = std::tuple<std::string, std::string, long long, int, long long, long long, std::string, long long, long long, long long>;
+using PathKey = std::tuple<std::string, std::string, long long, int, std::string, long long>;
 
 [[noreturn]] void disagree(const std::string& what) {
   std::fprintf(stderr, "profile readers disagree: %s\n", what.c_str());
@@ -49,6 +50,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string refused;
   bool anvil = false;
   std::map<Key, std::pair<bool, bool>> core;  // problem?, approved?
+  std::map<PathKey, std::pair<bool, bool>> core_paths;
   try {
     const nlohmann::json j = temper::parse_json_input(text, "fuzz");
     anvil = temper::is_kernel_anvil_json(j);
@@ -56,9 +58,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const temper::ProfileEntry& e : p.entries) {
       temper::Profile one = p;
       one.entries = {e};
+      one.paths.clear();
       const Key k{e.key.arch, e.key.device.name, e.key.device.compute_units, int(e.key.type), e.key.n, e.key.k,
                   std::string(temper::launch_name(e.key.launch)), e.key.experts, e.key.used, e.key.ncols};
       core[k] = {!temper::validate_profile(one).empty(), e.approval == temper::Approval::Approved};
+    }
+    for (const temper::PathChoice& c : p.paths) {
+      temper::Profile one = p;
+      one.entries.clear();
+      one.paths = {c};
+      const PathKey k{c.arch, c.device.name, c.device.compute_units, int(c.type), std::string(temper::launch_name(c.launch)), c.ncols};
+      core_paths[k] = {!temper::validate_profile(one).empty(), c.approval == temper::Approval::Approved};
     }
   } catch (const temper::Error& e) {
     refused = e.what();
@@ -66,6 +76,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   bool newer_launch = false;
   for (const tp::Entry& e : engine.entries) newer_launch = newer_launch || e.launch == tp::kUnknownLaunch;
+  for (const tp::PathRecord& c : engine.paths) newer_launch = newer_launch || !temper::parse_launch(c.launch_name);
   if (anvil) {
     if (engine.error.find("kernel-anvil") == std::string::npos) disagree("a kernel-anvil file the engine took for a profile");
   } else if (newer_launch) {
@@ -81,6 +92,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (it->second.first != !e.problem.empty()) disagree("malformed or not: " + e.problem);
       if (it->second.second != e.approved) disagree("approved or not");
     }
+    if (engine.paths.size() != core_paths.size()) disagree("path choice counts");
+    for (const tp::PathRecord& c : engine.paths) {
+      const auto it = core_paths.find(PathKey{c.arch, c.device_name, c.compute_units, c.type, c.launch_name, c.ncols});
+      if (it == core_paths.end()) disagree("a path choice only the engine read");
+      if (it->second.first != !c.problem.empty()) disagree("path choice malformed or not: " + c.problem);
+      if (it->second.second != c.approved) disagree("path choice approved or not");
+    }
   }
 
   const auto some = [](int, int type, int ncols, int nwarps, int) { return (type + ncols + nwarps) % 3 != 0; };
@@ -89,6 +107,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (c.for_device + c.for_arch + c.other_arch + c.other_device + c.lacking_launch + c.not_compiled + c.malformed + c.unapproved !=
         int(engine.entries.size()))
       disagree("the one line does not count every entry once");
+    const tp::PathCounts& n = c.path_counts;
+    if (n.for_device + n.for_arch + n.other + n.malformed + n.unapproved != int(engine.paths.size()))
+      disagree("the one line does not count every path choice once");
     (void)tp::line("fuzz.json", c, d);
   }
   return 0;
