@@ -26,7 +26,8 @@ namespace {
 struct Options {
   std::string dir, model, profile, cache;
   EngineProbeArgs probe;
-  int jobs = 0, tokens = 40, rounds = 5;
+  int jobs = 0, tokens = 40, rounds = 5, ncols = 1;
+  std::vector<std::string> paths;  // --path TYPE[:mul_mat_id]=mmvq|mmq
   bool json = false, undo = false;
   BenchArgs bench;
   bool md = false, csv = false, no_record = false;
@@ -172,12 +173,36 @@ engine::ProbeOptions engine_probe_options(const EngineProbeArgs& e) {
 
 namespace {
 
+// --path TYPE[:mul_mat_id]=mmvq|mmq: ggml's mmvq/mmq pick forced for TYPE's MUL_MAT (or MUL_MAT_ID).
+engine::ReplayOptions::ForcedPath parse_forced_path(const std::string& text) {
+  const auto bad = [&](const std::string& why) {
+    fail(ErrorKind::BadInput, "--path \"" + text + "\": " + why + " (expected TYPE[:mul_mat_id]=mmvq|mmq, e.g. q4_K=mmq)");
+  };
+  const size_t eq = text.find('=');
+  if (eq == std::string::npos) bad("no '='");
+  std::string type = text.substr(0, eq);
+  Launch launch = Launch::MulMat;
+  if (const size_t colon = type.find(':'); colon != std::string::npos) {
+    const auto l = parse_launch(type.substr(colon + 1));
+    if (!l || (*l != Launch::MulMat && *l != Launch::MulMatId)) bad("the launch is mul_mat or mul_mat_id");
+    launch = *l;
+    type.resize(colon);
+  }
+  const auto t = parse_type(type);
+  if (!t) bad("unknown ggml type \"" + type + "\"");
+  const auto path = parse_mat_path(text.substr(eq + 1));
+  if (!path) bad("the path is mmvq or mmq");
+  return {*t, launch, *path};
+}
+
 int run_replay(const Options& o) {
   if (o.profile.empty()) fail(ErrorKind::BadInput, "--profile PATH: the profile to replay against stock");
   engine::ReplayOptions ro;
   ro.profile = o.profile;
   ro.tokens = o.tokens;
   ro.rounds = o.rounds;
+  ro.ncols = o.ncols;
+  for (const std::string& p : o.paths) ro.forced_paths.push_back(parse_forced_path(p));
   const GgufFile file = GgufFile::open(o.model);
   const engine::ReplayPlan plan = engine::plan_replay(file);
   engine::EngineDevice device(engine_probe_options(o.probe));
@@ -191,21 +216,33 @@ int run_replay(const Options& o) {
   if (json_out) {
     nlohmann::json j = {{"model", o.model}, {"device", device.info().name}, {"arch", device.info().arch},
                         {"profile", ro.profile.string()}, {"launches_per_token", launches}, {"gemvs_per_token", gemvs},
-                        {"notes", plan.launches.notes}, {"kernel", "engine"}, {"probe", device.options().probe.string()}};
+                        {"notes", plan.launches.notes}, {"kernel", "engine"}, {"probe", device.options().probe.string()},
+                        {"forced_paths", o.paths}};
     j.update(engine::replay_report_json(r));
     std::printf("%s\n", j.dump(2).c_str());
     return r.differences.empty() ? 0 : 5;  // a tuned launch computes something else: verification failed
   }
   std::printf("decode replay of %s on %s (kernel: the engine's; %s weights)\n", o.model.c_str(), device.info().name.c_str(),
               r.real_bytes ? "the file's" : "random valid");
+  if (r.ncols > 1 || !ro.forced_paths.empty()) {
+    std::string forced;
+    for (const std::string& p : o.paths) forced += (forced.empty() ? "" : ", ") + p;
+    std::printf("  batch width %d (every launch reads %d columns)%s%s; mmvq/mmq decisions changed per token: %lld stock arm, %lld profile arm\n",
+                r.ncols, r.ncols, forced.empty() ? "" : ", forced in both arms: ", forced.c_str(),
+                static_cast<long long>(r.stock.path_changes), static_cast<long long>(r.profiled.path_changes));
+  }
   std::printf("  %zu launches in the plan, %lld GEMVs per token; mmvq launches per token: %lld stock, %lld with the profile (%lld tuned)\n",
               launches, static_cast<long long>(gemvs), static_cast<long long>(r.stock.launches),
               static_cast<long long>(r.profiled.launches), static_cast<long long>(r.profiled.tuned));
   std::printf("  GEMV time per token, stock:   %.1f µs [%.1f, %.1f] (%zu tokens)\n", r.stock.median, r.stock.ci_low,
               r.stock.ci_high, r.stock.token_us.size());
   std::printf("  GEMV time per token, profile: %.1f µs [%.1f, %.1f]\n", r.profiled.median, r.profiled.ci_low, r.profiled.ci_high);
-  std::printf("  measured speedup %.3f [%.3f, %.3f]; the profile predicts %.3f (%d entries hit, %.1f µs saved per token)\n",
-              r.speedup, r.speedup_low, r.speedup_high, r.predicted_speedup, r.profile_entries_hit, r.predicted_saving_us);
+  if (r.ncols == 1)
+    std::printf("  measured speedup %.3f [%.3f, %.3f]; the profile predicts %.3f (%d entries hit, %.1f µs saved per token)\n",
+                r.speedup, r.speedup_low, r.speedup_high, r.predicted_speedup, r.profile_entries_hit, r.predicted_saving_us);
+  else
+    std::printf("  measured speedup %.3f [%.3f, %.3f]; no prediction at %d columns (the profile's evidence is of one)\n",
+                r.speedup, r.speedup_low, r.speedup_high, r.ncols);
   if (r.differences.empty())
     std::printf("  outputs: all %d launches agree between the arms\n", r.launches_compared);
   for (const auto& d : r.differences)
@@ -297,6 +334,10 @@ Action define_engine(CLI::App& app) {
   replay->add_option("--profile", o->profile, "the profile to replay against stock")->type_name("PATH");
   replay->add_option("--tokens", o->tokens, "decode tokens per round (default 40)")->check(integer_in(1, 1 << 20));
   replay->add_option("--rounds", o->rounds, "rounds, stock and profile in turn (default 5)")->check(integer_in(1, 1 << 20));
+  replay->add_option("--ncols", o->ncols, "batch width: every launch reads N columns (default 1; 2..8 needs probe protocol 4)")
+      ->check(integer_in(1, 8));
+  replay->add_option("--path", o->paths, "force ggml's mmvq/mmq pick in both arms: TYPE[:mul_mat_id]=mmvq|mmq (repeatable; needs --ncols 2..8)")
+      ->type_name("TYPE=PATH");
   add_json(*replay, o->json);
   CLI::App* bench = app.add_subcommand("bench", "your llama-bench with the profile and without it, interleaved");
   subs.emplace_back(bench, [o] { return run_bench(*o); });
@@ -331,10 +372,13 @@ const Registrar reg{{"engine", "the tuning hook on your ggml / llama.cpp tree; t
                      "    first GPU unless --arch) with FlashAttention and NCCL off, plus temper-probe. Cached by\n"
                      "    source hash; progress on stderr; a failure ends with the compiler's first error and the\n"
                      "    log's path (exit 6). HIP needs ROCm 6.1+ (Debian's hipcc 5.2 cannot build ggml).\n"
-                     "temper engine replay MODEL.gguf --probe P|--engine-src DIR --profile P [--tokens 40] [--rounds 5] [--json]\n"
+                     "temper engine replay MODEL.gguf --probe P|--engine-src DIR --profile P [--tokens 40] [--rounds 5]\n"
+                     "                    [--ncols N] [--path TYPE[:mul_mat_id]=mmvq|mmq ...] [--json]\n"
                      "    One decode token's GEMVs in the model's order (fused gate/up, MUL_MAT_ID for experts, the\n"
                      "    head) as one graph in the hooked engine, timed per token, stock and with the profile in\n"
                      "    turn: medians with 95% CI, the measured speedup and the profile's prediction beside it.\n"
+                     "    --ncols N replays N columns (tokens) per launch; --path forces ggml's mmvq/mmq pick for a\n"
+                     "    type in both arms (hook v4, probe protocol 4).\n"
                      "temper engine bench MODEL.gguf --llama-bench PATH [--profile P] [--stock-bench PATH] [--tests tg128,pp2,pp4,pp8]\n"
                      "                   [--rounds 3] [--repetitions 5] [--bench-args ARGS] [--no-record] [--json|--md|--csv]\n"
                      "    Your llama-bench (built from the patched tree) with the profile (TEMPER_PROFILE=P) and without\n"

@@ -361,6 +361,7 @@ ReplayTokens EngineDevice::replay(const std::string& plan, uint32_t tokens) {
   for (uint32_t i = 0; i < tokens; ++i) t.token_us.push_back(r.get<double>());
   t.launches = r.get<int64_t>();
   t.tuned = r.get<int64_t>();
+  if (protocol_ >= 4) t.path_changes = r.get<int64_t>();
   return t;
 }
 

@@ -15,16 +15,18 @@
 namespace temper::probe {
 
 // 2 added TimeKernel; 3 added GemvLaunch and TimeLaunch (the fused gate/up and MUL_MAT_ID launches)
-// and Quantize of up to 64 columns. Temper accepts probes from kMinProtocolVersion on; an op newer
+// and Quantize of up to 64 columns; 4 added Replay's batch width and forced mmvq/mmq paths (hook v4),
+// its per-token count of changed path decisions, and Hello's path_hooks. Temper accepts probes from kMinProtocolVersion on; an op newer
 // than the probe's version is refused on Temper's side with one line (rebuild the probe).
-constexpr uint32_t kProtocolVersion = 3;
+constexpr uint32_t kProtocolVersion = 4;
 constexpr uint32_t kMinProtocolVersion = 1;
 
 enum class Op : uint32_t {
   // -> text: "key=value\n" lines: protocol, name, arch (sm_90 / gfx90a), cc, sms, warp_size,
   //    l2_bytes, memory_bytes, clock_mhz, memory_clock_mhz, memory_bus_bits, shared_per_block,
   //    shared_per_sm, regs_per_block, regs_per_sm, max_threads_per_sm, driver, runtime, pci_bus_id,
-  //    hook_version, kernel_set (full|all|ncols1|ci), graphs (0|1)
+  //    hook_version, kernel_set (full|all|ncols1|ci), graphs (0|1), path_hooks (protocol 4: the hook's
+  //    TEMPER_MMVQ_PATH_HOOKS, bit 0 MUL_MAT's mmvq/mmq choice wrapped, bit 1 MUL_MAT_ID's cap)
   Hello = 1,
   Alloc = 2,      // u64 bytes -> u64 handle (device memory in the engine's own buffer type)
   Free = 3,       // u64 handle
@@ -55,13 +57,20 @@ enum class Op : uint32_t {
   // node, in the model's order (handles are Alloc'ed and filled before):
   //   profile PATH|-          the profile the hook loads for this run (- : none, stock)
   //   x H / out H / ids H     float activations (>= max K floats), an output arena, i32 expert ids
+  //   ncols N                 (protocol 4, before the nodes) batch width 1..8: every node reads N
+  //                           columns; MUL_MAT_ID nodes read N tokens of U ids each (ids: N × U i32),
+  //                           mmid_down N × U columns; gate/up are not fused at N > 1 (as in ggml)
+  //   path L TYPE P           (protocol 4, before the nodes) force ggml's mmvq/mmq pick for launch L
+  //                           (0 MUL_MAT, 2 MUL_MAT_ID) of TYPE at this width: P 1 mmvq, 2 mmq
+  //                           (temper_mmvq_set_path_override, cleared after the run)
   //   mm TYPE N K W           MUL_MAT of weights W (K×N) with x
   //   glu TYPE N K G U        gate and up MUL_MATs + SwiGLU (the engine fuses them at one token)
   //   mmid TYPE N K E U W     MUL_MAT_ID: U of the E experts of W (K×N×E) with x broadcast to U columns
   //   mmid_glu TYPE N K E U G U2   the same for expert gate and up, + SwiGLU (fused by the engine)
   //   mmid_down TYPE N K E U W     MUL_MAT_ID with U columns of K values (the experts' own outputs)
   // -> f64 us[tokens] (device time of each token's graph), then i64 mmvq launches per token and
-  //    i64 of them tuned (launched from a Temper instantiation, not the stock table).
+  //    i64 of them tuned (launched from a Temper instantiation, not the stock table); protocol 4 adds
+  //    i64 path decisions per token the hook answered otherwise than ggml (temper_mmvq_path_changes).
   Replay = 15,
   // Protocol 2. The Time payload and answer, but kernel-only: the activations are the ones Quantize
   // wrote (quantized once, by the engine's own q8_1 quantizer, in the engine's padded layout), and

@@ -40,7 +40,24 @@ const char* replay_op(const PlannedLaunch& l) {
   return "mm";
 }
 
-ReplayArm summarize_arm(std::vector<double> us, int64_t launches, int64_t tuned) {
+// The batch width and forced paths are protocol 4's; refused (one line) before anything is uploaded.
+void check_width_and_paths(const EngineDevice& device, const ReplayOptions& o) {
+  if (o.ncols < 1 || o.ncols > 8) fail(ErrorKind::BadInput, "replay: ncols " + std::to_string(o.ncols) + " is outside 1..8");
+  for (const auto& f : o.forced_paths) {
+    if (f.launch != Launch::MulMat && f.launch != Launch::MulMatId)
+      fail(ErrorKind::BadInput, "replay: a forced path for " + std::string(launch_name(f.launch)) +
+                                    " (ggml picks mmvq or mmq for mul_mat and mul_mat_id only)");
+    if (o.ncols < 2)
+      fail(ErrorKind::BadInput, "replay: a forced mmvq/mmq path needs a batch width 2..8 (ggml runs mmvq at one column)");
+  }
+  if ((o.ncols > 1 || !o.forced_paths.empty()) && device.protocol() < 4)
+    fail(ErrorKind::BadInput, "temper-probe " + device.options().probe.string() + " speaks protocol " +
+                                  std::to_string(device.protocol()) +
+                                  ", which replays one column with ggml's own mmvq/mmq pick only (batch widths and forced "
+                                  "paths need protocol 4); rebuild it with `temper engine build`");
+}
+
+ReplayArm summarize_arm(std::vector<double> us, int64_t launches, int64_t tuned, int64_t path_changes) {
   ReplayArm a;
   const SampleStats s = summarize(us);
   a.token_us = std::move(us);
@@ -49,6 +66,7 @@ ReplayArm summarize_arm(std::vector<double> us, int64_t launches, int64_t tuned)
   a.ci_high = s.ci_high;
   a.launches = launches;
   a.tuned = tuned;
+  a.path_changes = path_changes;
   return a;
 }
 
@@ -56,8 +74,11 @@ ReplayArm summarize_arm(std::vector<double> us, int64_t launches, int64_t tuned)
 
 ReplayReport run_replay(EngineDevice& device, const GgufFile& file, const ReplayPlan& plan, const ReplayOptions& o,
                         const std::function<void(int, int)>& progress) {
+  check_width_and_paths(device, o);
   ReplayReport r;
   r.plan = plan;
+  r.ncols = o.ncols;
+  const size_t width = size_t(o.ncols);
   std::map<std::string, const TensorInfo*> by_name;
   for (const TensorInfo& t : file.tensors()) by_name[std::string(t.name)] = &t;
 
@@ -90,21 +111,24 @@ ReplayReport run_replay(EngineDevice& device, const GgufFile& file, const Replay
 
   std::mt19937_64 rng(o.seed);
   const LaunchPlan& lp = plan.launches;
-  std::vector<float> x(size_t(lp.max_k) * size_t(std::max<int64_t>(lp.experts_used, 1)));
+  std::vector<float> x(size_t(lp.max_k) * size_t(std::max<int64_t>(lp.experts_used, 1)) * width);
   std::normal_distribution<float> normal(0.f, 1.f);
   for (float& v : x) v = normal(rng);
   DeviceBuffer xb = device.alloc(x.size() * sizeof(float));
   device.upload(xb, x.data(), x.size() * sizeof(float));
-  DeviceBuffer out = device.alloc(plan.output_bytes);
-  // The token's experts: distinct, fixed for the run (a router's choice changes which weights are
+  DeviceBuffer out = device.alloc(plan.output_bytes * width);
+  // Each token's experts: distinct, fixed for the run (a router's choice changes which weights are
   // read, not how many).
   int64_t experts = 1;
   for (const auto& n : lp.launches) experts = std::max<int64_t>(experts, n.experts);
-  std::vector<int32_t> ids(static_cast<size_t>(std::max<int64_t>(lp.experts_used, 1)));
+  const size_t used = static_cast<size_t>(std::max<int64_t>(lp.experts_used, 1));
+  std::vector<int32_t> ids(used * width);
   std::vector<int32_t> all(static_cast<size_t>(experts));
   std::iota(all.begin(), all.end(), 0);
-  std::shuffle(all.begin(), all.end(), rng);
-  for (size_t i = 0; i < ids.size(); ++i) ids[i] = all[i % all.size()];
+  for (size_t token = 0; token < width; ++token) {
+    std::shuffle(all.begin(), all.end(), rng);
+    for (size_t i = 0; i < used; ++i) ids[token * used + i] = all[i % all.size()];
+  }
   DeviceBuffer idb = device.alloc(ids.size() * sizeof(int32_t));
   device.upload(idb, ids.data(), ids.size() * sizeof(int32_t));
 
@@ -113,6 +137,9 @@ ReplayReport run_replay(EngineDevice& device, const GgufFile& file, const Replay
     std::ostringstream p;
     p << "profile " << (profile.empty() ? "-" : profile) << "\n"
       << "x " << EngineDevice::handle(xb) << "\nout " << EngineDevice::handle(out) << "\nids " << EngineDevice::handle(idb) << "\n";
+    if (o.ncols > 1) p << "ncols " << o.ncols << "\n";
+    for (const auto& f : o.forced_paths)
+      p << "path " << int(f.launch) << " " << uint32_t(f.type) << " " << (f.path == MatPath::Mmvq ? 1 : 2) << "\n";
     for (const PlannedLaunch& n : lp.launches) {
       if (only && n.shape() != *only) continue;
       p << replay_op(n) << " " << uint32_t(n.type) << " " << n.n << " " << n.k;
@@ -124,21 +151,23 @@ ReplayReport run_replay(EngineDevice& device, const GgufFile& file, const Replay
   };
   const std::string stock_plan = plan_text(""), profiled_plan = plan_text(o.profile.string());
   std::vector<double> stock_us, profiled_us;
-  int64_t stock_launches = 0, stock_tuned = 0, prof_launches = 0, prof_tuned = 0;
+  int64_t stock_launches = 0, stock_tuned = 0, stock_changes = 0, prof_launches = 0, prof_tuned = 0, prof_changes = 0;
   for (int round = 0; round < o.rounds; ++round) {
     const ReplayTokens s = device.replay(stock_plan, uint32_t(o.tokens));
     stock_us.insert(stock_us.end(), s.token_us.begin(), s.token_us.end());
     stock_launches = s.launches;
     stock_tuned = s.tuned;
+    stock_changes = s.path_changes;
     if (progress) progress(2 * round + 1, 2 * o.rounds);
     const ReplayTokens p = device.replay(profiled_plan, uint32_t(o.tokens));
     profiled_us.insert(profiled_us.end(), p.token_us.begin(), p.token_us.end());
     prof_launches = p.launches;
     prof_tuned = p.tuned;
+    prof_changes = p.path_changes;
     if (progress) progress(2 * round + 2, 2 * o.rounds);
   }
-  r.stock = summarize_arm(std::move(stock_us), stock_launches, stock_tuned);
-  r.profiled = summarize_arm(std::move(profiled_us), prof_launches, prof_tuned);
+  r.stock = summarize_arm(std::move(stock_us), stock_launches, stock_tuned, stock_changes);
+  r.profiled = summarize_arm(std::move(profiled_us), prof_launches, prof_tuned, prof_changes);
   r.speedup = r.stock.median / r.profiled.median;
   r.speedup_low = r.stock.ci_low / r.profiled.ci_high;
   r.speedup_high = r.stock.ci_high / r.profiled.ci_low;
@@ -146,12 +175,12 @@ ReplayReport run_replay(EngineDevice& device, const GgufFile& file, const Replay
   // Same answers: each launch's output of one token, stock and with the profile.
   auto outputs = [&](const std::string& text) {
     device.replay(text, 1);
-    std::vector<float> v(plan.output_bytes / sizeof(float));
+    std::vector<float> v(plan.output_bytes * width / sizeof(float));
     device.download(v.data(), out, v.size() * sizeof(float));
     return v;
   };
   const std::vector<float> stock_out = outputs(stock_plan), prof_out = outputs(profiled_plan);
-  const auto slices = replay_output_slices(plan);
+  const auto slices = replay_output_slices(plan, o.ncols);
   for (size_t i = 0; i < slices.size(); ++i) {
     const auto [at, count] = slices[i];
     // Non-finite where the stock launch is non-finite too is the data's (a file with garbage
@@ -198,18 +227,20 @@ ReplayReport run_replay(EngineDevice& device, const GgufFile& file, const Replay
                      [](const ReplayShare& a, const ReplayShare& b) { return a.stock_us > b.stock_us; });
   }
 
-  const ReplayPrediction predicted = predict_replay(plan, load_profile(o.profile), device.info());
-  r.profile_entries_hit = predicted.entries_hit;
-  r.predicted_saving_us = predicted.saving_us;
-  r.predicted_speedup = r.stock.median / (r.stock.median - r.predicted_saving_us);
+  if (o.ncols == 1) {  // the entries' evidence is of one column
+    const ReplayPrediction predicted = predict_replay(plan, load_profile(o.profile), device.info());
+    r.profile_entries_hit = predicted.entries_hit;
+    r.predicted_saving_us = predicted.saving_us;
+    r.predicted_speedup = r.stock.median / (r.stock.median - r.predicted_saving_us);
+  }
   return r;
 }
 
-std::vector<std::pair<size_t, size_t>> replay_output_slices(const ReplayPlan& plan) {
+std::vector<std::pair<size_t, size_t>> replay_output_slices(const ReplayPlan& plan, int ncols) {
   std::vector<std::pair<size_t, size_t>> out;
   size_t at = 0;  // bytes, as the probe's TokenGraph::output() advances
   for (const PlannedLaunch& l : plan.launches.launches) {
-    const size_t floats = size_t(l.n) * size_t(launch_has_ids(l.launch) ? l.used : 1);
+    const size_t floats = size_t(l.n) * size_t(launch_has_ids(l.launch) ? l.used : 1) * size_t(ncols);
     const size_t slice = (floats * sizeof(float) + 255) / 256 * 256;
     if (launch_is_fused(l.launch)) at += 2 * slice;  // gate and up, which the fused kernel never writes
     out.emplace_back(at / sizeof(float), floats);
@@ -234,7 +265,8 @@ nlohmann::json replay_report_json(const ReplayReport& r) {
   using nlohmann::json;
   auto arm = [](const ReplayArm& a) {
     return json{{"median_us", a.median}, {"ci_low_us", a.ci_low}, {"ci_high_us", a.ci_high},
-                {"tokens", a.token_us.size()}, {"mmvq_launches", a.launches}, {"tuned_launches", a.tuned}};
+                {"tokens", a.token_us.size()}, {"mmvq_launches", a.launches}, {"tuned_launches", a.tuned},
+                {"path_changes", a.path_changes}};
   };
   json breakdown = json::array(), differences = json::array();
   for (const auto& s : r.breakdown)
@@ -248,7 +280,7 @@ nlohmann::json replay_report_json(const ReplayReport& r) {
     differences.push_back({{"launch", d.index}, {"role", d.role},
                            {"max_abs_difference", std::isnan(d.max_abs_difference) ? json(nullptr) : json(d.max_abs_difference)},
                            {"stock_rms", d.scale}});
-  return {{"stock", arm(r.stock)}, {"profiled", arm(r.profiled)}, {"speedup", r.speedup},
+  return {{"ncols", r.ncols}, {"stock", arm(r.stock)}, {"profiled", arm(r.profiled)}, {"speedup", r.speedup},
           {"speedup_low", r.speedup_low}, {"speedup_high", r.speedup_high}, {"predicted_speedup", r.predicted_speedup},
           {"predicted_saving_us", r.predicted_saving_us}, {"profile_entries_hit", r.profile_entries_hit},
           {"real_bytes", r.real_bytes}, {"copy_bandwidth_gbs", r.copy_bandwidth_gbs},

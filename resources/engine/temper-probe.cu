@@ -304,6 +304,9 @@ struct TokenGraph {
     std::string profile = "-";
     uint64_t x = 0, out = 0, ids = 0;
     size_t out_at = 0;
+    int ncols = 1;  // the batch width: every node reads ncols columns (tokens, for MUL_MAT_ID)
+    struct ForcedPath { int launch, type, path; };
+    std::vector<ForcedPath> paths;  // applied for the run (temper_mmvq_set_path_override), cleared after
     ~TokenGraph() { if (ctx) ggml_free(ctx); }
 
     ggml_tensor * at(ggml_tensor * t, uint64_t h, size_t offset = 0) {
@@ -319,7 +322,11 @@ struct TokenGraph {
         out_at += (ggml_nbytes(t) + 255) / 256 * 256;
         return t;
     }
-    ggml_tensor * input(int k, int cols = 1) { return at(ggml_new_tensor_3d(ctx, GGML_TYPE_F32, k, cols, 1), x); }
+    // MUL_MAT's activations: ncols columns of k. MUL_MAT_ID's: cols per token (1: broadcast to the
+    // token's experts; `used`: each expert its own), ncols tokens, with `used` expert ids per token.
+    ggml_tensor * input(int k) { return at(ggml_new_tensor_3d(ctx, GGML_TYPE_F32, k, ncols, 1), x); }
+    ggml_tensor * expert_input(int k, int cols) { return at(ggml_new_tensor_3d(ctx, GGML_TYPE_F32, k, cols, ncols), x); }
+    ggml_tensor * selection(int used) { return at(ggml_new_tensor_2d(ctx, GGML_TYPE_I32, used, ncols), ids); }
 
     explicit TokenGraph(const std::string & plan) {
         const size_t nodes = 16384;
@@ -338,6 +345,19 @@ struct TokenGraph {
             if (op == "x") { l >> x; continue; }
             if (op == "out") { l >> out; continue; }
             if (op == "ids") { l >> ids; continue; }
+            if (op == "ncols" || op == "path") {
+                if (ggml_graph_n_nodes(graph) > 0) fail(ProbeStatus::BadRequest, "replay: \"" + line + "\" comes after the nodes");
+                std::string extra;
+                ForcedPath f{};
+                if (op == "ncols" && (l >> ncols) && !(l >> extra) && ncols >= 1 && ncols <= 8) continue;
+                if (op == "path" && (l >> f.launch >> f.type >> f.path) && !(l >> extra) && (f.launch == 0 || f.launch == 2) &&
+                    f.type >= 0 && f.type < GGML_TYPE_COUNT && (f.path == 1 || f.path == 2)) {
+                    paths.push_back(f);
+                    continue;
+                }
+                fail(ProbeStatus::BadRequest, "replay: cannot read plan line \"" + line +
+                                                  "\" (expected \"ncols N\" with N 1..8 or \"path LAUNCH TYPE P\" with LAUNCH 0 or 2, P 1 mmvq or 2 mmq)");
+            }
             if (!x || !out) fail(ProbeStatus::BadRequest, "replay: x and out come before the nodes");
             if (op == "mm" && (l >> type >> n >> k >> w)) {
                 ggml_tensor * wt = at(ggml_new_tensor_2d(ctx, ggml_type(type), k, n), w);
@@ -349,11 +369,10 @@ struct TokenGraph {
                 ggml_build_forward_expand(graph, output(ggml_swiglu_split(ctx, g, up)));
             } else if ((op == "mmid" || op == "mmid_down") && (l >> type >> n >> k >> e >> u >> w)) {
                 ggml_tensor * wt = at(ggml_new_tensor_3d(ctx, ggml_type(type), k, n, e), w);
-                ggml_tensor * sel = at(ggml_new_tensor_2d(ctx, GGML_TYPE_I32, u, 1), ids);
-                ggml_build_forward_expand(graph, output(ggml_mul_mat_id(ctx, wt, input(k, op == "mmid" ? 1 : u), sel)));
+                ggml_build_forward_expand(graph, output(ggml_mul_mat_id(ctx, wt, expert_input(k, op == "mmid" ? 1 : u), selection(u))));
             } else if (op == "mmid_glu" && (l >> type >> n >> k >> e >> u >> w >> w2)) {
-                ggml_tensor * xin = input(k);
-                ggml_tensor * sel = at(ggml_new_tensor_2d(ctx, GGML_TYPE_I32, u, 1), ids);
+                ggml_tensor * xin = expert_input(k, 1);
+                ggml_tensor * sel = selection(u);
                 ggml_tensor * g = output(ggml_mul_mat_id(ctx, at(ggml_new_tensor_3d(ctx, ggml_type(type), k, n, e), w), xin, sel));
                 ggml_tensor * up = output(ggml_mul_mat_id(ctx, at(ggml_new_tensor_3d(ctx, ggml_type(type), k, n, e), w2), xin, sel));
                 ggml_build_forward_expand(graph, output(ggml_swiglu_split(ctx, g, up)));
@@ -364,17 +383,29 @@ struct TokenGraph {
     }
 };
 
+// The plan's forced paths, set at the plan's width for one replay and cleared on every way out of it.
+struct PathOverrides {
+    const TokenGraph & t;
+    explicit PathOverrides(const TokenGraph & g) : t(g) { set(true); }
+    ~PathOverrides() { set(false); }
+    void set(bool on) const {
+        for (const auto & f : t.paths) temper_mmvq_set_path_override(f.launch, f.type, t.ncols, on ? f.path : 0);
+    }
+};
+
 std::string replay(uint32_t tokens, const std::string & plan) {
     TokenGraph t(plan);
+    const PathOverrides forced(t);
     temper_mmvq_load_profile(t.profile == "-" ? "" : t.profile.c_str());
     // Warm-up, and the evidence: how many mmvq launches a token makes and how many are tuned.
     if (ggml_backend_graph_compute(g_backend, t.graph) != GGML_STATUS_SUCCESS) fail(ProbeStatus::EngineError, "replay: compute failed");
-    const long long l0 = temper_mmvq_launch_count(), t0 = temper_mmvq_tuned_count();
+    const long long l0 = temper_mmvq_launch_count(), t0 = temper_mmvq_tuned_count(), c0 = temper_mmvq_path_changes();
     const auto h0 = std::chrono::steady_clock::now();
     ggml_backend_graph_compute_async(g_backend, t.graph);
     const double enqueue_ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - h0).count();
     ggml_backend_synchronize(g_backend);
     const long long launches = temper_mmvq_launch_count() - l0, tuned = temper_mmvq_tuned_count() - t0;
+    const long long path_changes = temper_mmvq_path_changes() - c0;
     cudaStream_t stream = (cudaStream_t) temper_mmvq_last_stream();
     cudaEvent_t e0, e1;
     check_cuda(cudaEventCreate(&e0), "cudaEventCreate");
@@ -398,6 +429,7 @@ std::string replay(uint32_t tokens, const std::string & plan) {
     temper_mmvq_load_profile("");
     put(out, int64_t(launches));
     put(out, int64_t(tuned));
+    put(out, int64_t(path_changes));
     return out;
 }
 
@@ -511,6 +543,7 @@ std::string hello() {
     kv("pci_bus_id", pci);
     kv("hook_version", std::to_string(temper_mmvq_hook_version()));
     kv("kernel_set", temper_mmvq_kernel_set());
+    kv("path_hooks", std::to_string(temper_mmvq_path_hooks()));
     kv("graphs", "0");
     return o;
 }

@@ -163,7 +163,8 @@ class Probe {
                                  "memory_clock_mhz=1000\nmemory_bus_bits=256\nshared_per_block=49152\n"
                                  "shared_per_sm=233472\nregs_per_block=65536\nregs_per_sm=65536\n"
                                  "max_threads_per_sm=2048\ndriver=fake\nruntime=fake\npci_bus_id=0000:00:00.0\n"
-                                 "hook_version=fake-1\nkernel_set=ci\ngraphs=0\n";
+                                 "hook_version=fake-1\nkernel_set=ci\ngraphs=0\n" +
+                                 (protocol() >= 4 ? "path_hooks=3\n" : "");
         return {text.begin(), text.end()};
       }
       case Op::Alloc: {
@@ -342,6 +343,9 @@ class Probe {
   // them out), tokens timed as the sum of the nodes' synthetic times with the profile's configs (the
   // entries the engine would apply on this device), launches and tuned launches counted.
   // FAKE_PROBE_WRONG=WxR: a tuned launch of that config writes a wrong last row (a buggy kernel).
+  // Protocol 4: "ncols N" and "path L TYPE P" lines before the nodes, and the mmvq/mmq cost model of
+  // path_us(): ggml's own pick (the H100's: mmvq at every width up to 8) unless a forced path or the
+  // profile's approved path choice says otherwise.
   std::vector<uint8_t> replay(In& in) {
     const uint32_t tokens = in.get<uint32_t>();
     const std::string text(reinterpret_cast<const char*>(in.here()), in.left());
@@ -351,7 +355,9 @@ class Probe {
     Profile profile;
     size_t at = 0;  // bytes into the arena
     double us = 0;
-    int64_t launches = 0, tuned = 0;
+    int64_t launches = 0, tuned = 0, path_changes = 0;
+    int ncols = 1, nodes = 0;
+    std::map<std::pair<int, int>, MatPath> forced;  // (launch, type) -> path
     std::optional<Config> wrong;
     if (const char* w = std::getenv("FAKE_PROBE_WRONG")) {
       Config c;
@@ -364,7 +370,7 @@ class Probe {
     self.memory_bytes = 1ull << 30;
     while (std::getline(lines, line)) {
       std::istringstream l(line);
-      std::string op;
+      std::string op, extra;
       if (!(l >> op)) continue;
       if (op == "profile") {
         l >> profile_path;
@@ -378,6 +384,17 @@ class Probe {
       if (op == "x") { l >> xh; continue; }
       if (op == "out") { l >> outh; continue; }
       if (op == "ids") { l >> idsh; continue; }
+      if (protocol() >= 4 && (op == "ncols" || op == "path")) {
+        int launch = 0, type = 0, path = 0;
+        if (nodes > 0) throw Fail{ProbeStatus::BadRequest, "replay: \"" + line + "\" comes after the nodes"};
+        if (op == "ncols" && (l >> ncols) && !(l >> extra) && ncols >= 1 && ncols <= 8) continue;
+        if (op == "path" && (l >> launch >> type >> path) && !(l >> extra) && (launch == 0 || launch == 2) && find_type(uint32_t(type)) &&
+            (path == 1 || path == 2)) {
+          forced[{launch, type}] = path == 1 ? MatPath::Mmvq : MatPath::Mmq;
+          continue;
+        }
+        throw Fail{ProbeStatus::BadRequest, "replay: cannot read plan line \"" + line + "\""};
+      }
       int type = 0, n = 0, k = 0, e = 1, u = 1;
       uint64_t w = 0, w2 = 0;
       GemvProblem p;
@@ -386,40 +403,65 @@ class Probe {
       else if ((op == "mmid" || op == "mmid_down") && (l >> type >> n >> k >> e >> u >> w)) p.launch = Launch::MulMatId;
       else if (op == "mmid_glu" && (l >> type >> n >> k >> e >> u >> w >> w2)) p.launch = Launch::MulMatIdGlu;
       else throw Fail{ProbeStatus::BadRequest, "replay: cannot read plan line \"" + line + "\""};
+      ++nodes;
       p.type = GgmlType(type);
       p.n = n;
       p.k = k;
       if (launch_has_ids(p.launch)) p.experts = e, p.used = u;
-      const ProfileEntry* entry = applied_launch(profile, self.arch, profile_device(self), p, 1);
-      const bool applies = entry && compiled(p.type, 1, entry->config);
-      const Config c = applies ? entry->config : stock(p);
-      const Launch ran = applies ? entry->key.launch : p.launch;
-      us += mean_us(with_launch_problem(p, ran), c);
-      launches += launch_is_unfused(ran) ? 2 : 1;  // the pair: two plain mmvq launches
-      tuned += applies;
-      // The node's output: each column (expert) its own dot of the activations quantized as the GPU does.
-      const size_t row = *row_bytes(p.type, uint64_t(k)), cols = launch_has_ids(p.launch) ? size_t(u) : 1;
-      const auto* x = reinterpret_cast<const float*>(buffer(xh).data());
-      const auto* ids = launch_has_ids(p.launch) ? reinterpret_cast<const int32_t*>(buffer(idsh).data()) : nullptr;
+      const bool fused = launch_is_fused(p.launch);
+      const ProfileEntry* entry = nullptr;
+      bool applies = false;
+      if (ncols == 1) {
+        entry = applied_launch(profile, self.arch, profile_device(self), p, 1);
+        applies = entry && compiled(p.type, 1, entry->config);
+        const Config c = applies ? entry->config : stock(p);
+        const Launch ran = applies ? entry->key.launch : p.launch;
+        us += mean_us(with_launch_problem(p, ran), c);
+        launches += launch_is_unfused(ran) ? 2 : 1;  // the pair: two plain mmvq launches
+        tuned += applies;
+      } else {  // ggml fuses at one column only: gate and up are two launches of the plain kind
+        const Launch plain = launch_has_ids(p.launch) ? Launch::MulMatId : Launch::MulMat;
+        const PathRun run = path_run(with_launch_problem(p, plain), ncols, forced, profile, self);
+        const int count = fused ? 2 : 1;
+        us += count * run.us;
+        launches += count * run.mmvq;
+        tuned += count * run.tuned;
+        path_changes += count * run.changed;
+      }
+      // The node's output: each column its own dot of the activations quantized as the GPU does.
+      // MUL_MAT: one column per token; MUL_MAT_ID: `u` experts per token (ids: ncols × u).
+      const size_t row = *row_bytes(p.type, uint64_t(k));
+      const size_t per_token = launch_has_ids(p.launch) ? size_t(u) : 1, cols = per_token * size_t(ncols);
+      const auto& xb = buffer(xh);
+      const size_t x_floats = op == "mmid_down" ? cols : size_t(ncols);
+      if (xb.size() < x_floats * size_t(k) * 4) throw Fail{ProbeStatus::BadRequest, "replay: x is too small"};
+      const auto* x = reinterpret_cast<const float*>(xb.data());
+      const int32_t* ids = nullptr;
+      if (launch_has_ids(p.launch)) {
+        if (buffer(idsh).size() < cols * 4) throw Fail{ProbeStatus::BadRequest, "replay: ids is too small"};
+        ids = reinterpret_cast<const int32_t*>(buffer(idsh).data());
+      }
       const size_t slice = (size_t(n) * cols * 4 + 255) / 256 * 256;
-      if (launch_is_fused(p.launch)) at += 2 * slice;
+      if (fused) at += 2 * slice;
       auto& arena = buffer(outh);
       if (at + slice > arena.size()) throw Fail{ProbeStatus::BadRequest, "replay: the output arena is too small"};
       auto* out = reinterpret_cast<float*>(arena.data() + at);
       std::vector<quant::BlockQ8_1> y(size_t(k / 32));
       for (size_t col = 0; col < cols; ++col) {
-        quant::quantize_q8_1(x + (op == "mmid_down" ? col * size_t(k) : 0), y.data(), k, quant::Q8_1Style::Gpu);
+        const size_t token = col / per_token;
+        quant::quantize_q8_1(x + (op == "mmid_down" ? col : token) * size_t(k), y.data(), k, quant::Q8_1Style::Gpu);
         const size_t expert = ids ? size_t(ids[col]) : 0;
+        if (ids && (ids[col] < 0 || ids[col] >= e)) throw Fail{ProbeStatus::BadRequest, "replay: an expert id out of range"};
         for (int r = 0; r < n; ++r) {
           const size_t off = (expert * size_t(n) + size_t(r)) * row;
           double v = quant::dot_q8_1(p.type, buffer(w).data() + off, y.data(), k);
-          if (launch_is_fused(p.launch)) {  // the plan names gate first, then up: silu(gate) · up
+          if (fused) {  // the plan names gate first, then up: silu(gate) · up
             const double up = quant::dot_q8_1(p.type, buffer(w2).data() + off, y.data(), k);
             v = v / (1 + std::exp(-v)) * up;
           }
           out[col * size_t(n) + size_t(r)] = float(v);
         }
-        if (wrong && entry && c == *wrong) out[col * size_t(n) + size_t(n - 1)] += 1.0f + std::abs(out[col * size_t(n)]);
+        if (wrong && entry && applies && entry->config == *wrong) out[col * size_t(n) + size_t(n - 1)] += 1.0f + std::abs(out[col * size_t(n)]);
       }
       at += slice;
     }
@@ -429,8 +471,68 @@ class Probe {
       out.put(us * (1 + 0.004 * (double(jitter_ % 10000) / 10000.0 - 0.5)));
     }
     out.put(launches).put(tuned);
+    if (protocol() >= 4) out.put(path_changes);
     nap();
     return out.bytes;
+  }
+
+  // One plain MUL_MAT or MUL_MAT_ID launch at batch width `ncols` >= 2, as the engine runs it: mmvq
+  // (its stock config, or the profile's entry for that ncols) or mmq.
+  struct PathRun {
+    double us = 0;
+    int mmvq = 0, tuned = 0, changed = 0;
+  };
+  PathRun path_run(GemvProblem p, int ncols, const std::map<std::pair<int, int>, MatPath>& forced, const Profile& profile,
+                   const DeviceInfo& self) const {
+    // ggml's own pick on this device: mmvq at every width up to 8 (MUL_MAT's ne11 <= 8, MUL_MAT_ID's cap 8).
+    MatPath path = MatPath::Mmvq;
+    if (const auto f = forced.find({int(p.launch), int(p.type)}); f != forced.end()) path = f->second;
+    else if (const PathChoice* c = applied_path(profile, self, p.type, p.launch, ncols)) path = c->path;
+    PathRun r;
+    r.changed = path != MatPath::Mmvq;  // MUL_MAT_ID: only lowering the cap (to mmq) is possible
+    p.ncols = 1;
+    const double one_column = mean_us(p, stock(p));
+    if (path == MatPath::Mmq) {
+      r.us = path_us(p, ncols, MatPath::Mmq, one_column);
+      return r;
+    }
+    r.mmvq = 1;
+    const ProfileEntry* e = applied_launch(profile, self.arch, profile_device(self), p, ncols);
+    r.tuned = e && compiled(p.type, ncols, e->config);
+    p.ncols = ncols;
+    r.us = path_us(p, ncols, MatPath::Mmvq, one_column) * (r.tuned ? factor(p, e->config) : 1.0);
+    return r;
+  }
+
+  // The mmvq/mmq cost model (known answers for the tests): with T the launch's one-column mmvq time,
+  // mmvq costs T × (1 + s × (N - 1)) at N columns, s = 0.4 for the k-quants (q2_K .. q6_K) and 0.1 for
+  // every other type; mmq costs 2 T at any width. So mmq wins for the k-quants from N = 4 on (2.2 T
+  // against 2 T; a tie never occurs) and never for the other types (1.7 T at most).
+  static double path_us(const GemvProblem& p, int ncols, MatPath path, double one_column_us) {
+    if (path == MatPath::Mmq) return 2.0 * one_column_us;
+    const bool k_quant = p.type == GgmlType::Q2_K || p.type == GgmlType::Q3_K || p.type == GgmlType::Q4_K ||
+                         p.type == GgmlType::Q5_K || p.type == GgmlType::Q6_K;
+    return one_column_us * (1 + (k_quant ? 0.4 : 0.1) * (ncols - 1));
+  }
+
+  // The profile's approved path choice for this device, as the hook picks it: the device's own record
+  // decides (approved or not), else the arch's.
+  static const PathChoice* applied_path(const Profile& profile, const DeviceInfo& self, GgmlType type, Launch launch, int ncols) {
+    for (const ProfileDevice& d : {profile_device(self), ProfileDevice{}}) {
+      for (const PathChoice& c : profile.paths)
+        if (c.arch == self.arch && c.device == d && c.type == type && c.launch == launch && c.ncols == ncols) {
+          if (!validate_path_ok(profile, c)) return nullptr;  // malformed: stock, as the engine
+          return c.approval == Approval::Approved ? &c : nullptr;
+        }
+    }
+    return nullptr;
+  }
+
+  static bool validate_path_ok(const Profile& profile, const PathChoice& c) {
+    Profile one;
+    one.source = profile.source;
+    one.paths = {c};
+    return validate_profile(one).empty();
   }
 
   // GemvLaunch / TimeLaunch's header (probe_protocol.h).

@@ -12,33 +12,38 @@
 #include "temper/gguf.h"
 #include "temper/profile.h"
 #include "temper/quant/reference.h"
+#include "temper/error.h"
 #include "temper/sweep.h"
+#include <nlohmann/json.hpp>
+#include <tuple>
 
 using namespace temper;
 namespace fs = std::filesystem;
 
 namespace {
 
-// A two-layer llama-like model with random valid q4_0 weights; every N a multiple of 128, so the
-// fake engine has a faster config for each launch.
-fs::path tiny_model() {
-  const fs::path path = fs::temp_directory_path() / ("temper-replay-fake-" + std::to_string(::getpid()) + ".gguf");
+// A two-layer llama-like model with random valid weights of `type` (q4_0 unless said); every N a
+// multiple of 128, so the fake engine has a faster config for each launch.
+fs::path tiny_model(GgmlType type = GgmlType::Q4_0, uint64_t k_unit = 128) {
+  const fs::path path = fs::temp_directory_path() /
+                        ("temper-replay-fake-" + std::to_string(::getpid()) + "-" + std::string(type_name(type)) + ".gguf");
   GgufWriter w;
   w.add("general.architecture", GgufWriter::Value::string("llama"));
   uint64_t seed = 1;
   auto matrix = [&](const std::string& name, uint64_t n, uint64_t k) {
-    std::string data(*row_bytes(GgmlType::Q4_0, k) * n, '\0');
-    quant::fill_random(GgmlType::Q4_0, data.data(), int64_t(n), int64_t(k), seed++);
-    w.add_tensor(name, GgmlType::Q4_0, {k, n}, std::move(data));
+    std::string data(*row_bytes(type, k) * n, '\0');
+    quant::fill_random(type, data.data(), int64_t(n), int64_t(k), seed++);
+    w.add_tensor(name, type, {k, n}, std::move(data));
   };
+  const uint64_t u = k_unit;
   for (int l = 0; l < 2; ++l) {
     const std::string b = "blk." + std::to_string(l) + ".";
-    matrix(b + "attn_q.weight", 128, 256);
-    matrix(b + "ffn_gate.weight", 256, 128);
-    matrix(b + "ffn_up.weight", 256, 128);
-    matrix(b + "ffn_down.weight", 128, 256);
+    matrix(b + "attn_q.weight", 128, 2 * u);
+    matrix(b + "ffn_gate.weight", 256, u);
+    matrix(b + "ffn_up.weight", 256, u);
+    matrix(b + "ffn_down.weight", 128, 2 * u);
   }
-  matrix("output.weight", 384, 128);
+  matrix("output.weight", 384, u);
   w.write(path);
   return path;
 }
@@ -128,6 +133,128 @@ TEST(ReplayOnTheEngine, AWrongTunedConfigIsNamed) {
   unsetenv("FAKE_PROBE_WRONG");
   ASSERT_FALSE(r.differences.empty());
   for (const auto& d : r.differences) EXPECT_GT(d.max_abs_difference, 1e-3 * d.scale) << d.role;
+}
+
+// ---- batch widths and forced mmvq/mmq paths (probe protocol 4) ----
+
+// A q4_K model (a k-quant: in the fake engine's cost model mmq beats mmvq from 4 columns on) and an
+// empty profile, so both arms run ggml's own configs and only the paths differ.
+struct PathFixture {
+  fs::path model = tiny_model(GgmlType::Q4_K, 256), profile = model.string() + ".profile.json";
+  GgufFile file = GgufFile::open(model);
+  engine::ReplayPlan plan = engine::plan_replay(file);
+  PathFixture() { save_profile(Profile{}, profile); }
+  ~PathFixture() {
+    fs::remove(model);
+    fs::remove(profile);
+  }
+  engine::ReplayReport replay(int ncols, std::vector<engine::ReplayOptions::ForcedPath> paths = {}) const {
+    engine::EngineDevice dev(fake());
+    engine::ReplayOptions o;
+    o.profile = profile;
+    o.tokens = 5;
+    o.rounds = 2;
+    o.breakdown_tokens = 0;
+    o.ncols = ncols;
+    o.forced_paths = std::move(paths);
+    return engine::run_replay(dev, file, plan, o);
+  }
+};
+
+TEST(ReplayPaths, AForcedPathChangesTheTimeAsTheCostModelSays) {
+  const PathFixture f;
+  ASSERT_EQ(f.plan.launches.launches.size(), 7u);  // q, gate+up, down per layer; the head
+  const engine::ReplayOptions::ForcedPath mmq{GgmlType::Q4_K, Launch::MulMat, MatPath::Mmq};
+  // ggml's own pick (mmvq) at 4 columns: every q4_K launch costs 2.2 T; gate and up run unfused (8 launches + head).
+  const engine::ReplayReport stock4 = f.replay(4);
+  EXPECT_EQ(stock4.ncols, 4);
+  EXPECT_EQ(stock4.stock.launches, 9);
+  EXPECT_EQ(stock4.stock.path_changes, 0);
+  EXPECT_NEAR(stock4.speedup, 1.0, 0.01);
+  EXPECT_EQ(stock4.launches_compared, 7);
+  EXPECT_TRUE(stock4.differences.empty());
+  EXPECT_EQ(stock4.predicted_speedup, 0);  // no prediction beyond one column
+  // mmq forced for q4_K at 4 columns: 2 T each, so the token takes 2 / 2.2 of the time, without mmvq.
+  const engine::ReplayReport mmq4 = f.replay(4, {mmq});
+  EXPECT_EQ(mmq4.stock.launches, 0);
+  EXPECT_EQ(mmq4.stock.path_changes, 9);
+  EXPECT_EQ(mmq4.profiled.path_changes, 9);
+  EXPECT_NEAR(mmq4.stock.median / stock4.stock.median, 2.0 / 2.2, 0.005);
+  EXPECT_TRUE(mmq4.differences.empty());
+  // At 2 columns mmvq still wins (1.4 T against 2 T).
+  const engine::ReplayReport stock2 = f.replay(2), mmq2 = f.replay(2, {mmq});
+  EXPECT_NEAR(mmq2.stock.median / stock2.stock.median, 2.0 / 1.4, 0.01);
+  // Forcing ggml's own pick, or a type the model lacks, changes nothing.
+  const engine::ReplayReport same = f.replay(4, {{GgmlType::Q4_K, Launch::MulMat, MatPath::Mmvq}, {GgmlType::Q6_K, Launch::MulMat, MatPath::Mmq}});
+  EXPECT_EQ(same.stock.path_changes, 0);
+  EXPECT_NEAR(same.stock.median / stock4.stock.median, 1.0, 0.005);
+  const nlohmann::json j = engine::replay_report_json(mmq4);
+  EXPECT_EQ(j["ncols"], 4);
+  EXPECT_EQ(j["stock"]["path_changes"], 9);
+}
+
+// The fake engine takes an approved path choice of the profile (the device's own, else the arch's) in
+// the profile's arm only.
+TEST(ReplayPaths, TheProfilesApprovedPathChoiceRunsInItsArm) {
+  const PathFixture f;
+  Profile p;
+  PathChoice c;
+  c.arch = "sm_90";
+  c.type = GgmlType::Q4_K;
+  c.ncols = 4;
+  c.approval = Approval::Approved;
+  c.decided_at = "2026-11-25T22:00:00Z";
+  c.evidence = PathEvidence{"test", "fake", "sm_90", "engine", "m.gguf", 100, 99, 101, 91, 90, 92, 1.1, 1.08, 1.12};
+  p.paths = {c};
+  save_profile(p, f.profile);
+  const engine::ReplayReport r = f.replay(4);
+  EXPECT_EQ(r.stock.path_changes, 0);
+  EXPECT_EQ(r.profiled.path_changes, 9);
+  EXPECT_NEAR(r.speedup, 2.2 / 2.0, 0.01);
+  EXPECT_NEAR(f.replay(8).speedup, 1.0, 0.01);  // the choice is for 4 columns only
+}
+
+TEST(ReplayPaths, AnOldProbeAndBadRequestsAreRefusedWithOneLine) {
+  const PathFixture f;
+  setenv("FAKE_PROBE_PROTOCOL", "3", 1);
+  try {
+    f.replay(4);
+    ADD_FAILURE() << "a protocol-3 probe replayed 4 columns";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::BadInput);
+    EXPECT_NE(std::string(e.what()).find("speaks protocol 3, which replays one column with ggml's own mmvq/mmq pick only"),
+              std::string::npos)
+        << e.what();
+    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
+  }
+  EXPECT_EQ(f.replay(1).stock.path_changes, 0);  // one column works as before
+  unsetenv("FAKE_PROBE_PROTOCOL");
+  for (const auto& [ncols, paths, why] : std::vector<std::tuple<int, std::vector<engine::ReplayOptions::ForcedPath>, std::string>>{
+           {9, {}, "ncols 9 is outside 1..8"},
+           {1, {{GgmlType::Q4_K, Launch::MulMat, MatPath::Mmq}}, "needs a batch width 2..8"},
+           {4, {{GgmlType::Q4_K, Launch::MulMatGlu, MatPath::Mmq}}, "mul_mat and mul_mat_id only"}}) {
+    try {
+      f.replay(ncols, paths);
+      ADD_FAILURE() << why;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::BadInput);
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  }
+  // The probe's side: plan lines it cannot read are refused, naming the line.
+  engine::EngineDevice dev(fake());
+  DeviceBuffer x = dev.alloc(4096), out = dev.alloc(4096);
+  const std::string head = "profile -\nx " + std::to_string(engine::EngineDevice::handle(x)) + "\nout " +
+                           std::to_string(engine::EngineDevice::handle(out)) + "\n";
+  for (const std::string& bad : {std::string("ncols 9"), std::string("ncols 0"), std::string("path 1 12 2"),
+                                 std::string("path 0 12 3"), std::string("ncols 2 3")}) {
+    try {
+      dev.replay(head + bad + "\n", 1);
+      ADD_FAILURE() << bad;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("cannot read plan line \"" + bad + "\""), std::string::npos) << e.what();
+    }
+  }
 }
 
 }  // namespace

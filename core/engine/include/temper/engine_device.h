@@ -51,6 +51,7 @@ struct ReplayTokens {
   std::vector<double> token_us;  // device time of each token's graph
   int64_t launches = 0;          // mmvq launches per token
   int64_t tuned = 0;             // of them, from a Temper instantiation
+  int64_t path_changes = 0;      // mmvq/mmq decisions the hook changed per token (protocol 4; else 0)
 };
 
 class EngineDevice final : public Device {
@@ -63,6 +64,7 @@ class EngineDevice final : public Device {
   const DeviceInfo& info() const override { return info_; }
   const ProbeOptions& options() const { return options_; }
   const std::map<std::string, std::string>& hello() const { return hello_; }  // the probe's Hello lines
+  int protocol() const { return protocol_; }
   // What the session records about the kernel timed: kind "engine", probe path, commit, hook version.
   KernelSource kernel_source() const;
   const std::filesystem::path& log_path() const;

@@ -80,15 +80,20 @@ struct ReplayArm {
   std::vector<double> token_us;   // device time of each token's GEMV graph
   double median = 0, ci_low = 0, ci_high = 0;
   int64_t launches = 0, tuned = 0;  // mmvq launches per token, and how many ran a Temper instantiation
+  // mmvq/mmq decisions per token the hook answered otherwise than ggml (a forced path or the
+  // profile's path choice that took effect; 0 with a probe before protocol 4).
+  int64_t path_changes = 0;
 };
 
 struct ReplayReport {
   ReplayPlan plan;
+  int ncols = 1;                    // the batch width replayed (ReplayOptions::ncols)
   bool real_bytes = false;          // the weights came from the file (else random valid blocks)
   ReplayArm stock, profiled;
   double speedup = 0, speedup_low = 0, speedup_high = 0;  // stock / profiled median, conservative CI
   // The profile's own prediction for this token: the sweep's (default - tuned) µs of every
-  // approved ncols-1 entry this token's launches hit, times its launches per token.
+  // approved ncols-1 entry this token's launches hit, times its launches per token. At ncols > 1
+  // none is made (all three stay 0): the entries' evidence is of one column.
   double predicted_saving_us = 0;
   double predicted_speedup = 0;     // stock median / (stock median - predicted saving)
   int profile_entries_hit = 0;
@@ -108,10 +113,13 @@ nlohmann::json replay_report_json(const ReplayReport& r);
 // Where each launch's result lies in the replay's output arena (as the probe lays it out: each
 // result in its own slice, 256-byte aligned; the fused kinds' gate and up before it): offset and
 // float count of the launch's final output, in plan order.
-std::vector<std::pair<size_t, size_t>> replay_output_slices(const ReplayPlan& plan);
+// At batch width `ncols` every result holds ncols times the floats (gate and up keep their slices).
+std::vector<std::pair<size_t, size_t>> replay_output_slices(const ReplayPlan& plan, int ncols = 1);
 
 // Uploads the plan's weights (real bytes when the file has them, random valid blocks otherwise),
 // then times `rounds` × (stock, profiled) runs of `tokens` tokens each. `progress(done, total)`.
+// Error(BadInput) for ncols outside 1..8, a forced path at ncols 1 or of a launch other than
+// MUL_MAT / MUL_MAT_ID, or either with a probe older than protocol 4.
 ReplayReport run_replay(EngineDevice& device, const GgufFile& file, const ReplayPlan& plan, const ReplayOptions& options,
                         const std::function<void(int, int)>& progress = {});
 
