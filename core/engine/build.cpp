@@ -173,6 +173,32 @@ std::string source_hash(const Tree& tree, const BuildOptions& o) {
   return h.hex();
 }
 
+void hooked_copy(const Tree& tree, const fs::path& src, const KernelSet& set) {
+  std::error_code ec;
+  fs::create_directories(src, ec);
+  if (ec) fail(ErrorKind::Io, src.string() + ": " + ec.message());
+  for (const fs::path& rel : tree_files(tree.ggml_root)) {
+    fs::create_directories((src / rel).parent_path(), ec);
+    fs::copy_file(tree.ggml_root / rel, src / rel, fs::copy_options::overwrite_existing, ec);
+    if (ec) fail(ErrorKind::Io, "copying " + (tree.ggml_root / rel).string() + ": " + ec.message());
+  }
+  const fs::path cuda = src / "src/ggml-cuda";
+  const std::string marker = "// temper-hook v", copied = read_file(cuda / "mmvq.cu");
+  if (copied.rfind(marker, 0) != 0) return patch(src, set);
+  const int version = std::atoi(copied.c_str() + marker.size());
+  if (version == kHookVersion) return;  // the engine the user's own build runs
+  // An older hook's tree: its runtime lacks what this probe calls. The copy starts again from the
+  // original Temper kept beside it, without the older hook's files, and gets this hook.
+  const fs::path orig = tree.mmvq.parent_path() / ".temper-hook" / "mmvq.cu.orig";
+  if (!fs::is_regular_file(orig, ec))
+    fail(ErrorKind::BadInput, path_text(tree.mmvq) + ": patched by hook v" + std::to_string(version) + " and its original (" +
+                                  path_text(orig) + ") is missing; restore mmvq.cu to upstream's, then build again");
+  for (const auto& e : fs::directory_iterator(cuda))
+    if (e.path().filename().string().rfind("temper-mmvq", 0) == 0) fs::remove(e.path(), ec);
+  write_file_atomic(cuda / "mmvq.cu", read_file(orig));
+  patch(src, set);
+}
+
 BuildResult build(const fs::path& dir, const BuildOptions& o, const BuildProgress& progress) {
   const Tree tree = find_tree(dir);
   if (platform_for_arch(o.arch) != o.platform) fail(ErrorKind::Internal, "build options for " + o.arch + " name the other platform");
@@ -209,16 +235,8 @@ BuildResult build(const fs::path& dir, const BuildOptions& o, const BuildProgres
   const fs::path src = r.dir / "ggml";
   const fs::path probe_dir = r.dir / "probe";
   if (!engine_ready) {
-    // A fresh private copy, hooked.
     fs::remove_all(r.dir, ec);
-    fs::create_directories(src, ec);
-    if (ec) fail(ErrorKind::Io, r.dir.string() + ": " + ec.message());
-    for (const fs::path& rel : tree_files(tree.ggml_root)) {
-      fs::create_directories((src / rel).parent_path(), ec);
-      fs::copy_file(tree.ggml_root / rel, src / rel, fs::copy_options::overwrite_existing, ec);
-      if (ec) fail(ErrorKind::Io, "copying " + (tree.ggml_root / rel).string() + ": " + ec.message());
-    }
-    if (read_file(src / "src/ggml-cuda/mmvq.cu").rfind("// temper-hook v", 0) != 0) patch(src, o.set);
+    hooked_copy(tree, src, o.set);
   }
   // The probe is Temper's own and changes apart from the engine: a new probe rebuilds only itself.
   fs::create_directories(probe_dir, ec);

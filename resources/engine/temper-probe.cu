@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include "ggml-alloc.h"
 #include "ggml-backend.h"
 #include "ggml-cuda.h"
 #include "ggml.h"
@@ -393,6 +394,23 @@ struct PathOverrides {
     }
 };
 
+// ggml's compute stream, which the hook learns from an mmvq launch. A replay whose launches all run
+// mmq (forced paths) makes none: then one small q4_0 GEMV (mmvq at one column) shows it first.
+cudaStream_t compute_stream() {
+    if (void * s = temper_mmvq_last_stream()) return (cudaStream_t) s;
+    ggml_init_params params = {ggml_tensor_overhead() * 8 + ggml_graph_overhead(), nullptr, true};
+    ggml_context * ctx = ggml_init(params);
+    ggml_tensor * y = ggml_mul_mat(ctx, ggml_new_tensor_2d(ctx, GGML_TYPE_Q4_0, 32, 32), ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 32, 1));
+    ggml_cgraph * g = ggml_new_graph(ctx);
+    ggml_build_forward_expand(g, y);
+    ggml_backend_buffer_t b = ggml_backend_alloc_ctx_tensors(ctx, g_backend);
+    const bool ok = b && (ggml_backend_buffer_clear(b, 0), ggml_backend_graph_compute(g_backend, g) == GGML_STATUS_SUCCESS);
+    if (b) ggml_backend_buffer_free(b);
+    ggml_free(ctx);
+    if (!ok || !temper_mmvq_last_stream()) fail(ProbeStatus::EngineError, "replay: cannot find the engine's compute stream (no mmvq launch)");
+    return (cudaStream_t) temper_mmvq_last_stream();
+}
+
 std::string replay(uint32_t tokens, const std::string & plan) {
     TokenGraph t(plan);
     const PathOverrides forced(t);
@@ -406,7 +424,7 @@ std::string replay(uint32_t tokens, const std::string & plan) {
     ggml_backend_synchronize(g_backend);
     const long long launches = temper_mmvq_launch_count() - l0, tuned = temper_mmvq_tuned_count() - t0;
     const long long path_changes = temper_mmvq_path_changes() - c0;
-    cudaStream_t stream = (cudaStream_t) temper_mmvq_last_stream();
+    cudaStream_t stream = compute_stream();
     cudaEvent_t e0, e1;
     check_cuda(cudaEventCreate(&e0), "cudaEventCreate");
     check_cuda(cudaEventCreate(&e1), "cudaEventCreate");

@@ -48,7 +48,7 @@ nm -C "$out/mmvq.cu.o" | grep -q " T ggml_cuda_should_use_mmvq("
 nm -C "$out/mmvq.cu.o" | grep -q " U temper_mmvq_use_mmvq("
 nm -C "$out/mmvq.cu.o" | grep -q " U temper_mmvq_mmid_max_batch("
 nm -C "$out/mmvq-7180759.o" | grep -q " U temper_mmvq_mmid_max_batch("
-! nm -C "$out/mmvq-7180759.o" | grep -q "temper_mmvq_use_mmvq"
+if nm -C "$out/mmvq-7180759.o" | grep -q "temper_mmvq_use_mmvq"; then echo "FAILED: 7180759's mmvq.cu calls temper_mmvq_use_mmvq"; exit 1; fi
 nm -C "$out/temper-mmvq-runtime.cu.o" | grep -q " T temper_mmvq_use_mmvq("
 nm -C "$out/temper-mmvq-runtime.cu.o" | grep -q " T temper_mmvq_set_path_override"
 "$temper" engine patch "$old_tree" --undo

@@ -12,6 +12,7 @@
 
 #include "support/upstream_tree.h"
 #include "temper/engine.h"
+#include "temper/engine_build.h"
 #include "temper/error.h"
 #include "temper/fileio.h"
 
@@ -379,6 +380,49 @@ TEST(HookPaths, ATwiceDefinedDecisionIsRefusedAndAnOlderHookWrapsNothing) {
   const engine::Patch v3 = engine::make_patch(source, engine::kernel_set("ci"), 3);
   EXPECT_EQ(v3.path_hooks, 0);
   EXPECT_EQ(v3.mmvq.find("temper_stock_"), std::string::npos);
+}
+
+// engine build's private copy of a tree an older hook patched: today's probe calls what hook v3's
+// run time lacks, so the copy starts from the original v3 kept and is patched again; the user's
+// tree is not touched. A tree of this hook is copied as it is.
+TEST(HookPaths, ABuildOfATreeAnOlderHookPatchedGetsThisHook) {
+  const fs::path root = fs::temp_directory_path() / ("temper-hook-copy-" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  const fs::path tree = root / "tree", cuda = tree / "src/ggml-cuda";
+  fs::create_directories(cuda / ".temper-hook");
+  const std::string original = read_file(kFixtures / "mmvq-paths.cu");
+  const engine::Patch v3 = engine::make_patch(original, engine::kernel_set("ci"), 3);
+  for (const auto& [name, content] : v3.files) write_file_atomic(cuda / name, content);
+  write_file_atomic(cuda / "temper-mmvq-q6_k-1.cu", "// a unit of v3's set this set does not have\n");
+  write_file_atomic(cuda / ".temper-hook/mmvq.cu.orig", original);
+  write_file_atomic(cuda / "mmvq.cu", v3.mmvq);
+  const std::string before = snapshot(cuda);
+  engine::hooked_copy(engine::find_tree(tree), root / "copy", engine::kernel_set("ci"));
+  const fs::path copy = root / "copy/src/ggml-cuda";
+  EXPECT_EQ(read_file(copy / "mmvq.cu").rfind("// temper-hook v" + std::to_string(engine::kHookVersion), 0), 0u);
+  EXPECT_NE(read_file(copy / "mmvq.cu").find("temper_mmvq_use_mmvq"), std::string::npos);
+  EXPECT_NE(read_file(copy / "temper-mmvq.cuh").find("#define TEMPER_MMVQ_PATH_HOOKS 3\n"), std::string::npos);
+  EXPECT_FALSE(fs::exists(copy / "temper-mmvq-q6_k-1.cu"));
+  EXPECT_EQ(snapshot(cuda), before);
+  // This hook's tree: as it is.
+  fs::remove_all(root / "copy");
+  const engine::Patch v4 = engine::make_patch(original, engine::kernel_set("ci"));
+  write_file_atomic(cuda / "mmvq.cu", v4.mmvq);
+  engine::hooked_copy(engine::find_tree(tree), root / "copy", engine::kernel_set("ci"));
+  EXPECT_EQ(read_file(copy / "mmvq.cu"), v4.mmvq);
+  EXPECT_TRUE(fs::exists(copy / "temper-mmvq-q6_k-1.cu"));
+  // An older hook's tree without its original: one line, what to do.
+  fs::remove_all(root / "copy");
+  write_file_atomic(cuda / "mmvq.cu", v3.mmvq);
+  fs::remove(cuda / ".temper-hook/mmvq.cu.orig");
+  try {
+    engine::hooked_copy(engine::find_tree(tree), root / "copy", engine::kernel_set("ci"));
+    ADD_FAILURE() << "copied a v3 tree without its original";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::BadInput);
+    EXPECT_NE(std::string(e.what()).find("patched by hook v3 and its original"), std::string::npos) << e.what();
+  }
+  fs::remove_all(root);
 }
 
 // Patched and undone in place on a tree made of the stand-in: byte for byte.

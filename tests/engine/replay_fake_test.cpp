@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "engine/cli_run.h"
 #include "temper/engine_device.h"
 #include "temper/engine_replay.h"
 #include "temper/gguf.h"
@@ -254,6 +255,29 @@ TEST(ReplayPaths, AnOldProbeAndBadRequestsAreRefusedWithOneLine) {
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find("cannot read plan line \"" + bad + "\""), std::string::npos) << e.what();
     }
+  }
+}
+
+// `temper engine replay --ncols N --path TYPE=PATH`: the report's width and paths, and one line for a bad --path.
+TEST(ReplayPaths, TheCliTakesAWidthAndForcedPaths) {
+  const PathFixture f;
+  const auto r = test::run_temper({"engine", "replay", f.model.string(), "--probe", FAKE_PROBE, "--profile", f.profile.string(),
+                                   "--tokens", "3", "--rounds", "1", "--ncols", "4", "--path", "q4_K=mmq", "--json"},
+                                  {}, true);
+  ASSERT_EQ(r.code, 0) << r.output;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["ncols"], 4);
+  EXPECT_EQ(j["forced_paths"], nlohmann::json::array({"q4_K=mmq"}));
+  EXPECT_EQ(j["stock"]["mmvq_launches"], 0);
+  EXPECT_EQ(j["profiled"]["path_changes"], 9);
+  for (const auto& [arg, why] : std::vector<std::pair<std::string, std::string>>{{"q4_K=cublas", "the path is mmvq or mmq"},
+                                                                                  {"q4_K:mul_mat_glu=mmq", "the launch is mul_mat or mul_mat_id"},
+                                                                                  {"q9_Z=mmq", "unknown ggml type \"q9_Z\""},
+                                                                                  {"q4_K", "no '='"}}) {
+    const auto bad = test::run_temper({"engine", "replay", f.model.string(), "--probe", FAKE_PROBE, "--profile", f.profile.string(),
+                                       "--ncols", "4", "--path", arg});
+    EXPECT_EQ(bad.code, 2) << arg << ": " << bad.output;
+    EXPECT_NE(bad.output.find("--path \"" + arg + "\": " + why), std::string::npos) << bad.output;
   }
 }
 

@@ -248,6 +248,60 @@ TEST(ProfileBench, RecordsRoundTripMatchTheSchemaAndGoStaleWithTheApprovals) {
   EXPECT_NE(validate_profile(wrong)[0].find("tg128: speedup lies outside its confidence interval"), std::string::npos);
 }
 
+// Issue 27 item 3: a profile carries mmvq/mmq path choices (optional "paths"): sorted, round trips,
+// the schema, one line for a bad field, validate's rules, and the fingerprint of what the engine runs.
+TEST(ProfilePaths, RoundTripSortedSchemaValidationAndFingerprint) {
+  Profile p = load_profile(TEMPER_SOURCE_DIR "/tests/profile/corpus/valid-paths.json");
+  ASSERT_EQ(p.paths.size(), 4u);
+  for (size_t i = 1; i < p.paths.size(); ++i) EXPECT_LT(p.paths[i - 1].key(), p.paths[i].key());
+  EXPECT_EQ(p.paths[0].launch, Launch::MulMatId);  // the arch-level choice sorts first
+  EXPECT_EQ(p.paths[3].type, GgmlType::Q6_K);       // "Q6_K" in the file: any case
+  const json j = to_json(p);
+  EXPECT_EQ(schema_errors(j), std::vector<std::string>{});
+  EXPECT_EQ(to_json(profile_from_json(j, "p.json")), j);
+  EXPECT_TRUE(validate_profile(p).empty());
+  EXPECT_FALSE(to_json(mixed_profile()).contains("paths"));  // absent when there is none
+  // One line naming the field.
+  json bad = j;
+  bad["paths"][1]["path"] = "cublas";
+  try {
+    profile_from_json(bad, "p.json");
+    ADD_FAILURE() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "p.json: $.paths[1].path: expected \"mmvq\" or \"mmq\", got \"cublas\"");
+  }
+  bad = j;
+  bad["paths"].push_back(j["paths"][0]);
+  try {
+    profile_from_json(bad, "p.json");
+    ADD_FAILURE() << "accepted a duplicate";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("$.paths[4]: a second path choice for sm_90 q4_K mul_mat_id ncols 2"), std::string::npos) << e.what();
+  }
+  // Validate: every rule names the choice.
+  Profile wrong = p;
+  wrong.paths[0].ncols = 1;
+  wrong.paths[1].path = wrong.paths[1].stock_path;
+  wrong.paths[2].evidence.reset();
+  const auto problems = validate_profile(wrong);
+  ASSERT_EQ(problems.size(), 3u);
+  EXPECT_NE(problems[0].find("path choice sm_90 q4_K mul_mat_id ncols 1: ncols must be 2..8"),
+            std::string::npos) << problems[0];
+  EXPECT_NE(problems[1].find("path equals stock_path"), std::string::npos) << problems[1];
+  EXPECT_NE(problems[2].find("no evidence"), std::string::npos) << problems[2];
+  // Approved path choices change what the engine runs: the fingerprint; pending ones do not.
+  const std::string before = approved_fingerprint(p, "sm_90");
+  Profile flipped = p;
+  flipped.paths[0].path = MatPath::Mmvq, flipped.paths[0].stock_path = MatPath::Mmq;
+  EXPECT_NE(approved_fingerprint(flipped, "sm_90"), before);
+  Profile pending = p;
+  for (auto& c : pending.paths) c.approval = Approval::Pending;
+  Profile none = p;
+  none.paths.clear();
+  EXPECT_EQ(approved_fingerprint(pending, "sm_90"), approved_fingerprint(none, "sm_90"));
+  EXPECT_EQ(approved_fingerprint(p, "gfx942"), approved_fingerprint(none, "gfx942"));
+}
+
 TEST(ProfileBench, MarkdownInCompareLlamaBenchsShapeAndCsvOfEverySample) {
   const Profile p = mixed_profile();
   const BenchRecord r = bench_record(p);

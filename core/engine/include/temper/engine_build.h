@@ -63,6 +63,12 @@ std::string probe_hash();
 // building fails, with the compiler's first error and the log's path.
 BuildResult build(const std::filesystem::path& dir, const BuildOptions& options, const BuildProgress& progress = {});
 
+// The private copy a build compiles: `tree`'s ggml sources copied into `src`, hooked. A tree the
+// user patched with this hook is copied as it is; one an older hook patched starts from the
+// original that hook kept (.temper-hook/mmvq.cu.orig), without the older hook's files (its run time
+// lacks what today's probe calls), and is patched again.
+void hooked_copy(const Tree& tree, const std::filesystem::path& src, const KernelSet& set);
+
 // The wire protocol header (core/engine/probe_protocol.h), written beside the probe's source.
 std::string_view probe_protocol_source();
 
