@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "engine/cli_run.h"
+#include "fixtures/fixtures.h"
 #include "temper/engine_device.h"
 #include "temper/engine_replay.h"
 #include "temper/gguf.h"
@@ -279,6 +280,38 @@ TEST(ReplayPaths, TheCliTakesAWidthAndForcedPaths) {
     EXPECT_EQ(bad.code, 2) << arg << ": " << bad.output;
     EXPECT_NE(bad.output.find("--path \"" + arg + "\": " + why), std::string::npos) << bad.output;
   }
+}
+
+// A MoE token at 3 columns: 3 tokens of 2 experts each (ids, activations and outputs sized for them,
+// every output compared), then the experts forced onto mmq: their launches leave mmvq.
+TEST(ReplayPaths, AMoeTokenAtThreeColumnsAndItsExpertsOnMmq) {
+  const GgufFile file = GgufFile::open(fixtures::path(fixtures::Fixture::MiniMoe));
+  const engine::ReplayPlan plan = engine::plan_replay(file);
+  const fs::path profile = fs::temp_directory_path() / ("temper-replay-moe-" + std::to_string(::getpid()) + ".json");
+  save_profile(Profile{}, profile);
+  const auto replay = [&](std::vector<engine::ReplayOptions::ForcedPath> paths) {
+    engine::EngineDevice dev(fake());
+    engine::ReplayOptions o;
+    o.profile = profile;
+    o.tokens = 3;
+    o.rounds = 1;
+    o.breakdown_tokens = 0;
+    o.ncols = 3;
+    o.forced_paths = std::move(paths);
+    return engine::run_replay(dev, file, plan, o);
+  };
+  int64_t plain = 0, experts = 0;  // launches at 3 columns: gate and up unfused
+  for (const PlannedLaunch& l : plan.launches.launches) (launch_has_ids(l.launch) ? experts : plain) += launch_is_fused(l.launch) ? 2 : 1;
+  ASSERT_GT(experts, 0);
+  const engine::ReplayReport stock = replay({});
+  EXPECT_EQ(stock.stock.launches, plain + experts);
+  EXPECT_EQ(stock.launches_compared, int(plan.launches.launches.size()));
+  EXPECT_TRUE(stock.differences.empty());
+  const engine::ReplayReport mmq = replay({{GgmlType::Q4_0, Launch::MulMatId, MatPath::Mmq}, {GgmlType::Q8_0, Launch::MulMatId, MatPath::Mmq}});
+  EXPECT_EQ(mmq.stock.launches, plain);
+  EXPECT_EQ(mmq.stock.path_changes, experts);
+  EXPECT_TRUE(mmq.differences.empty());
+  fs::remove(profile);
 }
 
 }  // namespace
