@@ -88,6 +88,14 @@ const ProfileEntry* applied_entry(const Profile& p, const std::string& arch, con
   return nullptr;
 }
 
+// A profile's path choices in key order, however they were added (files and fingerprints).
+static std::vector<const PathChoice*> sorted_paths(const Profile& p) {
+  std::vector<const PathChoice*> sorted;
+  for (const auto& c : p.paths) sorted.push_back(&c);
+  std::sort(sorted.begin(), sorted.end(), [](const PathChoice* a, const PathChoice* b) { return a->key() < b->key(); });
+  return sorted;
+}
+
 // "sm_90 q4_K mul_mat ncols 4 on NVIDIA H100 80GB HBM3 (132 CUs)": a path choice's key.
 static std::string path_key_text(const PathChoice& c) {
   return (c.arch.empty() ? "(no arch)" : c.arch) + " " + std::string(type_name(c.type)) + " " +
@@ -101,8 +109,9 @@ std::string approved_fingerprint(const Profile& p, const std::string& arch) {
     if (e.approval == Approval::Approved && (arch.empty() || e.key.arch == arch))
       h.add(key_text(e.key) + " " + config_text(e.config));
   // Approved path choices change what the engine launches too (a profile without any hashes as before).
-  for (const auto& c : p.paths)  // sorted by key
-    if (c.approval == Approval::Approved && (arch.empty() || c.arch == arch)) h.add("path " + path_key_text(c) + " " + std::string(mat_path_name(c.path)));
+  for (const PathChoice* c : sorted_paths(p))
+    if (c->approval == Approval::Approved && (arch.empty() || c->arch == arch))
+      h.add("path " + path_key_text(*c) + " " + std::string(mat_path_name(c->path)));
   return h.hex();
 }
 
@@ -591,7 +600,7 @@ json to_json(const Profile& p) {
   }
   if (!p.paths.empty()) {
     j["paths"] = json::array();
-    for (const auto& c : p.paths) j["paths"].push_back(to_json(c));
+    for (const PathChoice* c : sorted_paths(p)) j["paths"].push_back(to_json(*c));
   }
   return j;
 }

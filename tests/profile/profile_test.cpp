@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <regex>
 
@@ -261,6 +262,9 @@ TEST(ProfilePaths, RoundTripSortedSchemaValidationAndFingerprint) {
   EXPECT_EQ(to_json(profile_from_json(j, "p.json")), j);
   EXPECT_TRUE(validate_profile(p).empty());
   EXPECT_FALSE(to_json(mixed_profile()).contains("paths"));  // absent when there is none
+  Profile reversed = p;
+  std::reverse(reversed.paths.begin(), reversed.paths.end());
+  EXPECT_EQ(to_json(reversed), j);  // written sorted by key
   // One line naming the field.
   json bad = j;
   bad["paths"][1]["path"] = "cublas";

@@ -63,6 +63,10 @@ std::unique_ptr<SweepPanel> enginePanelOn(SessionDocument& doc, const QString& t
   return p;
 }
 
+// The first line of an mmvq.cu this Temper's hook patched: a build copies such a tree as it is (an
+// older hook's tree is rebuilt from the original it kept).
+QByteArray currentHookMarker() { return "// temper-hook v" + QByteArray::number(engine::kHookVersion) + "\n"; }
+
 // A ggml tree as find_tree sees it: src/ggml-cuda/mmvq.cu with `mmvq` as its text.
 QString makeTree(const QTemporaryDir& dir, const QString& name, const QByteArray& mmvq, const QByteArray& cmake = {}) {
   const QString root = dir.filePath(name);
@@ -185,8 +189,8 @@ class TestEngine : public QObject {
   void engineBuildErrorIsShown() {
     QTemporaryDir dir;
     qputenv("XDG_CACHE_HOME", dir.filePath(QStringLiteral("cache")).toUtf8());
-    // A tree carrying the hook already (so the build skips patching) whose CMake stops with an error.
-    const QString tree = makeTree(dir, QStringLiteral("broken"), "// temper-hook v1\n",
+    // A tree carrying this hook already (so the build skips patching) whose CMake stops with an error.
+    const QString tree = makeTree(dir, QStringLiteral("broken"), currentHookMarker(),
                                   "message(FATAL_ERROR \"this ggml tree does not build\")\n");
     SessionDocument doc;
     auto panel = enginePanelOn(doc, tree);
@@ -211,7 +215,7 @@ class TestEngine : public QObject {
   void engineBuildCancels() {
     QTemporaryDir dir;
     qputenv("XDG_CACHE_HOME", dir.filePath(QStringLiteral("cache")).toUtf8());
-    const QString tree = makeTree(dir, QStringLiteral("slow"), "// temper-hook v1\n",
+    const QString tree = makeTree(dir, QStringLiteral("slow"), currentHookMarker(),
                                   "foreach(i RANGE 300)\n  message(STATUS \"step ${i}\")\n"
                                   "  execute_process(COMMAND sleep 0.1)\nendforeach()\n");
     SessionDocument doc;
