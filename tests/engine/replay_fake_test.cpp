@@ -1,23 +1,25 @@
 // The decode replay through the engine device (fake probe): the profile's tuned launches are counted
 // and predicted, every launch's output is compared between the arms (a wrong tuned config is named),
-// and the per-shape breakdown accounts for the token.
+// and the per-shape breakdown accounts for the token; at batch widths 2..8 with forced mmvq/mmq paths
+// (probe protocol 4), against the fake engine's cost model.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <tuple>
+
+#include <nlohmann/json.hpp>
 
 #include "engine/cli_run.h"
 #include "fixtures/fixtures.h"
 #include "temper/engine_device.h"
 #include "temper/engine_replay.h"
+#include "temper/error.h"
 #include "temper/gguf.h"
 #include "temper/profile.h"
 #include "temper/quant/reference.h"
-#include "temper/error.h"
 #include "temper/sweep.h"
-#include <nlohmann/json.hpp>
-#include <tuple>
 
 using namespace temper;
 namespace fs = std::filesystem;
