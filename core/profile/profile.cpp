@@ -55,6 +55,11 @@ std::string key_text(const ProfileKey& key) {
          (key.device.any() ? "" : " on " + device_text(key.device));
 }
 
+std::string path_choice_text(const PathChoice& c) {
+  return (c.arch.empty() ? "(no arch)" : c.arch) + " " + std::string(type_name(c.type)) + " " + std::string(launch_name(c.launch)) +
+         " ncols " + std::to_string(c.ncols) + (c.device.any() ? "" : " on " + device_text(c.device));
+}
+
 std::vector<std::string> profile_arches(const Profile& p) {
   std::set<std::string> arches;
   for (const auto& e : p.entries) arches.insert(e.key.arch);
@@ -93,6 +98,9 @@ std::string approved_fingerprint(const Profile& p, const std::string& arch) {
   for (const auto& e : p.entries)  // sorted by key
     if (e.approval == Approval::Approved && (arch.empty() || e.key.arch == arch))
       h.add(key_text(e.key) + " " + config_text(e.config));
+  for (const auto& c : p.paths)  // sorted by key; they change which kernel runs at batch widths 2..8
+    if (c.approval == Approval::Approved && (arch.empty() || c.arch == arch))
+      h.add("path " + path_choice_text(c) + " " + std::string(mat_path_name(c.path)));
   return h.hex();
 }
 

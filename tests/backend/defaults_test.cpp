@@ -185,3 +185,41 @@ TEST(Defaults, ConfigInvalidReasons) {
 
 }  // namespace
 }  // namespace temper::defaults
+
+// ggml's own mmvq-or-mmq pick at batch widths 2..8 (mmvq.cu ggml_cuda_should_use_mmvq and
+// get_mmvq_mmid_max_batch at d99724f), as tune's crossover takes it for its stock arm.
+TEST(Defaults, StockMmvqOrMmqPick) {
+  using defaults::stock_uses_mmvq;
+  const std::string_view d = "ggml-d99724f", old = "ggml-7180759";
+  for (int n = 1; n <= 8; ++n) {  // H100: mmvq at every width, MUL_MAT and MUL_MAT_ID
+    EXPECT_TRUE(stock_uses_mmvq(d, "sm_90", GgmlType::Q4_K, false, n));
+    EXPECT_TRUE(stock_uses_mmvq(d, "sm_90", GgmlType::Q2_K, true, n));
+  }
+  EXPECT_EQ(defaults::mmvq_max_ncols(d, "sm_89", GgmlType::Q4_K), 7);  // Ada
+  EXPECT_FALSE(stock_uses_mmvq(d, "sm_89", GgmlType::Q4_K, false, 8));
+  EXPECT_FALSE(stock_uses_mmvq(d, "sm_89", GgmlType::Q2_K, false, 5));
+  EXPECT_TRUE(stock_uses_mmvq(d, "sm_89", GgmlType::Q6_K, false, 8));
+  EXPECT_EQ(defaults::mmvq_max_ncols(d, "sm_120", GgmlType::Q6_K), 7);  // Blackwell
+  EXPECT_EQ(defaults::mmvq_max_ncols(d, "sm_120", GgmlType::Q4_K), 5);
+  EXPECT_EQ(defaults::mmvq_max_ncols(d, "sm_121", GgmlType::Q2_K), 6);  // GB10
+  EXPECT_EQ(defaults::mmvq_max_ncols(d, "sm_100", GgmlType::Q4_K), 8);  // not listed: the plain limit
+  EXPECT_EQ(defaults::mmvq_max_ncols(d, "gfx908", GgmlType::Q4_K), 2);  // CDNA1
+  EXPECT_EQ(defaults::mmvq_max_ncols(d, "gfx90a", GgmlType::Q4_K), 3);  // CDNA2 and later
+  EXPECT_EQ(defaults::mmvq_max_ncols(d, "gfx942", GgmlType::Q6_K), 5);
+  EXPECT_EQ(defaults::mmvq_max_ncols(d, "gfx1100", GgmlType::Q4_K), 8);
+  EXPECT_EQ(defaults::mmvq_max_ncols(old, "sm_89", GgmlType::Q4_K), 8);  // 7180759: inline, the plain limit
+  // MUL_MAT_ID's cap.
+  EXPECT_EQ(defaults::mmvq_mmid_max_batch("sm_89", GgmlType::Q3_K), 8);   // Ada and newer: always mmvq
+  EXPECT_EQ(defaults::mmvq_mmid_max_batch("sm_70", GgmlType::Q3_K), 8);   // Volta too
+  EXPECT_EQ(defaults::mmvq_mmid_max_batch("sm_86", GgmlType::Q3_K), 5);   // Turing..Ampere
+  EXPECT_EQ(defaults::mmvq_mmid_max_batch("sm_86", GgmlType::Q4_K), 8);
+  EXPECT_EQ(defaults::mmvq_mmid_max_batch("sm_61", GgmlType::Q4_K), 5);   // Pascal
+  EXPECT_EQ(defaults::mmvq_mmid_max_batch("gfx1201", GgmlType::Q8_0), 7); // RDNA4
+  EXPECT_EQ(defaults::mmvq_mmid_max_batch("gfx1100", GgmlType::Q6_K), 4); // RDNA3
+  EXPECT_EQ(defaults::mmvq_mmid_max_batch("gfx1030", GgmlType::Q5_K), 6); // RDNA2
+  EXPECT_EQ(defaults::mmvq_mmid_max_batch("gfx90a", GgmlType::IQ3_S), 4); // CDNA
+  EXPECT_EQ(defaults::mmvq_mmid_max_batch("gfx906", GgmlType::Q4_0), 5);  // GCN
+  EXPECT_FALSE(stock_uses_mmvq(d, "sm_86", GgmlType::Q3_K, true, 6));
+  EXPECT_TRUE(stock_uses_mmvq(d, "sm_86", GgmlType::Q3_K, true, 5));
+  EXPECT_THROW(defaults::mmvq_max_ncols("ggml-0000000", "sm_90", GgmlType::Q4_K), Error);
+}
