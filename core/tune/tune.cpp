@@ -105,8 +105,12 @@ class TuneLog {
   AppendLog log_;
 };
 
+// A step's last record has this input and outcome; "done" also matches a step that finished after
+// resuming ("resumed"): its result is as complete.
 bool same_input(const json* record, const std::string& input, std::string_view outcome = "done") {
-  return record && record->value("input", "") == input && record->value("outcome", "") == outcome;
+  if (!record || record->value("input", "") != input) return false;
+  const std::string was = record->value("outcome", "");
+  return was == outcome || (outcome == "done" && was == "resumed");
 }
 
 std::string sweep_summary(const Session& s) {
@@ -498,8 +502,11 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
       log.append({{"step", step_name(Step::Crossover)}, {"input", crossover_input}, {"outcome", "started"}, {"date", utc_now_iso8601()}});
     engine::EngineDevice& dev = engine_device();
     const engine::ReplayPlan plan = engine::plan_replay(file);
-    const std::vector<PathTarget> targets = path_targets(plan.launches);
-    const std::string engine_version = dev.kernel_source().ggml_commit.rfind("7180759", 0) == 0 ? "ggml-7180759" : "ggml-d99724f";
+    std::vector<PathTarget> targets = path_targets(plan.launches);
+    // ggml 7180759 decides MUL_MAT's path inline, where the hook cannot reach: only the MoE cap moves.
+    const bool old_ggml = dev.kernel_source().ggml_commit.rfind("7180759", 0) == 0;
+    const std::string engine_version = old_ggml ? "ggml-7180759" : "ggml-d99724f";
+    if (old_ggml) std::erase_if(targets, [](const PathTarget& t) { return t.launch == Launch::MulMat; });
     auto stock = [&](const PathTarget& t, int n) {
       return defaults::stock_uses_mmvq(engine_version, arch, t.type, t.launch == Launch::MulMatId, n) ? MatPath::Mmvq : MatPath::Mmq;
     };
@@ -525,9 +532,20 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
     }
     for (int n : widths) {
       if (measured(n)) continue;
-      WidthSamples w = measure_width(n, targets, stock, o.replay_rounds, replay, [&] {
-        if (ev.crossover) ev.crossover(++runs, total);
-      });
+      WidthSamples w;
+      try {
+        w = measure_width(n, targets, stock, o.replay_rounds, replay, [&] {
+          if (ev.crossover) ev.crossover(++runs, total);
+        });
+      } catch (const Error& e) {
+        // An engine that cannot replay wider tokens or force a path (a probe before protocol 4):
+        // tune goes on with ggml's own choice, said once.
+        if (e.kind() != ErrorKind::BadInput || !done.empty()) throw;
+        r.outcome = "not asked";
+        r.summary = std::string("this engine cannot replay at batch widths above 1: ") + e.what();
+        note("no crossover: " + std::string(e.what()));
+        return {};
+      }
       log.append({{"crossover_width", to_json(w)}});
       done.push_back(std::move(w));
     }

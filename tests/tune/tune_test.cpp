@@ -195,6 +195,8 @@ TEST(Tune, KilledDuringTheSweepResumesWithoutMeasuringAgain) {
     EXPECT_EQ(kept->time_us.median, res.time_us.median);
   }
   EXPECT_FALSE(fs::exists(journal));  // folded into the session
+  // A sweep finished by resuming is as complete as any: the next run skips it.
+  EXPECT_EQ(outcomes(d.run())["sweep"], "skipped");
 }
 
 size_t bench_runs_journaled(const fs::path& journal) {
