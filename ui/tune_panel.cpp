@@ -349,7 +349,7 @@ void TunePanel::showCrossover(const QByteArray& crossover_json) {
     const QJsonObject c = v.toObject();
     const int row = int(rows.indexOf(c.value(QStringLiteral("type")).toString() + QLatin1Char(' ') + c.value(QStringLiteral("launch")).toString()));
     const int column = int(widths.indexOf(c.value(QStringLiteral("ncols")).toInt()));
-    const QString path = c.value(QStringLiteral("path")).toString(), tried = c.value(QStringLiteral("tried_path")).toString();
+    const QString path = c.value(QStringLiteral("path")).toString(), tried = c.value(QStringLiteral("other_path")).toString();
     const double gain = (c.value(QStringLiteral("speedup")).toDouble() - 1) * 100;
     const bool approved = c.value(QStringLiteral("approved")).toBool();
     const QString gain_text = QStringLiteral("%1%2 %").arg(gain >= 0 ? QStringLiteral("+") : QString()).arg(gain, 0, 'f', 1);

@@ -33,7 +33,7 @@ CrossoverCell decide_path(const PathTarget& target, int ncols, MatPath stock_pat
   c.target = target;
   c.ncols = ncols;
   c.stock_path = stock_path;
-  c.tried_path = other(stock_path);
+  c.other_path = other(stock_path);
   const SampleStats s = summarize(stock_us), p = summarize(path_us);
   c.stock_us = s.median, c.stock_ci_low = s.ci_low, c.stock_ci_high = s.ci_high;
   c.path_us = p.median, c.path_ci_low = p.ci_low, c.path_ci_high = p.ci_high;
@@ -118,7 +118,7 @@ std::vector<PathChoice> path_choices(const std::vector<CrossoverCell>& cells, co
     p.type = c.target.type;
     p.launch = c.target.launch;
     p.ncols = c.ncols;
-    p.path = c.tried_path;
+    p.path = c.other_path;
     p.stock_path = c.stock_path;
     p.approval = *c.record;
     if (p.approval == Approval::Approved) p.decided_at = when;
@@ -147,7 +147,7 @@ json crossover_json(const std::vector<CrossoverCell>& cells) {
   json out = json::array();
   for (const CrossoverCell& c : cells)
     out.push_back({{"type", type_name(c.target.type)}, {"launch", launch_name(c.target.launch)}, {"ncols", c.ncols},
-                   {"stock_path", mat_path_name(c.stock_path)}, {"tried_path", mat_path_name(c.tried_path)},
+                   {"stock_path", mat_path_name(c.stock_path)}, {"other_path", mat_path_name(c.other_path)},
                    {"stock_us", c.stock_us}, {"stock_ci_low", c.stock_ci_low}, {"stock_ci_high", c.stock_ci_high},
                    {"path_us", c.path_us}, {"path_ci_low", c.path_ci_low}, {"path_ci_high", c.path_ci_high},
                    {"speedup", c.speedup}, {"speedup_low", c.speedup_low}, {"speedup_high", c.speedup_high},
@@ -173,7 +173,7 @@ std::string crossover_text(const std::vector<CrossoverCell>& cells) {
       const CrossoverCell& c = *row[i];
       o << (i ? ", " : " ") << c.ncols << " " << mat_path_name(c.chosen());
       if (c.record == Approval::Approved) o << " (" << gain_text(c.speedup) << ")";
-      else if (c.record) o << " (" << mat_path_name(c.tried_path) << " " << gain_text(c.speedup) << ", not significant)";
+      else if (c.record) o << " (" << mat_path_name(c.other_path) << " " << gain_text(c.speedup) << ", not significant)";
     }
     o << "\n";
   }

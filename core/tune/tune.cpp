@@ -155,16 +155,6 @@ std::string crossover_summary(const std::vector<CrossoverCell>& cells) {
          std::to_string(approved) + " path choices approved, " + std::to_string(pending) + " pending (not significant)";
 }
 
-// What the profile's path records are now: a crossover skipped on an unchanged input must find
-// the records it wrote still there.
-std::string paths_digest(const Profile& p) {
-  ContentHash h;
-  for (const PathChoice& c : p.paths)
-    h.add(c.arch + " " + device_text(c.device) + " " + std::string(type_name(c.type)) + " " + std::string(launch_name(c.launch)) +
-          " " + std::to_string(c.ncols) + " " + std::string(mat_path_name(c.path)) + " " + std::string(approval_name(c.approval)));
-  return h.hex();
-}
-
 std::string bench_summary(const BenchRecord& b) {
   std::string s;
   for (const auto& t : b.tests)
@@ -482,11 +472,25 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
       for (const json& w : list) out.push_back(width_samples_from_json(w));
       return out;
     };
-    // Unchanged input, and the profile still holds what this step wrote: the journaled decisions.
-    if (same_input(last, crossover_input) && last->value("paths", "") == paths_digest(report.installed)) {
+    // The records of these decisions go into the installed profile (measured keys replaced).
+    auto record = [&](const ProfileDevice& on, const PathEvidence& evidence, const std::string& when) {
+      Profile before = report.installed;
+      install_paths(report.installed, report.crossover, arch, on, path_choices(report.crossover, arch, on, evidence, when));
+      if (to_json(report.installed) == to_json(before)) return false;
+      save_profile(report.installed, report.profile);
+      installed_now = true;
+      return true;
+    };
+    // Unchanged input: the journaled decisions, put back into the profile if it lost them.
+    if (same_input(last, crossover_input)) {
       report.crossover = decide_all(read_widths(last->at("widths")));
       r.outcome = "skipped";
       r.summary = "unchanged engine and profile: " + crossover_summary(report.crossover);
+      const json& e = last->at("evidence");
+      const PathEvidence evidence{e.at("source"), e.at("device_name"), e.at("device_arch"), e.at("kernel"), e.at("model")};
+      const json& d = last->at("device");
+      if (record({d.at("name"), d.at("compute_units"), d.at("memory_mib")}, evidence, last->at("decided_at")))
+        r.summary += "; recorded again in " + report.profile.string();
       return {};
     }
     std::vector<WidthSamples> done;
@@ -558,13 +562,15 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
     evidence.kernel = kernel_label(dev.kernel_source());
     evidence.model = identity.file_name;
     const ProfileDevice on = profile_device(dev.info());
-    install_paths(report.installed, report.crossover, arch, on, path_choices(report.crossover, arch, on, evidence, utc_now_iso8601()));
-    save_profile(report.installed, report.profile);
-    installed_now = true;
+    const std::string when = utc_now_iso8601();
+    record(on, evidence, when);
     r.summary = crossover_summary(report.crossover) + "; recorded in " + report.profile.string();
     json widths_json = json::array();
     for (const WidthSamples& w : done) widths_json.push_back(to_json(w));
-    return {{"input", crossover_input}, {"widths", widths_json}, {"paths", paths_digest(report.installed)}};
+    return {{"input", crossover_input}, {"widths", widths_json}, {"decided_at", when},
+            {"device", {{"name", on.name}, {"compute_units", on.compute_units}, {"memory_mib", on.memory_mib}}},
+            {"evidence", {{"source", evidence.source}, {"device_name", evidence.device_name}, {"device_arch", evidence.device_arch},
+                          {"kernel", evidence.kernel}, {"model", evidence.model}}}};
   });
   const std::string fingerprint = approved_fingerprint(report.installed, arch);
 

@@ -183,8 +183,6 @@ TEST(Defaults, ConfigInvalidReasons) {
   EXPECT_NE(reason(T::Q4_0, 1, {4, 1}, 48).find("wave size 48"), std::string::npos);
 }
 
-}  // namespace
-}  // namespace temper::defaults
 
 // ggml's own mmvq-or-mmq pick at batch widths 2..8 (mmvq.cu ggml_cuda_should_use_mmvq and
 // get_mmvq_mmid_max_batch at d99724f), as tune's crossover takes it for its stock arm.
@@ -223,3 +221,6 @@ TEST(Defaults, StockMmvqOrMmqPick) {
   EXPECT_TRUE(stock_uses_mmvq(d, "sm_86", GgmlType::Q3_K, true, 5));
   EXPECT_THROW(defaults::mmvq_max_ncols("ggml-0000000", "sm_90", GgmlType::Q4_K), Error);
 }
+
+}  // namespace
+}  // namespace temper::defaults

@@ -13,8 +13,8 @@ using nlohmann::json;
 
 namespace {
 
-// `n` samples around `center` µs, ±`spread` (a tight, symmetric spread).
-std::vector<double> samples(double center, double spread = 0.5, int n = 40) {
+// `n` samples around `center` µs, ±`spread` (symmetric for n a multiple of 9: the median is `center`).
+std::vector<double> samples(double center, double spread = 0.5, int n = 45) {
   std::vector<double> v;
   for (int i = 0; i < n; ++i) v.push_back(center + spread * (double(i % 9) - 4) / 4);
   return v;
@@ -27,7 +27,7 @@ const PathTarget kQ4KExperts{GgmlType::Q4_K, Launch::MulMatId};
 TEST(Crossover, FivePercentFasterWithTightSamplesIsApproved) {
   const CrossoverCell c = decide_path(kQ4K, 8, MatPath::Mmvq, samples(1000), samples(1000 / 1.05));
   ASSERT_EQ(c.record, Approval::Approved);
-  EXPECT_EQ(c.tried_path, MatPath::Mmq);
+  EXPECT_EQ(c.other_path, MatPath::Mmq);
   EXPECT_EQ(c.chosen(), MatPath::Mmq);
   EXPECT_NEAR(c.speedup, 1.05, 1e-9);
   EXPECT_GT(c.speedup_low, 1.0);
@@ -61,7 +61,7 @@ TEST(Crossover, ASlowerOtherPathLeavesNoRecord) {
   EXPECT_EQ(c.chosen(), MatPath::Mmvq);
   // Where ggml picks mmq (Ada's q2_K at 8), the other path tried is mmvq.
   const CrossoverCell back = decide_path(kQ4K, 8, MatPath::Mmq, samples(1000), samples(900));
-  EXPECT_EQ(back.tried_path, MatPath::Mmvq);
+  EXPECT_EQ(back.other_path, MatPath::Mmvq);
   EXPECT_EQ(back.chosen(), MatPath::Mmvq);
   EXPECT_THROW(decide_path(kQ4K, 8, MatPath::Mmvq, {}, samples(900)), Error);
 }
@@ -71,7 +71,7 @@ TEST(Crossover, ASlowerOtherPathLeavesNoRecord) {
 // and mmq for the experts above ncols 4 (a lowered cap, as on an older GPU).
 struct ModelReplay {
   std::vector<std::pair<int, std::vector<engine::ReplayOptions::ForcedPath>>> calls;
-  int tokens = 20;
+  int tokens = 27;
   std::vector<double> operator()(int ncols, const std::vector<engine::ReplayOptions::ForcedPath>& forced) {
     calls.push_back({ncols, forced});
     double us = 1000;
@@ -105,7 +105,7 @@ TEST(Crossover, RoundsInterleaveTheArmsAndDecideEachTarget) {
     ASSERT_LE(forced.size(), 1u);
     if (!forced.empty()) EXPECT_EQ(forced[0].path, MatPath::Mmq);
   }
-  EXPECT_EQ(w8.stock.size(), 3u * 20);
+  EXPECT_EQ(w8.stock.size(), 3u * 27);
   const std::vector<CrossoverCell> cells = decide_width(w8);
   ASSERT_EQ(cells.size(), 2u);
   EXPECT_EQ(cells[0].record, Approval::Approved);  // q4_K: mmq 5 % faster at 8

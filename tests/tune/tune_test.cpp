@@ -360,7 +360,7 @@ TEST(Tune, CrossoverRecordsWhereTheOtherPathWins) {
     EXPECT_NEAR(c["speedup"].get<double>(), c["stock_us"].get<double>() / c["path_us"].get<double>(), 1e-9);
     EXPECT_LE(c["speedup_low"].get<double>(), c["speedup"].get<double>());
     EXPECT_EQ(c["approved"], c["record"] == "approved");
-    EXPECT_EQ(c["path"], c["approved"].get<bool>() ? c["tried_path"] : c["stock_path"]);
+    EXPECT_EQ(c["path"], c["approved"].get<bool>() ? c["other_path"] : c["stock_path"]);
     EXPECT_EQ(c["stock_path"], "mmvq");  // the fake is an sm_90 engine: ggml runs mmvq at every width
     approved += c["approved"].get<bool>();
   }

@@ -34,14 +34,14 @@ std::vector<PathTarget> path_targets(const LaunchPlan& plan);  // in the plan's 
 struct CrossoverCell {
   PathTarget target;
   int ncols = 2;
-  MatPath stock_path = MatPath::Mmvq, tried_path = MatPath::Mmq;
+  MatPath stock_path = MatPath::Mmvq, other_path = MatPath::Mmq;
   double stock_us = 0, stock_ci_low = 0, stock_ci_high = 0;
   double path_us = 0, path_ci_low = 0, path_ci_high = 0;
-  double speedup = 1, speedup_low = 1, speedup_high = 1;  // stock / tried, conservative 95 % CI
+  double speedup = 1, speedup_low = 1, speedup_high = 1;  // stock / other path, conservative 95 % CI
   // The record the profile gets: nullopt when stock stays (the other path is not faster), else
   // Approved (CI separated and at least the minimum gain) or Pending.
   std::optional<Approval> record;
-  MatPath chosen() const { return record == Approval::Approved ? tried_path : stock_path; }
+  MatPath chosen() const { return record == Approval::Approved ? other_path : stock_path; }
 };
 
 // The decision for one cell from the two arms' per-token samples (µs).
