@@ -4,7 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include <cctype>
+#include <functional>
+#include <map>
+#include <regex>
+
+#include "support/upstream_tree.h"
 #include "temper/error.h"
+#include "temper/fileio.h"
 #include "temper/mmvq_traits.h"
 
 namespace temper::defaults {
@@ -220,6 +227,65 @@ TEST(Defaults, StockMmvqOrMmqPick) {
   EXPECT_FALSE(stock_uses_mmvq(d, "sm_86", GgmlType::Q3_K, true, 6));
   EXPECT_TRUE(stock_uses_mmvq(d, "sm_86", GgmlType::Q3_K, true, 5));
   EXPECT_THROW(defaults::mmvq_max_ncols("ggml-0000000", "sm_90", GgmlType::Q4_K), Error);
+}
+
+
+// The per-type limits of one of upstream's switch statements: "case GGML_TYPE_X:" labels take the
+// value of the next "return N;" or "return ne11 <= N;" (MMVQ_MAX_BATCH_SIZE is 8).
+std::map<std::string, int> switch_limits(const std::string& body) {
+  std::map<std::string, int> out;
+  std::vector<std::string> pending;
+  static const std::regex token(R"(case GGML_TYPE_(\w+):|return (?:ne11 <= )?(\w+);)");
+  for (std::sregex_iterator it(body.begin(), body.end(), token), end; it != end; ++it) {
+    if ((*it)[1].matched) {
+      pending.push_back((*it)[1]);
+      continue;
+    }
+    const std::string v = (*it)[2];
+    for (const auto& t : pending) out[t] = v == "MMVQ_MAX_BATCH_SIZE" ? 8 : std::stoi(v);
+    pending.clear();
+  }
+  return out;
+}
+std::string between(const std::string& text, const std::string& from, const std::string& to) {
+  const size_t a = text.find(from);
+  if (a == std::string::npos) return {};
+  const size_t b = text.find(to, a + from.size());
+  return b == std::string::npos ? std::string() : text.substr(a, b - a);
+}
+
+// The stock pick's tables against upstream's mmvq.cu at d99724f ($TEMPER_UPSTREAM; skipped without):
+// every type with an mmvq kernel, on one arch of each branch of the two functions.
+TEST(Defaults, StockMmvqOrMmqPickIsUpstreamsOwn) {
+  std::string why;
+  const std::filesystem::path tree = test::upstream_tree("ggml-d99724f", &why);
+  if (tree.empty()) GTEST_SKIP() << "SKIPPED: " << why;
+  const std::string mmvq = read_file(tree / "src/ggml-cuda/mmvq.cu");
+  auto check = [&](const std::string& body, const std::function<int(GgmlType)>& ours, const std::string& what) {
+    SCOPED_TRACE(what);
+    ASSERT_FALSE(body.empty());
+    const std::map<std::string, int> upstream = switch_limits(body);
+    ASSERT_FALSE(upstream.empty());
+    for (const TypeInfo& t : all_types()) {
+      if (!mmvq::type_supported(uint32_t(t.type))) continue;
+      std::string upper(t.name);
+      for (char& c : upper) c = char(std::toupper(static_cast<unsigned char>(c)));
+      const auto it = upstream.find(upper);
+      EXPECT_EQ(ours(t.type), it == upstream.end() ? 8 : it->second) << t.name;
+    }
+  };
+  for (const auto& [suffix, arch] : std::initializer_list<std::pair<const char*, const char*>>{
+           {"pascal_older", "sm_61"}, {"turing_plus", "sm_75"}, {"gcn", "gfx906"}, {"cdna", "gfx90a"},
+           {"rdna1_rdna2", "gfx1030"}, {"rdna3", "gfx1100"}, {"rdna4", "gfx1201"}})
+    check(between(mmvq, std::string("int get_mmvq_mmid_max_batch_") + suffix + "(", "\n}\n"),
+          [arch = std::string(arch)](GgmlType t) { return mmvq_mmid_max_batch(arch, t); }, std::string("mmid cap ") + suffix);
+  const std::string use = between(mmvq, "bool ggml_cuda_should_use_mmvq(", "\n}\n");
+  for (const auto& [marker, arch] : std::initializer_list<std::pair<const char*, const char*>>{
+           {"cc == GGML_CUDA_CC_ADA_LOVELACE)", "sm_89"}, {"cc == GGML_CUDA_CC_BLACKWELL)", "sm_120"},
+           {"cc == GGML_CUDA_CC_DGX_SPARK)", "sm_121"}, {"GGML_CUDA_CC_IS_CDNA1(cc)", "gfx908"},
+           {"tuned for CDNA2", "gfx90a"}})
+    check(between(use, marker, "default:"), [arch = std::string(arch)](GgmlType t) { return mmvq_max_ncols(kNew, arch, t); },
+          std::string("should_use_mmvq on ") + arch);
 }
 
 }  // namespace
