@@ -45,17 +45,19 @@ CrossoverCell decide_path(const PathTarget& target, int ncols, MatPath stock_pat
   return c;
 }
 
-WidthSamples measure_width(int ncols, const std::vector<PathTarget>& targets,
-                           const std::function<MatPath(const PathTarget&, int)>& stock_path, int rounds,
+std::vector<PathTarget> targets_to_try(const std::vector<PathTarget>& targets, const StockPath& stock_path, int ncols) {
+  std::vector<PathTarget> out;
+  for (const PathTarget& t : targets)
+    if (!(t.launch == Launch::MulMatId && stock_path(t, ncols) == MatPath::Mmq)) out.push_back(t);  // the cap only goes down
+  return out;
+}
+
+WidthSamples measure_width(int ncols, const std::vector<PathTarget>& targets, const StockPath& stock_path, int rounds,
                            const PathReplay& replay, const std::function<void()>& replay_done) {
   WidthSamples w;
   w.ncols = ncols;
-  for (const PathTarget& t : targets) {
-    const MatPath stock = stock_path(t, ncols);
-    if (t.launch == Launch::MulMatId && stock == MatPath::Mmq) continue;  // the cap is only ever lowered
-    w.targets.push_back(t);
-    w.stock_paths.push_back(stock);
-  }
+  w.targets = targets_to_try(targets, stock_path, ncols);
+  for (const PathTarget& t : w.targets) w.stock_paths.push_back(stock_path(t, ncols));
   w.tried.resize(w.targets.size());
   if (w.targets.empty()) return w;
   auto run = [&](int arm) {  // -1: stock

@@ -511,7 +511,7 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
     const bool old_ggml = dev.kernel_source().ggml_commit.rfind("7180759", 0) == 0;
     const std::string engine_version = old_ggml ? "ggml-7180759" : "ggml-d99724f";
     if (old_ggml) std::erase_if(targets, [](const PathTarget& t) { return t.launch == Launch::MulMat; });
-    auto stock = [&](const PathTarget& t, int n) {
+    const StockPath stock = [&](const PathTarget& t, int n) {
       return defaults::stock_uses_mmvq(engine_version, arch, t.type, t.launch == Launch::MulMatId, n) ? MatPath::Mmvq : MatPath::Mmq;
     };
     const PathReplay replay = [&](int n, const std::vector<engine::ReplayOptions::ForcedPath>& forced) {
@@ -528,10 +528,9 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
     };
     auto measured = [&](int n) { return std::any_of(done.begin(), done.end(), [&](const WidthSamples& w) { return w.ncols == n; }); };
     int runs = 0, total = 0;
-    for (int n : widths) {
-      int tried = 0;
-      for (const PathTarget& t : targets) tried += !(t.launch == Launch::MulMatId && stock(t, n) == MatPath::Mmq);
-      total += tried ? o.replay_rounds * (1 + tried) : 0;
+    for (int n : widths) {  // replays in all, and those of the widths journaled before
+      const size_t tried = targets_to_try(targets, stock, n).size();
+      total += tried ? o.replay_rounds * (1 + int(tried)) : 0;
       if (measured(n)) runs = total;
     }
     for (int n : widths) {

@@ -343,10 +343,10 @@ struct MergeResult {
 };
 // Same key (arch included): the measured faster one stays (lower tuned median) — or, measured on
 // two different GPU models of that arch, the larger speedup over its own default; a measured entry
-// beats an unmeasured import; equal configs merge without a conflict. Path choices keep every
-// device's records; of one key, the newer decision stays (decided over pending, then the later
-// decided_at; the first profile's on a tie). Entries of different arches
-// never meet (the arch is part of the key). Error(BadInput) when an entry has no arch.
+// beats an unmeasured import; equal configs merge without a conflict. Entries of different arches
+// never meet (the arch is part of the key). Error(BadInput) when an entry has no arch. Path choices
+// keep every device's records; of one key, the newer decision stays (decided over pending, then the
+// later decided_at; the first profile's on a tie).
 MergeResult merge_profiles(const std::vector<Profile>& profiles);
 
 enum class DiffKind { Added, Removed, Changed, Same };

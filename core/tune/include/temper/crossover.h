@@ -61,13 +61,14 @@ struct WidthSamples {
   std::vector<std::vector<double>> tried;   // per target: samples with the other path forced
 };
 
-// The targets worth trying at `ncols` with ggml's pick for each (`stock_path(target, ncols)`): all
-// of them, except MUL_MAT_ID where ggml already runs mmq (the hook only lowers the cap: raising it
-// would break the kernels compiled for ggml's own cap).
-// Then `rounds` rounds: the stock arm, then each target's other path; the order reverses every other
-// round so drift hits every arm alike. `round_done(done, total)` after each replay.
-WidthSamples measure_width(int ncols, const std::vector<PathTarget>& targets,
-                           const std::function<MatPath(const PathTarget&, int)>& stock_path, int rounds,
+// ggml's own pick for a target at a batch width.
+using StockPath = std::function<MatPath(const PathTarget&, int ncols)>;
+// The targets worth trying at `ncols`: all of them, except MUL_MAT_ID where ggml already runs mmq
+// (the hook only lowers the cap: raising it would break the kernels compiled for ggml's own cap).
+std::vector<PathTarget> targets_to_try(const std::vector<PathTarget>& targets, const StockPath& stock_path, int ncols);
+// Those targets at `ncols`, `rounds` rounds of replays: the stock arm, then each target's other path;
+// the order reverses every other round so drift hits every arm alike. `replay_done` after each replay.
+WidthSamples measure_width(int ncols, const std::vector<PathTarget>& targets, const StockPath& stock_path, int rounds,
                            const PathReplay& replay, const std::function<void()>& replay_done = {});
 std::vector<CrossoverCell> decide_width(const WidthSamples& w, double min_path_gain = kDefaultMinPathGain);
 
