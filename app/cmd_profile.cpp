@@ -1,5 +1,6 @@
 // `temper profile export|show|validate|diff|merge|approve|reject|verify`: profiles from sessions,
 // their approval, exports for engines, and checks (issue 9).
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -11,6 +12,7 @@
 #include "temper/error.h"
 #include "temper/fake_backend.h"
 #include "temper/fileio.h"
+#include "temper/format.h"
 #include "temper/ggml_table.h"
 #include "temper/gpu_backend.h"
 #include "temper/input.h"
@@ -198,6 +200,22 @@ int run_show(const Options& o) {
                   std::string(approval_name(e.approval)).c_str(), tail.c_str(), e.bucketed ? " (bucket)" : "");
     out(buf);
   }
+  if (p.paths.empty()) return 0;
+  // mmvq or mmq at batch widths 2..8: what the hooked engine runs instead of ggml's own pick.
+  out("\n" + std::to_string(p.paths.size()) + " path choices (mmvq or mmq)\n");
+  std::snprintf(buf, sizeof buf, "%-8s %-8s %-10s %5s %-5s %-5s %-9s %s\n", "arch", "type", "launch", "ncols", "path", "stock",
+                "approval", "speedup [CI] / device");
+  out(buf);
+  for (const auto& c : p.paths) {
+    std::string tail = c.device.any() ? "every device of the arch" : device_text(c.device);
+    if (c.evidence)
+      tail = format_number("%.3f", c.evidence->speedup) + " [" + format_number("%.3f", c.evidence->speedup_low) + ", " +
+             format_number("%.3f", c.evidence->speedup_high) + "] " + tail;
+    std::snprintf(buf, sizeof buf, "%-8s %-8s %-10s %5d %-5s %-5s %-9s %s\n", c.arch.c_str(), std::string(type_name(c.type)).c_str(),
+                  std::string(launch_name(c.launch)).c_str(), c.ncols, std::string(mat_path_name(c.path)).c_str(),
+                  std::string(mat_path_name(c.stock_path)).c_str(), std::string(approval_name(c.approval)).c_str(), tail.c_str());
+    out(buf);
+  }
   return 0;
 }
 
@@ -232,16 +250,30 @@ int run_diff(const Options& o) {
       if (l.speedup_change) j["speedup_change"] = *l.speedup_change;
       lines.push_back(j);
     }
+    json paths = json::array();
+    auto side = [](const PathChoice& c) {
+      return json{{"path", std::string(mat_path_name(c.path))}, {"approval", std::string(approval_name(c.approval))}};
+    };
+    for (const auto& l : d.paths) {
+      const PathChoice& k = l.a ? *l.a : *l.b;
+      json j{{"kind", std::string(diff_kind_name(l.kind))}, {"arch", k.arch}, {"device", k.device.name},
+             {"type", std::string(type_name(k.type))}, {"launch", std::string(launch_name(k.launch))}, {"ncols", k.ncols}};
+      if (l.a) j["a"] = side(*l.a);
+      if (l.b) j["b"] = side(*l.b);
+      paths.push_back(j);
+    }
     out(json{{"by_arch", d.by_arch}, {"arch_a", d.arch_a}, {"arch_b", d.arch_b}, {"added", d.count(DiffKind::Added)},
              {"removed", d.count(DiffKind::Removed)}, {"changed", d.count(DiffKind::Changed)},
-             {"same", d.count(DiffKind::Same)}, {"lines", lines}}
+             {"same", d.count(DiffKind::Same)}, {"lines", lines}, {"paths", paths}}
             .dump(2) +
         "\n");
   } else {
     out(d.text(o.all));
   }
   // As diff(1): 0 the same, 1 different (2 trouble: the errors above).
-  return d.count(DiffKind::Added) + d.count(DiffKind::Removed) + d.count(DiffKind::Changed) > 0 ? 1 : 0;
+  const bool paths_differ =
+      std::any_of(d.paths.begin(), d.paths.end(), [](const PathDiffLine& l) { return l.kind != DiffKind::Same; });
+  return d.count(DiffKind::Added) + d.count(DiffKind::Removed) + d.count(DiffKind::Changed) > 0 || paths_differ ? 1 : 0;
 }
 
 int run_merge(const Options& o) {
@@ -257,7 +289,10 @@ int run_merge(const Options& o) {
     for (const auto& c : m.conflicts)
       conflicts.push_back({{"key", key_json(c.key)}, {"kept", config_json(c.kept)}, {"dropped", config_json(c.dropped)},
                            {"kept_from", c.kept_from}, {"dropped_from", c.dropped_from}, {"reason", c.reason}});
-    out(json{{"output", path_text(path)}, {"entries", m.profile.entries.size()}, {"arches", m.arches}, {"conflicts", conflicts}}.dump(2) + "\n");
+    out(json{{"output", path_text(path)}, {"entries", m.profile.entries.size()}, {"arches", m.arches}, {"conflicts", conflicts},
+             {"paths", m.profile.paths.size()}, {"path_conflicts", m.path_conflicts}}
+            .dump(2) +
+        "\n");
   } else {
     out(m.text() + "wrote " + path + "\n");
   }

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 #include <nlohmann/json.hpp>
 
@@ -24,6 +25,7 @@ struct Options {
   bool patch = false, json = false;
   int jobs = 0;
   double min_speedup = kDefaultMinSpeedup;
+  double min_path_gain = tune::kDefaultMinPathGain;
   int replay_tokens = 40, replay_rounds = 5;
   BenchArgs bench;
 };
@@ -77,6 +79,7 @@ int run_tune(const Options& o) {
   if (!o.ncols.empty()) t.ncols = parse_ncols_list(o.ncols);
   t.approve_all = o.approve == "all";
   t.min_speedup = o.min_speedup;
+  t.min_path_gain = o.min_path_gain;
   t.output = o.output;
   t.replay_tokens = o.replay_tokens;
   t.replay_rounds = o.replay_rounds;
@@ -109,6 +112,7 @@ int run_tune(const Options& o) {
   };
   ev.sweep = [&](const Progress& p) { printer.progress(p.done, p.total, p.current, p.eta_s); };
   ev.replay = [&](int done, int total) { printer.progress(size_t(done), size_t(total), "replay runs", 0); };
+  ev.crossover = [&](int done, int total) { printer.progress(size_t(done), size_t(total), "crossover replays", 0); };
   ev.bench = [&](const engine::BenchProgress& p) { printer.progress(size_t(p.done), size_t(p.total), p.current, p.eta_s); };
   tune::TuneReport r;
   try {
@@ -124,7 +128,8 @@ int run_tune(const Options& o) {
       steps.push_back({{"step", tune::step_name(s.step)}, {"outcome", s.outcome}, {"summary", s.summary}, {"seconds", s.seconds}});
     nlohmann::json j = {{"model", o.model}, {"profile", r.profile.string()}, {"state_dir", r.state_dir.string()},
                         {"journal", r.journal.string()}, {"session", r.session.string()}, {"steps", steps},
-                        {"notes", r.notes}, {"replay", r.replay ? *r.replay : nlohmann::json()},
+                        {"notes", r.notes}, {"crossover", tune::crossover_json(r.crossover)},
+                        {"replay", r.replay ? *r.replay : nlohmann::json()},
                         {"bench", r.bench ? to_json(*r.bench) : nlohmann::json()}};
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
@@ -133,6 +138,9 @@ int run_tune(const Options& o) {
   for (const auto& s : r.steps)
     std::printf("| %s | %s | %.1f | %s |\n", std::string(tune::step_name(s.step)).c_str(), s.outcome.c_str(), s.seconds,
                 s.summary.c_str());
+  if (!r.crossover.empty())
+    std::printf("\nmmvq or mmq per type and batch width (the path the engine runs with the profile):\n%s",
+                tune::crossover_text(r.crossover).c_str());
   if (r.bench) std::printf("\n%s", bench_report_markdown(*r.bench).c_str());
   std::printf("\nprofile: %s%s\nsession: %s\n", r.profile.c_str(),
               o.output.empty() ? " (where the engine looks when TEMPER_PROFILE is unset)" : "", r.session.c_str());
@@ -150,6 +158,17 @@ Action define_tune(CLI::App& app) {
   app.add_option("--approve", o->approve, "which winners the profile approves: significant (default) or all")
       ->check(one_of({"significant", "all"}));
   add_min_speedup(app, o->min_speedup);
+  app.add_option("--min-path-gain", o->min_path_gain,
+                 "crossover: approve mmq (or mmvq) over ggml's pick when its CI is separated and it is at least this much "
+                 "faster (default 0.01: 1 %)")
+      ->type_name("FRACTION")
+      ->check(CLI::Validator(
+          [](std::string& t) -> std::string {
+            char* end = nullptr;
+            const double v = std::strtod(t.c_str(), &end);
+            return !t.empty() && *end == '\0' && v >= 0 && v <= 1 ? "" : "expected a fraction 0..1 (0.01 = 1%), got '" + t + "'";
+          },
+          ""));
   add_output(app, o->output, "the profile (default: where the engine looks, ~/.config/temper/engine-profile.json)");
   app.add_option("--replay-tokens", o->replay_tokens, "decode replay: tokens per round (default 40)")->check(integer_in(1, 1 << 20));
   app.add_option("--replay-rounds", o->replay_rounds, "decode replay: rounds (default 5)")->check(integer_in(1, 1 << 20));
@@ -170,9 +189,12 @@ const Registrar reg{
      "  6 install  the profile where the engine looks when TEMPER_PROFILE is unset\n"
      "             (~/.config/temper/engine-profile.json), or -o: this model's measured shapes are replaced,\n"
      "             other entries of the file stay\n"
-     "  7 replay   one decode token's GEMVs in the engine, stock vs the profile (engine replay); a profile\n"
+     "  7 crossover at each batch width of --ncols above 1: the token replayed with ggml's mmvq/mmq pick\n"
+     "             and with each type's other path, rounds interleaved; a path choice is recorded where the\n"
+     "             other path wins (approved: CI separated and at least --min-path-gain faster)\n"
+     "  8 replay   one decode token's GEMVs in the engine, stock vs the profile (engine replay); a profile\n"
      "             that changes any launch's output is taken back out and tune ends with exit 5\n"
-     "  8 bench    with --llama-bench: your llama-bench with and without the profile (engine bench)\n"
+     "  9 bench    with --llama-bench: your llama-bench with and without the profile (engine bench)\n"
      "One journal in ~/.cache/temper/tune/<model and engine>/: each step records its input and is skipped\n"
      "while it is unchanged (an updated llama.cpp tree builds a new engine and re-sweeps; a re-run on the\n"
      "same tree only re-benches). Killed or Ctrl-C'd (exit 7), the same command goes on where it stopped:\n"

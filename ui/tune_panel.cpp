@@ -5,6 +5,7 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QFileDialog>
+#include <QFont>
 #include <QFormLayout>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -23,6 +24,7 @@
 #include <QTableWidget>
 #include <QValueAxis>
 #include <QVBoxLayout>
+#include <algorithm>
 #include <sstream>
 
 #include "sweep_panel.h"
@@ -142,6 +144,15 @@ TunePanel::TunePanel(SessionDocument* doc, QWidget* parent) : QWidget(parent), d
   token_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   token_->setMinimumHeight(90);
   connect(runner_, &TuneRunner::replayReady, this, &TunePanel::showReplay);
+  crossover_head_ = new QLabel(QStringLiteral("mmvq or mmq per type and batch width: after the crossover step (batch widths above 1)."));
+  crossover_head_->setWordWrap(true);
+  crossover_head_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  crossover_ = new QTableWidget(0, 0);
+  crossover_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  crossover_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  crossover_->verticalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  crossover_->setMinimumHeight(70);
+  connect(runner_, &TuneRunner::crossoverReady, this, &TunePanel::showCrossover);
   progress_ = new QProgressBar;
   status_ = new QLabel;
   status_->setWordWrap(true);
@@ -179,6 +190,8 @@ TunePanel::TunePanel(SessionDocument* doc, QWidget* parent) : QWidget(parent), d
   ll->addWidget(status_);
   ll->addWidget(token_head_);
   ll->addWidget(token_, 1);
+  ll->addWidget(crossover_head_);
+  ll->addWidget(crossover_);
   auto* right = new QWidget;
   auto* rl = new QVBoxLayout(right);
   rl->addWidget(bench_head_);
@@ -313,6 +326,61 @@ void TunePanel::showReplay(const QByteArray& replay_json) {
                            .arg(r.value(QStringLiteral("copy_bandwidth_gbs")).toDouble(), 0, 'f', 0)
                            .arg(stock > 0 ? 100 * ideal / stock : 0, 0, 'f', 0).arg(profiled > 0 ? 100 * ideal / profiled : 0, 0, 'f', 0));
 }
+void TunePanel::showCrossover(const QByteArray& crossover_json) {
+  const QJsonArray cells = QJsonDocument::fromJson(crossover_json).array();
+  QStringList rows;
+  QList<int> widths;
+  for (const QJsonValue& v : cells) {
+    const QJsonObject c = v.toObject();
+    const QString row = c.value(QStringLiteral("type")).toString() + QLatin1Char(' ') + c.value(QStringLiteral("launch")).toString();
+    if (!rows.contains(row)) rows << row;
+    if (const int n = c.value(QStringLiteral("ncols")).toInt(); !widths.contains(n)) widths << n;
+  }
+  std::sort(widths.begin(), widths.end());
+  crossover_->clear();
+  crossover_->setRowCount(int(rows.size()));
+  crossover_->setColumnCount(int(widths.size()));
+  crossover_->setVerticalHeaderLabels(rows);
+  QStringList headers;
+  for (int n : widths) headers << QStringLiteral("ncols %1").arg(n);
+  crossover_->setHorizontalHeaderLabels(headers);
+  int changed = 0;
+  for (const QJsonValue& v : cells) {
+    const QJsonObject c = v.toObject();
+    const int row = int(rows.indexOf(c.value(QStringLiteral("type")).toString() + QLatin1Char(' ') + c.value(QStringLiteral("launch")).toString()));
+    const int column = int(widths.indexOf(c.value(QStringLiteral("ncols")).toInt()));
+    const QString path = c.value(QStringLiteral("path")).toString(), tried = c.value(QStringLiteral("other_path")).toString();
+    const double gain = (c.value(QStringLiteral("speedup")).toDouble() - 1) * 100;
+    const bool approved = c.value(QStringLiteral("approved")).toBool();
+    const QString gain_text = QStringLiteral("%1%2 %").arg(gain >= 0 ? QStringLiteral("+") : QString()).arg(gain, 0, 'f', 1);
+    auto* item = new QTableWidgetItem(approved ? path + QLatin1Char(' ') + gain_text : path);
+    if (approved) {  // the engine leaves ggml's pick here
+      QFont f = item->font();
+      f.setBold(true);
+      item->setFont(f);
+      ++changed;
+    }
+    QString tip = QStringLiteral("ggml picks %1: %2 µs per token; %3: %4 µs (speedup %5 [%6, %7])")
+                      .arg(c.value(QStringLiteral("stock_path")).toString())
+                      .arg(c.value(QStringLiteral("stock_us")).toDouble(), 0, 'f', 1)
+                      .arg(tried)
+                      .arg(c.value(QStringLiteral("path_us")).toDouble(), 0, 'f', 1)
+                      .arg(c.value(QStringLiteral("speedup")).toDouble(), 0, 'f', 3)
+                      .arg(c.value(QStringLiteral("speedup_low")).toDouble(), 0, 'f', 3)
+                      .arg(c.value(QStringLiteral("speedup_high")).toDouble(), 0, 'f', 3);
+    if (c.value(QStringLiteral("record")).toString() == QStringLiteral("pending"))
+      tip += QStringLiteral("; %1 %2 is recorded pending: not significant").arg(tried, gain_text);
+    item->setToolTip(tip);
+    crossover_->setItem(row, column, item);
+  }
+  crossover_head_->setText(cells.isEmpty()
+                               ? QStringLiteral("mmvq or mmq per type and batch width: nothing measured.")
+                               : QStringLiteral("mmvq or mmq per type and batch width (the path the engine runs with the profile; "
+                                                "in bold with its gain where it leaves ggml's own pick): %1 of %2 changed.")
+                                     .arg(changed)
+                                     .arg(cells.size()));
+}
+
 QString TunePanel::statusText() const { return status_->text(); }
 
 engine::BenchOptions TunePanel::benchOptions() const {

@@ -52,6 +52,11 @@ class TunePanel : public QWidget {
   QTableWidget* tokenTime() const { return token_; }
   QString tokenTimeHead() const;
   void showReplay(const QByteArray& replay_json);
+  // mmvq or mmq per type: a row per (type, launch kind), a column per batch width the crossover
+  // measured; a cell is the path the engine runs with the profile, with its gain where it is not
+  // ggml's own pick (those in bold; stock cells plain). From tune's "crossover" (docs/json.md).
+  QTableWidget* crossover() const { return crossover_; }
+  void showCrossover(const QByteArray& crossover_json);
   BenchModel* benchModel() const { return bench_; }
   QChart* samplesChart() const;
   QString statusText() const;
@@ -89,6 +94,8 @@ class TunePanel : public QWidget {
   QTableWidget* steps_;
   QLabel* token_head_;
   QTableWidget* token_;
+  QLabel* crossover_head_;
+  QTableWidget* crossover_;
   QProgressBar* progress_;
   QLabel* status_;
   BenchModel* bench_;

@@ -78,10 +78,15 @@ void TuneRunner::startTune(tune::TuneOptions o) {
       post([this, p, text = qs(p.current)] { Q_EMIT progress(int(p.done), int(p.total), text, p.eta_s); });
     };
     ev.replay = [&](int done, int total) { post([this, done, total] { Q_EMIT progress(done, total, QStringLiteral("replay runs"), 0); }); };
+    ev.crossover = [&](int done, int total) {
+      post([this, done, total] { Q_EMIT progress(done, total, QStringLiteral("crossover replays"), 0); });
+    };
     ev.bench = [&](const engine::BenchProgress& p) {
       post([this, p, text = qs(p.current)] { Q_EMIT progress(p.done, p.total, text, p.eta_s); });
     };
     const tune::TuneReport r = tune::run_tune(o, ev);
+    if (!r.crossover.empty())
+      post([this, j = QByteArray::fromStdString(tune::crossover_json(r.crossover).dump())] { Q_EMIT crossoverReady(j); });
     if (r.replay) post([this, j = QByteArray::fromStdString(r.replay->dump())] { Q_EMIT replayReady(j); });
     if (r.bench) post([this, b = *r.bench] { Q_EMIT benchReady(b); });
     return QStringLiteral("Tuned: the profile is %1").arg(qs(r.profile.string()));

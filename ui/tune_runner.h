@@ -34,6 +34,7 @@ class TuneRunner : public QObject {
   void note(const QString& text);
   void benchReady(const temper::BenchRecord& record);
   void replayReady(const QByteArray& replay_json);  // the replay step's numbers (docs/json.md, engine replay)
+  void crossoverReady(const QByteArray& crossover_json);  // the crossover's cells (docs/json.md, tune "crossover")
   void finished(const QString& summary);  // tune or bench done
   void failed(const QString& message, bool cancelled);
 

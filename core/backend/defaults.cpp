@@ -236,6 +236,77 @@ Config default_config(std::string_view engine, const DeviceInfo& device, GgmlTyp
   return default_config(engine, std::string_view(device.arch), type, ncols, k, device.warp_size);
 }
 
+namespace {
+
+// A per-type limit with a default for every type not listed: the batch widths up to which ggml
+// runs mmvq. The values are upstream's (mmvq.cu at d99724f, named in the header), tabulated here.
+struct Limit {
+  GgmlType type;
+  int max_ncols;
+};
+int limit_of(std::initializer_list<Limit> limits, GgmlType type) {
+  for (const Limit& l : limits)
+    if (l.type == type) return l.max_ncols;
+  return mmvq::kMaxNcols;
+}
+
+}  // namespace
+
+int mmvq_max_ncols(std::string_view engine, std::string_view arch, GgmlType type) {
+  if (version_of(engine) == Version::V7180759) return mmvq::kMaxNcols;
+  const ArchFacts f = parse_arch(arch);
+  // k-quants redo their costlier decode per column in mmvq, so mmq takes over sooner where tuned.
+  if (f.nvidia && f.cc == 890) return limit_of({{T::Q2_K, 4}, {T::Q3_K, 6}, {T::Q4_K, 7}, {T::Q5_K, 7}}, type);
+  if (f.nvidia && f.cc == 1200)
+    return limit_of({{T::Q2_K, 5}, {T::Q3_K, 5}, {T::Q4_K, 5}, {T::Q5_K, 5}, {T::Q6_K, 7}}, type);
+  if (f.nvidia && f.cc == 1210) return limit_of({{T::Q2_K, 6}}, type);
+  if (f.cdna && f.gfx < 0x90a)  // CDNA1 (MI100)
+    return limit_of({{T::Q4_0, 7}, {T::Q4_1, 7}, {T::Q5_1, 7}, {T::Q8_0, 6}, {T::Q2_K, 4}, {T::Q3_K, 3}, {T::Q4_K, 2},
+                     {T::Q5_K, 3}, {T::Q6_K, 4}, {T::IQ1_S, 5}, {T::IQ2_XXS, 6}, {T::IQ3_S, 6}, {T::IQ4_XS, 6}},
+                    type);
+  if (f.cdna) return limit_of({{T::Q2_K, 5}, {T::Q3_K, 3}, {T::Q4_K, 3}, {T::Q5_K, 3}, {T::Q6_K, 5}}, type);
+  return mmvq::kMaxNcols;
+}
+
+int mmvq_mmid_max_batch(std::string_view arch, GgmlType type) {
+  const ArchFacts f = parse_arch(arch);
+  if (f.nvidia) {
+    if (f.cc == 700 || f.cc >= 890) return mmvq::kMaxNcols;  // Volta, Ada and newer: always mmvq
+    if (f.cc >= 750)
+      return limit_of({{T::IQ2_S, 7}, {T::IQ3_S, 6}, {T::IQ3_XXS, 7}, {T::MXFP4, 7}, {T::Q2_K, 7}, {T::Q3_K, 5}}, type);
+    return limit_of({{T::IQ1_S, 6}, {T::IQ1_M, 6}, {T::IQ2_S, 4}, {T::IQ2_XS, 5}, {T::IQ2_XXS, 5}, {T::IQ3_S, 4},
+                     {T::IQ3_XXS, 4}, {T::IQ4_NL, 6}, {T::IQ4_XS, 5}, {T::MXFP4, 4}, {T::NVFP4, 4}, {T::Q2_K, 4},
+                     {T::Q3_K, 4}, {T::Q4_0, 6}, {T::Q4_1, 6}, {T::Q4_K, 5}, {T::Q5_0, 6}, {T::Q5_1, 6}, {T::Q5_K, 5},
+                     {T::Q6_K, 4}, {T::Q8_0, 4}},
+                    type);
+  }
+  if (f.rdna4)
+    return limit_of({{T::IQ1_S, 7}, {T::IQ1_M, 7}, {T::IQ2_S, 4}, {T::IQ2_XS, 4}, {T::IQ2_XXS, 4}, {T::IQ3_S, 4},
+                     {T::IQ3_XXS, 4}, {T::IQ4_NL, 7}, {T::IQ4_XS, 5}, {T::MXFP4, 5}, {T::NVFP4, 5}, {T::Q3_K, 4},
+                     {T::Q4_0, 7}, {T::Q4_1, 7}, {T::Q4_K, 4}, {T::Q5_0, 7}, {T::Q5_1, 7}, {T::Q5_K, 5}, {T::Q6_K, 5},
+                     {T::Q8_0, 7}},
+                    type);
+  if (f.rdna3_0 || f.rdna3_5)
+    return limit_of({{T::IQ1_S, 6}, {T::IQ1_M, 6}, {T::IQ2_S, 4}, {T::IQ2_XS, 4}, {T::IQ2_XXS, 4}, {T::IQ3_S, 4},
+                     {T::IQ3_XXS, 4}, {T::IQ4_NL, 6}, {T::IQ4_XS, 6}, {T::Q4_K, 4}, {T::Q5_K, 4}, {T::Q6_K, 4}},
+                    type);
+  if (f.rdna1 || f.rdna2)
+    return limit_of({{T::IQ2_S, 4}, {T::IQ2_XS, 4}, {T::IQ2_XXS, 4}, {T::IQ3_S, 4}, {T::IQ3_XXS, 4}, {T::Q2_K, 7},
+                     {T::Q3_K, 4}, {T::Q4_K, 5}, {T::Q5_K, 6}, {T::Q6_K, 5}},
+                    type);
+  if (f.cdna) return limit_of({{T::IQ2_S, 5}, {T::IQ2_XS, 5}, {T::IQ2_XXS, 5}, {T::IQ3_S, 4}, {T::IQ3_XXS, 5}}, type);
+  if (f.gcn)
+    return limit_of({{T::IQ1_S, 5}, {T::IQ1_M, 5}, {T::IQ2_S, 4}, {T::IQ2_XS, 4}, {T::IQ2_XXS, 4}, {T::IQ3_S, 4},
+                     {T::IQ3_XXS, 4}, {T::IQ4_NL, 6}, {T::IQ4_XS, 4}, {T::Q2_K, 4}, {T::Q3_K, 4}, {T::Q4_0, 5},
+                     {T::Q4_1, 5}, {T::Q4_K, 4}, {T::Q5_K, 4}, {T::Q6_K, 4}, {T::Q8_0, 4}},
+                    type);
+  return mmvq::kMaxNcols;
+}
+
+bool stock_uses_mmvq(std::string_view engine, std::string_view arch, GgmlType type, bool mul_mat_id, int ncols) {
+  return ncols <= (mul_mat_id ? mmvq_mmid_max_batch(arch, type) : mmvq_max_ncols(engine, arch, type));
+}
+
 std::string config_invalid_reason(GgmlType type, int ncols, Config c, int warp_size) {
   if (!mmvq::type_supported(static_cast<uint32_t>(type)))
     return "type " + std::string(type_name(type)) + " has no mmvq kernel";

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "temper/error.h"
+#include "temper/format.h"
 #include "temper/profile.h"
 
 namespace temper {
@@ -17,6 +18,37 @@ Approval decided_approval(Approval a, Approval b) {
   auto rank = [](Approval x) { return x == Approval::Rejected ? 2 : x == Approval::Approved ? 1 : 0; };
   return rank(a) >= rank(b) ? a : b;
 }
+std::string path_side(const PathChoice& c) {
+  std::string s = std::string(mat_path_name(c.path)) + " " + std::string(approval_name(c.approval));
+  if (c.evidence) s += " speedup " + format_number("%.3f", c.evidence->speedup);
+  return s;
+}
+// Every device's records; one key in two profiles: the newer decision stays.
+void merge_paths(const std::vector<Profile>& profiles, MergeResult& m) {
+  auto newer = [](const PathChoice& a, const PathChoice& b) {  // a decided later than b
+    const bool da = a.approval != Approval::Pending, db = b.approval != Approval::Pending;
+    if (da != db) return da;
+    return a.decided_at > b.decided_at;
+  };
+  std::vector<PathChoice> merged;
+  for (const Profile& p : profiles)
+    for (const PathChoice& c : p.paths) {
+      auto it = std::find_if(merged.begin(), merged.end(), [&](const PathChoice& x) { return x.key() == c.key(); });
+      if (it == merged.end()) {
+        merged.push_back(c);
+        continue;
+      }
+      const bool differ = it->path != c.path || it->approval != c.approval;
+      const bool take = newer(c, *it);
+      if (differ)
+        m.path_conflicts.push_back(path_choice_text(c) + ": kept " + path_side(take ? c : *it) + ", dropped " +
+                                   path_side(take ? *it : c) + " (the newer decision stays)");
+      if (take) *it = c;
+    }
+  std::sort(merged.begin(), merged.end(), [](const PathChoice& a, const PathChoice& b) { return a.key() < b.key(); });
+  m.profile.paths = std::move(merged);
+}
+
 std::string fmt(double v) {
   char b[32];
   std::snprintf(b, sizeof b, "%.3f", v);
@@ -34,7 +66,11 @@ std::string MergeResult::text() const {
     for (size_t i = 0; i < arches.size(); ++i) o << (i ? ", " : "") << arches[i];
     o << "); entries of different arches are kept apart, and single-arch exports need --arch\n";
   }
-  o << "merged: " << profile.entries.size() << " entries, " << conflicts.size() << " conflicts\n";
+  for (const auto& c : path_conflicts) o << "conflict: " << c << "\n";
+  o << "merged: " << profile.entries.size() << " entries, " << conflicts.size() << " conflicts";
+  if (!profile.paths.empty() || !path_conflicts.empty())
+    o << "; " << profile.paths.size() << " path choices, " << path_conflicts.size() << " conflicts";
+  o << "\n";
   return o.str();
 }
 
@@ -111,6 +147,7 @@ MergeResult merge_profiles(const std::vector<Profile>& profiles) {
   for (const auto& p : profiles) all_anvil = all_anvil && p.source == kSourceKernelAnvil;
   m.profile.source = all_anvil ? std::string(kSourceKernelAnvil) : std::string(kSourceTemper);
   for (auto& [key, e] : merged) m.profile.entries.push_back(std::move(e));
+  merge_paths(profiles, m);
   m.arches = profile_arches(m.profile);
   return m;
 }
@@ -149,6 +186,20 @@ std::string ProfileDiff::text(bool include_same) const {
   }
   o << "diff: " << count(DiffKind::Added) << " added, " << count(DiffKind::Removed) << " removed, "
     << count(DiffKind::Changed) << " changed, " << count(DiffKind::Same) << " same\n";
+  if (paths.empty()) return o.str();
+  int counts[4] = {};
+  for (const auto& l : paths) {
+    ++counts[int(l.kind)];
+    if (l.kind == DiffKind::Same && !include_same) continue;
+    PathChoice k = l.a ? *l.a : *l.b;
+    if (!by_arch) k.arch = arch_a + " / " + arch_b, k.device = {};
+    o << "path " << diff_kind_name(l.kind) << ": " << path_choice_text(k);
+    if (l.a) o << "  a: " << path_side(*l.a);
+    if (l.b) o << "  b: " << path_side(*l.b);
+    o << "\n";
+  }
+  o << "paths: " << counts[int(DiffKind::Added)] << " added, " << counts[int(DiffKind::Removed)] << " removed, "
+    << counts[int(DiffKind::Changed)] << " changed, " << counts[int(DiffKind::Same)] << " same\n";
   return o.str();
 }
 
@@ -196,6 +247,21 @@ ProfileDiff diff_profiles(const Profile& a, const Profile& b) {
     if (l.a && l.b && l.a->provenance && l.b->provenance)
       l.speedup_change = l.b->provenance->speedup - l.a->provenance->speedup;
     d.lines.push_back(std::move(l));
+  }
+  // Path choices line up by key, or by (type, launch, ncols) when the sides are two GPUs.
+  using PathKey = std::tuple<std::string, ProfileDevice, GgmlType, Launch, int>;
+  auto path_key = [&](const PathChoice& c) {
+    return d.by_arch ? PathKey{c.arch, c.device, c.type, c.launch, c.ncols} : PathKey{{}, {}, c.type, c.launch, c.ncols};
+  };
+  std::map<PathKey, PathDiffLine> paths;
+  for (const auto& c : a.paths) paths[path_key(c)].a = c;
+  for (const auto& c : b.paths) paths[path_key(c)].b = c;
+  for (auto& [k, l] : paths) {
+    l.kind = !l.b ? DiffKind::Removed
+             : !l.a ? DiffKind::Added
+             : (l.a->path != l.b->path || l.a->approval != l.b->approval) ? DiffKind::Changed
+                                                                          : DiffKind::Same;
+    d.paths.push_back(std::move(l));
   }
   return d;
 }

@@ -55,6 +55,11 @@ std::string key_text(const ProfileKey& key) {
          (key.device.any() ? "" : " on " + device_text(key.device));
 }
 
+std::string path_choice_text(const PathChoice& c) {
+  return (c.arch.empty() ? "(no arch)" : c.arch) + " " + std::string(type_name(c.type)) + " " + std::string(launch_name(c.launch)) +
+         " ncols " + std::to_string(c.ncols) + (c.device.any() ? "" : " on " + device_text(c.device));
+}
+
 std::vector<std::string> profile_arches(const Profile& p) {
   std::set<std::string> arches;
   for (const auto& e : p.entries) arches.insert(e.key.arch);
@@ -96,12 +101,6 @@ static std::vector<const PathChoice*> sorted_paths(const Profile& p) {
   return sorted;
 }
 
-// "sm_90 q4_K mul_mat ncols 4 on NVIDIA H100 80GB HBM3 (132 CUs)": a path choice's key.
-static std::string path_key_text(const PathChoice& c) {
-  return (c.arch.empty() ? "(no arch)" : c.arch) + " " + std::string(type_name(c.type)) + " " +
-         std::string(launch_name(c.launch)) + " ncols " + std::to_string(c.ncols) +
-         (c.device.any() ? "" : " on " + device_text(c.device));
-}
 
 std::string approved_fingerprint(const Profile& p, const std::string& arch) {
   ContentHash h;
@@ -111,7 +110,7 @@ std::string approved_fingerprint(const Profile& p, const std::string& arch) {
   // Approved path choices change what the engine launches too (a profile without any hashes as before).
   for (const PathChoice* c : sorted_paths(p))
     if (c->approval == Approval::Approved && (arch.empty() || c->arch == arch))
-      h.add("path " + path_key_text(*c) + " " + std::string(mat_path_name(c->path)));
+      h.add("path " + path_choice_text(*c) + " " + std::string(mat_path_name(c->path)));
   return h.hex();
 }
 
@@ -645,7 +644,7 @@ Profile profile_from_json(const json& j, const std::string& where, const std::st
     std::set<std::tuple<std::string, ProfileDevice, GgmlType, Launch, int>> seen_paths;
     for (size_t i = 0; i < paths.array().size(); ++i) {
       PathChoice c = read_path(paths.at(i));
-      if (!seen_paths.insert(c.key()).second) paths.at(i).bad("a second path choice for " + path_key_text(c));
+      if (!seen_paths.insert(c.key()).second) paths.at(i).bad("a second path choice for " + path_choice_text(c));
       p.paths.push_back(std::move(c));
     }
     std::sort(p.paths.begin(), p.paths.end(), [](const PathChoice& a, const PathChoice& b) { return a.key() < b.key(); });
@@ -710,7 +709,7 @@ std::vector<std::string> validate_profile(const Profile& p) {
       problems.push_back(at + std::string(approval_name(e.approval)) + " without a decision time");
   }
   for (const PathChoice& c : p.paths) {
-    const std::string at = "path choice " + path_key_text(c) + ": ";
+    const std::string at = "path choice " + path_choice_text(c) + ": ";
     if (c.arch.empty()) problems.push_back(at + "no arch");
     else if (!std::regex_match(c.arch, kArch)) problems.push_back(at + "unknown arch \"" + c.arch + "\" (expected sm_NN or gfxNNN)");
     const TypeInfo& ti = type_info(c.type);

@@ -9,6 +9,7 @@
 
 #include "temper/append_log.h"
 #include "temper/content_hash.h"
+#include "temper/defaults.h"
 #include "temper/engine.h"
 #include "temper/engine_device.h"
 #include "temper/engine_replay.h"
@@ -32,6 +33,7 @@ std::string_view step_name(Step s) {
     case Step::Sweep: return "sweep";
     case Step::Approve: return "approve";
     case Step::Install: return "install";
+    case Step::Crossover: return "crossover";
     case Step::Replay: return "replay";
     case Step::Bench: return "bench";
   }
@@ -103,8 +105,12 @@ class TuneLog {
   AppendLog log_;
 };
 
+// A step's last record has this input and outcome; "done" also matches a step that finished after
+// resuming ("resumed"): its result is as complete.
 bool same_input(const json* record, const std::string& input, std::string_view outcome = "done") {
-  return record && record->value("input", "") == input && record->value("outcome", "") == outcome;
+  if (!record || record->value("input", "") != input) return false;
+  const std::string was = record->value("outcome", "");
+  return was == outcome || (outcome == "done" && was == "resumed");
 }
 
 std::string sweep_summary(const Session& s) {
@@ -133,6 +139,20 @@ std::string replay_summary(const json& r) {
          fmt("%.3f", r["speedup_high"].get<double>()) + "], predicted " + fmt("%.3f", r["predicted_speedup"].get<double>()) +
          "; " + std::to_string(r["profiled"]["tuned_launches"].get<int64_t>()) + " of " +
          std::to_string(r["profiled"]["mmvq_launches"].get<int64_t>()) + " mmvq launches tuned";
+}
+
+std::string crossover_summary(const std::vector<CrossoverCell>& cells) {
+  int approved = 0, pending = 0;
+  std::set<int> widths;
+  for (const CrossoverCell& c : cells) {
+    approved += c.record == Approval::Approved;
+    pending += c.record == Approval::Pending;
+    widths.insert(c.ncols);
+  }
+  std::string w;
+  for (int n : widths) w += (w.empty() ? "" : ", ") + std::to_string(n);
+  return std::to_string(cells.size()) + " (type, launch, batch width) measured at ncols " + (w.empty() ? "-" : w) + ": " +
+         std::to_string(approved) + " path choices approved, " + std::to_string(pending) + " pending (not significant)";
 }
 
 std::string bench_summary(const BenchRecord& b) {
@@ -423,6 +443,133 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
                  (kept ? ", " + std::to_string(kept) + " entries of other shapes or arches kept" : std::string());
     report.installed = std::move(merged);
     return {{"profile", report.profile.string()}};
+  });
+
+  // ---- crossover: mmvq or mmq at each batch width above 1 ----
+  std::vector<int> widths;
+  for (int n : o.ncols)
+    if (n >= 2) widths.push_back(n);
+  Profile entries_only = report.installed;  // the input: what the engine launches, bar the paths this step writes
+  entries_only.paths.clear();
+  const std::string crossover_input =
+      digest({"crossover 1", probe_id, approved_fingerprint(entries_only, arch), identity.header_hash, json(widths).dump(),
+              std::to_string(o.replay_tokens), std::to_string(o.replay_rounds), fmt("%.6f", o.min_path_gain)});
+  run_step(Step::Crossover, "mmvq or mmq per type at batch widths 2..8, in the engine", [&](StepReport& r) -> json {
+    const json* last = log.last(Step::Crossover);
+    if (widths.empty()) {
+      r.outcome = "not asked";
+      r.summary = "no batch width above 1 in --ncols";
+      return {};
+    }
+    auto decide_all = [&](const std::vector<WidthSamples>& done) {
+      std::vector<CrossoverCell> cells;
+      for (const WidthSamples& w : done)
+        for (CrossoverCell& c : decide_width(w, o.min_path_gain)) cells.push_back(std::move(c));
+      return cells;
+    };
+    auto read_widths = [](const json& list) {
+      std::vector<WidthSamples> out;
+      for (const json& w : list) out.push_back(width_samples_from_json(w));
+      return out;
+    };
+    // The records of these decisions go into the installed profile (measured keys replaced).
+    auto record = [&](const ProfileDevice& on, const PathEvidence& evidence, const std::string& when) {
+      Profile before = report.installed;
+      install_paths(report.installed, report.crossover, arch, on, path_choices(report.crossover, arch, on, evidence, when));
+      if (to_json(report.installed) == to_json(before)) return false;
+      save_profile(report.installed, report.profile);
+      installed_now = true;
+      return true;
+    };
+    // Unchanged input: the journaled decisions, put back into the profile if it lost them.
+    if (same_input(last, crossover_input)) {
+      report.crossover = decide_all(read_widths(last->at("widths")));
+      r.outcome = "skipped";
+      r.summary = "unchanged engine and profile: " + crossover_summary(report.crossover);
+      const json& e = last->at("evidence");
+      const PathEvidence evidence{e.at("source"), e.at("device_name"), e.at("device_arch"), e.at("kernel"), e.at("model")};
+      const json& d = last->at("device");
+      if (record({d.at("name"), d.at("compute_units"), d.at("memory_mib")}, evidence, last->at("decided_at")))
+        r.summary += "; recorded again in " + report.profile.string();
+      return {};
+    }
+    std::vector<WidthSamples> done;
+    if (same_input(last, crossover_input, "started")) {
+      for (const json& j : log.after_last(Step::Crossover))
+        if (j.contains("crossover_width")) done.push_back(width_samples_from_json(j["crossover_width"]));
+      if (!done.empty()) {
+        r.outcome = "resumed";
+        note("resuming the crossover: " + std::to_string(done.size()) + " batch widths journaled before are kept");
+      }
+    }
+    if (done.empty())
+      log.append({{"step", step_name(Step::Crossover)}, {"input", crossover_input}, {"outcome", "started"}, {"date", utc_now_iso8601()}});
+    engine::EngineDevice& dev = engine_device();
+    const engine::ReplayPlan plan = engine::plan_replay(file);
+    std::vector<PathTarget> targets = path_targets(plan.launches);
+    // ggml 7180759 decides MUL_MAT's path inline, where the hook cannot reach: only the MoE cap moves.
+    const bool old_ggml = dev.kernel_source().ggml_commit.rfind("7180759", 0) == 0;
+    const std::string engine_version = old_ggml ? "ggml-7180759" : "ggml-d99724f";
+    if (old_ggml) std::erase_if(targets, [](const PathTarget& t) { return t.launch == Launch::MulMat; });
+    const StockPath stock = [&](const PathTarget& t, int n) {
+      return defaults::stock_uses_mmvq(engine_version, arch, t.type, t.launch == Launch::MulMatId, n) ? MatPath::Mmvq : MatPath::Mmq;
+    };
+    const PathReplay replay = [&](int n, const std::vector<engine::ReplayOptions::ForcedPath>& forced) {
+      if (cancel.load())
+        fail(ErrorKind::Cancelled, "tune cancelled during the crossover; the batch widths measured are journaled: run the same command again to go on");
+      engine::ReplayOptions ro;
+      ro.profile = fs::absolute(report.profile);
+      ro.tokens = o.replay_tokens;
+      ro.rounds = 1;  // the arms alternate here, one replay each
+      ro.breakdown_tokens = 0;
+      ro.ncols = n;
+      ro.forced_paths = forced;
+      return engine::run_replay(dev, file, plan, ro).profiled.token_us;
+    };
+    auto measured = [&](int n) { return std::any_of(done.begin(), done.end(), [&](const WidthSamples& w) { return w.ncols == n; }); };
+    int runs = 0, total = 0;
+    for (int n : widths) {  // replays in all, and those of the widths journaled before
+      const size_t tried = targets_to_try(targets, stock, n).size();
+      total += tried ? o.replay_rounds * (1 + int(tried)) : 0;
+      if (measured(n)) runs = total;
+    }
+    for (int n : widths) {
+      if (measured(n)) continue;
+      WidthSamples w;
+      try {
+        w = measure_width(n, targets, stock, o.replay_rounds, replay, [&] {
+          if (ev.crossover) ev.crossover(++runs, total);
+        });
+      } catch (const Error& e) {
+        // An engine that cannot replay wider tokens or force a path (a probe before protocol 4):
+        // tune goes on with ggml's own choice, said once.
+        if (e.kind() != ErrorKind::BadInput || !done.empty()) throw;
+        r.outcome = "not asked";
+        r.summary = std::string("this engine cannot replay at batch widths above 1: ") + e.what();
+        note("no crossover: " + std::string(e.what()));
+        return {};
+      }
+      log.append({{"crossover_width", to_json(w)}});
+      done.push_back(std::move(w));
+    }
+    std::sort(done.begin(), done.end(), [](const WidthSamples& a, const WidthSamples& b) { return a.ncols < b.ncols; });
+    report.crossover = decide_all(done);
+    PathEvidence evidence;
+    evidence.source = "tune " + report.state_dir.filename().string();
+    evidence.device_name = dev.info().name;
+    evidence.device_arch = arch;
+    evidence.kernel = kernel_label(dev.kernel_source());
+    evidence.model = identity.file_name;
+    const ProfileDevice on = profile_device(dev.info());
+    const std::string when = utc_now_iso8601();
+    record(on, evidence, when);
+    r.summary = crossover_summary(report.crossover) + "; recorded in " + report.profile.string();
+    json widths_json = json::array();
+    for (const WidthSamples& w : done) widths_json.push_back(to_json(w));
+    return {{"input", crossover_input}, {"widths", widths_json}, {"decided_at", when},
+            {"device", {{"name", on.name}, {"compute_units", on.compute_units}, {"memory_mib", on.memory_mib}}},
+            {"evidence", {{"source", evidence.source}, {"device_name", evidence.device_name}, {"device_arch", evidence.device_arch},
+                          {"kernel", evidence.kernel}, {"model", evidence.model}}}};
   });
   const std::string fingerprint = approved_fingerprint(report.installed, arch);
 

@@ -4,7 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include <cctype>
+#include <functional>
+#include <map>
+#include <regex>
+
+#include "support/upstream_tree.h"
 #include "temper/error.h"
+#include "temper/fileio.h"
 #include "temper/mmvq_traits.h"
 
 namespace temper::defaults {
@@ -181,6 +188,104 @@ TEST(Defaults, ConfigInvalidReasons) {
   EXPECT_NE(reason(T::F16, 1, {4, 1}, 32).find("f16 has no mmvq kernel"), std::string::npos);
   EXPECT_NE(reason(T::Q4_0, 0, {4, 1}, 32).find("ncols 0"), std::string::npos);
   EXPECT_NE(reason(T::Q4_0, 1, {4, 1}, 48).find("wave size 48"), std::string::npos);
+}
+
+
+// ggml's own mmvq-or-mmq pick at batch widths 2..8 (mmvq.cu ggml_cuda_should_use_mmvq and
+// get_mmvq_mmid_max_batch at d99724f), as tune's crossover takes it for its stock arm.
+TEST(Defaults, StockMmvqOrMmqPick) {
+  using defaults::stock_uses_mmvq;
+  const std::string_view d = "ggml-d99724f", old = "ggml-7180759";
+  for (int n = 1; n <= 8; ++n) {  // H100: mmvq at every width, MUL_MAT and MUL_MAT_ID
+    EXPECT_TRUE(stock_uses_mmvq(d, "sm_90", GgmlType::Q4_K, false, n));
+    EXPECT_TRUE(stock_uses_mmvq(d, "sm_90", GgmlType::Q2_K, true, n));
+  }
+  EXPECT_EQ(defaults::mmvq_max_ncols(d, "sm_89", GgmlType::Q4_K), 7);  // Ada
+  EXPECT_FALSE(stock_uses_mmvq(d, "sm_89", GgmlType::Q4_K, false, 8));
+  EXPECT_FALSE(stock_uses_mmvq(d, "sm_89", GgmlType::Q2_K, false, 5));
+  EXPECT_TRUE(stock_uses_mmvq(d, "sm_89", GgmlType::Q6_K, false, 8));
+  EXPECT_EQ(defaults::mmvq_max_ncols(d, "sm_120", GgmlType::Q6_K), 7);  // Blackwell
+  EXPECT_EQ(defaults::mmvq_max_ncols(d, "sm_120", GgmlType::Q4_K), 5);
+  EXPECT_EQ(defaults::mmvq_max_ncols(d, "sm_121", GgmlType::Q2_K), 6);  // GB10
+  EXPECT_EQ(defaults::mmvq_max_ncols(d, "sm_100", GgmlType::Q4_K), 8);  // not listed: the plain limit
+  EXPECT_EQ(defaults::mmvq_max_ncols(d, "gfx908", GgmlType::Q4_K), 2);  // CDNA1
+  EXPECT_EQ(defaults::mmvq_max_ncols(d, "gfx90a", GgmlType::Q4_K), 3);  // CDNA2 and later
+  EXPECT_EQ(defaults::mmvq_max_ncols(d, "gfx942", GgmlType::Q6_K), 5);
+  EXPECT_EQ(defaults::mmvq_max_ncols(d, "gfx1100", GgmlType::Q4_K), 8);
+  EXPECT_EQ(defaults::mmvq_max_ncols(old, "sm_89", GgmlType::Q4_K), 8);  // 7180759: inline, the plain limit
+  // MUL_MAT_ID's cap.
+  EXPECT_EQ(defaults::mmvq_mmid_max_batch("sm_89", GgmlType::Q3_K), 8);   // Ada and newer: always mmvq
+  EXPECT_EQ(defaults::mmvq_mmid_max_batch("sm_70", GgmlType::Q3_K), 8);   // Volta too
+  EXPECT_EQ(defaults::mmvq_mmid_max_batch("sm_86", GgmlType::Q3_K), 5);   // Turing..Ampere
+  EXPECT_EQ(defaults::mmvq_mmid_max_batch("sm_86", GgmlType::Q4_K), 8);
+  EXPECT_EQ(defaults::mmvq_mmid_max_batch("sm_61", GgmlType::Q4_K), 5);   // Pascal
+  EXPECT_EQ(defaults::mmvq_mmid_max_batch("gfx1201", GgmlType::Q8_0), 7); // RDNA4
+  EXPECT_EQ(defaults::mmvq_mmid_max_batch("gfx1100", GgmlType::Q6_K), 4); // RDNA3
+  EXPECT_EQ(defaults::mmvq_mmid_max_batch("gfx1030", GgmlType::Q5_K), 6); // RDNA2
+  EXPECT_EQ(defaults::mmvq_mmid_max_batch("gfx90a", GgmlType::IQ3_S), 4); // CDNA
+  EXPECT_EQ(defaults::mmvq_mmid_max_batch("gfx906", GgmlType::Q4_0), 5);  // GCN
+  EXPECT_FALSE(stock_uses_mmvq(d, "sm_86", GgmlType::Q3_K, true, 6));
+  EXPECT_TRUE(stock_uses_mmvq(d, "sm_86", GgmlType::Q3_K, true, 5));
+  EXPECT_THROW(defaults::mmvq_max_ncols("ggml-0000000", "sm_90", GgmlType::Q4_K), Error);
+}
+
+
+// The per-type limits of one of upstream's switch statements: "case GGML_TYPE_X:" labels take the
+// value of the next "return N;" or "return ne11 <= N;" (MMVQ_MAX_BATCH_SIZE is 8).
+std::map<std::string, int> switch_limits(const std::string& body) {
+  std::map<std::string, int> out;
+  std::vector<std::string> pending;
+  static const std::regex token(R"(case GGML_TYPE_(\w+):|return (?:ne11 <= )?(\w+);)");
+  for (std::sregex_iterator it(body.begin(), body.end(), token), end; it != end; ++it) {
+    if ((*it)[1].matched) {
+      pending.push_back((*it)[1]);
+      continue;
+    }
+    const std::string v = (*it)[2];
+    for (const auto& t : pending) out[t] = v == "MMVQ_MAX_BATCH_SIZE" ? 8 : std::stoi(v);
+    pending.clear();
+  }
+  return out;
+}
+std::string between(const std::string& text, const std::string& from, const std::string& to) {
+  const size_t a = text.find(from);
+  if (a == std::string::npos) return {};
+  const size_t b = text.find(to, a + from.size());
+  return b == std::string::npos ? std::string() : text.substr(a, b - a);
+}
+
+// The stock pick's tables against upstream's mmvq.cu at d99724f ($TEMPER_UPSTREAM; skipped without):
+// every type with an mmvq kernel, on one arch of each branch of the two functions.
+TEST(Defaults, StockMmvqOrMmqPickIsUpstreamsOwn) {
+  std::string why;
+  const std::filesystem::path tree = test::upstream_tree("ggml-d99724f", &why);
+  if (tree.empty()) GTEST_SKIP() << "SKIPPED: " << why;
+  const std::string mmvq = read_file(tree / "src/ggml-cuda/mmvq.cu");
+  auto check = [&](const std::string& body, const std::function<int(GgmlType)>& ours, const std::string& what) {
+    SCOPED_TRACE(what);
+    ASSERT_FALSE(body.empty());
+    const std::map<std::string, int> upstream = switch_limits(body);
+    ASSERT_FALSE(upstream.empty());
+    for (const TypeInfo& t : all_types()) {
+      if (!mmvq::type_supported(uint32_t(t.type))) continue;
+      std::string upper(t.name);
+      for (char& c : upper) c = char(std::toupper(static_cast<unsigned char>(c)));
+      const auto it = upstream.find(upper);
+      EXPECT_EQ(ours(t.type), it == upstream.end() ? 8 : it->second) << t.name;
+    }
+  };
+  for (const auto& [suffix, arch] : std::initializer_list<std::pair<const char*, const char*>>{
+           {"pascal_older", "sm_61"}, {"turing_plus", "sm_75"}, {"gcn", "gfx906"}, {"cdna", "gfx90a"},
+           {"rdna1_rdna2", "gfx1030"}, {"rdna3", "gfx1100"}, {"rdna4", "gfx1201"}})
+    check(between(mmvq, std::string("int get_mmvq_mmid_max_batch_") + suffix + "(", "\n}\n"),
+          [arch = std::string(arch)](GgmlType t) { return mmvq_mmid_max_batch(arch, t); }, std::string("mmid cap ") + suffix);
+  const std::string use = between(mmvq, "bool ggml_cuda_should_use_mmvq(", "\n}\n");
+  for (const auto& [marker, arch] : std::initializer_list<std::pair<const char*, const char*>>{
+           {"cc == GGML_CUDA_CC_ADA_LOVELACE)", "sm_89"}, {"cc == GGML_CUDA_CC_BLACKWELL)", "sm_120"},
+           {"cc == GGML_CUDA_CC_DGX_SPARK)", "sm_121"}, {"GGML_CUDA_CC_IS_CDNA1(cc)", "gfx908"},
+           {"tuned for CDNA2", "gfx90a"}})
+    check(between(use, marker, "default:"), [arch = std::string(arch)](GgmlType t) { return mmvq_max_ncols(kNew, arch, t); },
+          std::string("should_use_mmvq on ") + arch);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <regex>
 
 #include "profile_helpers.h"
@@ -546,6 +547,82 @@ TEST(ProfileDiff, AddedRemovedChangedAndSpeedupChanges) {
   Profile c = a;
   c.entries[0].approval = Approval::Rejected;
   EXPECT_EQ(diff_profiles(a, c).count(DiffKind::Changed), 1);
+}
+
+}  // namespace
+}  // namespace temper
+
+// ---- Path choices (mmvq or mmq at batch widths 2..8): merge, diff and the fingerprint ----
+namespace temper {
+namespace {
+
+PathChoice path_choice(const std::string& device, GgmlType type, int ncols, MatPath path, Approval a, std::string when = {}) {
+  PathChoice c;
+  c.arch = "sm_90";
+  c.device = {device, 132, 81559};
+  c.type = type;
+  c.ncols = ncols;
+  c.path = path;
+  c.stock_path = path == MatPath::Mmq ? MatPath::Mmvq : MatPath::Mmq;
+  c.approval = a;
+  c.decided_at = std::move(when);
+  return c;
+}
+
+TEST(ProfilePaths, FingerprintCountsApprovedPathChoicesOnly) {
+  Profile p;
+  const std::string none = approved_fingerprint(p, "sm_90");
+  p.paths = {path_choice("H100", GgmlType::Q4_K, 8, MatPath::Mmq, Approval::Pending)};
+  EXPECT_EQ(approved_fingerprint(p, "sm_90"), none);  // pending: the engine runs ggml's pick
+  p.paths[0].approval = Approval::Approved;
+  const std::string with = approved_fingerprint(p, "sm_90");
+  EXPECT_NE(with, none);
+  EXPECT_EQ(approved_fingerprint(p, "gfx942"), approved_fingerprint(Profile{}, "gfx942"));  // another arch's state
+  p.paths[0].ncols = 4;
+  EXPECT_NE(approved_fingerprint(p, "sm_90"), with);
+  EXPECT_EQ(path_choice_text(p.paths[0]), "sm_90 q4_K mul_mat ncols 4 on H100 (132 CUs)");
+}
+
+TEST(ProfilePaths, MergeKeepsEveryDevicesRecordsAndTheNewerDecision) {
+  Profile a, b;
+  a.paths = {path_choice("H100", GgmlType::Q4_K, 8, MatPath::Mmq, Approval::Approved, "2026-11-20T10:00:00Z"),
+             path_choice("H100", GgmlType::Q6_K, 8, MatPath::Mmq, Approval::Approved, "2026-11-25T10:00:00Z")};
+  b.paths = {path_choice("H200", GgmlType::Q4_K, 8, MatPath::Mmq, Approval::Approved, "2026-11-21T10:00:00Z"),
+             path_choice("H100", GgmlType::Q4_K, 8, MatPath::Mmq, Approval::Rejected, "2026-11-24T10:00:00Z"),
+             path_choice("H100", GgmlType::Q6_K, 8, MatPath::Mmq, Approval::Pending)};
+  const MergeResult m = merge_profiles({a, b});
+  ASSERT_EQ(m.profile.paths.size(), 3u);  // H100 q4_K, H100 q6_K, H200 q4_K
+  for (size_t i = 1; i < m.profile.paths.size(); ++i) EXPECT_LT(m.profile.paths[i - 1].key(), m.profile.paths[i].key());
+  EXPECT_EQ(m.profile.paths[0].device.name, "H100");
+  EXPECT_EQ(m.profile.paths[0].type, GgmlType::Q4_K);
+  EXPECT_EQ(m.profile.paths[0].approval, Approval::Rejected);  // decided later in b
+  EXPECT_EQ(m.profile.paths[1].approval, Approval::Approved);  // a decision beats pending
+  EXPECT_EQ(m.profile.paths[2].device.name, "H200");
+  ASSERT_EQ(m.path_conflicts.size(), 2u);
+  EXPECT_NE(m.path_conflicts[0].find("sm_90 q4_K mul_mat ncols 8 on H100 (132 CUs): kept mmq rejected"), std::string::npos)
+      << m.path_conflicts[0];
+  EXPECT_NE(m.text().find("3 path choices, 2 conflicts"), std::string::npos) << m.text();
+}
+
+TEST(ProfilePaths, DiffShowsChangedPaths) {
+  Profile a, b;
+  a.paths = {path_choice("H100", GgmlType::Q4_K, 8, MatPath::Mmq, Approval::Approved),
+             path_choice("H100", GgmlType::Q6_K, 8, MatPath::Mmq, Approval::Approved)};
+  b.paths = {path_choice("H100", GgmlType::Q4_K, 8, MatPath::Mmq, Approval::Approved),
+             path_choice("H100", GgmlType::Q6_K, 8, MatPath::Mmq, Approval::Pending),
+             path_choice("H100", GgmlType::Q6_K, 4, MatPath::Mmq, Approval::Approved)};
+  const ProfileDiff d = diff_profiles(a, b);
+  ASSERT_EQ(d.paths.size(), 3u);
+  std::map<std::pair<GgmlType, int>, DiffKind> kinds;
+  for (const auto& l : d.paths) kinds[{(l.a ? *l.a : *l.b).type, (l.a ? *l.a : *l.b).ncols}] = l.kind;
+  EXPECT_EQ(kinds, (std::map<std::pair<GgmlType, int>, DiffKind>{{{GgmlType::Q4_K, 8}, DiffKind::Same},
+                                                                  {{GgmlType::Q6_K, 4}, DiffKind::Added},
+                                                                  {{GgmlType::Q6_K, 8}, DiffKind::Changed}}));
+  const std::string text = d.text();
+  EXPECT_NE(text.find("path changed: sm_90 q6_K mul_mat ncols 8 on H100 (132 CUs)  a: mmq approved  b: mmq pending"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("paths: 1 added, 0 removed, 1 changed, 1 same"), std::string::npos) << text;
+  EXPECT_EQ(diff_profiles(a, a).text().find("path changed"), std::string::npos);
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "engine/cli_run.h"
+#include "engine/probe_protocol.h"
 #include "fixtures/fixtures.h"
 #include "support/upstream_tree.h"
 #include "temper/fileio.h"
@@ -35,10 +36,10 @@ struct TuneDir {
   fs::path profile = dir / "config" / "temper" / "engine-profile.json";  // the engine's default location
   fs::path bench_log = dir / "llama-bench.log", gemv_log = dir / "gemv.log";
   fs::path probe = FAKE_PROBE;
-  TuneDir() {
+  explicit TuneDir(const fixtures::Options& fixture = {}) {
     fs::remove_all(dir);
     fs::create_directories(dir);
-    fixtures::writer(fixtures::Fixture::SmallLlama).write(model);
+    fixtures::writer(fixtures::Fixture::SmallLlama, fixture).write(model);
   }
   ~TuneDir() {
     std::error_code ec;
@@ -95,7 +96,8 @@ TEST(Tune, WholeJobThenARerunOnlyRebenches) {
   EXPECT_EQ(outcomes(first), (std::map<std::string, std::string>{{"check", "not asked"}, {"patch", "not asked"},
                                                                   {"build", "not asked"}, {"sweep", "done"},
                                                                   {"approve", "done"}, {"install", "done"},
-                                                                  {"replay", "done"}, {"bench", "done"}}));
+                                                                  {"crossover", "done"}, {"replay", "done"},
+                                                                  {"bench", "done"}}));
   // Installed where the engine looks, with approved winners, the replay's and the bench's numbers.
   EXPECT_EQ(first["profile"], d.profile.string());
   const Profile p = load_profile(d.profile);
@@ -119,10 +121,12 @@ TEST(Tune, WholeJobThenARerunOnlyRebenches) {
   EXPECT_EQ(outcomes(second), (std::map<std::string, std::string>{{"check", "not asked"}, {"patch", "not asked"},
                                                                    {"build", "not asked"}, {"sweep", "skipped"},
                                                                    {"approve", "skipped"}, {"install", "skipped"},
-                                                                   {"replay", "skipped"}, {"bench", "done"}}));
+                                                                   {"crossover", "skipped"}, {"replay", "skipped"},
+                                                                   {"bench", "done"}}));
   EXPECT_EQ(line_count(d.gemv_log), measured);  // nothing measured again
   EXPECT_EQ(line_count(d.bench_log), 16u);
   EXPECT_EQ(second["replay"], first["replay"]);  // the journaled numbers
+  EXPECT_EQ(second["crossover"], first["crossover"]);
   const Profile again = load_profile(d.profile);
   EXPECT_EQ(again.entries.size(), p.entries.size());
   ASSERT_EQ(again.benches.size(), 1u);  // the new record replaced the old one (same device and model)
@@ -191,6 +195,8 @@ TEST(Tune, KilledDuringTheSweepResumesWithoutMeasuringAgain) {
     EXPECT_EQ(kept->time_us.median, res.time_us.median);
   }
   EXPECT_FALSE(fs::exists(journal));  // folded into the session
+  // A sweep finished by resuming is as complete as any: the next run skips it.
+  EXPECT_EQ(outcomes(d.run())["sweep"], "skipped");
 }
 
 size_t bench_runs_journaled(const fs::path& journal) {
@@ -297,7 +303,7 @@ TEST(Tune, ChecksAndPatchesAnUpstreamTreeBeforeTheBuild) {
   const test::Env no_cuda = d.env({{"CUDACXX", "/nonexistent/nvcc"}, {"PATH", "/usr/bin:/bin"}});
   test::CliRun r = test::run_temper(args, no_cuda);
   EXPECT_EQ(r.code, 6) << r.output;
-  EXPECT_NE(r.output.find("tune [1/8] check: the engine tree"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("tune [1/9] check: the engine tree"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("done in"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("llama.cpp tree at " + tree.root().string()), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("patched " + mmvq.string() + " (hook v"), std::string::npos) << r.output;
@@ -328,6 +334,77 @@ TEST(Tune, BadOptionsAreOneLine) {
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.output.find("llama-bench /nonexistent/llama-bench: no such file"), std::string::npos) << r.output;
   EXPECT_FALSE(fs::exists(d.gemv_log));
+}
+
+// The crossover against the fake engine (needs its protocol 4: Replay at a batch width with forced
+// paths). Its cost model: mmvq costs T (1 + 0.4 (N - 1)) for the k-quants, mmq 2 T, so mmq wins
+// for them from N = 4 on and mmvq stays at N = 2. On SmallLlama in k-quants every (type, launch,
+// width) of the token is measured, mmq approved at 8 and not at 2, the records installed with their
+// evidence as the report's cells say; a re-run skips it, a stricter --min-path-gain re-decides.
+TEST(Tune, CrossoverRecordsWhereTheOtherPathWins) {
+  if (probe::kProtocolVersion < 4) GTEST_SKIP() << "SKIPPED: the fake probe speaks protocol " << probe::kProtocolVersion
+                                                << "; the crossover needs 4 (Replay at ncols N with forced paths)";
+  fixtures::Options k_quants;
+  k_quants.k_quants = true;
+  const TuneDir d(k_quants);
+  const std::map<std::string, std::string> small = {{"--ncols", "1,2,8"}, {"--tests", "tg128"}, {"--rounds", "1"},
+                                                    {"--replay-tokens", "8"}, {"--replay-rounds", "3"}};
+  const json first = d.run(small);
+  ASSERT_TRUE(first.is_object());
+  EXPECT_EQ(outcomes(first)["crossover"], "done");
+  const json& cells = first["crossover"];
+  ASSERT_TRUE(cells.is_array());
+  std::set<int> widths;
+  int approved = 0;
+  for (const json& c : cells) {
+    widths.insert(c["ncols"].get<int>());
+    EXPECT_GT(c["stock_us"].get<double>(), 0);
+    EXPECT_GT(c["path_us"].get<double>(), 0);
+    EXPECT_NEAR(c["speedup"].get<double>(), c["stock_us"].get<double>() / c["path_us"].get<double>(), 1e-9);
+    EXPECT_LE(c["speedup_low"].get<double>(), c["speedup"].get<double>());
+    EXPECT_EQ(c["approved"], c["record"] == "approved");
+    EXPECT_EQ(c["path"], c["approved"].get<bool>() ? c["other_path"] : c["stock_path"]);
+    EXPECT_EQ(c["stock_path"], "mmvq");  // the fake is an sm_90 engine: ggml runs mmvq at every width
+    approved += c["approved"].get<bool>();
+  }
+  EXPECT_EQ(widths, (std::set<int>{2, 8}));
+  std::set<std::pair<std::string, int>> mmq;  // (type, width) where the engine now runs mmq
+  for (const json& c : cells)
+    if (c["path"] == "mmq") mmq.insert({c["type"].get<std::string>(), c["ncols"].get<int>()});
+  EXPECT_EQ(mmq, (std::set<std::pair<std::string, int>>{{"q4_K", 8}, {"q6_K", 8}})) << cells.dump(1);
+  EXPECT_EQ(approved, 2);
+  // The installed profile holds a record for every cell that has one, with the cell's numbers.
+  const Profile p = load_profile(d.profile);
+  EXPECT_TRUE(validate_profile(p).empty());
+  size_t records = 0;
+  for (const json& c : cells) {
+    if (c["record"].is_null()) continue;
+    ++records;
+    const auto it = std::find_if(p.paths.begin(), p.paths.end(), [&](const PathChoice& r) {
+      return type_name(r.type) == c["type"].get<std::string>() && launch_name(r.launch) == c["launch"].get<std::string>() &&
+             r.ncols == c["ncols"].get<int>();
+    });
+    ASSERT_NE(it, p.paths.end()) << c.dump();
+    EXPECT_EQ(approval_name(it->approval), c["record"].get<std::string>());
+    EXPECT_EQ(it->arch, "sm_90");
+    ASSERT_TRUE(it->evidence);
+    EXPECT_EQ(it->evidence->speedup, c["speedup"].get<double>());
+  }
+  EXPECT_EQ(p.paths.size(), records);
+  // The replay after it ran with the paths in the profile's fingerprint: the bench describes this state.
+  ASSERT_EQ(p.benches.size(), 1u);
+  EXPECT_EQ(p.benches[0].profile_fingerprint, approved_fingerprint(p, "sm_90"));
+
+  const json again = d.run(small);
+  EXPECT_EQ(outcomes(again)["crossover"], "skipped");
+  EXPECT_EQ(again["crossover"], cells);
+  // A minimum gain no winner reaches: measured again, nothing approved, the records pending.
+  std::map<std::string, std::string> strict = small;
+  strict["--min-path-gain"] = "0.9";
+  const json strict_run = d.run(strict);
+  EXPECT_EQ(outcomes(strict_run)["crossover"], "done");
+  for (const json& c : strict_run["crossover"]) EXPECT_FALSE(c["approved"].get<bool>()) << c.dump();
+  for (const PathChoice& r : load_profile(d.profile).paths) EXPECT_EQ(r.approval, Approval::Pending);
 }
 
 // ---- The install rule ----

@@ -140,6 +140,40 @@ class TestTune : public QObject {
     QCOMPARE(panel.statusText(), QStringLiteral("give the llama-bench to run (built from the patched tree)"));
   }
 
+  // The crossover table from tune's report: a row per (type, launch), a column per measured width;
+  // the path the engine runs, its gain in bold where it leaves ggml's pick, stock cells plain.
+  void crossoverTableShowsThePathPerWidth() {
+    auto samples = [](double center, double spread) {
+      std::vector<double> v;
+      for (int i = 0; i < 45; ++i) v.push_back(center + spread * (double(i % 9) - 4) / 4);
+      return v;
+    };
+    const tune::PathTarget q4k{GgmlType::Q4_K, Launch::MulMat}, q6k{GgmlType::Q6_K, Launch::MulMatId};
+    std::vector<tune::CrossoverCell> cells;
+    for (int n : {2, 4, 8})
+      cells.push_back(tune::decide_path(q4k, n, MatPath::Mmvq, samples(1000, 0.5), samples(n == 8 ? 1000 / 1.031 : 1010, 0.5)));
+    cells.push_back(tune::decide_path(q6k, 4, MatPath::Mmvq, samples(1000, 0.2), samples(1000 / 1.006, 0.2)));
+    SessionDocument doc;
+    TunePanel panel(&doc);
+    panel.showCrossover(QByteArray::fromStdString(tune::crossover_json(cells).dump()));
+    QTableWidget* t = panel.crossover();
+    QCOMPARE(t->rowCount(), 2);
+    QCOMPARE(t->columnCount(), 3);
+    QCOMPARE(t->verticalHeaderItem(0)->text(), QStringLiteral("q4_K mul_mat"));
+    QCOMPARE(t->verticalHeaderItem(1)->text(), QStringLiteral("q6_K mul_mat_id"));
+    QCOMPARE(t->horizontalHeaderItem(2)->text(), QStringLiteral("ncols 8"));
+    QCOMPARE(cell(t, 0, 0), QStringLiteral("mmvq"));
+    QCOMPARE(cell(t, 0, 1), QStringLiteral("mmvq"));
+    QCOMPARE(cell(t, 0, 2), QStringLiteral("mmq +3.1 %"));
+    QVERIFY(t->item(0, 2)->font().bold());
+    QVERIFY(!t->item(0, 0)->font().bold());
+    QCOMPARE(cell(t, 1, 1), QStringLiteral("mmvq"));  // a pending winner: the engine stays on ggml's pick
+    QVERIFY2(t->item(1, 1)->toolTip().contains(QStringLiteral("mmq +0.6 % is recorded pending")), qPrintable(t->item(1, 1)->toolTip()));
+    QCOMPARE(cell(t, 1, 0), QString());  // not measured at that width
+    QVERIFY2(t->item(0, 2)->toolTip().startsWith(QStringLiteral("ggml picks mmvq: 1000.0 µs per token; mmq: 969.9 µs")),
+             qPrintable(t->item(0, 2)->toolTip()));
+  }
+
   void mainWindowHasTheTab() {
     MainWindow w({});
     w.setInteractive(false);

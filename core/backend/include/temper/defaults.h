@@ -65,6 +65,19 @@ Config default_config(std::string_view engine, std::string_view arch, GgmlType t
                       int warp_size = 0);
 Config default_config(std::string_view engine, const DeviceInfo& device, GgmlType type, int ncols, int k);
 
+// ---- mmvq or mmq at batch widths 2..8 (ggml's own pick; issue 27) ----
+// The largest batch width at which the engine still runs mmvq for a plain MUL_MAT of `type` on this
+// arch: upstream's ggml_cuda_should_use_mmvq (d99724f; per-type cutoffs on Ada sm_89, Blackwell
+// sm_120, GB10 sm_121 and CDNA, 8 elsewhere). 7180759 decides inline in ggml-cuda.cu with the plain
+// limit of 8 everywhere. Error(BadInput) for an unknown engine.
+int mmvq_max_ncols(std::string_view engine, std::string_view arch, GgmlType type);
+// MUL_MAT_ID's cap: the engine runs mmvq for up to this many tokens of experts, mmq above it
+// (upstream's get_mmvq_mmid_max_batch; the same tables at both commits, bar the types 7180759 lacks).
+int mmvq_mmid_max_batch(std::string_view arch, GgmlType type);
+// Whether the engine picks mmvq (true) or mmq at batch width `ncols` for a MUL_MAT (`mul_mat_id`
+// false) or MUL_MAT_ID launch of `type`.
+bool stock_uses_mmvq(std::string_view engine, std::string_view arch, GgmlType type, bool mul_mat_id, int ncols);
+
 // Why Temper's kernel grid cannot run (type, ncols, config) at this wave size; empty when it can.
 // Covers types without an mmvq kernel, ncols outside 1..8, nwarps / rows_per_block outside the grid
 // ({1,2,4,8,16} × {1,2,4,8}), more than 1024 threads, and partial sums over 48 KiB of shared memory.

@@ -188,8 +188,11 @@ struct Profile {
   std::vector<PathChoice> paths;
 };
 
-// 16 hex digits over the approved entries of `arch` (every arch when empty): what the engine
-// launches differently. A bench record whose fingerprint differs describes an older state.
+// "sm_90 q4_K mul_mat ncols 8", with " on NVIDIA H100 80GB HBM3 (132 CUs)" for a device's record.
+std::string path_choice_text(const PathChoice& c);
+
+// 16 hex digits over the approved entries and path choices of `arch` (every arch when empty): what
+// the engine launches differently. A bench record whose fingerprint differs describes an older state.
 std::string approved_fingerprint(const Profile& p, const std::string& arch = {});
 // Adds `r`, replacing a record of the same device and model.
 void add_bench_record(Profile& p, BenchRecord r);
@@ -334,12 +337,16 @@ struct MergeResult {
   Profile profile;
   std::vector<MergeConflict> conflicts;
   std::vector<std::string> arches;  // more than one: said out loud, never silently mixed
+  // Path choices of one key that differ between the profiles: which one stayed, and why.
+  std::vector<std::string> path_conflicts;
   std::string text() const;
 };
 // Same key (arch included): the measured faster one stays (lower tuned median) — or, measured on
 // two different GPU models of that arch, the larger speedup over its own default; a measured entry
 // beats an unmeasured import; equal configs merge without a conflict. Entries of different arches
-// never meet (the arch is part of the key). Error(BadInput) when an entry has no arch.
+// never meet (the arch is part of the key). Error(BadInput) when an entry has no arch. Path choices
+// keep every device's records; of one key, the newer decision stays (decided over pending, then the
+// later decided_at; the first profile's on a tie).
 MergeResult merge_profiles(const std::vector<Profile>& profiles);
 
 enum class DiffKind { Added, Removed, Changed, Same };
@@ -350,10 +357,16 @@ struct DiffLine {
   std::optional<ProfileEntry> a, b;
   std::optional<double> speedup_change;  // b.speedup − a.speedup when both are measured
 };
+struct PathDiffLine {
+  DiffKind kind = DiffKind::Same;
+  std::optional<PathChoice> a, b;
+};
 struct ProfileDiff {
   bool by_arch = true;           // false: each holds one (arch, device) and they differ (two GPUs)
   std::string arch_a, arch_b;    // when !by_arch: where each side was measured ("sm_90 NVIDIA H100 ... (132 CUs)")
   std::vector<DiffLine> lines;   // every key of either side, sorted
+  // Path choices by key (by type, launch and ncols when !by_arch); changed: path or approval.
+  std::vector<PathDiffLine> paths;
   int count(DiffKind k) const;
   std::string text(bool include_same = false) const;
 };

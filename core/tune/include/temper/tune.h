@@ -1,10 +1,11 @@
 #pragma once
 // `temper tune`: the whole job in one command (docs/llama-cpp.md). check → (patch) → engine build →
-// engine sweep → approve → install the profile where the engine looks (or -o) → decode replay →
-// llama-bench with and without it. One journal in a state folder per (model, engine): every step
-// records its input's digest and is skipped while that input is unchanged (an updated llama.cpp
-// tree builds a new engine, so it re-sweeps; a re-run on the same tree only re-benches); the sweep
-// keeps its own journal there, so a tune killed mid-sweep resumes without re-measuring anything.
+// engine sweep → approve → install the profile where the engine looks (or -o) → mmvq-or-mmq
+// crossover at batch widths 2..8 → decode replay → llama-bench with and without it. One journal in
+// a state folder per (model, engine): every step records its input's digest and is skipped while
+// that input is unchanged (an updated llama.cpp tree builds a new engine, so it re-sweeps; a re-run
+// on the same tree only re-benches); the sweep keeps its own journal there, so a tune killed
+// mid-sweep resumes without re-measuring anything (the crossover and the bench journal as they go).
 // Each step calls the library entry point its own command uses (engine::check/patch/build,
 // new_session/run_session, profile_from_session + approval, run_replay, run_bench).
 #include <atomic>
@@ -18,16 +19,18 @@
 #include <nlohmann/json.hpp>
 
 #include "temper/engine_bench.h"
+#include "temper/crossover.h"
 #include "temper/engine_build.h"
 #include "temper/profile.h"
 #include "temper/sweep.h"
 
 namespace temper::tune {
 
-enum class Step { Check, Patch, Build, Sweep, Approve, Install, Replay, Bench };
-inline constexpr Step kSteps[] = {Step::Check,   Step::Patch,   Step::Build,  Step::Sweep,
-                                  Step::Approve, Step::Install, Step::Replay, Step::Bench};
-std::string_view step_name(Step s);  // "check", "patch", "build", "sweep", "approve", "install", "replay", "bench"
+enum class Step { Check, Patch, Build, Sweep, Approve, Install, Crossover, Replay, Bench };
+inline constexpr Step kSteps[] = {Step::Check,   Step::Patch,   Step::Build,     Step::Sweep, Step::Approve,
+                                  Step::Install, Step::Crossover, Step::Replay, Step::Bench};
+// "check", "patch", "build", "sweep", "approve", "install", "crossover", "replay", "bench"
+std::string_view step_name(Step s);
 
 struct TuneOptions {
   std::filesystem::path model;
@@ -41,7 +44,9 @@ struct TuneOptions {
   bool approve_all = false;             // else "approve significant"
   double min_speedup = kDefaultMinSpeedup;
   std::filesystem::path output;         // empty: engine::default_engine_profile()
+  // The decode replay and the crossover's replays (each batch width of `ncols` above 1).
   int replay_tokens = 40, replay_rounds = 5;
+  double min_path_gain = kDefaultMinPathGain;  // the crossover approves a path at least this much faster
   // llama-bench; its model and profile are tune's. Absent: no bench step.
   std::optional<engine::BenchOptions> bench;
   const std::atomic<bool>* cancel = nullptr;  // set: the running step stops, Error(Cancelled); run again to go on
@@ -64,6 +69,7 @@ struct TuneEvents {
   std::function<void(const engine::BuildStep&)> build;
   std::function<void(const Progress&)> sweep;
   std::function<void(int, int)> replay;
+  std::function<void(int, int)> crossover;  // replay runs done of total
   std::function<void(const engine::BenchProgress&)> bench;
 };
 
@@ -71,6 +77,7 @@ struct TuneReport {
   std::vector<StepReport> steps;
   std::filesystem::path state_dir, journal, session, profile;
   Profile installed;                     // the profile at `profile` when tune ended
+  std::vector<CrossoverCell> crossover;  // every measured (type, launch, ncols), as the step decided
   std::optional<nlohmann::json> replay;  // the replay's numbers (what `engine replay --json` prints)
   std::optional<BenchRecord> bench;
   std::vector<std::string> notes;
