@@ -13,7 +13,9 @@
 
 namespace temper::engine {
 
-constexpr int kHookVersion = 3;  // 2: the `full` set compiles tier 2 at ncols 1 only; 3: launch kinds and device entries
+// 2: the `full` set compiles tier 2 at ncols 1 only; 3: launch kinds and device entries; 4: the grid's
+// rows_per_block 16 and nwarps 32 (a v3 build counts entries using them as "not compiled in").
+constexpr int kHookVersion = 4;
 
 enum class TreeKind { Ggml, LlamaCpp };
 
