@@ -264,7 +264,7 @@ std::string config_invalid_reason(GgmlType type, int ncols, Config c, int warp_s
     }
     case mmvq::Invalid::Registers:
       return "ncols × rows_per_block = " + std::to_string(ncols * c.rows_per_block) + " partial sums per thread exceed " +
-             std::to_string(mmvq::kMaxPartialSums) + " (they spill registers)";
+             std::to_string(mmvq::max_partial_sums(c.nwarps, c.rows_per_block)) + " at this block shape (they spill registers)";
   }
   return {};
 }

@@ -55,12 +55,9 @@ constexpr int kMaxNcols = 8;              // MMVQ_MAX_BATCH_SIZE
 constexpr int kMaxThreadsPerBlock = 1024;
 constexpr int kMaxStaticSharedBytes = 48 * 1024;  // static __shared__ limit on NVIDIA (AMD LDS: 64 KiB)
 constexpr int kMaxLdsBytes = 64 * 1024;           // AMD's LDS per block, what hipcc takes
-// Partial sums one thread keeps in registers (ncols × rows_per_block). 64 is the old grid's largest
-// (ncols 8 × rows 8: q4_K 255 registers, q6_K 196–212, no spill on sm_90); rows 16 at ncols 8 spills
-// about 600 bytes a thread for both (docs/kernels.md, "The grid"), so the grid stops there.
-constexpr int kMaxPartialSums = 64;
 // The grid every kernel set is built over (TEMPER_KERNEL_SET picks types and ncols, never these).
-// nwarps 32 (1024 threads) exists only with 32-wide waves; rows 16 only where ncols × 16 fits above.
+// nwarps 32 (1024 threads) exists only with 32-wide waves; both it and rows 16 only at the ncols
+// whose partial sums fit the thread's registers (max_partial_sums).
 constexpr int kGridNwarps[] = {1, 2, 4, 8, 16, 32};
 constexpr int kGridRowsPerBlock[] = {1, 2, 4, 8, 16};
 // The kernel's last block reads all its rows_per_block rows, past the matrix's end as upstream's
@@ -80,6 +77,15 @@ TEMPER_HD constexpr int partial_sums_bytes(int ncols, int nwarps, int rows_per_b
   return (nwarps > 1 ? nwarps - 1 : 1) * ncols * rows_per_block * warp_size * 4;
 }
 
+// Partial sums one thread may keep in registers (ncols × rows_per_block), from `ptxas -v` on the
+// engine's own units, q4_K and q6_K on sm_90 (docs/kernels.md, "The register rule"): 64, the old
+// grid's largest (ncols 8 × rows 8 spills nothing); 32 at rows 16, whose per-row loads double too
+// (q4_K spills 148 B at ncols 3, both types ~600 B at ncols 8); 8 at nwarps 32, where 1024 threads
+// leave 64 registers a thread (10–12 sums spill for both types).
+TEMPER_HD constexpr int max_partial_sums(int nwarps, int rows_per_block) {
+  return nwarps >= 32 ? 8 : rows_per_block > 8 ? 32 : 64;
+}
+
 // Why a (ncols, nwarps, rows_per_block) cannot be launched at this wave size; 0 when it can.
 enum class Invalid : int { None = 0, Ncols, Nwarps, RowsPerBlock, Threads, SharedMemory, Registers };
 
@@ -95,7 +101,7 @@ TEMPER_HD constexpr Invalid launch_invalid(int ncols, int nwarps, int rows_per_b
   // gate's partial sums beside up's (upstream's tmp_shared_gate): twice the bytes, within what the
   // compiler takes, 48 KiB on NVIDIA and the LDS at wave 64 (only GCN/CDNA run 64-wide waves).
   if (ncols == 1 && 2 * bytes > (warp_size == 64 ? kMaxLdsBytes : kMaxStaticSharedBytes)) return Invalid::SharedMemory;
-  if (ncols * rows_per_block > kMaxPartialSums) return Invalid::Registers;
+  if (ncols * rows_per_block > max_partial_sums(nwarps, rows_per_block)) return Invalid::Registers;
   return Invalid::None;
 }
 
