@@ -400,11 +400,11 @@ Action define_sweep(CLI::App& app) {
       ->delimiter(',')
       ->type_name("SHAPE");
   add_ncols(app, o->ncols)->description("batch widths, e.g. 1,2,4,8 or 1-8 (default 1,2,4,8; --quick: 1)");
-  app.add_option("--nwarps", o->nwarps, "powers of two up to 16 (default 1,2,4,8,16; --quick: 1,2,4,8)")
+  app.add_option("--nwarps", o->nwarps, "powers of two up to 32 (default 1,2,4,8,16,32; --quick: 1,2,4,8)")
       ->delimiter(',')
       ->type_name("LIST")
       ->check(integer_in(1, 64));
-  app.add_option("--rows-per-block", o->rows_per_block, "powers of two up to 16 (default 1,2,4,8; --quick: 1,2)")
+  app.add_option("--rows-per-block", o->rows_per_block, "powers of two up to 16 (default 1,2,4,8,16; --quick: 1,2)")
       ->delimiter(',')
       ->type_name("LIST")
       ->check(integer_in(1, 64));

@@ -11,7 +11,7 @@
 #   time      bench/probe_smoke.py on the probe (kernel-only output checked), then per shape, upstream's kernel-only times (`temper bench-gemv --probe P --kernel-only`:
 #             mul_mat_vec_q alone through the hook's registry, upstream's launch path and PDL; its
 #             stock config timed as its grid instantiation) then Temper's (`bench-gemv --engine`),
-#             the 13 tier-1 types × the 20 configs of the ncols-1 grid at 4096x14336 and 14336x4096,
+#             the 13 tier-1 types × the 27 configs of the ncols-1 grid at 4096x14336 and 14336x4096,
 #             q6_K and q4_K at 128256x4096; both sides: weights rotating past 2x L2, COUNT events
 #             pairs around BACK_TO_BACK launches each, after 20 warm-up launches
 #   regs      registers per thread from ptxas for both kernels over the ncols-1 grid (bench/regcompare.py

@@ -33,7 +33,9 @@ ENGINES = {"ggml-d99724f": (("GgmlD99724f", 1), "ggml-d99724f"), "ggml-7180759":
 ARCH = "sm_90"
 NWARPS = 4  # upstream's GENERIC table at ncols 1 (every NVIDIA arch but Turing and GB10)
 STOCK_CONFIGS = [(False, (NWARPS, 1)), (True, (NWARPS, NWARPS))]  # (small_k, (nwarps, rows_per_block))
-GRID = [(w, r) for w in (1, 2, 4, 8, 16) for r in (1, 2, 4, 8)]  # Temper's ncols-1 grid
+# Temper's ncols-1 grid (mmvq_traits.h): 6 nwarps × 5 rows less the three beyond 48 KiB of shared
+# memory in the fused twin at ncols 1 (docs/kernels.md, "The grid").
+GRID = [(w, r) for w in (1, 2, 4, 8, 16, 32) for r in (1, 2, 4, 8, 16) if (w, r) not in ((16, 16), (32, 8), (32, 16))]
 MOE_MARKER = "// Dedicated MoE multi-token kernel"
 
 

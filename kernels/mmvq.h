@@ -7,6 +7,8 @@
 //   and strides by vdr·Nwarps·warp_size/qi blocks, keeping partial sums tmp[Ncols][RowsPerBlock].
 //   Warps 1.. park their sums in shared memory; warp 0 adds them, reduces across its lanes with
 //   shuffles, and lane i writes row i.
+#include <utility>
+
 #include "kernels/launch.h"
 #include "vecdot.h"
 
@@ -235,25 +237,22 @@ MmvqEntry make_entry() {
   return e;
 }
 
-template <unsigned Type, int Ncols, int W>
-void fill_row(MmvqTypeTable& t) {
-  t.entries[W][0] = make_entry<Type, Ncols, W, 0>();
-  t.entries[W][1] = make_entry<Type, Ncols, W, 1>();
-  t.entries[W][2] = make_entry<Type, Ncols, W, 2>();
-  t.entries[W][3] = make_entry<Type, Ncols, W, 3>();
+template <unsigned Type, int Ncols, int W, int... R>
+void fill_row(MmvqTypeTable& t, std::integer_sequence<int, R...>) {
+  ((t.entries[W][R] = make_entry<Type, Ncols, W, R>()), ...);
+}
+
+template <unsigned Type, int Ncols, int... W>
+void fill_rows(MmvqTypeTable& t, std::integer_sequence<int, W...>) {
+  (fill_row<Type, Ncols, W>(t, std::make_integer_sequence<int, kGridRowsCount>()), ...);
 }
 
 template <unsigned Type, int Ncols>
 MmvqTypeTable make_type_table() {
-  static_assert(kGridNwarpsCount == 5 && kGridRowsCount == 4, "make_type_table spells out the grid");
   MmvqTypeTable t;
   t.type = Type;
   t.ncols = Ncols;
-  fill_row<Type, Ncols, 0>(t);
-  fill_row<Type, Ncols, 1>(t);
-  fill_row<Type, Ncols, 2>(t);
-  fill_row<Type, Ncols, 3>(t);
-  fill_row<Type, Ncols, 4>(t);
+  fill_rows<Type, Ncols>(t, std::make_integer_sequence<int, kGridNwarpsCount>());
   return t;
 }
 

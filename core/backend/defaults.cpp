@@ -325,10 +325,17 @@ std::string config_invalid_reason(GgmlType type, int ncols, Config c, int warp_s
     case mmvq::Invalid::Threads:
       return "nwarps " + std::to_string(c.nwarps) + " × wave " + std::to_string(warp_size) + " = " +
              std::to_string(c.nwarps * warp_size) + " threads exceeds 1024 per block";
-    case mmvq::Invalid::SharedMemory:
-      return "partial sums need " +
-             std::to_string(mmvq::partial_sums_bytes(ncols, c.nwarps, c.rows_per_block, warp_size)) +
+    case mmvq::Invalid::SharedMemory: {
+      const int bytes = mmvq::partial_sums_bytes(ncols, c.nwarps, c.rows_per_block, warp_size);
+      if (bytes <= mmvq::kMaxStaticSharedBytes)
+        return "the engine's fused gate/up kernel at ncols 1 needs twice the " + std::to_string(bytes) +
+               " bytes of shared memory of the partial sums, over the " + (warp_size == 64 ? "64" : "48") + " KiB limit";
+      return "partial sums need " + std::to_string(bytes) +
              " bytes of shared memory ((nwarps-1) × ncols × rows_per_block × wave × 4), over the 48 KiB limit";
+    }
+    case mmvq::Invalid::Registers:
+      return "ncols × rows_per_block = " + std::to_string(ncols * c.rows_per_block) + " partial sums per thread exceed " +
+             std::to_string(mmvq::max_partial_sums(c.nwarps, c.rows_per_block)) + " at this block shape (they spill registers)";
   }
   return {};
 }

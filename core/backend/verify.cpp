@@ -21,7 +21,6 @@ namespace temper {
 namespace {
 
 constexpr int kMaxNcols = 8;
-constexpr int kMaxGrid = 16;  // nwarps and rows_per_block are looked for in 1..16
 
 // Distinct seeds per purpose from one run seed (splitmix64 finaliser).
 uint64_t derive(uint64_t seed, uint64_t a, uint64_t b = 0, uint64_t c = 0) {
@@ -137,8 +136,8 @@ bool VerifyReport::passed() const {
 
 std::vector<Config> instantiated_configs(const Device& device, GgmlType type, int ncols) {
   std::vector<Config> out;
-  for (int w = 1; w <= kMaxGrid; ++w)
-    for (int r = 1; r <= kMaxGrid; ++r)
+  for (int w : mmvq::kGridNwarps)
+    for (int r : mmvq::kGridRowsPerBlock)
       if (device.has_kernel(type, ncols, {w, r})) out.push_back({w, r});
   return out;
 }

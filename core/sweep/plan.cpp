@@ -54,8 +54,8 @@ PlanGrid quick_grid(std::string engine) { return {{1}, {1, 2, 4, 8}, {1, 2}, std
 
 void validate_grid(const PlanGrid& grid) {
   check_axis(grid.ncols, "ncols", 8, false);
-  check_axis(grid.nwarps, "nwarps", 16, true);
-  check_axis(grid.rows_per_block, "rows-per-block", 16, true);
+  check_axis(grid.nwarps, "nwarps", grid_nwarps().back(), true);
+  check_axis(grid.rows_per_block, "rows-per-block", grid_rows_per_block().back(), true);
   const auto engines = known_engines();
   if (std::find(engines.begin(), engines.end(), grid.engine) == engines.end()) {
     std::string known;

@@ -30,14 +30,17 @@ void temper_mmvq_register_all();  // generated: temper-mmvq-registry.cu
 namespace {
 
 constexpr int kTypes = 64;
-constexpr int kNwarps[] = {1, 2, 4, 8, 16};
-constexpr int kRows[] = {1, 2, 4, 8};
+// Temper's grid (kGridNwarps, kGridRowsPerBlock in its mmvq_traits.h); the generated units register
+// the configs of it that can launch.
+constexpr int kNwarps[] = {1, 2, 4, 8, 16, 32};
+constexpr int kRows[] = {1, 2, 4, 8, 16};
+constexpr int kNwarpsCount = sizeof(kNwarps) / sizeof(int), kRowsCount = sizeof(kRows) / sizeof(int);
 
-int nwarps_index(int w) { for (int i = 0; i < 5; ++i) if (kNwarps[i] == w) return i; return -1; }
-int rows_index(int r) { for (int i = 0; i < 4; ++i) if (kRows[i] == r) return i; return -1; }
+int nwarps_index(int w) { for (int i = 0; i < kNwarpsCount; ++i) if (kNwarps[i] == w) return i; return -1; }
+int rows_index(int r) { for (int i = 0; i < kRowsCount; ++i) if (kRows[i] == r) return i; return -1; }
 
 struct Instance { temper_mmvq_launch_fn launch = nullptr; temper_mmvq_attr_fn attr = nullptr; };
-Instance g_instances[kTypes][9][5][4];
+Instance g_instances[kTypes][9][kNwarpsCount][kRowsCount];
 
 // The launch kinds of Temper's profiles (docs/profile-format.md): what ggml launched mmvq for, and
 // the fused gate/up kinds as the hook can run them unfused (gate and up as two plain launches).

@@ -10,6 +10,7 @@
 #include "temper/backend.h"
 #include "temper/error.h"
 #include "temper/gpus.h"
+#include "temper/mmvq_traits.h"
 #include "temper/occupancy.h"
 
 namespace temper {
@@ -30,8 +31,8 @@ TEST(OccupancyDevice, AgreesWithTheRuntimeCalculator) {
       for (const TypeInfo& t : all_types()) {
         if (!t.quantized) continue;
         for (int ncols = 1; ncols <= 8; ++ncols)
-          for (int nwarps : {1, 2, 4, 8, 16})
-            for (int rpb : {1, 2, 4, 8}) {
+          for (int nwarps : mmvq::kGridNwarps)
+            for (int rpb : mmvq::kGridRowsPerBlock) {
               const Config config{nwarps, rpb};
               if (!device->has_kernel(t.type, ncols, config)) continue;
               const auto attr = device->kernel_attributes(t.type, ncols, config);

@@ -19,7 +19,8 @@ for arch in ("gfx1100", "gfx1101", "gfx1102", "gfx1103"):
     doc = json.load(open(f"{sys.argv[1]}/{arch}.json"))
     configs = doc["configs"]
     assert doc["gpu"]["arch"] == arch and doc["gpu"]["unit"]["name"] == "WGP", doc["gpu"]
-    assert len(configs) == 20, f"{arch}: {len(configs)} configs, expected the 20 of the grid"
+    # The grid's 30 configs less three beyond 48 KiB of shared memory at ncols 1 (docs/kernels.md).
+    assert len(configs) == 27, f"{arch}: {len(configs)} configs, expected the 27 of the grid at ncols 1, wave 32"
     for c in configs:
         assert c["type"] == "q4_K" and c["ncols"] == 1, c
         assert c["wave_size"] == 32, f"{arch}: {c['kernel']} is wave{c['wave_size']}"

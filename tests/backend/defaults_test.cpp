@@ -183,8 +183,25 @@ TEST(Defaults, ConfigInvalidReasons) {
   EXPECT_EQ(reason(T::Q4_0, 8, {4, 8}, 64), "");   // exactly 48 KiB
   EXPECT_NE(reason(T::Q4_0, 8, {8, 8}, 32).find("57344 bytes of shared memory"), std::string::npos);
   EXPECT_NE(reason(T::Q6_K, 8, {8, 4}, 64).find("shared memory"), std::string::npos);
-  EXPECT_NE(reason(T::Q4_0, 1, {32, 1}, 32).find("nwarps 32 is outside"), std::string::npos);
-  EXPECT_NE(reason(T::Q4_0, 1, {4, 16}, 32).find("rows_per_block 16 is outside"), std::string::npos);
+  EXPECT_NE(reason(T::Q4_0, 1, {64, 1}, 32).find("nwarps 64 is outside"), std::string::npos);
+  EXPECT_NE(reason(T::Q4_0, 1, {4, 32}, 32).find("rows_per_block 32 is outside"), std::string::npos);
+  // The grid's largest (issue 29): nwarps 32 at 32-wide waves only, up to 8 partial sums a thread;
+  // rows 16 up to 32; else 64 (ncols 8 × rows 8).
+  EXPECT_EQ(reason(T::Q4_0, 8, {32, 1}, 32), "");  // 31·8·32·4 = 31744 B
+  EXPECT_NE(reason(T::Q4_0, 1, {32, 1}, 64).find("2048 threads exceeds 1024"), std::string::npos);
+  EXPECT_NE(reason(T::Q4_0, 3, {32, 4}, 32).find("12 partial sums per thread exceed 8"), std::string::npos);
+  EXPECT_EQ(reason(T::Q6_K, 2, {8, 16}, 32), "");  // 32 partial sums, 7·2·16·32·4 = 28672 B
+  EXPECT_NE(reason(T::Q6_K, 3, {1, 16}, 32).find("48 partial sums per thread exceed 32"), std::string::npos);
+  EXPECT_EQ(reason(T::Q6_K, 8, {1, 8}, 32), "");   // 64
+  EXPECT_NE(reason(T::Q6_K, 8, {1, 16}, 32).find("exceed 32"), std::string::npos);
+  // At ncols 1 the engine's fused gate/up twin holds twice the partial sums: 2·31·8·32·4 = 63488 B.
+  EXPECT_NE(reason(T::Q4_0, 1, {32, 8}, 32).find("fused gate/up kernel at ncols 1 needs twice the 31744 bytes"),
+            std::string::npos);
+  EXPECT_NE(reason(T::Q4_0, 1, {16, 16}, 32).find("over the 48 KiB limit"), std::string::npos);
+  EXPECT_EQ(reason(T::Q4_0, 2, {32, 4}, 32), "");   // no fused twin beyond ncols 1
+  EXPECT_EQ(reason(T::Q4_0, 1, {16, 8}, 64), "");   // twice 30720 B fits the 64 KiB LDS at wave 64
+  EXPECT_EQ(reason(T::Q4_0, 1, {8, 16}, 64), "");   // twice 28672 B
+  EXPECT_NE(reason(T::Q4_0, 1, {16, 16}, 64).find("61440 bytes"), std::string::npos);
   EXPECT_NE(reason(T::F16, 1, {4, 1}, 32).find("f16 has no mmvq kernel"), std::string::npos);
   EXPECT_NE(reason(T::Q4_0, 0, {4, 1}, 32).find("ncols 0"), std::string::npos);
   EXPECT_NE(reason(T::Q4_0, 1, {4, 1}, 48).find("wave size 48"), std::string::npos);

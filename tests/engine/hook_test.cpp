@@ -7,6 +7,8 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <regex>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -15,6 +17,7 @@
 #include "temper/engine_build.h"
 #include "temper/error.h"
 #include "temper/fileio.h"
+#include "temper/mmvq_traits.h"
 
 namespace fs = std::filesystem;
 using namespace temper;
@@ -134,14 +137,20 @@ TEST_P(HookOn, FullSetCoversEveryTypeAndNcols) {
   EXPECT_EQ(all.path_hooks, GetParam() == "ggml-7180759" ? engine::kPathHookMulMatId : engine::kPathHookMulMat | engine::kPathHookMulMatId);
   EXPECT_NE(header->second.find("#define TEMPER_MMVQ_PATH_HOOKS " + std::to_string(all.path_hooks) + "\n"), std::string::npos);
   EXPECT_NE(all.mmvq.find("return temper_mmvq_mmid_max_batch((int) type, temper_stock_mmvq_mmid_max_batch(type, cc));"), std::string::npos);
-  // ncols1 (bench/fidelity.sh): the 13 tier-1 types, one ncols-1 unit each, all 20 grid configs.
+  // ncols1 (bench/fidelity.sh): the 13 tier-1 types, one ncols-1 unit each, the grid's configs that
+  // launch at ncols 1: 30 less (16, 16), (32, 8) (the fused twin's shared memory) and (32, 16).
   const engine::Patch n1 = engine::make_patch(source, engine::kernel_set("ncols1"));
   EXPECT_EQ(n1.files.size(), 13u + 5u);
   const auto mx = std::find_if(n1.files.begin(), n1.files.end(), [](const auto& f) { return f.first == "temper-mmvq-mxfp4-1.cu"; });
   ASSERT_NE(mx, n1.files.end());
   size_t registered = 0;
   for (size_t at = 0; (at = mx->second.find("temper_mmvq_register(GGML_TYPE_MXFP4, 1,", at)) != std::string::npos; ++at) ++registered;
-  EXPECT_EQ(registered, 20u);
+  EXPECT_EQ(registered, 27u);
+  // nwarps 32 is CUDA's only (a HIP build's units serve wave-64 targets too); rows 16 is everyone's.
+  EXPECT_NE(mx->second.find("#if !defined(GGML_USE_HIP)\n    temper_mmvq_register(GGML_TYPE_MXFP4, 1, 32, 4, "), std::string::npos);
+  EXPECT_EQ(mx->second.find("temper_mmvq_register(GGML_TYPE_MXFP4, 1, 32, 8, "), std::string::npos);
+  EXPECT_NE(mx->second.find("\n    temper_mmvq_register(GGML_TYPE_MXFP4, 1, 8, 16, "), std::string::npos);
+  EXPECT_EQ(mx->second.find("#if !defined(GGML_USE_HIP)\n    temper_mmvq_register(GGML_TYPE_MXFP4, 1, 8, 16, "), std::string::npos);
   EXPECT_FALSE(has(n1, "temper-mmvq-iq2_xxs-1.cu"));
 }
 
@@ -152,6 +161,23 @@ INSTANTIATE_TEST_SUITE_P(Upstream, HookOn, ::testing::Values("ggml-7180759", "gg
                            for (char& c : name) if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
                            return name;
                          });
+
+// The run time indexes its instantiations by Temper's grid: the same values, or a profile's config
+// that the units registered would read as "not compiled in".
+TEST(Hook, TheRunTimesGridIsTempersGrid) {
+  const std::string runtime(engine::hook_runtime());
+  const auto values = [&](const std::string& name) {
+    std::smatch m;
+    const std::regex re("constexpr int " + name + R"(\[\] = \{([0-9, ]*)\};)");
+    EXPECT_TRUE(std::regex_search(runtime, m, re)) << name;
+    std::vector<int> out;
+    std::istringstream in(m[1].str());
+    for (std::string v; std::getline(in, v, ',');) out.push_back(std::stoi(v));
+    return out;
+  };
+  EXPECT_EQ(values("kNwarps"), std::vector<int>(std::begin(mmvq::kGridNwarps), std::end(mmvq::kGridNwarps)));
+  EXPECT_EQ(values("kRows"), std::vector<int>(std::begin(mmvq::kGridRowsPerBlock), std::end(mmvq::kGridRowsPerBlock)));
+}
 
 TEST(Hook, RefusesAMovedAnchorAndWritesNothing) {
   COPY_OR_SKIP(copy, "ggml-d99724f");

@@ -1,4 +1,4 @@
-// Hook v3's profile reader (tests/engine/fixtures/temper-mmvq-profile-v3.h: Temper's own
+// Hook v3's profile reader (tests/engine/hook-v3/temper-mmvq-profile.h: Temper's own
 // resources/engine/temper-mmvq-profile.h as of c9e4e4b, `git show c9e4e4b:resources/engine/temper-mmvq-profile.h`)
 // reading a profile with the "paths" of hook v4: an engine patched by an older Temper ignores the
 // unknown top-level field and launches the same entries (ggml's own mmvq/mmq pick stays).
@@ -6,7 +6,7 @@
 
 #include <filesystem>
 
-#include "fixtures/temper-mmvq-profile-v3.h"
+#include "hook-v3/temper-mmvq-profile.h"
 #include "temper/profile.h"
 #include "temper/types.h"
 

@@ -181,7 +181,9 @@ void FakeDevice::quantize_q8_1(const DeviceBuffer& x, DeviceBuffer& y, int k, in
 
 bool FakeDevice::has_kernel(GgmlType type, int ncols, Config c) const {
   if (!quant::quant_supported(type) || ncols < 1 || ncols > 8) return false;
-  if (!pow2_at_most(c.nwarps, 16) || !pow2_at_most(c.rows_per_block, 8)) return false;
+  if (!pow2_at_most(c.nwarps, std::end(mmvq::kGridNwarps)[-1]) ||
+      !pow2_at_most(c.rows_per_block, std::end(mmvq::kGridRowsPerBlock)[-1]))
+    return false;
   if (c.nwarps * info_.warp_size > 1024) return false;
   return std::find(options_.missing_configs.begin(), options_.missing_configs.end(), c) ==
          options_.missing_configs.end();

@@ -185,10 +185,12 @@ TEST(Tune, KilledDuringTheSweepResumesWithoutMeasuringAgain) {
     EXPECT_FALSE(again.count({int(res.launch), int(res.type), res.n, res.k, res.ncols, sent.nwarps, sent.rows_per_block}))
         << "measured again: " << shape_text(res) << " ncols " << res.ncols << " " << config_text(res.config);
   }
-  // The session holds every planned result once, the journaled ones as they were measured.
+  // The session holds every planned result once, the journaled ones as they were measured, and the
+  // configs the plan excluded as invalid results (at ncols 1 and 2: (16, 16), (32, 8), (32, 16)).
   const Session s = read_session(j["session"].get<std::string>());
   EXPECT_EQ(s.status, "complete");
-  EXPECT_EQ(s.results.size(), s.devices[0].plan.items.size());
+  EXPECT_GT(s.devices[0].plan.excluded.size(), 0u);
+  EXPECT_EQ(s.results.size(), s.devices[0].plan.items.size() + s.devices[0].plan.excluded.size());
   for (const Result& res : before.results) {
     const Result* kept = find_result(s, res.group(), res.config);
     ASSERT_NE(kept, nullptr);

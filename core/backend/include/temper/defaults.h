@@ -80,7 +80,9 @@ bool stock_uses_mmvq(std::string_view engine, std::string_view arch, GgmlType ty
 
 // Why Temper's kernel grid cannot run (type, ncols, config) at this wave size; empty when it can.
 // Covers types without an mmvq kernel, ncols outside 1..8, nwarps / rows_per_block outside the grid
-// ({1,2,4,8,16} × {1,2,4,8}), more than 1024 threads, and partial sums over 48 KiB of shared memory.
+// ({1,2,4,8,16,32} × {1,2,4,8,16}), more than 1024 threads, partial sums over 48 KiB of shared memory
+// (twice that at ncols 1, for the engine's fused gate/up kernel) or more per thread than registers
+// hold (mmvq::max_partial_sums).
 std::string config_invalid_reason(GgmlType type, int ncols, Config config, int warp_size);
 
 }  // namespace temper::defaults

@@ -54,13 +54,16 @@ TEMPER_HD constexpr bool type_supported(uint32_t type) { return type_traits(type
 constexpr int kMaxNcols = 8;              // MMVQ_MAX_BATCH_SIZE
 constexpr int kMaxThreadsPerBlock = 1024;
 constexpr int kMaxStaticSharedBytes = 48 * 1024;  // static __shared__ limit on NVIDIA (AMD LDS: 64 KiB)
+constexpr int kMaxLdsBytes = 64 * 1024;           // AMD's LDS per block, what hipcc takes
 // The grid every kernel set is built over (TEMPER_KERNEL_SET picks types and ncols, never these).
-constexpr int kGridNwarps[] = {1, 2, 4, 8, 16};
-constexpr int kGridRowsPerBlock[] = {1, 2, 4, 8};
+// nwarps 32 (1024 threads) exists only with 32-wide waves; both it and rows 16 only at the ncols
+// whose partial sums fit the thread's registers (max_partial_sums).
+constexpr int kGridNwarps[] = {1, 2, 4, 8, 16, 32};
+constexpr int kGridRowsPerBlock[] = {1, 2, 4, 8, 16};
 // The kernel's last block reads all its rows_per_block rows, past the matrix's end as upstream's
 // does (ggml reads the padding after the tensor there); weight buffers carry this many spare rows
 // so those reads stay inside the allocation. Their results are never written.
-constexpr int kWeightPaddingRows = 7;  // largest rows_per_block of the grid - 1
+constexpr int kWeightPaddingRows = 15;  // largest rows_per_block of the grid - 1
 
 // The engine version whose compiled kernel a launch models. The two compile alike except on
 // NVIDIA Hopper and newer, where d99724f launches with programmatic dependent launch and so drops
@@ -74,8 +77,17 @@ TEMPER_HD constexpr int partial_sums_bytes(int ncols, int nwarps, int rows_per_b
   return (nwarps > 1 ? nwarps - 1 : 1) * ncols * rows_per_block * warp_size * 4;
 }
 
+// Partial sums one thread may keep in registers (ncols × rows_per_block), from `ptxas -v` on the
+// engine's own units, q4_K and q6_K on sm_90 (docs/kernels.md, "The register rule"): 64, the old
+// grid's largest (ncols 8 × rows 8 spills nothing); 32 at rows 16, whose per-row loads double too
+// (q4_K spills 148 B at ncols 3, both types ~600 B at ncols 8); 8 at nwarps 32, where 1024 threads
+// leave 64 registers a thread (10–12 sums spill for both types).
+TEMPER_HD constexpr int max_partial_sums(int nwarps, int rows_per_block) {
+  return nwarps >= 32 ? 8 : rows_per_block > 8 ? 32 : 64;
+}
+
 // Why a (ncols, nwarps, rows_per_block) cannot be launched at this wave size; 0 when it can.
-enum class Invalid : int { None = 0, Ncols, Nwarps, RowsPerBlock, Threads, SharedMemory };
+enum class Invalid : int { None = 0, Ncols, Nwarps, RowsPerBlock, Threads, SharedMemory, Registers };
 
 TEMPER_HD constexpr Invalid launch_invalid(int ncols, int nwarps, int rows_per_block, int warp_size) {
   if (ncols < 1 || ncols > kMaxNcols) return Invalid::Ncols;
@@ -83,7 +95,13 @@ TEMPER_HD constexpr Invalid launch_invalid(int ncols, int nwarps, int rows_per_b
   // Lane i of warp 0 writes row i, so a block cannot own more rows than a warp has lanes.
   if (rows_per_block < 1 || rows_per_block > warp_size) return Invalid::RowsPerBlock;
   if (nwarps * warp_size > kMaxThreadsPerBlock) return Invalid::Threads;
-  if (partial_sums_bytes(ncols, nwarps, rows_per_block, warp_size) > kMaxStaticSharedBytes) return Invalid::SharedMemory;
+  const int bytes = partial_sums_bytes(ncols, nwarps, rows_per_block, warp_size);
+  if (bytes > kMaxStaticSharedBytes) return Invalid::SharedMemory;
+  // At ncols 1 the engine compiles every config as its fused gate/up kernel too, which holds the
+  // gate's partial sums beside up's (upstream's tmp_shared_gate): twice the bytes, within what the
+  // compiler takes, 48 KiB on NVIDIA and the LDS at wave 64 (only GCN/CDNA run 64-wide waves).
+  if (ncols == 1 && 2 * bytes > (warp_size == 64 ? kMaxLdsBytes : kMaxStaticSharedBytes)) return Invalid::SharedMemory;
+  if (ncols * rows_per_block > max_partial_sums(nwarps, rows_per_block)) return Invalid::Registers;
   return Invalid::None;
 }
 

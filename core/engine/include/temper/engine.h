@@ -14,7 +14,8 @@
 namespace temper::engine {
 
 // 2: the `full` set compiles tier 2 at ncols 1 only; 3: launch kinds and device entries; 4: the mmvq/mmq
-// choice (ggml_cuda_should_use_mmvq and get_mmvq_mmid_max_batch wrapped where the tree has them)
+// choice (ggml_cuda_should_use_mmvq and get_mmvq_mmid_max_batch wrapped where the tree has them), and
+// the grid's rows_per_block 16 and nwarps 32 (a v3 build counts entries using them as "not compiled in").
 constexpr int kHookVersion = 4;
 
 enum class TreeKind { Ggml, LlamaCpp };
