@@ -72,23 +72,26 @@ ReplayArm summarize_arm(std::vector<double> us, int64_t launches, int64_t tuned,
 
 }  // namespace
 
-ReplayReport run_replay(EngineDevice& device, const GgufFile& file, const ReplayPlan& plan, const ReplayOptions& o,
-                        const std::function<void(int, int)>& progress) {
-  check_width_and_paths(device, o);
-  ReplayReport r;
-  r.plan = plan;
-  r.ncols = o.ncols;
-  const size_t width = size_t(o.ncols);
+struct TokenReplayer::State {
+  EngineDevice& device;
+  const ReplayPlan& plan;
+  std::map<std::string, DeviceBuffer> weights;
+  DeviceBuffer x, out, ids;
+  bool real_bytes = false;
+};
+
+TokenReplayer::TokenReplayer(EngineDevice& device, const GgufFile& file, const ReplayPlan& plan, uint64_t seed)
+    : s_(std::make_unique<State>(State{device, plan, {}, {}, {}, {}, false})) {
+  constexpr size_t kWidth = 8;  // every batch width the engine runs mmvq at
   std::map<std::string, const TensorInfo*> by_name;
   for (const TensorInfo& t : file.tensors()) by_name[std::string(t.name)] = &t;
 
   // Weights: one device buffer per tensor, in the plan's order.
-  std::map<std::string, DeviceBuffer> weights;
   std::map<std::tuple<GgmlType, uint64_t, uint64_t, uint64_t>, std::vector<uint8_t>> generated;  // per shape
   int real = 0, total = 0;
   for (const PlannedLaunch& n : plan.launches.launches) {
     for (const std::string& name : n.tensors) {
-      if (weights.count(name)) continue;
+      if (s_->weights.count(name)) continue;
       const TensorInfo& t = *by_name.at(name);
       DeviceBuffer b = device.alloc(t.bytes);
       ++total;
@@ -100,66 +103,101 @@ ReplayReport run_replay(EngineDevice& device, const GgufFile& file, const Replay
         if (bytes.empty()) {
           bytes.resize(t.bytes);
           const int64_t rows = int64_t(t.dims[1] * t.dims[2]);
-          quant::fill_random(t.type, bytes.data(), rows, int64_t(t.dims[0]), o.seed + uint64_t(bytes.size()));
+          quant::fill_random(t.type, bytes.data(), rows, int64_t(t.dims[0]), seed + uint64_t(bytes.size()));
         }
         device.upload(b, bytes.data(), t.bytes);
       }
-      weights.emplace(name, std::move(b));
+      s_->weights.emplace(name, std::move(b));
     }
   }
-  r.real_bytes = real == total;
+  s_->real_bytes = real == total;
 
-  std::mt19937_64 rng(o.seed);
+  std::mt19937_64 rng(seed);
   const LaunchPlan& lp = plan.launches;
-  std::vector<float> x(size_t(lp.max_k) * size_t(std::max<int64_t>(lp.experts_used, 1)) * width);
+  std::vector<float> x(size_t(lp.max_k) * size_t(std::max<int64_t>(lp.experts_used, 1)) * kWidth);
   std::normal_distribution<float> normal(0.f, 1.f);
   for (float& v : x) v = normal(rng);
-  DeviceBuffer xb = device.alloc(x.size() * sizeof(float));
-  device.upload(xb, x.data(), x.size() * sizeof(float));
-  DeviceBuffer out = device.alloc(plan.output_bytes * width);
+  s_->x = device.alloc(x.size() * sizeof(float));
+  device.upload(s_->x, x.data(), x.size() * sizeof(float));
+  s_->out = device.alloc(plan.output_bytes * kWidth);
   // Each token's experts: distinct, fixed for the run (a router's choice changes which weights are
-  // read, not how many).
+  // read, not how many). A replay at width N reads the first N tokens' ids.
   int64_t experts = 1;
   for (const auto& n : lp.launches) experts = std::max<int64_t>(experts, n.experts);
   const size_t used = static_cast<size_t>(std::max<int64_t>(lp.experts_used, 1));
-  std::vector<int32_t> ids(used * width);
+  std::vector<int32_t> ids(used * kWidth);
   std::vector<int32_t> all(static_cast<size_t>(experts));
   std::iota(all.begin(), all.end(), 0);
-  for (size_t token = 0; token < width; ++token) {
+  for (size_t token = 0; token < kWidth; ++token) {
     std::shuffle(all.begin(), all.end(), rng);
     for (size_t i = 0; i < used; ++i) ids[token * used + i] = all[i % all.size()];
   }
-  DeviceBuffer idb = device.alloc(ids.size() * sizeof(int32_t));
-  device.upload(idb, ids.data(), ids.size() * sizeof(int32_t));
+  s_->ids = device.alloc(ids.size() * sizeof(int32_t));
+  device.upload(s_->ids, ids.data(), ids.size() * sizeof(int32_t));
+}
 
-  // A plan of the token's launches (or of those of one shape), for the profile or stock ("").
+TokenReplayer::~TokenReplayer() = default;
+
+bool TokenReplayer::real_bytes() const { return s_->real_bytes; }
+
+void TokenReplayer::check(const EngineDevice& device, int ncols, const std::vector<ReplayOptions::ForcedPath>& forced) {
+  ReplayOptions asked;
+  asked.ncols = ncols;
+  asked.forced_paths = forced;
+  check_width_and_paths(device, asked);
+}
+
+std::string TokenReplayer::plan_text(const std::filesystem::path& profile, int ncols,
+                                     const std::vector<ReplayOptions::ForcedPath>& forced, const ShapeKey* only) const {
+  check(s_->device, ncols, forced);
+  std::ostringstream p;
+  p << "profile " << (profile.empty() ? "-" : profile.string()) << "\n"
+    << "x " << EngineDevice::handle(s_->x) << "\nout " << EngineDevice::handle(s_->out) << "\nids " << EngineDevice::handle(s_->ids) << "\n";
+  if (ncols > 1) p << "ncols " << ncols << "\n";
+  for (const auto& f : forced)
+    p << "path " << int(f.launch) << " " << uint32_t(f.type) << " " << (f.path == MatPath::Mmvq ? 1 : 2) << "\n";
+  for (const PlannedLaunch& n : s_->plan.launches.launches) {
+    if (only && n.shape() != *only) continue;
+    p << replay_op(n) << " " << uint32_t(n.type) << " " << n.n << " " << n.k;
+    if (launch_has_ids(n.launch)) p << " " << n.experts << " " << n.used;
+    for (const auto& t : n.tensors) p << " " << EngineDevice::handle(s_->weights.at(t));
+    p << "\n";
+  }
+  return p.str();
+}
+
+ReplayTokens TokenReplayer::run(const std::string& plan_text, int tokens) { return s_->device.replay(plan_text, uint32_t(tokens)); }
+
+std::vector<float> TokenReplayer::outputs(const std::string& plan_text, int ncols) {
+  s_->device.replay(plan_text, 1);
+  std::vector<float> v(s_->plan.output_bytes * size_t(ncols) / sizeof(float));
+  s_->device.download(v.data(), s_->out, v.size() * sizeof(float));
+  return v;
+}
+
+ReplayReport run_replay(EngineDevice& device, const GgufFile& file, const ReplayPlan& plan, const ReplayOptions& o,
+                        const std::function<void(int, int)>& progress) {
+  check_width_and_paths(device, o);
+  ReplayReport r;
+  r.plan = plan;
+  r.ncols = o.ncols;
+  TokenReplayer token(device, file, plan, o.seed);
+  r.real_bytes = token.real_bytes();
+  const LaunchPlan& lp = plan.launches;
   auto plan_text = [&](const std::string& profile, const ShapeKey* only = nullptr) {
-    std::ostringstream p;
-    p << "profile " << (profile.empty() ? "-" : profile) << "\n"
-      << "x " << EngineDevice::handle(xb) << "\nout " << EngineDevice::handle(out) << "\nids " << EngineDevice::handle(idb) << "\n";
-    if (o.ncols > 1) p << "ncols " << o.ncols << "\n";
-    for (const auto& f : o.forced_paths)
-      p << "path " << int(f.launch) << " " << uint32_t(f.type) << " " << (f.path == MatPath::Mmvq ? 1 : 2) << "\n";
-    for (const PlannedLaunch& n : lp.launches) {
-      if (only && n.shape() != *only) continue;
-      p << replay_op(n) << " " << uint32_t(n.type) << " " << n.n << " " << n.k;
-      if (launch_has_ids(n.launch)) p << " " << n.experts << " " << n.used;
-      for (const auto& t : n.tensors) p << " " << EngineDevice::handle(weights.at(t));
-      p << "\n";
-    }
-    return p.str();
+    return token.plan_text(profile, o.ncols, o.forced_paths, only);
   };
   const std::string stock_plan = plan_text(""), profiled_plan = plan_text(o.profile.string());
   std::vector<double> stock_us, profiled_us;
   int64_t stock_launches = 0, stock_tuned = 0, stock_changes = 0, prof_launches = 0, prof_tuned = 0, prof_changes = 0;
   for (int round = 0; round < o.rounds; ++round) {
-    const ReplayTokens s = device.replay(stock_plan, uint32_t(o.tokens));
+    const ReplayTokens s = token.run(stock_plan, o.tokens);
     stock_us.insert(stock_us.end(), s.token_us.begin(), s.token_us.end());
     stock_launches = s.launches;
     stock_tuned = s.tuned;
     stock_changes = s.path_changes;
     if (progress) progress(2 * round + 1, 2 * o.rounds);
-    const ReplayTokens p = device.replay(profiled_plan, uint32_t(o.tokens));
+    const ReplayTokens p = token.run(profiled_plan, o.tokens);
     profiled_us.insert(profiled_us.end(), p.token_us.begin(), p.token_us.end());
     prof_launches = p.launches;
     prof_tuned = p.tuned;
@@ -173,12 +211,7 @@ ReplayReport run_replay(EngineDevice& device, const GgufFile& file, const Replay
   r.speedup_high = r.stock.ci_high / r.profiled.ci_low;
 
   // Same answers: each launch's output of one token, stock and with the profile.
-  auto outputs = [&](const std::string& text) {
-    device.replay(text, 1);
-    std::vector<float> v(plan.output_bytes * width / sizeof(float));
-    device.download(v.data(), out, v.size() * sizeof(float));
-    return v;
-  };
+  auto outputs = [&](const std::string& text) { return token.outputs(text, o.ncols); };
   const std::vector<float> stock_out = outputs(stock_plan), prof_out = outputs(profiled_plan);
   const auto slices = replay_output_slices(plan, o.ncols);
   for (size_t i = 0; i < slices.size(); ++i) {
@@ -211,7 +244,7 @@ ReplayReport run_replay(EngineDevice& device, const GgufFile& file, const Replay
   r.copy_bandwidth_gbs = device.copy_bandwidth_gbs(size_t(1) << 30);
   if (o.breakdown_tokens > 0) {
     for (const Shape& sh : lp.shapes) {
-      const auto median_of = [&](const std::string& text) { return summarize(device.replay(text, uint32_t(o.breakdown_tokens)).token_us).median; };
+      const auto median_of = [&](const std::string& text) { return summarize(token.run(text, o.breakdown_tokens).token_us).median; };
       ReplayShare s;
       static_cast<ShapeKey&>(s) = sh.shape();
       s.launches = sh.calls_per_token;

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <set>
 #include <sstream>
 
@@ -514,17 +515,17 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
     const StockPath stock = [&](const PathTarget& t, int n) {
       return defaults::stock_uses_mmvq(engine_version, arch, t.type, t.launch == Launch::MulMatId, n) ? MatPath::Mmvq : MatPath::Mmq;
     };
+    // The model's token goes up once (a MoE model's experts are many GB) and is replayed for every
+    // width and arm; the arms alternate in measure_width.
+    std::unique_ptr<engine::TokenReplayer> token;
     const PathReplay replay = [&](int n, const std::vector<engine::ReplayOptions::ForcedPath>& forced) {
       if (cancel.load())
         fail(ErrorKind::Cancelled, "tune cancelled during the crossover; the batch widths measured are journaled: run the same command again to go on");
-      engine::ReplayOptions ro;
-      ro.profile = fs::absolute(report.profile);
-      ro.tokens = o.replay_tokens;
-      ro.rounds = 1;  // the arms alternate here, one replay each
-      ro.breakdown_tokens = 0;
-      ro.ncols = n;
-      ro.forced_paths = forced;
-      return engine::run_replay(dev, file, plan, ro).profiled.token_us;
+      if (!token) {
+        engine::TokenReplayer::check(dev, n, forced);  // an engine that cannot: before any upload
+        token = std::make_unique<engine::TokenReplayer>(dev, file, plan, 1);
+      }
+      return token->run(token->plan_text(fs::absolute(report.profile), n, forced), o.replay_tokens).token_us;
     };
     auto measured = [&](int n) { return std::any_of(done.begin(), done.end(), [&](const WidthSamples& w) { return w.ncols == n; }); };
     int runs = 0, total = 0;

@@ -34,12 +34,14 @@ ReplayPlan plan_replay(const GgufFile& file);
 
 #include <filesystem>
 #include <functional>
+#include <memory>
 
 #include <nlohmann/json.hpp>
 
 namespace temper::engine {
 
 class EngineDevice;
+struct ReplayTokens;
 
 struct ReplayOptions {
   std::filesystem::path profile;  // the profile the hooked engine loads for the tuned arm
@@ -120,6 +122,32 @@ std::vector<std::pair<size_t, size_t>> replay_output_slices(const ReplayPlan& pl
 // then times `rounds` × (stock, profiled) runs of `tokens` tokens each. `progress(done, total)`.
 // Error(BadInput) for ncols outside 1..8, a forced path at ncols 1 or of a launch other than
 // MUL_MAT / MUL_MAT_ID, or either with a probe older than protocol 4.
+// One token's weights, activations (8 columns), expert ids (8 tokens) and output arena on the
+// device, uploaded once and replayed as often as asked: at any batch width, with any profile and
+// forced paths. run_replay is built on it; tune's crossover replays one of these at every width
+// and path instead of uploading the model again for each replay.
+class TokenReplayer {
+ public:
+  TokenReplayer(EngineDevice& device, const GgufFile& file, const ReplayPlan& plan, uint64_t seed);
+  ~TokenReplayer();
+  TokenReplayer(const TokenReplayer&) = delete;
+  TokenReplayer& operator=(const TokenReplayer&) = delete;
+  bool real_bytes() const;  // the weights came from the file (else random valid blocks)
+  // Error(BadInput) when the probe cannot replay at `ncols` or force these paths (protocol < 4).
+  static void check(const EngineDevice& device, int ncols, const std::vector<ReplayOptions::ForcedPath>& forced);
+  // The probe's plan text (Op::Replay): the token's launches, or only those of `only`.
+  std::string plan_text(const std::filesystem::path& profile, int ncols, const std::vector<ReplayOptions::ForcedPath>& forced,
+                        const ShapeKey* only = nullptr) const;
+  // `tokens` tokens of `plan_text`'s graph (Error(BadInput) for a width or path the probe cannot run).
+  ReplayTokens run(const std::string& plan_text, int tokens);
+  // Runs one token of `plan_text` and reads back the output arena at `ncols` columns.
+  std::vector<float> outputs(const std::string& plan_text, int ncols);
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
+
 ReplayReport run_replay(EngineDevice& device, const GgufFile& file, const ReplayPlan& plan, const ReplayOptions& options,
                         const std::function<void(int, int)>& progress = {});
 
