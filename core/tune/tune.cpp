@@ -277,8 +277,12 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
     const engine::CheckReport c = engine::check(o.engine_src);
     const std::string tree = std::string(engine::tree_kind_name(c.tree.kind)) + " tree at " + c.tree.root.string() +
                              " (ggml commit " + (c.tree.commit.empty() ? "unknown" : c.tree.commit.substr(0, 12)) + ")";
-    if (c.state == engine::HookState::Patched) r.summary = tree + ", patched with hook v" + std::to_string(c.patched_version);
-    else if (c.applies) r.summary = tree + ", the hook applies";
+    if (c.state == engine::HookState::Patched) {
+      r.summary = tree + ", patched with hook v" + std::to_string(c.patched_version);
+      if (c.patched_version < engine::kHookVersion && !o.patch)
+        note("the tree carries hook v" + std::to_string(c.patched_version) + ", older than this Temper's v" + std::to_string(engine::kHookVersion) +
+             ": your llama.cpp ignores what it lacks (mmvq/mmq path choices, the larger grid); --patch upgrades it");
+    } else if (c.applies) r.summary = tree + ", the hook applies";
     else fail(ErrorKind::BadInput, tree + ": the hook does not apply: " + c.problem);
     return {{"commit", c.tree.commit}, {"patched", c.state == engine::HookState::Patched}};
   });
@@ -289,13 +293,21 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
       return {};
     }
     const engine::CheckReport c = engine::check(o.engine_src);
-    if (c.state == engine::HookState::Patched) {
+    if (c.state == engine::HookState::Patched && c.patched_version >= engine::kHookVersion) {
       r.outcome = "skipped";
       r.summary = "already patched (hook v" + std::to_string(c.patched_version) + ")";
       return {};
     }
+    std::string upgraded;
+    if (c.state == engine::HookState::Patched) {  // an older hook: restored byte for byte, then this one
+      if (!c.undoable)
+        fail(ErrorKind::BadInput, c.tree.mmvq.string() + " carries hook v" + std::to_string(c.patched_version) +
+                                      " and cannot be restored to upgrade it: " + c.undo_problem);
+      engine::undo(o.engine_src);
+      upgraded = " (upgraded from hook v" + std::to_string(c.patched_version) + ")";
+    }
     engine::patch(o.engine_src, set);
-    r.summary = "patched " + c.tree.mmvq.string() + " (hook v" + std::to_string(engine::kHookVersion) +
+    r.summary = "patched" + upgraded + " " + c.tree.mmvq.string() + " (hook v" + std::to_string(engine::kHookVersion) +
                 "); re-configure and rebuild llama.cpp so your llama-bench carries it";
     note("the tree is patched now: re-run cmake's configure step and rebuild llama.cpp before benchmarking with it");
     return {};

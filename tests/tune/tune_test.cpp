@@ -19,6 +19,7 @@
 #include "engine/probe_protocol.h"
 #include "fixtures/fixtures.h"
 #include "support/upstream_tree.h"
+#include "temper/engine.h"
 #include "temper/fileio.h"
 #include "temper/sweep.h"
 #include "temper/tune.h"
@@ -318,6 +319,38 @@ TEST(Tune, ChecksAndPatchesAnUpstreamTreeBeforeTheBuild) {
   r = test::run_temper({"engine", "patch", tree.root().string(), "--undo"});
   EXPECT_EQ(r.code, 0) << r.output;
   EXPECT_EQ(test::slurp(mmvq), stock);
+}
+
+// A tree an older hook (v3) patched: tune says so without --patch, and with --patch upgrades it
+// (restored byte for byte, then this hook), before the build. Temper's own stand-in mmvq.cu.
+TEST(Tune, UpgradesATreeAnOlderHookPatched) {
+  const TuneDir d;
+  const fs::path tree = d.dir / "ggml", cuda = tree / "src" / "ggml-cuda";
+  fs::create_directories(cuda / ".temper-hook");
+  const std::string original = read_file(fs::path(TEMPER_SOURCE_DIR) / "tests/engine/fixtures/mmvq-paths.cu");
+  const engine::Patch v3 = engine::make_patch(original, engine::kernel_set("ci"), 3);
+  write_file_atomic(cuda / ".temper-hook/mmvq.cu.orig", original);
+  std::string manifest = "set=ci\n";  // an unhashed manifest: undo regenerates v3 to check the files
+  for (const auto& [name, content] : v3.files) {
+    write_file_atomic(cuda / name, content);
+    manifest += name + "\n";
+  }
+  write_file_atomic(cuda / ".temper-hook/manifest.txt", manifest);
+  write_file_atomic(cuda / "mmvq.cu", v3.mmvq);
+  const test::Env no_cuda = d.env({{"CUDACXX", "/nonexistent/nvcc"}, {"PATH", "/usr/bin:/bin"}});
+  std::vector<std::string> args = {"tune", d.model.string(), "--engine-src", tree.string(), "--arch", "sm_90", "--kernel-set", "ci"};
+  test::CliRun r = test::run_temper(args, no_cuda);
+  EXPECT_EQ(r.code, 6) << r.output;  // the build needs nvcc
+  EXPECT_NE(r.output.find("carries hook v3, older than this Temper's v" + std::to_string(engine::kHookVersion)), std::string::npos) << r.output;
+  EXPECT_EQ(read_file(cuda / "mmvq.cu"), v3.mmvq);
+  args.push_back("--patch");
+  r = test::run_temper(args, no_cuda);
+  EXPECT_EQ(r.code, 6) << r.output;
+  EXPECT_NE(r.output.find("patched (upgraded from hook v3)"), std::string::npos) << r.output;
+  EXPECT_EQ(read_file(cuda / "mmvq.cu").rfind("// temper-hook v" + std::to_string(engine::kHookVersion), 0), 0u);
+  EXPECT_EQ(engine::check(tree).patched_version, engine::kHookVersion);
+  engine::undo(tree);
+  EXPECT_EQ(read_file(cuda / "mmvq.cu"), original);
 }
 
 TEST(Tune, BadOptionsAreOneLine) {
