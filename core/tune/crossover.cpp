@@ -135,13 +135,22 @@ std::vector<PathChoice> path_choices(const std::vector<CrossoverCell>& cells, co
 }
 
 void install_paths(Profile& p, const std::vector<CrossoverCell>& cells, const std::string& arch, const ProfileDevice& device,
-                   std::vector<PathChoice> choices) {
+                   std::vector<PathChoice> choices, const std::string& model) {
+  // Path choices are per type, not per model: an approved record another model's tune made stays
+  // unless this measurement decides the cell (the other path approved, or beyond noise slower).
+  // A difference within noise here says nothing against a clear win there. This model's own
+  // records are always replaced.
   std::erase_if(p.paths, [&](const PathChoice& r) {
     if (r.arch != arch || !(r.device == device)) return false;
-    return std::any_of(cells.begin(), cells.end(),
-                       [&](const CrossoverCell& c) { return c.target.type == r.type && c.target.launch == r.launch && c.ncols == r.ncols; });
+    return std::any_of(cells.begin(), cells.end(), [&](const CrossoverCell& c) {
+      const bool others = r.approval == Approval::Approved && r.evidence && r.evidence->model != model;
+      const bool decides = !others || c.record == Approval::Approved || c.speedup_high < 1;
+      return c.target.type == r.type && c.target.launch == r.launch && c.ncols == r.ncols && decides;
+    });
   });
-  p.paths.insert(p.paths.end(), std::make_move_iterator(choices.begin()), std::make_move_iterator(choices.end()));
+  for (PathChoice& c : choices)
+    if (std::none_of(p.paths.begin(), p.paths.end(), [&](const PathChoice& r) { return r.key() == c.key(); }))
+      p.paths.push_back(std::move(c));
   std::sort(p.paths.begin(), p.paths.end(), [](const PathChoice& a, const PathChoice& b) { return a.key() < b.key(); });
 }
 

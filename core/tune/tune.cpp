@@ -488,7 +488,8 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
     // The records of these decisions go into the installed profile (measured keys replaced).
     auto record = [&](const ProfileDevice& on, const PathEvidence& evidence, const std::string& when) {
       Profile before = report.installed;
-      install_paths(report.installed, report.crossover, arch, on, path_choices(report.crossover, arch, on, evidence, when));
+      install_paths(report.installed, report.crossover, arch, on, path_choices(report.crossover, arch, on, evidence, when),
+                    evidence.model);
       if (to_json(report.installed) == to_json(before)) return false;
       save_profile(report.installed, report.profile);
       installed_now = true;

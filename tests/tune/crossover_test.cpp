@@ -205,7 +205,7 @@ TEST(Crossover, RecordsAndTheInstallRule) {
   p.paths = {record(h100, GgmlType::Q4_K, 4, MatPath::Mmq),   // measured again, stock stays now: goes
              record(h100, GgmlType::Q4_K, 6, MatPath::Mmq),   // a width not measured this time: stays
              record(h200, GgmlType::Q4_K, 8, MatPath::Mmq)};  // another device: stays
-  install_paths(p, cells, "sm_90", h100, choices);
+  install_paths(p, cells, "sm_90", h100, choices, "a.gguf");
   ASSERT_EQ(p.paths.size(), 4u);
   for (size_t i = 1; i < p.paths.size(); ++i) EXPECT_LT(p.paths[i - 1].key(), p.paths[i].key());
   std::map<std::tuple<std::string, GgmlType, int>, Approval> got;
@@ -217,9 +217,27 @@ TEST(Crossover, RecordsAndTheInstallRule) {
                      {{h200.name, GgmlType::Q4_K, 8}, Approval::Approved}}));
   // Installing the same again changes nothing.
   const std::vector<PathChoice> before = p.paths;
-  install_paths(p, cells, "sm_90", h100, choices);
+  install_paths(p, cells, "sm_90", h100, choices, "a.gguf");
   ASSERT_EQ(p.paths.size(), before.size());
   for (size_t i = 0; i < before.size(); ++i) EXPECT_EQ(p.paths[i].key(), before[i].key());
+
+  // Another model's approved mmq at a cell this model measures within noise (q6_K at 8: +0.6 %, not
+  // significant) stays; measured beyond noise slower (q4_K at 4) it goes, as above.
+  Profile other;
+  other.paths = {record(h100, GgmlType::Q6_K, 8, MatPath::Mmq), record(h100, GgmlType::Q4_K, 4, MatPath::Mmq)};
+  for (PathChoice& r : other.paths) r.evidence = PathEvidence{.model = "b.gguf"};
+  install_paths(other, cells, "sm_90", h100, choices, "a.gguf");
+  ASSERT_EQ(other.paths.size(), 2u);
+  EXPECT_EQ(other.paths[0].type, GgmlType::Q4_K);
+  EXPECT_EQ(other.paths[0].ncols, 8);  // this model's approved record
+  EXPECT_EQ(other.paths[1].type, GgmlType::Q6_K);
+  EXPECT_EQ(other.paths[1].approval, Approval::Approved);  // the other model's, not this one's pending
+  // The same records made by this model's earlier tune are this model's to replace.
+  for (PathChoice& r : other.paths) r.evidence = PathEvidence{.model = "a.gguf"};
+  install_paths(other, cells, "sm_90", h100, choices, "a.gguf");
+  ASSERT_EQ(other.paths.size(), 2u);
+  EXPECT_EQ(other.paths[1].type, GgmlType::Q6_K);
+  EXPECT_EQ(other.paths[1].approval, Approval::Pending);
 }
 
 }  // namespace

@@ -81,11 +81,13 @@ WidthSamples width_samples_from_json(const nlohmann::json& j);
 std::vector<PathChoice> path_choices(const std::vector<CrossoverCell>& cells, const std::string& arch,
                                      const ProfileDevice& device, const PathEvidence& evidence, const std::string& when);
 
-// The install rule for path choices: every record of `p` whose key the crossover measured (`cells`
-// on (arch, device)) is replaced by `choices` (or removed where stock stays); every other record
-// stays. Sorted by key.
+// The install rule for path choices: a record of `p` whose key the crossover measured (`cells` on
+// (arch, device)) is replaced by `choices` (or removed where stock stays) when this measurement
+// decides the cell — the other path approved, or slower beyond noise — or the record is not an
+// approved one of another model (evidence.model other than `model`): such a record survives a
+// difference within noise. Every other record stays. Sorted by key.
 void install_paths(Profile& p, const std::vector<CrossoverCell>& cells, const std::string& arch, const ProfileDevice& device,
-                   std::vector<PathChoice> choices);
+                   std::vector<PathChoice> choices, const std::string& model);
 
 // `temper tune --json`'s "crossover" (docs/json.md): one object per cell.
 nlohmann::json crossover_json(const std::vector<CrossoverCell>& cells);
