@@ -29,6 +29,9 @@
 #            reused): MOE_NCOLS (1,2,4,8), MOE_TESTS (tg128,pp8), the same rounds
 #   summary  tune_summary.py: every tune's steps, llama-bench, replay against prediction, mmvq/mmq
 #            crossover, per-launch breakdown, and what the grid beyond nwarps 16 / rows 8 bought
+#   paths    (not in the default) llama-bench pp8 of both fixtures, stock vs PATHS_PROFILE (default
+#            bench/profiles/h100-q4_K-mmq-at-8.json: only the q4_K mmq choice at 8 columns), rounds
+#            interleaved: what a path choice alone does, on the model it was measured on and another
 #   hand     (not in the default) llama-bench by hand, as below; then `report`
 #   report   (not in the default) tune_compare.py: tune's table against the by-hand one, within 1 %
 #   retune   (not in the default) the same tune again: every step but the bench is skipped
@@ -243,6 +246,39 @@ if want summary; then
   for f in "$ev"/replay-*.json; do [[ -f "$f" ]] && args+=(--replay "$(basename "$f" .json)=$f"); done
   python3 bench/tune_summary.py "${args[@]}" >"$ev/summary.md" || exit 1
   cat "$ev/summary.md" >&2
+fi
+
+if want paths; then
+  stage paths
+  paths_profile="$(realpath "${PATHS_PROFILE:-bench/profiles/h100-q4_K-mmq-at-8.json}")"
+  moe_model="$work/$moe_fixture.gguf"
+  [[ -f "$moe_model" ]] || "$fixture_bin" "${runnable[@]}" "$moe_fixture" "$moe_model" 2>&1 | tee -a "$log" >&2
+  mkdir -p "$ev/paths"
+  t0=$(now)
+  for r in $(seq 1 "$rounds"); do
+    for m in "$model" "$moe_model"; do
+      base="$ev/paths/r$r-$(basename "$m" .gguf)"
+      TEMPER_PROFILE= "$llama_bench" -m "$m" -p 128 -n 0 -ub 8 -r "$reps" -o json >"$base-stock.json" 2>"$base-stock.err" ||
+        { tail -5 "$base-stock.err" | tee -a "$log" >&2; exit 1; }
+      TEMPER_PROFILE="$paths_profile" "$llama_bench" -m "$m" -p 128 -n 0 -ub 8 -r "$reps" -o json >"$base-profile.json" 2>"$base-profile.err" ||
+        { tail -5 "$base-profile.err" | tee -a "$log" >&2; exit 1; }
+    done
+  done
+  timed paths "$(ms "$t0")"
+  say "== the engine: $(grep -h '^temper: profile' "$ev"/paths/*-profile.err | head -1)"
+  python3 - "$ev/paths" <<'EOF2' | tee -a "$log" >&2
+import glob, json, os, statistics, sys
+runs = {}
+for f in sorted(glob.glob(os.path.join(sys.argv[1], "r*-*.json"))):
+    name = os.path.basename(f)[:-5]
+    rnd, rest = name.split("-", 1)
+    model, arm = rest.rsplit("-", 1)
+    runs.setdefault(model, {}).setdefault(arm, []).extend(json.load(open(f))[0]["samples_ts"])
+print("| model | pp8 stock t/s | pp8 with the path choice t/s | speedup |\n|---|---:|---:|---:|")
+for model, arms in runs.items():
+    s, p = statistics.median(arms["stock"]), statistics.median(arms["profile"])
+    print(f"| {model} | {s:.2f} | {p:.2f} | **{p / s:.3f}** |")
+EOF2
 fi
 
 # By hand: llama-bench itself, the same arms and arguments, interleaved run by run (tgN: -p 0 -n N;
