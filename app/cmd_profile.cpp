@@ -224,11 +224,12 @@ int run_validate(const Options& o) {
   const Profile p = load_for_cli(o, pos[0]);
   const auto problems = validate_profile(p);
   if (o.json) {
-    out(json{{"file", pos[0]}, {"valid", problems.empty()}, {"entries", p.entries.size()}, {"problems", problems}}.dump(2) + "\n");
+    out(json{{"file", pos[0]}, {"valid", problems.empty()}, {"entries", p.entries.size()}, {"path_choices", p.paths.size()}, {"problems", problems}}.dump(2) + "\n");
   } else {
     for (const auto& pr : problems) err(pos[0] + ": " + pr + "\n");
     out(pos[0] + ": " + (problems.empty() ? "valid" : std::to_string(problems.size()) + " problem(s)") + ", " +
-        std::to_string(p.entries.size()) + " entries\n");
+        std::to_string(p.entries.size()) + " entries" +
+        (p.paths.empty() ? std::string() : ", " + std::to_string(p.paths.size()) + " path choices") + "\n");
   }
   return problems.empty() ? 0 : static_cast<int>(ErrorKind::BadInput);
 }

@@ -23,6 +23,11 @@ check 0 "show --json" "$temper" profile show "$p" --json
 has "$out/stdout" '"format": "temper-profile"' "show --json prints the profile"
 check 0 "validate" "$temper" profile validate "$p"
 has "$out/stdout" "valid" "validate says valid"
+paths=$fixtures/../corpus/valid-paths.json  # a profile with mmvq/mmq path choices
+check 0 "validate paths" "$temper" profile validate "$paths"
+has "$out/stdout" "valid, 1 entries, 4 path choices" "validate counts path choices"
+check 0 "show paths" "$temper" profile show "$paths"
+has "$out/stdout" "4 path choices (mmvq or mmq)" "show lists path choices"
 
 check 0 "export kernel-anvil" "$temper" profile export "$p" --format kernel-anvil -o "$out/anvil.json"
 has "$out/anvil.json" '"3,2"' "q4_K 14336x4096 lands in cell N bucket 3, K bucket 2"
