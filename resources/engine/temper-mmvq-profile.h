@@ -600,6 +600,14 @@ inline std::string path_problem(const Value& e, const PathRecord& x, const TypeF
   return {};
 }
 
+// An entry's or path choice's optional "device" (its structure already checked).
+inline void read_device(const Value& d, bool* has_device, std::string* name, long long* compute_units) {
+  if (d.kind != Value::Object) return;
+  *has_device = true;
+  *name = d["name"].text;
+  integer_in(d["compute_units"], 1, 1 << 20, compute_units);
+}
+
 struct ReadPath {
   std::string refuses;
   PathRecord path;
@@ -619,11 +627,7 @@ inline ReadPath read_path(const Value& e, const TypeLookup& types) {
   }
   PathRecord& x = r.path;
   x.arch = e["arch"].text;
-  if (e["device"].kind == Value::Object) {
-    x.has_device = true;
-    x.device_name = e["device"]["name"].text;
-    integer_in(e["device"]["compute_units"], 1, 1 << 20, &x.compute_units);
-  }
+  read_device(e["device"], &x.has_device, &x.device_name, &x.compute_units);
   x.type = t.id;
   x.launch_name = e["launch"].text;
   x.launch = x.launch_name == kLaunchNames[kMulMat] ? kMulMat : x.launch_name == kLaunchNames[kMulMatId] ? kMulMatId : kUnknownLaunch;
@@ -657,11 +661,7 @@ inline ReadEntry read_entry(const Value& e, const TypeLookup& types) {
   }
   Entry& x = r.entry;
   x.arch = e["arch"].text;
-  if (e["device"].kind == Value::Object) {
-    x.has_device = true;
-    x.device_name = e["device"]["name"].text;
-    integer_in(e["device"]["compute_units"], 1, 1 << 20, &x.compute_units);
-  }
+  read_device(e["device"], &x.has_device, &x.device_name, &x.compute_units);
   x.type = t.id;
   integer_in(e["n"], 1, INT32_MAX, &x.n);
   integer_in(e["k"], 1, INT32_MAX, &x.k);
