@@ -12,6 +12,7 @@
 
 #include "temper-mmvq-profile.h"  // v3's, from tests/engine/hook-v3
 #include "temper/mmvq_traits.h"
+#include "support/profile_type_facts.h"
 #include "temper/types.h"
 
 namespace temper {
@@ -19,16 +20,8 @@ namespace {
 
 namespace tp = temper_profile;
 
-tp::TypeFacts temper_types(const std::string& name) {
-  tp::TypeFacts f;
-  if (const auto t = parse_type(name)) {
-    const TypeInfo& ti = type_info(*t);
-    f.id = int(*t);
-    f.mmvq = ti.quantized && *t != GgmlType::Q8_1 && *t != GgmlType::Q8_K;
-    f.block = int(ti.block_size);
-  }
-  return f;
-}
+// Temper's own type facts, as the engine's are ggml's.
+tp::TypeFacts temper_types(const std::string& name) { return test::profile_type_facts<tp::TypeFacts>(name); }
 
 bool in(std::initializer_list<int> values, int v) { return std::find(values.begin(), values.end(), v) != values.end(); }
 

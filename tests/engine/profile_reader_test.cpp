@@ -23,6 +23,7 @@
 #include "temper/error.h"
 #include "temper/fileio.h"
 #include "temper/profile.h"
+#include "support/profile_type_facts.h"
 #include "temper/types.h"
 #include "support/test_dir.h"
 
@@ -35,16 +36,7 @@ namespace tp = temper_profile;
 const fs::path kCorpus = fs::path(TEMPER_SOURCE_DIR) / "tests/profile/corpus";
 
 // Temper's own type facts, as the engine's are ggml's.
-tp::TypeFacts temper_types(const std::string& name) {
-  tp::TypeFacts f;
-  if (const auto t = parse_type(name)) {
-    const TypeInfo& ti = type_info(*t);
-    f.id = int(*t);
-    f.mmvq = ti.quantized && *t != GgmlType::Q8_1 && *t != GgmlType::Q8_K;
-    f.block = int(ti.block_size);
-  }
-  return f;
-}
+tp::TypeFacts temper_types(const std::string& name) { return test::profile_type_facts<tp::TypeFacts>(name); }
 
 // An entry's key and config, as both readers see it (type id, launch by name, experts, device).
 using EntryKey = std::tuple<std::string, std::string, long long, int, long long, long long, std::string, long long, long long, long long>;

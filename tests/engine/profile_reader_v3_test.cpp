@@ -8,6 +8,7 @@
 
 #include "hook-v3/temper-mmvq-profile.h"
 #include "temper/profile.h"
+#include "support/profile_type_facts.h"
 #include "temper/types.h"
 
 namespace temper {
@@ -16,16 +17,8 @@ namespace {
 namespace fs = std::filesystem;
 namespace tp = temper_profile;
 
-tp::TypeFacts temper_types(const std::string& name) {
-  tp::TypeFacts f;
-  if (const auto t = parse_type(name)) {
-    const TypeInfo& ti = type_info(*t);
-    f.id = int(*t);
-    f.mmvq = ti.quantized && *t != GgmlType::Q8_1 && *t != GgmlType::Q8_K;
-    f.block = int(ti.block_size);
-  }
-  return f;
-}
+// Temper's own type facts, as the engine's are ggml's.
+tp::TypeFacts temper_types(const std::string& name) { return test::profile_type_facts<tp::TypeFacts>(name); }
 
 TEST(ProfileReaderV3, AProfileWithPathsLoadsWithTheSameEntries) {
   const fs::path corpus = fs::path(TEMPER_SOURCE_DIR) / "tests/profile/corpus";

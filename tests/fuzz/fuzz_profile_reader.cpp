@@ -16,22 +16,15 @@
 #include "temper/error.h"
 #include "temper/input.h"
 #include "temper/profile.h"
+#include "support/profile_type_facts.h"
 #include "temper/types.h"
 
 namespace {
 
 namespace tp = temper_profile;
 
-tp::TypeFacts temper_types(const std::string& name) {
-  tp::TypeFacts f;
-  if (const auto t = temper::parse_type(name)) {
-    const temper::TypeInfo& ti = temper::type_info(*t);
-    f.id = int(*t);
-    f.mmvq = ti.quantized && *t != temper::GgmlType::Q8_1 && *t != temper::GgmlType::Q8_K;
-    f.block = int(ti.block_size);
-  }
-  return f;
-}
+// Temper's own type facts, as the engine's are ggml's.
+tp::TypeFacts temper_types(const std::string& name) { return temper::test::profile_type_facts<tp::TypeFacts>(name); }
 
 using Key = std::tuple<std::string, std::string, long long, int, long long, long long, std::string, long long, long long, long long>;
 using PathKey = std::tuple<std::string, std::string, long long, int, std::string, long long>;
