@@ -534,10 +534,7 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
     const PathReplay replay = [&](int n, const std::vector<engine::ReplayOptions::ForcedPath>& forced) {
       if (cancel.load())
         fail(ErrorKind::Cancelled, "tune cancelled during the crossover; the batch widths measured are journaled: run the same command again to go on");
-      if (!token) {
-        engine::TokenReplayer::check(dev, n, forced);  // an engine that cannot: before any upload
-        token = std::make_unique<engine::TokenReplayer>(dev, file, plan, 1);
-      }
+      if (!token) token = std::make_unique<engine::TokenReplayer>(dev, file, plan, 1);
       return token->run(token->plan_text(fs::absolute(report.profile), n, forced), o.replay_tokens).token_us;
     };
     auto measured = [&](int n) { return std::any_of(done.begin(), done.end(), [&](const WidthSamples& w) { return w.ncols == n; }); };
@@ -547,22 +544,24 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
       total += tried ? o.replay_rounds * (1 + int(tried)) : 0;
       if (measured(n)) runs = total;
     }
-    for (int n : widths) {
-      if (measured(n)) continue;
-      WidthSamples w;
+    if (done.empty() && !widths.empty()) {
       try {
-        w = measure_width(n, targets, stock, o.replay_rounds, replay, [&] {
-          if (ev.crossover) ev.crossover(++runs, total);
-        });
+        engine::TokenReplayer::check(dev, widths.front(), {});
       } catch (const Error& e) {
         // An engine that cannot replay wider tokens or force a path (a probe before protocol 4):
         // tune goes on with ggml's own choice, said once.
-        if (e.kind() != ErrorKind::BadInput || !done.empty()) throw;
+        if (e.kind() != ErrorKind::BadInput) throw;
         r.outcome = "not asked";
         r.summary = std::string("this engine cannot replay at batch widths above 1: ") + e.what();
         note("no crossover: " + std::string(e.what()));
         return {};
       }
+    }
+    for (int n : widths) {
+      if (measured(n)) continue;
+      WidthSamples w = measure_width(n, targets, stock, o.replay_rounds, replay, [&] {
+        if (ev.crossover) ev.crossover(++runs, total);
+      });
       log.append({{"crossover_width", to_json(w)}});
       done.push_back(std::move(w));
     }

@@ -376,6 +376,22 @@ TEST(Tune, BadOptionsAreOneLine) {
 // for them from N = 4 on and mmvq stays at N = 2. On SmallLlama in k-quants every (type, launch,
 // width) of the token is measured, mmq approved at 8 and not at 2, the records installed with their
 // evidence as the report's cells say; a re-run skips it, a stricter --min-path-gain re-decides.
+// A probe before protocol 4 cannot replay wider tokens: tune says so once and goes on with ggml's
+// own pick (no path choice recorded), rather than failing.
+TEST(Tune, ACrossoverAnOlderProbeCannotRunIsNotAsked) {
+  const TuneDir d;
+  const json out = d.run({{"--ncols", "1,2"}, {"--tests", "tg128"}, {"--rounds", "1"}, {"--replay-tokens", "4"}, {"--replay-rounds", "1"}},
+                         {{"FAKE_PROBE_PROTOCOL", "3"}});
+  ASSERT_TRUE(out.is_object());
+  EXPECT_EQ(outcomes(out)["crossover"], "not asked");
+  EXPECT_EQ(outcomes(out)["bench"], "done");
+  bool said = false;
+  for (const json& n : out["notes"]) said |= n.get<std::string>().find("no crossover: ") != std::string::npos &&
+                                             n.get<std::string>().find("protocol 3") != std::string::npos;
+  EXPECT_TRUE(said) << out["notes"].dump();
+  EXPECT_TRUE(load_profile(out["profile"].get<std::string>()).paths.empty());
+}
+
 TEST(Tune, CrossoverRecordsWhereTheOtherPathWins) {
   if (probe::kProtocolVersion < 4) GTEST_SKIP() << "SKIPPED: the fake probe speaks protocol " << probe::kProtocolVersion
                                                 << "; the crossover needs 4 (Replay at ncols N with forced paths)";
