@@ -41,6 +41,15 @@ int  temper_mmvq_path_hooks(void);
 // How many of ggml's decisions the hook answered otherwise than ggml (MUL_MAT choices flipped, MUL_MAT_ID
 // caps lowered), in all: the evidence that a forced or profiled path ran.
 long long temper_mmvq_path_changes(void);
+// Same-input groups (hook v5): 2..4 consecutive MUL_MATs of the graph reading the same activations
+// (q, k, v of a layer) run as one launch after one q8_1 quantization. The probe's override holds for
+// every group this process launches: nwarps > 0 forces that group config (nwarps 2|4|8, rows 1|2|4),
+// 0 removes the override (the profile, else TEMPER_MMVQ_GROUP, decides), -1 forces groups off.
+void temper_mmvq_set_group_override(int nwarps, int rows);
+// How many group launches the hook has made in all (each replaces 2..4 MUL_MAT launches).
+long long temper_mmvq_group_launches(void);
+// TEMPER_MMVQ_GROUP_HOOKS: bit 0 the graph evaluation launches groups, bit 1 graph_optimize orders runs.
+int  temper_mmvq_group_hooks(void);
 // Loads a profile now (path NULL: TEMPER_PROFILE, else the default path); prints its one line.
 void temper_mmvq_load_profile(const char * path);
 }
