@@ -45,12 +45,19 @@ constexpr int kMaxConfigValue = 32;             // nwarps, rows_per_block (Tempe
 // The launches an entry can tune (schema 2's "launch"; absent: mul_mat), as Temper names them
 // (Launch in temper/keys.h); the hook's launch kinds use the same numbers.
 // The *_unfused kinds are a fused gate/up launch as the hook runs it: two plain launches and the GLU.
+// mul_mat_group (hook v5): 2..4 consecutive MUL_MATs of one input (q, k, v) as one launch after one
+// quantization; its entries name their "members" and are looked up by Loader::group().
 enum Launch : int {
   kMulMat = 0, kMulMatGlu = 1, kMulMatId = 2, kMulMatIdGlu = 3, kMulMatGluUnfused = 4, kMulMatIdGluUnfused = 5,
-  kLaunchKinds = 6, kUnknownLaunch = -1
+  kMulMatGroup = 6, kLaunchKinds = 7, kUnknownLaunch = -1
 };
-constexpr const char* kLaunchNames[kLaunchKinds] = {"mul_mat",    "mul_mat_glu",         "mul_mat_id",
-                                                    "mul_mat_id_glu", "mul_mat_glu_unfused", "mul_mat_id_glu_unfused"};
+constexpr const char* kLaunchNames[kLaunchKinds] = {"mul_mat",        "mul_mat_glu",         "mul_mat_id",
+                                                    "mul_mat_id_glu", "mul_mat_glu_unfused", "mul_mat_id_glu_unfused",
+                                                    "mul_mat_group"};
+constexpr int kMaxGroupMembers = 4;  // a group's members: 2..4, of at most 2 distinct types
+constexpr int kMaxGroupNcols = 4;    // a group runs at batch widths 1..4
+inline bool group_nwarps(int w) { return w == 2 || w == 4 || w == 8; }   // the group kernel's grid
+inline bool group_rows(int r) { return r == 1 || r == 2 || r == 4; }
 inline bool launch_is_fused(int l) {
   return l == kMulMatGlu || l == kMulMatIdGlu || l == kMulMatGluUnfused || l == kMulMatIdGluUnfused;
 }
@@ -79,6 +86,12 @@ struct Entry {
   int type = -1;
   long long n = 0, k = 0, ncols = 0;
   long long experts = 0, experts_used = 0;  // the ids kinds' (0 for the others)
+  // mul_mat_group: its "members" in graph order (count may exceed kMaxGroupMembers in a malformed
+  // entry: only the first ones are kept) and every member as "type id:n," (part of its key).
+  int members = 0;
+  int member_type[kMaxGroupMembers] = {-1, -1, -1, -1};
+  long long member_n[kMaxGroupMembers] = {};
+  std::string members_key;
   Config config;
   bool approved = false;
   std::string problem;              // empty: valid; else what `profile validate` objects to
@@ -145,7 +158,9 @@ inline bool known_field(const std::string& key) {
       "speedup_high", "calls_per_token", "bytes_per_token", "name", "compute_units", "memory_mib", "experts", "experts_used",
       // a path choice's own, and its evidence's
       "path", "stock_path", "evidence", "source", "model", "stock_us", "stock_ci_low", "stock_ci_high", "path_us", "path_ci_low",
-      "path_ci_high"};
+      "path_ci_high",
+      // a same-input group's (mul_mat_group)
+      "members"};
   for (const char* k : kKnown)
     if (key == k) return true;
   return false;
@@ -493,6 +508,7 @@ inline const char* entry_structure(const Value& e) {
     if (!integer_in(e["experts"], 1, INT32_MAX, &experts) || !integer_in(e["experts_used"], 1, experts))
       return "an expert launch without experts 1..2147483647 and experts_used 1..experts";
   }
+  if (launch_kind(l) == kMulMatGroup && e["members"].kind != Value::String) return "\"members\" is not a string (mul_mat_group)";
   if (!integer_in(e["ncols"], 1, 1024)) return "ncols is not an integer 1..1024";
   for (const char* c : {"config", "default_config"})
     if (e[c].kind != Value::Object || !integer_in(e[c]["nwarps"], 0, 1024) || !integer_in(e[c]["rows_per_block"], 0, 1024))
@@ -529,6 +545,24 @@ inline std::string entry_problem(const Value& e, const Entry& x, const TypeFacts
   if (launch_is_fused(x.launch) && x.ncols != 1) return "a fused gate/up launch at ncols other than 1";
   if (launch_has_ids(x.launch) && x.ncols != 1) return "an expert launch at ncols other than 1";
   if (bucketed && x.launch != kMulMat) return "a kernel-anvil bucket for a launch other than mul_mat";
+  if (x.launch == kMulMatGroup) {
+    if (x.members < 2 || x.members > kMaxGroupMembers) return "members: not 2..4 members";
+    int distinct[2] = {x.member_type[0], -1};
+    long long sum = 0;
+    for (int i = 0; i < x.members; ++i) {
+      const int m = x.member_type[i];
+      if (m != distinct[0] && m != distinct[1]) {
+        if (distinct[1] >= 0) return "members: more than 2 distinct types";
+        distinct[1] = m;
+      }
+      sum += x.member_n[i];
+    }
+    if (x.type != (distinct[1] >= 0 ? distinct[1] : distinct[0]))
+      return "type: not the members' type (theirs, or in a mix the one other than the first member's)";
+    if (x.n != sum) return "n: not the sum of the members' N";
+    if (x.ncols > kMaxGroupNcols) return "ncols: a group outside 1..4";
+    if (!group_nwarps(x.config.nwarps) || !group_rows(x.config.rows)) return "config: a group outside nwarps 2|4|8, rows_per_block 1|2|4";
+  }
   if (x.config.nwarps < 1 || x.config.nwarps > kMaxConfigValue || x.config.rows < 1 || x.config.rows > kMaxConfigValue)
     return "config values outside 1..32";
   if (x.config.nwarps * 32 > 1024 && x.arch.rfind("sm_", 0) == 0) return "more than 1024 threads per block";
@@ -640,6 +674,45 @@ inline ReadPath read_path(const Value& e, const TypeLookup& types) {
   return r;
 }
 
+// A mul_mat_group's "members": TYPE:N[,TYPE:N...], N an integer 1..2147483647 without sign or
+// leading zero, TYPE a type this ggml knows (case as for "type"). Empty: read (into x's members);
+// else what is wrong, which refuses the whole file as a bad "type" or "n" does. How many members,
+// their types' kernels and the type and n rules are the entry's problems (entry_problem).
+inline std::string read_members(const std::string& text, const TypeLookup& types, Entry* x) {
+  x->members = 0;
+  x->members_key.clear();
+  size_t at = 0;
+  for (;;) {
+    const size_t comma = std::min(text.find(',', at), text.size());
+    const std::string member = text.substr(at, comma - at);
+    const size_t colon = member.find(':');
+    if (colon == std::string::npos || colon == 0) return "member " + std::to_string(x->members) + " is not TYPE:N";
+    const std::string name = member.substr(0, colon), digits = member.substr(colon + 1);
+    const TypeFacts t = types(name);
+    if (t.id < 0) return "unknown ggml type \"" + name.substr(0, 32) + "\"";
+    if (digits.empty() || digits.size() > 10 || digits[0] == '0' ||
+        !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
+        std::strtoll(digits.c_str(), nullptr, 10) > INT32_MAX)
+      return "member " + std::to_string(x->members) + "'s N is not an integer 1..2147483647";
+    const long long n = std::strtoll(digits.c_str(), nullptr, 10);
+    if (x->members < kMaxGroupMembers) {
+      x->member_type[x->members] = t.id;
+      x->member_n[x->members] = n;
+    }
+    ++x->members;
+    x->members_key += std::to_string(t.id) + ":" + std::to_string(n) + ",";
+    if (comma == text.size()) return {};
+    at = comma + 1;
+  }
+}
+
+// The type name of member i of a "members" text read_members accepted.
+inline std::string member_name(const std::string& text, int i) {
+  size_t at = 0;
+  for (; i > 0; --i) at = text.find(',', at) + 1;
+  return text.substr(at, text.find(':', at) - at);
+}
+
 // One entry's value turned into an Entry at once, so the entries' JSON is never held: the reason
 // that refuses the whole file, or the Entry (with its own problem, if any).
 struct ReadEntry {
@@ -677,7 +750,21 @@ inline ReadEntry read_entry(const Value& e, const TypeLookup& types) {
   integer_in(e["config"]["rows_per_block"], 0, 1024, &rows);
   x.config = {int(w), int(rows)};
   x.approved = e["approval"].text == "approved";
+  if (x.launch == kMulMatGroup) {
+    std::string why = read_members(e["members"].text, types, &x);
+    if (!why.empty()) {
+      r.refuses = "\"members\" is not TYPE:N,... (" + why + ")";
+      return r;
+    }
+  }
   x.problem = entry_problem(e, x, t);
+  if (x.problem.empty() && x.launch == kMulMatGroup)
+    for (int i = 0; i < x.members; ++i) {
+      const TypeFacts m = types(member_name(e["members"].text, i));
+      if (!m.mmvq) x.problem = "members: a type without an mmvq kernel";
+      else if (m.block > 0 && x.k % m.block != 0) x.problem = "k is not a whole number of blocks (a member's type)";
+      if (!x.problem.empty()) break;
+    }
   r.lacks_provenance = e["provenance"].kind == Value::Null && !e["bucketed"].boolean;
   return r;
 }
@@ -777,11 +864,15 @@ inline Profile parse(const char* text, size_t size, const TypeLookup& types) {
   if (!entries_array) return refuse("no \"entries\" array");
   if (paths_given && !paths_array) return refuse("\"paths\" is not an array");
   if (!refuses.empty()) return refuse(refuses);
-  // One entry per key: arch, device (name, compute units), type, n, k, launch, experts, ncols.
-  std::set<std::tuple<std::string, std::string, long long, int, long long, long long, std::string, long long, long long, long long>> seen;
+  // One entry per key: arch, device (name, compute units), type, n, k, launch, experts, ncols, members.
+  std::set<std::tuple<std::string, std::string, long long, int, long long, long long, std::string, long long, long long, long long,
+                      std::string>>
+      seen;
   for (size_t i = 0; i < out.entries.size(); ++i) {
     Entry& x = out.entries[i];
-    if (!seen.emplace(x.arch, x.device_name, x.compute_units, x.type, x.n, x.k, x.launch_name, x.experts, x.experts_used, x.ncols).second)
+    if (!seen.emplace(x.arch, x.device_name, x.compute_units, x.type, x.n, x.k, x.launch_name, x.experts, x.experts_used, x.ncols,
+                      x.members_key)
+             .second)
       return refuse("entry " + std::to_string(i) + ": a second entry for its key");
     if (x.problem.empty() && lacks_provenance[i] && source == "temper") x.problem = "no provenance";
   }
@@ -851,8 +942,38 @@ struct Key {
   bool operator<(const Key& o) const { return std::tie(launch, type, n, k, ncols) < std::tie(o.launch, o.type, o.n, o.k, o.ncols); }
 };
 
-// Whether the engine can launch that config: (launch kind, type, ncols, nwarps, rows).
+// What the hook looks a same-input group up by (hook v5): its batch width, K, and its members in
+// graph order (type ids and N; only the first `count` of each array are read). An entry matches
+// exactly: the same members in the same order.
+struct GroupKey {
+  int ncols, k;
+  int count;
+  int type[4];
+  int n[4];
+};
+
+// Whether the engine can launch that config: (launch kind, type, ncols, nwarps, rows). For a
+// mul_mat_group entry: (kMulMatGroup, the entry's "type", ncols, nwarps, rows).
 using Compiled = std::function<bool(int, int, int, int, int)>;
+
+namespace detail {
+// A group's key as one ordered value: ncols, k, count, then each member's type and n.
+inline std::vector<long long> group_order(long long ncols, long long k, int count, const int* type, const long long* n) {
+  std::vector<long long> v{ncols, k, count};
+  for (int i = 0; i < count && i < kMaxGroupMembers; ++i) {
+    v.push_back(type[i]);
+    v.push_back(n[i]);
+  }
+  return v;
+}
+inline std::vector<long long> group_order(const Entry& e) { return group_order(e.ncols, e.k, e.members, e.member_type, e.member_n); }
+inline std::vector<long long> group_order(const GroupKey& g) {
+  if (g.count < 0 || g.count > kMaxGroupMembers) return {};
+  long long n[kMaxGroupMembers] = {};
+  for (int i = 0; i < g.count; ++i) n[i] = g.n[i];
+  return group_order(g.ncols, g.k, g.count, g.type, n);
+}
+}  // namespace detail
 
 // A profile on one device: the configs it launches, and every entry counted once, in this order:
 // malformed, not approved, a launch this hook lacks, another arch, another device, a config not
@@ -874,6 +995,8 @@ struct PathCounts {
 
 struct Choices {
   std::map<Key, Config> table;
+  std::map<std::vector<long long>, Config> groups;  // mul_mat_group entries by detail::group_order
+  int group_entries = 0;                            // of for_device + for_arch: mul_mat_group entries
   int for_device = 0, for_arch = 0, other_arch = 0, other_device = 0, lacking_launch = 0, not_compiled = 0, malformed = 0,
       unapproved = 0;
   std::map<PathKey, int> paths;  // kMmvq or kMmq
@@ -884,24 +1007,33 @@ inline Choices choose(const Profile& p, const Device& d, const Compiled& compile
   Choices c;
   std::set<Key> own;                 // keys this device has an entry of its own for
   std::map<Key, Config> arch_level;
+  std::set<std::vector<long long>> own_groups;
+  std::map<std::vector<long long>, Config> arch_groups;
   for (const Entry& e : p.entries) {
     const Key key{e.launch, e.type, e.n, e.k, e.ncols};
+    const bool group = e.launch == kMulMatGroup;
     const bool this_arch = e.launch != kUnknownLaunch && e.arch == d.arch;
     const bool this_device = e.has_device && e.device_name == d.name && e.compute_units == d.compute_units;
-    if (this_arch && this_device) own.insert(key);
+    if (this_arch && this_device) (group ? (void)own_groups.insert(detail::group_order(e)) : (void)own.insert(key));
     if (!e.problem.empty()) ++c.malformed;
     else if (!e.approved) ++c.unapproved;
     else if (e.launch == kUnknownLaunch) ++c.lacking_launch;
     else if (!this_arch) ++c.other_arch;
     else if (e.has_device && !this_device) ++c.other_device;
     else if (!compiled(e.launch, e.type, int(e.ncols), e.config.nwarps, e.config.rows)) ++c.not_compiled;
-    else {
+    else if (group) {
+      ++(e.has_device ? c.for_device : c.for_arch);
+      ++c.group_entries;
+      (e.has_device ? c.groups : arch_groups).emplace(detail::group_order(e), e.config);
+    } else {
       ++(e.has_device ? c.for_device : c.for_arch);
       (e.has_device ? c.table : arch_level).emplace(key, e.config);  // the first of one key (experts aside)
     }
   }
   for (const auto& [key, config] : arch_level)
     if (!own.count(key)) c.table.emplace(key, config);
+  for (const auto& [key, config] : arch_groups)
+    if (!own_groups.count(key)) c.groups.emplace(key, config);
   std::set<PathKey> own_paths;
   std::map<PathKey, int> arch_paths;
   PathCounts& n = c.path_counts;
@@ -935,6 +1067,9 @@ inline std::string line(const std::string& path, const Choices& c, const Device&
                 c.for_arch, d.arch.c_str(), c.other_arch, c.other_device, c.lacking_launch, c.not_compiled, c.malformed, c.unapproved);
   std::string out = "temper: profile " + path + ": " + std::to_string(c.for_device) + " entries for " + d.name + " (" + d.arch +
                     ", device " + std::to_string(d.index) + "), " + counts;
+  if (c.group_entries > 0)  // hook v5; without any the line is as before
+    out += "; " + std::to_string(c.group_entries) + " of the entries for " + d.name + " and " + d.arch +
+           " are same-input groups (mul_mat_group)";
   const PathCounts& n = c.path_counts;
   if (n.for_device + n.for_arch + n.other + n.malformed + n.unapproved == 0) return out;  // no "paths": the line as before
   out += "; " + std::to_string(n.for_device) + " path choices (mmvq/mmq) for " + d.name + ", " + std::to_string(n.for_arch) +
@@ -960,9 +1095,12 @@ inline std::string ignored_line(const std::string& path, const std::string& why)
 class Loader {
  public:
   using Say = std::function<void(const std::string&)>;
+  // `compiled`: what group() and has_groups() make a device's choices with when they are the first
+  // to ask (lookup() and path() bring their own); without it they use the last one those brought,
+  // and before any they answer false (stock).
   explicit Loader(TypeLookup types, Say say = [](const std::string& l) { std::fprintf(stderr, "%s\n", l.c_str()); },
-                  int path_hooks = 3)
-      : types_(std::move(types)), say_(std::move(say)), path_hooks_(path_hooks) {}
+                  int path_hooks = 3, Compiled compiled = {})
+      : types_(std::move(types)), say_(std::move(say)), path_hooks_(path_hooks), compiled_(std::move(compiled)) {}
 
   static std::string default_path() {
     if (const char* xdg = std::getenv("XDG_CONFIG_HOME"); xdg && *xdg) return std::string(xdg) + "/temper/engine-profile.json";
@@ -1017,6 +1155,28 @@ class Loader {
     return found;
   }
 
+  // Hook v5: the config the profile chose for this same-input group on `device`; false: run the
+  // members as ggml would. The device's own entry beats the arch's, as for lookup().
+  bool group(const Device& device, const GroupKey& key, Config* out) noexcept {
+    try {
+      const std::vector<long long> order = detail::group_order(key);
+      if (order.empty()) return false;
+      return with_choices(device, group_compiled(), [&](const Choices& c) {
+        const auto it = c.groups.find(order);
+        if (it == c.groups.end()) return false;
+        *out = it->second;
+        return true;
+      });
+    } catch (...) {
+      return false;
+    }
+  }
+
+  // Hook v5: whether the profile holds any group config for `device` (an applied mul_mat_group entry).
+  bool has_groups(const Device& device) noexcept {
+    return with_choices(device, group_compiled(), [](const Choices& c) { return !c.groups.empty(); });
+  }
+
  private:
   enum { kUnloaded, kLoading, kLoaded };
   TypeLookup types_;
@@ -1028,11 +1188,27 @@ class Loader {
   std::shared_ptr<const Profile> profile_;
   std::map<int, Choices> devices_;  // by device index: what the profile holds there
   int path_hooks_;
+  Compiled compiled_;               // the constructor's, else the last lookup() or path() brought
+  std::mutex compiled_mutex_;
+
+  Compiled group_compiled() {
+    std::lock_guard<std::mutex> lock(compiled_mutex_);
+    return compiled_;
+  }
+  std::atomic<bool> have_compiled_{false};
+  void remember(const Compiled& compiled) {
+    if (have_compiled_.load(std::memory_order_relaxed)) return;  // the launch path takes no lock
+    std::lock_guard<std::mutex> lock(compiled_mutex_);
+    if (!compiled_) compiled_ = compiled;
+    have_compiled_.store(true);
+  }
 
   // Runs `use` on the device's choices (made, and said, at its first use); false without a profile.
   template <class Use>
   bool with_choices(const Device& device, const Compiled& compiled, Use&& use) noexcept {
     try {
+      if (!compiled) return false;  // group() before the hook said what it compiled: stock
+      remember(compiled);
       if (state_.load() != kLoaded) {
         int expected = kUnloaded;
         if (!state_.compare_exchange_strong(expected, kLoading)) return false;  // another thread is loading
