@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <map>
 #include <regex>
 #include <set>
@@ -51,8 +52,19 @@ std::string device_text(const ProfileDevice& d) {
 }
 
 std::string key_text(const ProfileKey& key) {
-  return (key.arch.empty() ? "(no arch)" : key.arch) + " " + shape_text(key) + " ncols " + std::to_string(key.ncols) +
+  const std::string shape = launch_is_group(key.launch)
+                                ? "group " + members_text(key.members) + " k " + std::to_string(key.k)
+                                : shape_text(key);
+  return (key.arch.empty() ? "(no arch)" : key.arch) + " " + shape + " ncols " + std::to_string(key.ncols) +
          (key.device.any() ? "" : " on " + device_text(key.device));
+}
+
+ProfileKey group_profile_key(std::string arch, const std::vector<GroupMember>& members, int k, int ncols, ProfileDevice device) {
+  ProfileKey key(std::move(arch), ShapeKey{group_type(members), int(std::min<int64_t>(group_n(members), INT32_MAX)), k,
+                                           Launch::MulMatGroup},
+                 ncols, std::move(device));
+  key.members = members;
+  return key;
 }
 
 std::string path_choice_text(const PathChoice& c) {
@@ -87,6 +99,16 @@ const ProfileEntry* applied_entry(const Profile& p, const std::string& arch, con
                                   const ShapeKey& shape, int ncols) {
   for (const ProfileDevice& d : {device, ProfileDevice{}}) {
     const ProfileEntry* e = find_entry(p, ProfileKey(arch, shape, ncols, d));
+    if (e && e->approval == Approval::Approved) return e;
+    if (e || d.any()) break;  // the device's own entry decides, approved or not
+  }
+  return nullptr;
+}
+
+const ProfileEntry* applied_group(const Profile& p, const std::string& arch, const ProfileDevice& device,
+                                  const std::vector<GroupMember>& members, int k, int ncols) {
+  for (const ProfileDevice& d : {device, ProfileDevice{}}) {
+    const ProfileEntry* e = find_entry(p, group_profile_key(arch, members, k, ncols, d));
     if (e && e->approval == Approval::Approved) return e;
     if (e || d.any()) break;  // the device's own entry decides, approved or not
   }
@@ -332,6 +354,13 @@ ProfileEntry read_entry(const Reader& r) {
   if (launch_has_ids(e.key.launch)) {
     e.key.experts = int(r.at("experts").integer(1, INT32_MAX));
     e.key.used = int(r.at("experts_used").integer(1, e.key.experts));
+  }
+  if (launch_is_group(e.key.launch)) {  // its members: their count, types and sum are validate's
+    const Reader m = r.at("members");
+    std::string why;
+    const auto members = parse_members(m.str(), &why);
+    if (!members) m.bad("expected TYPE:N,... (" + why + ")");
+    e.key.members = *members;
   }
   e.key.ncols = int(r.at("ncols").integer(1, 1024));
   e.config = read_config(r.at("config"));
@@ -579,6 +608,7 @@ json to_json(const Profile& p) {
       entry["experts"] = e.key.experts;
       entry["experts_used"] = e.key.used;
     }
+    if (launch_is_group(e.key.launch)) entry["members"] = members_text(e.key.members);
     entry.update(json{{"ncols", e.key.ncols},
                        {"config", config_json(e.config)},
                        {"default_config", config_json(e.default_config)},
@@ -662,6 +692,52 @@ Profile load_profile(const std::filesystem::path& path, const std::string& arch_
 
 // ---- Validation ----
 
+namespace {
+
+// A same-input group's own rules (docs/profile-format.md, "mul_mat_group"), each problem naming its field.
+void group_problems(const ProfileEntry& e, const std::string& at, std::vector<std::string>& problems) {
+  const std::vector<GroupMember>& m = e.key.members;
+  if (m.size() < size_t(kMinGroupMembers) || m.size() > size_t(kMaxGroupMembers))
+    return problems.push_back(at + "members: " + std::to_string(m.size()) + " members (a group has 2..4)");
+  if (group_types(m) > kMaxGroupTypes)
+    return problems.push_back(at + "members: " + std::to_string(group_types(m)) + " distinct types (a group has at most 2)");
+  if (e.key.type != group_type(m))
+    problems.push_back(at + "type: " + std::string(type_name(e.key.type)) + " is not the members' " +
+                       std::string(type_name(group_type(m))) + " (theirs, or in a mix the one other than the first member's)");
+  if (e.key.n != group_n(m))
+    problems.push_back(at + "n: " + std::to_string(e.key.n) + " is not the sum of the members' N, " + std::to_string(group_n(m)));
+  for (const GroupMember& x : m) {
+    const TypeInfo& ti = type_info(x.type);
+    if (!ti.quantized || x.type == GgmlType::Q8_1 || x.type == GgmlType::Q8_K)
+      problems.push_back(at + "members: type " + std::string(ti.name) + " has no mmvq kernel");
+    else if (e.key.k % int(ti.block_size) != 0)
+      problems.push_back(at + "k " + std::to_string(e.key.k) + " is not a whole number of the member's " + std::string(ti.name) +
+                         " blocks (" + std::to_string(ti.block_size) + " values)");
+  }
+  if (e.key.ncols > kMaxGroupNcols) problems.push_back(at + "ncols: a group runs at ncols 1..4");
+  const auto in = [](int v, std::initializer_list<int> set) { return std::find(set.begin(), set.end(), v) != set.end(); };
+  if (!in(e.config.nwarps, {2, 4, 8}) || !in(e.config.rows_per_block, {1, 2, 4}))
+    problems.push_back(at + "config: " + config_words(e.config) + " is outside the group grid (nwarps 2|4|8, rows_per_block 1|2|4)");
+}
+
+}  // namespace
+
+std::vector<std::string> profile_warnings(const Profile& p) {
+  std::vector<std::string> warnings;
+  std::map<ProfileKey, const ProfileEntry*> as_older_hooks_read;  // the key without its members
+  for (const ProfileEntry& e : p.entries) {
+    if (!launch_is_group(e.key.launch)) continue;
+    ProfileKey k = e.key;
+    k.members.clear();
+    const auto [it, first] = as_older_hooks_read.emplace(k, &e);
+    if (!first)
+      warnings.push_back(key_text(e.key) + ": a hook before v5 takes it and " + key_text(it->second->key) +
+                         " for one entry (same type, n, k and ncols) and ignores the whole profile; patch the engine with "
+                         "this Temper, or keep one of them");
+  }
+  return warnings;
+}
+
 std::vector<std::string> validate_profile(const Profile& p) {
   std::vector<std::string> problems;
   static const std::regex kArch(R"(^(sm_[0-9]{2,3}[a-z]?|gfx[0-9a-f]{3,4})$)");
@@ -685,6 +761,7 @@ std::vector<std::string> validate_profile(const Profile& p) {
     else if (launch_has_ids(e.key.launch) && e.key.ncols != 1)
       problems.push_back(at + "MUL_MAT_ID at more than one token runs the multi-token MoE kernel, which the hook does not tune");
     if (e.bucketed && e.key.launch != Launch::MulMat) problems.push_back(at + "a kernel-anvil bucket tunes plain MUL_MAT only");
+    if (launch_is_group(e.key.launch)) group_problems(e, at, problems);
     if (!in_range(e.config.nwarps) || !in_range(e.config.rows_per_block))
       problems.push_back(at + "config values must be 1..32, got nwarps " + std::to_string(e.config.nwarps) +
                          " rows_per_block " + std::to_string(e.config.rows_per_block));

@@ -38,11 +38,17 @@ std::string values_text(const std::vector<int>& values);  // "{1, 2, 4, 8}"
 // instead: gate and up as two plain launches of one config on the activations the engine
 // quantized once, then the GLU (the engine never makes them; a sweep times them beside the fused
 // kind, and a profile entry of such a kind tells the hook to run the pair).
-enum class Launch : uint8_t { MulMat, MulMatGlu, MulMatId, MulMatIdGlu, MulMatGluUnfused, MulMatIdGluUnfused };
-// "mul_mat", "mul_mat_glu", "mul_mat_id", "mul_mat_id_glu", "mul_mat_glu_unfused", "mul_mat_id_glu_unfused"
+// MulMatGroup (hook v5) is a same-input group: 2..4 consecutive plain MUL_MATs reading one
+// activation tensor (a layer's q, k, v) run as one launch after one quantization; a profile entry
+// of that kind names its members (GroupMember) and the hook runs the group with its config. Sweeps
+// and plans never hold it as a shape.
+enum class Launch : uint8_t { MulMat, MulMatGlu, MulMatId, MulMatIdGlu, MulMatGluUnfused, MulMatIdGluUnfused, MulMatGroup };
+// "mul_mat", "mul_mat_glu", "mul_mat_id", "mul_mat_id_glu", "mul_mat_glu_unfused", "mul_mat_id_glu_unfused",
+// "mul_mat_group"
 std::string_view launch_name(Launch l);
 std::optional<Launch> parse_launch(std::string_view name);
 std::string_view launch_names();         // "mul_mat|mul_mat_glu|...", for messages
+inline bool launch_is_group(Launch l) { return l == Launch::MulMatGroup; }
 inline bool launch_is_unfused(Launch l) { return l == Launch::MulMatGluUnfused || l == Launch::MulMatIdGluUnfused; }
 inline bool launch_has_ids(Launch l) {
   return l == Launch::MulMatId || l == Launch::MulMatIdGlu || l == Launch::MulMatIdGluUnfused;
@@ -85,6 +91,26 @@ inline ShapeKey with_launch(ShapeKey s, Launch l) {
   s.launch = l;
   return s;
 }
+
+// One member of a same-input group (Launch::MulMatGroup): a plain MUL_MAT of `type` with `n` rows;
+// a group's members are listed in graph order.
+struct GroupMember {
+  GgmlType type = GgmlType::Q4_0;
+  int n = 0;
+  auto operator<=>(const GroupMember&) const = default;
+};
+inline constexpr int kMinGroupMembers = 2, kMaxGroupMembers = 4, kMaxGroupTypes = 2, kMaxGroupNcols = 4;
+// "q4_K:4096,q4_K:1024,q6_K:1024": a profile entry's "members".
+std::string members_text(const std::vector<GroupMember>& members);
+// The inverse: TYPE:N[,TYPE:N...] with N an integer 1..2147483647 (no sign, no leading zero) and
+// TYPE a known ggml type (any case). nullopt, with `why` set, when it is not that. How many members
+// and which types are a profile's validation, not the syntax's.
+std::optional<std::vector<GroupMember>> parse_members(std::string_view text, std::string* why = nullptr);
+// The type a group entry is keyed by: its members' one type, or in a mix of two the one other than
+// the first member's (so a hook that does not know groups still reads a known type).
+GgmlType group_type(const std::vector<GroupMember>& members);
+int64_t group_n(const std::vector<GroupMember>& members);  // the sum of the members' N
+int group_types(const std::vector<GroupMember>& members);  // how many distinct types
 
 struct DeviceKey {
   int device = 0;  // DeviceInfo::index

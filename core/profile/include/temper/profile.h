@@ -52,27 +52,35 @@ struct ProfileDevice {
 ProfileDevice profile_device(const DeviceInfo& info);
 std::string device_text(const ProfileDevice& d);  // "NVIDIA H100 80GB HBM3 (132 CUs)", "any device"
 
-// What an entry is keyed by. Ordered: arch, device, type id, n, k, launch kind, ncols.
+// What an entry is keyed by. Ordered: arch, device, type id, n, k, launch kind, members, ncols.
+// A same-input group (launch MulMatGroup) is keyed by its members too: its type and n are
+// group_type() and group_n() of them (what a hook without groups reads), so two groups can share them.
 struct ProfileKey : ShapeKey {
   std::string arch;  // "sm_90", "gfx942"; empty only for a kernel-anvil import without --arch
   ProfileDevice device;
   int ncols = 1;
+  std::vector<GroupMember> members;  // MulMatGroup: in graph order; empty for every other kind
   ProfileKey() = default;
   ProfileKey(std::string arch_, const ShapeKey& shape_, int ncols_, ProfileDevice device_ = {})
       : ShapeKey(shape_), arch(std::move(arch_)), device(std::move(device_)), ncols(ncols_) {}
   ProfileKey(std::string arch_, GgmlType type_, int n_, int k_, int ncols_)
       : ProfileKey(std::move(arch_), ShapeKey{type_, n_, k_}, ncols_) {}
   friend bool operator==(const ProfileKey& a, const ProfileKey& b) {
-    return a.arch == b.arch && a.device == b.device && a.shape() == b.shape() && a.ncols == b.ncols;
+    return a.arch == b.arch && a.device == b.device && a.shape() == b.shape() && a.members == b.members && a.ncols == b.ncols;
   }
   friend std::strong_ordering operator<=>(const ProfileKey& a, const ProfileKey& b) {
     if (auto c = a.arch <=> b.arch; c != 0) return c;
     if (auto c = a.device <=> b.device; c != 0) return c;
     if (auto c = a.shape() <=> b.shape(); c != 0) return c;
+    if (auto c = a.members <=> b.members; c != 0) return c;
     return a.ncols <=> b.ncols;
   }
 };
-// "sm_90 q4_K 14336x4096 ncols 1", with " on NVIDIA H100 80GB HBM3 (132 CUs)" for a device's entry
+// A same-input group's key: launch MulMatGroup, type group_type(members), n group_n(members).
+ProfileKey group_profile_key(std::string arch, const std::vector<GroupMember>& members, int k, int ncols,
+                             ProfileDevice device = {});
+// "sm_90 q4_K 14336x4096 ncols 1", with " on NVIDIA H100 80GB HBM3 (132 CUs)" for a device's entry;
+// a group: "sm_90 group q4_K:4096,q4_K:1024,q4_K:1024 k 4096 ncols 1".
 std::string key_text(const ProfileKey& key);
 
 // Where an entry's numbers come from: one session's measurement on one device.
@@ -253,6 +261,13 @@ Profile load_profile(const std::filesystem::path& path, const std::string& arch_
 // Range and consistency problems (values, known types, K a whole number of blocks, arch, ncols,
 // threads per block, provenance). Empty when the profile is valid.
 std::vector<std::string> validate_profile(const Profile& p);
+// What is valid but worth saying (`temper profile validate` prints them as warnings): today, group
+// entries that a hook before v5 would take for one key (type, n, k, ncols and device alike; its
+// duplicate-entry rule then ignores the whole file, so such a hook runs stock).
+std::vector<std::string> profile_warnings(const Profile& p);
+// applied_entry for a same-input group: the device's own approved entry, else the arch's; nullptr: stock.
+const ProfileEntry* applied_group(const Profile& p, const std::string& arch, const ProfileDevice& device,
+                                  const std::vector<GroupMember>& members, int k, int ncols);
 // validate_profile's problems as Error(BadInput) naming the first (and how many more there are).
 void require_valid_profile(const Profile& p, const std::string& where);
 
