@@ -57,12 +57,20 @@ int run(const Options& o) {
       j["layer"] = l.layer < 0 ? json(nullptr) : json(l.layer);
       j["role"] = l.role();
       j["bytes"] = l.bytes;
+      if (l.shares_input) j["shares_input"] = true;
       order.push_back(std::move(j));
+    }
+    json groups = json::array();
+    for (const PlanGroup& g : plan.groups) {
+      json members = json::array();
+      for (const auto& m : g.members) members.push_back({{"type", std::string(type_name(m.type))}, {"n", m.n}});
+      groups.push_back({{"members", members}, {"k", g.k}, {"runs_per_token", g.runs_per_token}});
     }
     json out = {{"schema", "temper.plan/1"}, {"model", o.path}, {"ncols", plan.ncols},
                 {"launches_per_token", plan.launches.size()}, {"bytes_per_token", plan.bytes_per_token},
                 {"launches", launches}};
     if (o.launches) out["order"] = order;
+    out["groups"] = groups;
     out["notes"] = plan.notes;
     std::cout << out.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
     return 0;
@@ -76,11 +84,16 @@ int run(const Options& o) {
                 std::string(type_name(s.type)).c_str(), s.n, s.k, experts.c_str(), static_cast<long long>(s.calls_per_token),
                 double(s.bytes_per_token) / 1e6, 100.0 * double(s.bytes_per_token) / double(plan.bytes_per_token));
   }
+  if (!plan.groups.empty()) {
+    std::printf("\n  same-input runs the hooked engine can launch as one group (%d per token):\n", plan.group_runs_per_token());
+    for (const PlanGroup& g : plan.groups)
+      std::printf("  %4d x %s (k %d)\n", g.runs_per_token, g.members_text().c_str(), g.k);
+  }
   if (o.launches) {
-    std::printf("\n  in order:\n");
+    std::printf("\n  in order (+: reads the activations of the launch before):\n");
     for (const PlannedLaunch& l : plan.launches)
-      std::printf("  %5s %-32s %s\n", l.layer < 0 ? "head" : std::to_string(l.layer).c_str(), l.role().c_str(),
-                  shape_text(l).c_str());
+      std::printf("  %5s %s%-32s %s\n", l.layer < 0 ? "head" : std::to_string(l.layer).c_str(), l.shares_input ? "+" : " ",
+                  l.role().c_str(), shape_text(l).c_str());
   }
   for (const auto& n : plan.notes) std::printf("  note: %s\n", n.c_str());
   return 0;

@@ -39,7 +39,73 @@ std::string role_of(const std::string& tensor) {
   return dot == std::string::npos ? tensor : tensor.substr(0, dot);
 }
 
+// The activations a plain MUL_MAT reads, by role: q, k and v read the attention's normalized input;
+// unfused gate and up (ncols > 1) the FFN's. Empty: its own input (o reads attention's output,
+// down the GLU's).
+std::string input_of(const std::string& role) {
+  if (role == "attn_q" || role == "attn_k" || role == "attn_v") return "attn";
+  if (role == "ffn_gate" || role == "ffn_up") return "ffn";
+  if (role == "ffn_gate_shexp" || role == "ffn_up_shexp") return "ffn_shexp";
+  return {};
+}
+
+// q, k, v first, in that order (the graph's order, whatever the file's), then the rest as filed.
+int attention_rank(const std::string& role) {
+  if (role == "attn_q") return 0;
+  if (role == "attn_k") return 1;
+  if (role == "attn_v") return 2;
+  return 3;
+}
+
+void mark_groups(LaunchPlan& plan) {
+  for (size_t i = 1; i < plan.launches.size(); ++i) {
+    PlannedLaunch& l = plan.launches[i];
+    const PlannedLaunch& prev = plan.launches[i - 1];
+    if (l.launch != Launch::MulMat || prev.launch != Launch::MulMat || l.layer != prev.layer || l.layer < 0 || l.k != prev.k ||
+        l.tensors.size() != 1 || prev.tensors.size() != 1)
+      continue;
+    const std::string in = input_of(role_of(l.tensors.front()));
+    l.shares_input = !in.empty() && in == input_of(role_of(prev.tensors.front()));
+  }
+  if (plan.ncols > kGroupMaxNcols) return;  // the hook groups runs at 1..4 columns only
+  std::vector<PlanGroup> kinds;
+  for (size_t i = 0; i < plan.launches.size();) {
+    size_t end = i + 1;
+    while (end < plan.launches.size() && plan.launches[end].shares_input) ++end;
+    PlanGroup g;
+    g.k = plan.launches[i].k;
+    std::vector<GgmlType> types;
+    for (size_t j = i; j < end; ++j) {
+      g.members.push_back({plan.launches[j].type, plan.launches[j].n});
+      if (std::find(types.begin(), types.end(), plan.launches[j].type) == types.end()) types.push_back(plan.launches[j].type);
+    }
+    i = end;
+    if (g.members.size() < 2 || g.members.size() > size_t(kGroupMaxMembers) || types.size() > size_t(kGroupMaxTypes)) continue;
+    auto same = std::find_if(kinds.begin(), kinds.end(), [&](const PlanGroup& o) { return o.k == g.k && o.members == g.members; });
+    if (same == kinds.end()) {
+      g.runs_per_token = 1;
+      kinds.push_back(std::move(g));
+    } else {
+      ++same->runs_per_token;
+    }
+  }
+  std::stable_sort(kinds.begin(), kinds.end(), [](const PlanGroup& a, const PlanGroup& b) { return a.runs_per_token > b.runs_per_token; });
+  plan.groups = std::move(kinds);
+}
+
 }  // namespace
+
+std::string PlanGroup::members_text() const {
+  std::string out;
+  for (const Member& m : members) out += (out.empty() ? "" : ",") + std::string(type_name(m.type)) + ":" + std::to_string(m.n);
+  return out;
+}
+
+int LaunchPlan::group_runs_per_token() const {
+  int total = 0;
+  for (const PlanGroup& g : groups) total += g.runs_per_token;
+  return total;
+}
 
 std::string PlannedLaunch::role() const {
   std::string out;
@@ -172,8 +238,12 @@ LaunchPlan plan_launches(const GgufFile& file, int ncols) {
       done.push_back(g);
       done.push_back(u);
     };
-    // Attention and everything not FFN first, in file order; then the FFN as the engine runs it.
-    for (const auto& lt : tensors) {
+    // Attention and everything not FFN first: q, k, v (the graph's order), the rest in file order;
+    // then the FFN as the engine runs it.
+    std::vector<LayerTensor> attention = tensors;
+    std::stable_sort(attention.begin(), attention.end(),
+                     [](const LayerTensor& a, const LayerTensor& b) { return attention_rank(a.role) < attention_rank(b.role); });
+    for (const auto& lt : attention) {
       if (lt.role.rfind("ffn_", 0) == 0 || lt.role.find("norm") != std::string::npos || lt.info->n_dims != 2) continue;
       if (accept(*lt.info)) add(Launch::MulMat, layer, {lt.info});
       done.push_back(lt.info);
@@ -203,6 +273,7 @@ LaunchPlan plan_launches(const GgufFile& file, int ncols) {
     plan.notes.push_back("at batch width " + std::to_string(ncols) + " an expert launch is counted as reading up to " +
                          std::to_string(ncols) + " x experts used distinct experts");
   plan.shapes = launch_shapes(plan.launches);
+  mark_groups(plan);
   return plan;
 }
 

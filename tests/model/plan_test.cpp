@@ -108,6 +108,87 @@ TEST(LaunchPlan, AtMoreThanOneTokenGateAndUpAreTwoLaunches) {
   EXPECT_THROW(plan_launches(f, 9), Error);
 }
 
+const PlanGroup* find_group(const LaunchPlan& p, const std::string& members) {
+  for (const PlanGroup& g : p.groups)
+    if (g.members_text() == members) return &g;
+  return nullptr;
+}
+
+TEST(LaunchPlan, DenseLlamaHasOneSameInputRunALayerInTwoKinds) {
+  const GgufFile f = GgufFile::open(fixtures::path(fixtures::Fixture::Llama3_8B_Q4_K_M));
+  const LaunchPlan p = plan_launches(f);
+  // Groups are a property of the launches: the totals stay those of the plan above.
+  EXPECT_EQ(p.launches.size(), 193u);
+  EXPECT_NEAR(double(p.bytes_per_token) / 1e6, 4616.3, 0.05);
+  // q, k, v read the same activations; o, gate+up and down do not.
+  for (size_t i = 0; i < 6; ++i) EXPECT_EQ(p.launches[i].shares_input, i == 1 || i == 2) << p.launches[i].role();
+  EXPECT_EQ(p.launches[1].role(), "attn_k");
+  EXPECT_EQ(p.launches[2].role(), "attn_v");
+  EXPECT_FALSE(p.launches.back().shares_input);
+  // 32 runs a token; Q4_K_M gives some layers' v q6_K, so two kinds by member types.
+  EXPECT_EQ(p.group_runs_per_token(), 32);
+  ASSERT_EQ(p.groups.size(), 2u);
+  const PlanGroup* q4 = find_group(p, "q4_K:4096,q4_K:1024,q4_K:1024");
+  const PlanGroup* q6 = find_group(p, "q4_K:4096,q4_K:1024,q6_K:1024");
+  ASSERT_NE(q4, nullptr);
+  ASSERT_NE(q6, nullptr);
+  EXPECT_EQ(q4->k, 4096);
+  EXPECT_EQ(q4->runs_per_token + q6->runs_per_token, 32);
+  int v_q6 = 0;
+  for (const PlannedLaunch& l : p.launches) v_q6 += l.role() == "attn_v" && l.type == GgmlType::Q6_K;
+  EXPECT_EQ(q6->runs_per_token, v_q6);
+  EXPECT_GT(v_q6, 0);
+  // At 2 columns gate and up are two launches of the same input: one more run per layer.
+  const LaunchPlan p2 = plan_launches(f, 2);
+  EXPECT_EQ(p2.group_runs_per_token(), 64);
+  const PlanGroup* ffn = find_group(p2, "q4_K:14336,q4_K:14336");
+  ASSERT_NE(ffn, nullptr);
+  EXPECT_EQ(ffn->runs_per_token, 32);
+  // The hook groups at 1..4 columns only: the launches still share their input, no run is a group.
+  const LaunchPlan p8 = plan_launches(f, 8);
+  EXPECT_TRUE(p8.groups.empty());
+  EXPECT_TRUE(p8.launches[1].shares_input);
+}
+
+TEST(LaunchPlan, MoeQwenHasOneSameInputRunALayer) {
+  const GgufFile f = GgufFile::open(fixtures::path(fixtures::Fixture::Qwen3_30B_A3B));
+  const LaunchPlan p = plan_launches(f);
+  EXPECT_EQ(p.launches.size(), 289u);
+  EXPECT_EQ(p.group_runs_per_token(), 48);
+  int sharing = 0;
+  for (const PlannedLaunch& l : p.launches) {
+    sharing += l.shares_input;
+    if (l.shares_input) EXPECT_TRUE(l.role() == "attn_k" || l.role() == "attn_v") << l.role();
+  }
+  EXPECT_EQ(sharing, 96);
+  for (const PlanGroup& g : p.groups) EXPECT_EQ(g.members.size(), 3u);
+}
+
+TEST(LaunchPlan, QkvRunInGraphOrderWhateverTheFileOrder) {
+  // llama.cpp's converters often write a layer's tensors alphabetically: k, output, q, v.
+  GgufWriter w;
+  w.add("general.architecture", GgufWriter::Value::string("llama"));
+  const size_t row = *row_bytes(GgmlType::Q8_0, 64);
+  for (const char* role : {"attn_k", "attn_output", "attn_q", "attn_v"}) {
+    const int n = std::string(role) == "attn_k" || std::string(role) == "attn_v" ? 32 : 64;
+    w.add_tensor(std::string("blk.0.") + role + ".weight", GgmlType::Q8_0, {64, uint64_t(n)}, std::string(row * n, '\0'));
+  }
+  const auto path = std::filesystem::temp_directory_path() / ("temper-plan-order-" + std::to_string(::getpid()) + ".gguf");
+  w.write(path);
+  const LaunchPlan p = plan_launches(GgufFile::open(path));
+  std::filesystem::remove(path);
+  ASSERT_EQ(p.launches.size(), 4u);
+  EXPECT_EQ(p.launches[0].role(), "attn_q");
+  EXPECT_EQ(p.launches[1].role(), "attn_k");
+  EXPECT_EQ(p.launches[2].role(), "attn_v");
+  EXPECT_EQ(p.launches[3].role(), "attn_output");
+  EXPECT_FALSE(p.launches[3].shares_input);
+  ASSERT_EQ(p.groups.size(), 1u);
+  EXPECT_EQ(p.groups[0].members_text(), "q8_0:64,q8_0:32,q8_0:32");
+  EXPECT_EQ(p.groups[0].k, 64);
+  EXPECT_EQ(p.groups[0].runs_per_token, 1);
+}
+
 TEST(LaunchPlan, RefusesAModelWithoutQuantizedMatrices) {
   GgufWriter w;
   w.add("general.architecture", GgufWriter::Value::string("llama"));

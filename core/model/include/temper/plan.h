@@ -23,7 +23,26 @@ struct PlannedLaunch : ShapeKey {
   // MulMatId only: the token's one activation column is broadcast to every expert (an expert
   // projection that is not the down projection); false: one column per expert (down).
   bool broadcast_input = false;
+  // A plain MUL_MAT reading the very activations of the launch before it (the same ggml tensor: k
+  // and v after q; at ncols > 1 up after gate): the two can run as one same-input group launch.
+  bool shares_input = false;
   std::string role() const;          // "attn_q", "ffn_gate+ffn_up", "ffn_down_exps", "output"
+};
+
+// One kind of same-input run the hooked engine can launch as one group (hook v5): 2..4 consecutive
+// plain MUL_MATs reading the same activations, of one K and at most 2 weight types (q, k, v of a
+// layer). Runs with the same members in order are one kind.
+struct PlanGroup {
+  struct Member {
+    GgmlType type{};
+    int n = 0;
+    bool operator==(const Member&) const = default;
+  };
+  std::vector<Member> members;  // in graph order
+  int k = 0;
+  int runs_per_token = 0;
+  // "q4_K:4096,q4_K:1024,q6_K:1024" (the profile's `members` field)
+  std::string members_text() const;
 };
 
 struct LaunchPlan {
@@ -35,7 +54,16 @@ struct LaunchPlan {
   int64_t max_k = 0;                   // the longest row (activation length)
   int64_t experts_used = 0;            // <arch>.expert_used_count (0: dense)
   std::vector<std::string> notes;      // tensors left out, and why; what is approximated
+  // The same-input runs the hook can group, by kind (members in order), most runs first. Groups are
+  // a property of the launches, not extra launches: `launches` and the totals are unchanged.
+  std::vector<PlanGroup> groups;
+  int group_runs_per_token() const;    // Σ runs_per_token
 };
+
+// Same-input group limits of the hook (v5): members per run, distinct weight types, batch widths.
+inline constexpr int kGroupMaxMembers = 4;
+inline constexpr int kGroupMaxTypes = 2;
+inline constexpr int kGroupMaxNcols = 4;
 
 // The plan at batch width `ncols` (1..8). ggml fuses gate/up only at one token, so at ncols > 1 the
 // pair are two launches. Error(BadInput) when the model has no tensor mmvq runs, or its metadata
