@@ -16,9 +16,10 @@ namespace temper::probe {
 
 // 2 added TimeKernel; 3 added GemvLaunch and TimeLaunch (the fused gate/up and MUL_MAT_ID launches)
 // and Quantize of up to 64 columns; 4 added Replay's batch width and forced mmvq/mmq paths (hook v4),
-// its per-token count of changed path decisions, and Hello's path_hooks. Temper accepts probes from kMinProtocolVersion on; an op newer
+// its per-token count of changed path decisions, and Hello's path_hooks; 5 added Replay's same-input
+// runs (mm+), its group override line and per-token group launches, and Hello's group_hooks. Temper accepts probes from kMinProtocolVersion on; an op newer
 // than the probe's version is refused on Temper's side with one line (rebuild the probe).
-constexpr uint32_t kProtocolVersion = 4;
+constexpr uint32_t kProtocolVersion = 5;
 constexpr uint32_t kMinProtocolVersion = 1;
 
 enum class Op : uint32_t {
@@ -26,7 +27,9 @@ enum class Op : uint32_t {
   //    l2_bytes, memory_bytes, clock_mhz, memory_clock_mhz, memory_bus_bits, shared_per_block,
   //    shared_per_sm, regs_per_block, regs_per_sm, max_threads_per_sm, driver, runtime, pci_bus_id,
   //    hook_version, kernel_set (full|all|ncols1|ci), graphs (0|1), path_hooks (protocol 4: the hook's
-  //    TEMPER_MMVQ_PATH_HOOKS, bit 0 MUL_MAT's mmvq/mmq choice wrapped, bit 1 MUL_MAT_ID's cap)
+  //    TEMPER_MMVQ_PATH_HOOKS, bit 0 MUL_MAT's mmvq/mmq choice wrapped, bit 1 MUL_MAT_ID's cap),
+  //    group_hooks (protocol 5: TEMPER_MMVQ_GROUP_HOOKS, bit 0 the graph evaluation launches groups,
+  //    bit 1 graph_optimize orders runs; 0 for an older hook)
   Hello = 1,
   Alloc = 2,      // u64 bytes -> u64 handle (device memory in the engine's own buffer type)
   Free = 3,       // u64 handle
@@ -63,14 +66,21 @@ enum class Op : uint32_t {
   //   path L TYPE P           (protocol 4, before the nodes) force ggml's mmvq/mmq pick for launch L
   //                           (0 MUL_MAT, 2 MUL_MAT_ID) of TYPE at this width: P 1 mmvq, 2 mmq
   //                           (temper_mmvq_set_path_override, cleared after the run)
-  //   mm TYPE N K W           MUL_MAT of weights W (K×N) with x
+  //   group W R | group off   (protocol 5, before the nodes) same-input groups for the run: force the
+  //                           group config nwarps W (2|4|8), rows R (1|2|4), or force groups off
+  //                           (temper_mmvq_set_group_override; absent: 0, the profile decides; cleared after)
+  //   mm TYPE N K W           MUL_MAT of weights W (K×N) with x, through its own tensor over x (so the
+  //                           hook never groups it with the node before)
+  //   mm+ TYPE N K W          (protocol 5) MUL_MAT reading the very tensor the mm/mm+ node before it
+  //                           read (a same-input run: q, k, v), kept adjacent in the graph
   //   glu TYPE N K G U        gate and up MUL_MATs + SwiGLU (the engine fuses them at one token)
   //   mmid TYPE N K E U W     MUL_MAT_ID: U of the E experts of W (K×N×E) with x broadcast to U columns
   //   mmid_glu TYPE N K E U G U2   the same for expert gate and up, + SwiGLU (fused by the engine)
   //   mmid_down TYPE N K E U W     MUL_MAT_ID with U columns of K values (the experts' own outputs)
   // -> f64 us[tokens] (device time of each token's graph), then i64 mmvq launches per token and
   //    i64 of them tuned (launched from a Temper instantiation, not the stock table); protocol 4 adds
-  //    i64 path decisions per token the hook answered otherwise than ggml (temper_mmvq_path_changes).
+  //    i64 path decisions per token the hook answered otherwise than ggml (temper_mmvq_path_changes);
+  //    protocol 5 adds i64 group launches per token (temper_mmvq_group_launches).
   Replay = 15,
   // Protocol 2. The Time payload and answer, but kernel-only: the activations are the ones Quantize
   // wrote (quantized once, by the engine's own q8_1 quantizer, in the engine's padded layout), and

@@ -57,7 +57,14 @@ void check_width_and_paths(const EngineDevice& device, const ReplayOptions& o) {
                                   "paths need protocol 4); rebuild it with `temper engine build`");
 }
 
-ReplayArm summarize_arm(std::vector<double> us, int64_t launches, int64_t tuned, int64_t path_changes) {
+void check_group(const EngineDevice& device, const std::optional<GroupSetting>& group) {
+  if (group && device.protocol() < 5)
+    fail(ErrorKind::BadInput, "temper-probe " + device.options().probe.string() + " speaks protocol " +
+                                  std::to_string(device.protocol()) +
+                                  ", which has no same-input groups (protocol 5); rebuild it with `temper engine build`");
+}
+
+ReplayArm summarize_arm(std::vector<double> us, int64_t launches, int64_t tuned, int64_t path_changes, int64_t group_launches = 0) {
   ReplayArm a;
   const SampleStats s = summarize(us);
   a.token_us = std::move(us);
@@ -67,10 +74,33 @@ ReplayArm summarize_arm(std::vector<double> us, int64_t launches, int64_t tuned,
   a.launches = launches;
   a.tuned = tuned;
   a.path_changes = path_changes;
+  a.group_launches = group_launches;
   return a;
 }
 
 }  // namespace
+
+std::string GroupSetting::text() const { return is_off() ? "off" : std::to_string(nwarps) + ":" + std::to_string(rows); }
+
+GroupSetting parse_group_setting(const std::string& text, const std::string& what) {
+  if (text == "off") return GroupSetting::off();
+  const size_t colon = text.find(':');
+  GroupSetting g;
+  try {
+    size_t used = 0;
+    if (colon != std::string::npos) {
+      g.nwarps = std::stoi(text.substr(0, colon), &used);
+      if (used != colon) g.nwarps = 0;
+      g.rows = std::stoi(text.substr(colon + 1), &used);
+      if (used != text.size() - colon - 1) g.rows = 0;
+    }
+  } catch (const std::exception&) {
+    g = {0, 0};
+  }
+  if ((g.nwarps != 2 && g.nwarps != 4 && g.nwarps != 8) || (g.rows != 1 && g.rows != 2 && g.rows != 4))
+    fail(ErrorKind::BadInput, what + ": \"" + text + "\": expected off or W:R with W 2, 4 or 8 and R 1, 2 or 4");
+  return g;
+}
 
 struct TokenReplayer::State {
   EngineDevice& device;
@@ -140,25 +170,37 @@ TokenReplayer::~TokenReplayer() = default;
 
 bool TokenReplayer::real_bytes() const { return s_->real_bytes; }
 
-void TokenReplayer::check(const EngineDevice& device, int ncols, const std::vector<ReplayOptions::ForcedPath>& forced) {
+void TokenReplayer::check(const EngineDevice& device, int ncols, const std::vector<ReplayOptions::ForcedPath>& forced,
+                          const std::optional<GroupSetting>& group) {
   ReplayOptions asked;
   asked.ncols = ncols;
   asked.forced_paths = forced;
   check_width_and_paths(device, asked);
+  check_group(device, group);
 }
 
 std::string TokenReplayer::plan_text(const std::filesystem::path& profile, int ncols,
-                                     const std::vector<ReplayOptions::ForcedPath>& forced, const ShapeKey* only) const {
-  check(s_->device, ncols, forced);
+                                     const std::vector<ReplayOptions::ForcedPath>& forced, const ShapeKey* only,
+                                     const std::optional<GroupSetting>& group) const {
+  check(s_->device, ncols, forced, group);
   std::ostringstream p;
   p << "profile " << (profile.empty() ? "-" : profile.string()) << "\n"
     << "x " << EngineDevice::handle(s_->x) << "\nout " << EngineDevice::handle(s_->out) << "\nids " << EngineDevice::handle(s_->ids) << "\n";
   if (ncols > 1) p << "ncols " << ncols << "\n";
   for (const auto& f : forced)
     p << "path " << int(f.launch) << " " << uint32_t(f.type) << " " << (f.path == MatPath::Mmvq ? 1 : 2) << "\n";
+  if (group) p << (group->is_off() ? std::string("group off") : "group " + std::to_string(group->nwarps) + " " + std::to_string(group->rows)) << "\n";
+  // Same-input runs as the engine's graph has them (protocol 5): mm+ reads the node before's tensor.
+  const bool runs = s_->device.protocol() >= 5;
+  bool previous_written = false;
   for (const PlannedLaunch& n : s_->plan.launches.launches) {
-    if (only && n.shape() != *only) continue;
-    p << replay_op(n) << " " << uint32_t(n.type) << " " << n.n << " " << n.k;
+    if (only && n.shape() != *only) {
+      previous_written = false;
+      continue;
+    }
+    const bool joins = runs && n.shares_input && previous_written;
+    previous_written = true;
+    p << (joins ? "mm+" : replay_op(n)) << " " << uint32_t(n.type) << " " << n.n << " " << n.k;
     if (launch_has_ids(n.launch)) p << " " << n.experts << " " << n.used;
     for (const auto& t : n.tensors) p << " " << EngineDevice::handle(s_->weights.at(t));
     p << "\n";
@@ -178,34 +220,42 @@ std::vector<float> TokenReplayer::outputs(const std::string& plan_text, int ncol
 ReplayReport run_replay(EngineDevice& device, const GgufFile& file, const ReplayPlan& plan, const ReplayOptions& o,
                         const std::function<void(int, int)>& progress) {
   check_width_and_paths(device, o);
+  check_group(device, o.group);
   ReplayReport r;
   r.plan = plan;
   r.ncols = o.ncols;
   TokenReplayer token(device, file, plan, o.seed);
   r.real_bytes = token.real_bytes();
   const LaunchPlan& lp = plan.launches;
+  // The stock arm is ggml's own launches: groups off whatever the environment says (protocol 5);
+  // the profiled arm runs the asked group setting, else what the profile says.
+  const std::optional<GroupSetting> stock_group =
+      device.protocol() >= 5 ? std::optional<GroupSetting>(GroupSetting::off()) : std::nullopt;
   auto plan_text = [&](const std::string& profile, const ShapeKey* only = nullptr) {
-    return token.plan_text(profile, o.ncols, o.forced_paths, only);
+    return token.plan_text(profile, o.ncols, o.forced_paths, only, profile.empty() ? stock_group : o.group);
   };
   const std::string stock_plan = plan_text(""), profiled_plan = plan_text(o.profile.string());
   std::vector<double> stock_us, profiled_us;
   int64_t stock_launches = 0, stock_tuned = 0, stock_changes = 0, prof_launches = 0, prof_tuned = 0, prof_changes = 0;
+  int64_t stock_groups = 0, prof_groups = 0;
   for (int round = 0; round < o.rounds; ++round) {
     const ReplayTokens s = token.run(stock_plan, o.tokens);
     stock_us.insert(stock_us.end(), s.token_us.begin(), s.token_us.end());
     stock_launches = s.launches;
     stock_tuned = s.tuned;
     stock_changes = s.path_changes;
+    stock_groups = s.group_launches;
     if (progress) progress(2 * round + 1, 2 * o.rounds);
     const ReplayTokens p = token.run(profiled_plan, o.tokens);
     profiled_us.insert(profiled_us.end(), p.token_us.begin(), p.token_us.end());
     prof_launches = p.launches;
     prof_tuned = p.tuned;
     prof_changes = p.path_changes;
+    prof_groups = p.group_launches;
     if (progress) progress(2 * round + 2, 2 * o.rounds);
   }
-  r.stock = summarize_arm(std::move(stock_us), stock_launches, stock_tuned, stock_changes);
-  r.profiled = summarize_arm(std::move(profiled_us), prof_launches, prof_tuned, prof_changes);
+  r.stock = summarize_arm(std::move(stock_us), stock_launches, stock_tuned, stock_changes, stock_groups);
+  r.profiled = summarize_arm(std::move(profiled_us), prof_launches, prof_tuned, prof_changes, prof_groups);
   r.speedup = r.stock.median / r.profiled.median;
   r.speedup_low = r.stock.ci_low / r.profiled.ci_high;
   r.speedup_high = r.stock.ci_high / r.profiled.ci_low;
@@ -299,7 +349,7 @@ nlohmann::json replay_report_json(const ReplayReport& r) {
   auto arm = [](const ReplayArm& a) {
     return json{{"median_us", a.median}, {"ci_low_us", a.ci_low}, {"ci_high_us", a.ci_high},
                 {"tokens", a.token_us.size()}, {"mmvq_launches", a.launches}, {"tuned_launches", a.tuned},
-                {"path_changes", a.path_changes}};
+                {"path_changes", a.path_changes}, {"group_launches", a.group_launches}};
   };
   json breakdown = json::array(), differences = json::array();
   for (const auto& s : r.breakdown)

@@ -308,6 +308,10 @@ struct TokenGraph {
     int ncols = 1;  // the batch width: every node reads ncols columns (tokens, for MUL_MAT_ID)
     struct ForcedPath { int launch, type, path; };
     std::vector<ForcedPath> paths;  // applied for the run (temper_mmvq_set_path_override), cleared after
+    // Protocol 5: "group W R" forces that group config for the run (nwarps W), "group off" forces
+    // groups off (-1); absent: 0, the profile (or TEMPER_MMVQ_GROUP) decides. Cleared after the run.
+    int group_nwarps = 0, group_rows = 0;
+    ggml_tensor * last_input = nullptr;  // the activations of the last mm/mm+ node (mm+ reads them too)
     ~TokenGraph() { if (ctx) ggml_free(ctx); }
 
     ggml_tensor * at(ggml_tensor * t, uint64_t h, size_t offset = 0) {
@@ -346,6 +350,26 @@ struct TokenGraph {
             if (op == "x") { l >> x; continue; }
             if (op == "out") { l >> out; continue; }
             if (op == "ids") { l >> ids; continue; }
+            if (op == "group") {
+                if (ggml_graph_n_nodes(graph) > 0) fail(ProbeStatus::BadRequest, "replay: \"" + line + "\" comes after the nodes");
+                std::string first, extra;
+                int rows = 0;
+                if ((l >> first) && first == "off" && !(l >> extra)) {
+                    group_nwarps = -1;
+                    group_rows = 0;
+                    continue;
+                }
+                std::istringstream nw(first);
+                int nwarps = 0;
+                if ((nw >> nwarps) && (l >> rows) && !(l >> extra) && (nwarps == 2 || nwarps == 4 || nwarps == 8) &&
+                    (rows == 1 || rows == 2 || rows == 4)) {
+                    group_nwarps = nwarps;
+                    group_rows = rows;
+                    continue;
+                }
+                fail(ProbeStatus::BadRequest, "replay: cannot read plan line \"" + line +
+                                                  "\" (expected \"group off\" or \"group W R\" with W 2, 4 or 8 and R 1, 2 or 4)");
+            }
             if (op == "ncols" || op == "path") {
                 if (ggml_graph_n_nodes(graph) > 0) fail(ProbeStatus::BadRequest, "replay: \"" + line + "\" comes after the nodes");
                 std::string extra;
@@ -360,9 +384,16 @@ struct TokenGraph {
                                                   "\" (expected \"ncols N\" with N 1..8 or \"path LAUNCH TYPE P\" with LAUNCH 0 or 2, P 1 mmvq or 2 mmq)");
             }
             if (!x || !out) fail(ProbeStatus::BadRequest, "replay: x and out come before the nodes");
-            if (op == "mm" && (l >> type >> n >> k >> w)) {
+            if ((op == "mm" || op == "mm+") && (l >> type >> n >> k >> w)) {
+                // A plain mm reads its own tensor over x (never grouped with its neighbour); mm+ the very
+                // tensor the node before it read, as q, k and v read one normalized input.
+                if (op == "mm+" && (!last_input || last_input->ne[0] != k))
+                    fail(ProbeStatus::BadRequest, "replay: \"" + line + "\" follows no mm/mm+ node of the same K");
+                ggml_tensor * xin = op == "mm+" ? last_input : input(k);
                 ggml_tensor * wt = at(ggml_new_tensor_2d(ctx, ggml_type(type), k, n), w);
-                ggml_build_forward_expand(graph, output(ggml_mul_mat(ctx, wt, input(k))));
+                ggml_build_forward_expand(graph, output(ggml_mul_mat(ctx, wt, xin)));
+                last_input = xin;
+                continue;
             } else if (op == "glu" && (l >> type >> n >> k >> w >> w2)) {
                 ggml_tensor * xin = input(k);
                 ggml_tensor * g = output(ggml_mul_mat(ctx, at(ggml_new_tensor_2d(ctx, ggml_type(type), k, n), w), xin));
@@ -380,6 +411,7 @@ struct TokenGraph {
             } else {
                 fail(ProbeStatus::BadRequest, "replay: cannot read plan line \"" + line + "\"");
             }
+            last_input = nullptr;  // an mm+ after any other node has no run to join
         }
     }
 };
@@ -391,6 +423,7 @@ struct PathOverrides {
     ~PathOverrides() { set(false); }
     void set(bool on) const {
         for (const auto & f : t.paths) temper_mmvq_set_path_override(f.launch, f.type, t.ncols, on ? f.path : 0);
+        temper_mmvq_set_group_override(on ? t.group_nwarps : 0, on ? t.group_rows : 0);
     }
 };
 
@@ -418,12 +451,14 @@ std::string replay(uint32_t tokens, const std::string & plan) {
     // Warm-up, and the evidence: how many mmvq launches a token makes and how many are tuned.
     if (ggml_backend_graph_compute(g_backend, t.graph) != GGML_STATUS_SUCCESS) fail(ProbeStatus::EngineError, "replay: compute failed");
     const long long l0 = temper_mmvq_launch_count(), t0 = temper_mmvq_tuned_count(), c0 = temper_mmvq_path_changes();
+    const long long g0 = temper_mmvq_group_launches();
     const auto h0 = std::chrono::steady_clock::now();
     ggml_backend_graph_compute_async(g_backend, t.graph);
     const double enqueue_ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - h0).count();
     ggml_backend_synchronize(g_backend);
     const long long launches = temper_mmvq_launch_count() - l0, tuned = temper_mmvq_tuned_count() - t0;
     const long long path_changes = temper_mmvq_path_changes() - c0;
+    const long long group_launches = temper_mmvq_group_launches() - g0;
     cudaStream_t stream = compute_stream();
     cudaEvent_t e0, e1;
     check_cuda(cudaEventCreate(&e0), "cudaEventCreate");
@@ -448,6 +483,7 @@ std::string replay(uint32_t tokens, const std::string & plan) {
     put(out, int64_t(launches));
     put(out, int64_t(tuned));
     put(out, int64_t(path_changes));
+    put(out, int64_t(group_launches));
     return out;
 }
 
@@ -562,6 +598,7 @@ std::string hello() {
     kv("hook_version", std::to_string(temper_mmvq_hook_version()));
     kv("kernel_set", temper_mmvq_kernel_set());
     kv("path_hooks", std::to_string(temper_mmvq_path_hooks()));
+    kv("group_hooks", std::to_string(temper_mmvq_group_hooks()));
     kv("graphs", "0");
     return o;
 }

@@ -19,6 +19,10 @@
 //   FAKE_PROBE_WRONG=WxR    Replay: a tuned launch of that config writes a wrong result
 //   FAKE_PROBE_PROTOCOL=V   the protocol version Hello reports (below 2: TimeKernel is an unknown op;
 //                           below 3: GemvLaunch and TimeLaunch)
+//   FAKE_PROBE_GROUP_WIN=WxR|none  Replay (protocol 5): the same-input group config that runs a run's
+//                           members in 0.6 of their time (default 4x2); every other config, and all
+//                           with none, 1.00-1.04 of it (so no config wins)
+//   FAKE_PROBE_GROUP_WRONG=WxR  Replay: a group launched with that config writes a wrong result
 //   FAKE_PROBE_GEMV_LOG=F   append "LAUNCH TYPE N K NCOLS NWARPS ROWS" to F per Gemv or GemvLaunch (each
 //                           verification a sweep makes measures one result: tests see what a run measured)
 //
@@ -164,7 +168,7 @@ class Probe {
                                  "shared_per_sm=233472\nregs_per_block=65536\nregs_per_sm=65536\n"
                                  "max_threads_per_sm=2048\ndriver=fake\nruntime=fake\npci_bus_id=0000:00:00.0\n"
                                  "hook_version=fake-1\nkernel_set=ci\ngraphs=0\n" +
-                                 (protocol() >= 4 ? "path_hooks=3\n" : "");
+                                 (protocol() >= 4 ? "path_hooks=3\n" : "") + (protocol() >= 5 ? "group_hooks=3\n" : "");
         return {text.begin(), text.end()};
       }
       case Op::Alloc: {
@@ -355,8 +359,43 @@ class Probe {
     Profile profile;
     size_t at = 0;  // bytes into the arena
     double us = 0;
-    int64_t launches = 0, tuned = 0, path_changes = 0;
+    int64_t launches = 0, tuned = 0, path_changes = 0, group_launches = 0;
     int ncols = 1, nodes = 0;
+    // Same-input groups (protocol 5): the override of the run (0: the profile decides, -1: off) and
+    // the open run of mm / mm+ nodes: its members, K, time and where its last output lies.
+    int group_w = 0, group_r = 0;
+    struct Run {
+      std::vector<std::pair<int, int>> members;  // (type, n)
+      int k = 0;
+      double us = 0;
+      float* last_out = nullptr;
+    } open_run;
+    auto parse_wxr = [](const char* name) -> std::optional<Config> {
+      const char* v = std::getenv(name);
+      Config c;
+      if (v && std::sscanf(v, "%dx%d", &c.nwarps, &c.rows_per_block) == 2) return c;
+      return std::nullopt;
+    };
+    const char* win_env = std::getenv("FAKE_PROBE_GROUP_WIN");
+    const bool no_winner = win_env && std::string(win_env) == "none";
+    const Config winner = parse_wxr("FAKE_PROBE_GROUP_WIN").value_or(Config{4, 2});
+    const std::optional<Config> group_wrong = parse_wxr("FAKE_PROBE_GROUP_WRONG");
+    auto finish_run = [&] {
+      Run r = std::move(open_run);
+      open_run = Run{};
+      std::vector<int> types;
+      for (const auto& m : r.members)
+        if (std::find(types.begin(), types.end(), m.first) == types.end()) types.push_back(m.first);
+      if (protocol() < 5 || r.members.size() < 2 || r.members.size() > 4 || types.size() > 2 || ncols > 4 || group_w < 0) return;
+      std::optional<Config> c;
+      if (group_w > 0) c = Config{group_w, group_r};
+      if (!c) return;  // no override: no profile group entry is read by this stand-in yet
+      const double factor = !no_winner && *c == winner ? 0.6 : 1.0 + 0.01 * double((c->nwarps * 3 + c->rows_per_block) % 5);
+      us -= r.us * (1 - factor);
+      launches -= int64_t(r.members.size()) - 1;  // one launch for the run
+      ++group_launches;
+      if (group_wrong && *c == *group_wrong && r.last_out) *r.last_out += 1.0f + std::abs(*r.last_out);
+    };
     std::map<std::pair<int, int>, MatPath> forced;  // (launch, type) -> path
     std::optional<Config> wrong;
     if (const char* w = std::getenv("FAKE_PROBE_WRONG")) {
@@ -384,6 +423,22 @@ class Probe {
       if (op == "x") { l >> xh; continue; }
       if (op == "out") { l >> outh; continue; }
       if (op == "ids") { l >> idsh; continue; }
+      if (protocol() >= 5 && op == "group") {
+        if (nodes > 0) throw Fail{ProbeStatus::BadRequest, "replay: \"" + line + "\" comes after the nodes"};
+        std::string first;
+        int rows = 0;
+        if ((l >> first) && first == "off" && !(l >> extra)) {
+          group_w = -1;
+          continue;
+        }
+        const int w = std::atoi(first.c_str());
+        if ((l >> rows) && !(l >> extra) && (w == 2 || w == 4 || w == 8) && (rows == 1 || rows == 2 || rows == 4)) {
+          group_w = w;
+          group_r = rows;
+          continue;
+        }
+        throw Fail{ProbeStatus::BadRequest, "replay: cannot read plan line \"" + line + "\""};
+      }
       if (protocol() >= 4 && (op == "ncols" || op == "path")) {
         int launch = 0, type = 0, path = 0;
         if (nodes > 0) throw Fail{ProbeStatus::BadRequest, "replay: \"" + line + "\" comes after the nodes"};
@@ -398,12 +453,17 @@ class Probe {
       int type = 0, n = 0, k = 0, e = 1, u = 1;
       uint64_t w = 0, w2 = 0;
       GemvProblem p;
-      if (op == "mm" && (l >> type >> n >> k >> w)) p.launch = Launch::MulMat;
+      const bool joins = protocol() >= 5 && op == "mm+";
+      if ((op == "mm" || joins) && (l >> type >> n >> k >> w)) p.launch = Launch::MulMat;
       else if (op == "glu" && (l >> type >> n >> k >> w >> w2)) p.launch = Launch::MulMatGlu;
       else if ((op == "mmid" || op == "mmid_down") && (l >> type >> n >> k >> e >> u >> w)) p.launch = Launch::MulMatId;
       else if (op == "mmid_glu" && (l >> type >> n >> k >> e >> u >> w >> w2)) p.launch = Launch::MulMatIdGlu;
       else throw Fail{ProbeStatus::BadRequest, "replay: cannot read plan line \"" + line + "\""};
       ++nodes;
+      if (joins && (open_run.members.empty() || open_run.k != k))
+        throw Fail{ProbeStatus::BadRequest, "replay: \"" + line + "\" follows no mm/mm+ node of the same K"};
+      if (!joins) finish_run();
+      const double us_before = us;
       p.type = GgmlType(type);
       p.n = n;
       p.k = k;
@@ -463,8 +523,15 @@ class Probe {
         }
         if (wrong && entry && applies && entry->config == *wrong) out[col * size_t(n) + size_t(n - 1)] += 1.0f + std::abs(out[col * size_t(n)]);
       }
+      if (p.launch == Launch::MulMat && !fused && (op == "mm" || joins)) {
+        open_run.members.emplace_back(type, n);
+        open_run.k = k;
+        open_run.us += us - us_before;
+        open_run.last_out = out;
+      }
       at += slice;
     }
+    finish_run();
     Out out;
     for (uint32_t t = 0; t < tokens; ++t) {
       jitter_ = mix(jitter_ + 1);
@@ -472,6 +539,7 @@ class Probe {
     }
     out.put(launches).put(tuned);
     if (protocol() >= 4) out.put(path_changes);
+    if (protocol() >= 5) out.put(group_launches);
     nap();
     return out.bytes;
   }

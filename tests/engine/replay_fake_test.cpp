@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <tuple>
 
 #include <nlohmann/json.hpp>
@@ -317,3 +318,143 @@ TEST(ReplayPaths, AMoeTokenAtThreeColumnsAndItsExpertsOnMmq) {
 }
 
 }  // namespace
+
+// ---- same-input groups (probe protocol 5) ----
+
+// Two layers of q, k, v (one K; layer 1's v q8_0, so two kinds of run) and o, and a head; an empty
+// profile, so only the group setting differs between the arms.
+struct GroupFixture {
+  fs::path model, profile;
+  GgufFile file;
+  engine::ReplayPlan plan;
+  GroupFixture() : model(make()), profile(model.string() + ".profile.json"), file(GgufFile::open(model)), plan(engine::plan_replay(file)) {
+    save_profile(Profile{}, profile);
+  }
+  ~GroupFixture() {
+    fs::remove(model);
+    fs::remove(profile);
+  }
+  static fs::path make() {
+    const fs::path path = fs::temp_directory_path() / ("temper-replay-groups-" + std::to_string(::getpid()) + ".gguf");
+    GgufWriter w;
+    w.add("general.architecture", GgufWriter::Value::string("llama"));
+    uint64_t seed = 7;
+    auto matrix = [&](const std::string& name, GgmlType type, uint64_t n, uint64_t k) {
+      std::string data(*row_bytes(type, k) * n, '\0');
+      quant::fill_random(type, data.data(), int64_t(n), int64_t(k), seed++);
+      w.add_tensor(name, type, {k, n}, std::move(data));
+    };
+    for (int l = 0; l < 2; ++l) {
+      const std::string b = "blk." + std::to_string(l) + ".";
+      matrix(b + "attn_q.weight", GgmlType::Q4_0, 256, 256);
+      matrix(b + "attn_k.weight", GgmlType::Q4_0, 128, 256);
+      matrix(b + "attn_v.weight", l == 1 ? GgmlType::Q8_0 : GgmlType::Q4_0, 128, 256);
+      matrix(b + "attn_output.weight", GgmlType::Q4_0, 256, 256);
+    }
+    matrix("output.weight", GgmlType::Q4_0, 384, 256);
+    w.write(path);
+    return path;
+  }
+  engine::ReplayReport replay(std::optional<engine::GroupSetting> group, int ncols = 1) const {
+    engine::EngineDevice dev(fake());
+    engine::ReplayOptions o;
+    o.profile = profile;
+    o.tokens = 5;
+    o.rounds = 3;
+    o.breakdown_tokens = 0;
+    o.ncols = ncols;
+    o.group = group;
+    return engine::run_replay(dev, file, plan, o);
+  }
+};
+
+TEST(ReplayGroups, TheWinningConfigGroupsEveryRunAndAgrees) {
+  const GroupFixture f;
+  ASSERT_EQ(f.plan.launches.launches.size(), 9u);
+  ASSERT_EQ(f.plan.launches.group_runs_per_token(), 2);
+  // The probe's plan: k and v read q's tensor (mm+), o its own.
+  {
+    engine::EngineDevice dev(fake());
+    engine::TokenReplayer token(dev, f.file, f.plan, 1);
+    const std::string text = token.plan_text(f.profile, 1, {}, nullptr, engine::GroupSetting{4, 2});
+    EXPECT_NE(text.find("group 4 2\n"), std::string::npos) << text;
+    size_t plus = 0;
+    for (size_t at = text.find("mm+ "); at != std::string::npos; at = text.find("mm+ ", at + 1)) ++plus;
+    EXPECT_EQ(plus, 4u) << text;
+    EXPECT_NE(token.plan_text(f.profile, 1, {}, nullptr, engine::GroupSetting::off()).find("group off\n"), std::string::npos);
+  }
+  // 4x2 is the fake engine's winner: each run in 0.6 of its time, one launch instead of three.
+  const engine::ReplayReport won = f.replay(engine::GroupSetting{4, 2});
+  EXPECT_EQ(won.stock.group_launches, 0);  // the stock arm runs with groups off
+  EXPECT_EQ(won.profiled.group_launches, 2);
+  EXPECT_EQ(won.stock.launches, 9);
+  EXPECT_EQ(won.profiled.launches, 9 - 2 * 2);
+  EXPECT_GT(won.speedup_low, 1.02);
+  EXPECT_EQ(won.launches_compared, 9);
+  EXPECT_TRUE(won.differences.empty());
+  // Another config: grouped too, but no faster than stock.
+  const engine::ReplayReport slow = f.replay(engine::GroupSetting{8, 4});
+  EXPECT_EQ(slow.profiled.group_launches, 2);
+  EXPECT_LT(slow.speedup, 1.0);
+  // Off, or no setting and a profile without group entries: nothing grouped.
+  EXPECT_EQ(f.replay(engine::GroupSetting::off()).profiled.group_launches, 0);
+  EXPECT_EQ(f.replay(std::nullopt).profiled.group_launches, 0);
+  // The hook groups at 1..4 columns only.
+  EXPECT_EQ(f.replay(engine::GroupSetting{4, 2}, 4).profiled.group_launches, 2);
+  EXPECT_EQ(f.replay(engine::GroupSetting{4, 2}, 5).profiled.group_launches, 0);
+  const nlohmann::json j = engine::replay_report_json(won);
+  EXPECT_EQ(j["profiled"]["group_launches"], 2);
+  EXPECT_EQ(j["stock"]["group_launches"], 0);
+}
+
+TEST(ReplayGroups, AWrongGroupIsNamed) {
+  const GroupFixture f;
+  setenv("FAKE_PROBE_GROUP_WRONG", "4x2", 1);
+  const engine::ReplayReport r = f.replay(engine::GroupSetting{4, 2});
+  unsetenv("FAKE_PROBE_GROUP_WRONG");
+  ASSERT_EQ(r.differences.size(), 2u);
+  EXPECT_EQ(r.differences[0].role, "blk.0 attn_v");  // the run's last member
+}
+
+TEST(ReplayGroups, AnOlderProbeIsRefusedWithOneLineAndBadLinesAreNamed) {
+  const GroupFixture f;
+  setenv("FAKE_PROBE_PROTOCOL", "4", 1);
+  try {
+    f.replay(engine::GroupSetting{4, 2});
+    ADD_FAILURE() << "a protocol-4 probe took a group setting";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::BadInput);
+    EXPECT_NE(std::string(e.what()).find("speaks protocol 4, which has no same-input groups (protocol 5); rebuild it"),
+              std::string::npos)
+        << e.what();
+    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
+  }
+  {  // without a group setting it replays as before: no mm+ line it could not read
+    engine::EngineDevice dev(fake());
+    engine::TokenReplayer token(dev, f.file, f.plan, 1);
+    EXPECT_EQ(token.plan_text(f.profile, 1, {}).find("mm+"), std::string::npos);
+  }
+  EXPECT_EQ(f.replay(std::nullopt).profiled.group_launches, 0);
+  unsetenv("FAKE_PROBE_PROTOCOL");
+  EXPECT_EQ(engine::parse_group_setting("4:2", "--group"), (engine::GroupSetting{4, 2}));
+  EXPECT_TRUE(engine::parse_group_setting("off", "--group").is_off());
+  for (const std::string& bad : {"3:2", "4:3", "4", "on", "4:2x"}) EXPECT_THROW(engine::parse_group_setting(bad, "--group"), Error) << bad;
+  engine::EngineDevice dev(fake());
+  DeviceBuffer x = dev.alloc(4096), out = dev.alloc(4096), w = dev.alloc(4096);
+  const std::string head = "profile -\nx " + std::to_string(engine::EngineDevice::handle(x)) + "\nout " +
+                           std::to_string(engine::EngineDevice::handle(out)) + "\n";
+  const std::string wh = std::to_string(engine::EngineDevice::handle(w));
+  for (const auto& [plan, why] : std::vector<std::pair<std::string, std::string>>{
+           {"group 3 2\n", "cannot read plan line \"group 3 2\""},
+           {"group on\n", "cannot read plan line \"group on\""},
+           {"mm+ 2 32 64 " + wh + "\n", "follows no mm/mm+ node of the same K"},
+           {"mm 2 32 64 " + wh + "\nmm+ 2 32 32 " + wh + "\n", "follows no mm/mm+ node of the same K"},
+           {"mm 2 32 64 " + wh + "\ngroup off\n", "comes after the nodes"}}) {
+    try {
+      dev.replay(head + plan, 1);
+      ADD_FAILURE() << plan;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  }
+}

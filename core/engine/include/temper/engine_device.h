@@ -52,6 +52,7 @@ struct ReplayTokens {
   int64_t launches = 0;          // mmvq launches per token
   int64_t tuned = 0;             // of them, from a Temper instantiation
   int64_t path_changes = 0;      // mmvq/mmq decisions the hook changed per token (protocol 4; else 0)
+  int64_t group_launches = 0;    // same-input group launches per token (protocol 5; else 0)
 };
 
 class EngineDevice final : public Device {

@@ -35,6 +35,7 @@ ReplayPlan plan_replay(const GgufFile& file);
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -42,6 +43,17 @@ namespace temper::engine {
 
 class EngineDevice;
 struct ReplayTokens;
+
+// The probe's group override for a replay (probe_protocol.h "group W R" / "group off").
+struct GroupSetting {
+  int nwarps = -1, rows = 0;  // nwarps -1: groups off
+  static GroupSetting off() { return {}; }
+  bool is_off() const { return nwarps < 0; }
+  std::string text() const;  // "off" / "W:R" (the CLI's --group)
+  bool operator==(const GroupSetting&) const = default;
+};
+// "off" or "W:R" with W 2|4|8, R 1|2|4; Error(BadInput) naming `what` otherwise.
+GroupSetting parse_group_setting(const std::string& text, const std::string& what);
 
 struct ReplayOptions {
   std::filesystem::path profile;  // the profile the hooked engine loads for the tuned arm
@@ -58,6 +70,10 @@ struct ReplayOptions {
   // the type's launches of that kind at this ncols run `path`; others as ggml (or the profile) picks.
   struct ForcedPath { GgmlType type; Launch launch; MatPath path; };
   std::vector<ForcedPath> forced_paths;
+  // Same-input groups (probe protocol 5) in the profiled arm: nullopt, the profile decides (the
+  // probe's override 0); else GroupSetting::off() or a forced group config. The stock arm runs with
+  // groups off (ggml's own launches) whenever the probe speaks protocol 5.
+  std::optional<GroupSetting> group;
 };
 
 // Where a token's GEMV time goes: one launch shape's launches of a token, run as a graph of their
@@ -85,6 +101,7 @@ struct ReplayArm {
   // mmvq/mmq decisions per token the hook answered otherwise than ggml (a forced path or the
   // profile's path choice that took effect; 0 with a probe before protocol 4).
   int64_t path_changes = 0;
+  int64_t group_launches = 0;  // same-input group launches per token (0 before protocol 5)
 };
 
 struct ReplayReport {
@@ -133,11 +150,14 @@ class TokenReplayer {
   TokenReplayer(const TokenReplayer&) = delete;
   TokenReplayer& operator=(const TokenReplayer&) = delete;
   bool real_bytes() const;  // the weights came from the file (else random valid blocks)
-  // Error(BadInput) when the probe cannot replay at `ncols` or force these paths (protocol < 4).
-  static void check(const EngineDevice& device, int ncols, const std::vector<ReplayOptions::ForcedPath>& forced);
-  // The probe's plan text (Op::Replay): the token's launches, or only those of `only`.
+  // Error(BadInput) when the probe cannot replay at `ncols` or force these paths (protocol < 4), or
+  // set a group override (protocol < 5).
+  static void check(const EngineDevice& device, int ncols, const std::vector<ReplayOptions::ForcedPath>& forced,
+                    const std::optional<GroupSetting>& group = std::nullopt);
+  // The probe's plan text (Op::Replay): the token's launches, or only those of `only`. A launch that
+  // shares its input with the one before is an `mm+` (protocol 5; the hook may group the run).
   std::string plan_text(const std::filesystem::path& profile, int ncols, const std::vector<ReplayOptions::ForcedPath>& forced,
-                        const ShapeKey* only = nullptr) const;
+                        const ShapeKey* only = nullptr, const std::optional<GroupSetting>& group = std::nullopt) const;
   // `tokens` tokens of `plan_text`'s graph (Error(BadInput) for a width or path the probe cannot run).
   ReplayTokens run(const std::string& plan_text, int tokens);
   // Runs one token of `plan_text` and reads back the output arena at `ncols` columns.
