@@ -38,14 +38,18 @@ const fs::path kCorpus = fs::path(TEMPER_SOURCE_DIR) / "tests/profile/corpus";
 // Temper's own type facts, as the engine's are ggml's.
 tp::TypeFacts temper_types(const std::string& name) { return test::profile_type_facts<tp::TypeFacts>(name); }
 
-// An entry's key and config, as both readers see it (type id, launch by name, experts, device).
-using EntryKey = std::tuple<std::string, std::string, long long, int, long long, long long, std::string, long long, long long, long long>;
+// An entry's key and config, as both readers see it (type id, launch by name, experts, device, and a
+// group's members as "type id:n," each).
+using EntryKey =
+    std::tuple<std::string, std::string, long long, int, long long, long long, std::string, long long, long long, long long, std::string>;
 EntryKey key_of(const tp::Entry& e) {
-  return {e.arch, e.device_name, e.compute_units, e.type, e.n, e.k, e.launch_name, e.experts, e.experts_used, e.ncols};
+  return {e.arch, e.device_name, e.compute_units, e.type, e.n, e.k, e.launch_name, e.experts, e.experts_used, e.ncols, e.members_key};
 }
 EntryKey key_of(const ProfileEntry& e) {
+  std::string members;
+  for (const GroupMember& m : e.key.members) members += std::to_string(int(m.type)) + ":" + std::to_string(m.n) + ",";
   return {e.key.arch, e.key.device.name,  e.key.device.compute_units, int(e.key.type), e.key.n, e.key.k,
-          std::string(launch_name(e.key.launch)), e.key.experts, e.key.used, e.key.ncols};
+          std::string(launch_name(e.key.launch)), e.key.experts, e.key.used, e.key.ncols, members};
 }
 
 // A path choice's key as both readers see it (type id, launch by name, device).
@@ -205,6 +209,81 @@ TEST(ProfileReader, TheOneLineCountsEveryEntryOnce) {
   EXPECT_EQ(n.for_arch, 1);
   const tp::Profile bad = tp::read((kCorpus / "malformed-no-provenance.json").string(), temper_types);
   EXPECT_EQ(tp::choose(bad, h100, compiled).malformed, 1);
+}
+
+// Same-input groups (hook v5): Loader::group() finds a group by its exact members in order, the
+// device's own entry before the arch's (as Temper's applied_group); has_groups() says whether any
+// applies; an entry whose config the hook did not compile is skipped and counted; the line counts them.
+TEST(ProfileReader, AGroupIsFoundByItsMembersTheDevicesOwnBeforeTheArchs) {
+  const fs::path file = kCorpus / "valid-groups.json";
+  const int q4 = int(GgmlType::Q4_K), q6 = int(GgmlType::Q6_K);
+  const tp::GroupKey qkv{1, 4096, 3, {q4, q4, q4}, {4096, 1024, 1024}};
+  const tp::GroupKey mixed{1, 4096, 3, {q4, q4, q6}, {4096, 1024, 1024}};
+  const tp::GroupKey qkv2{2, 4096, 3, {q4, q4, q4}, {4096, 1024, 1024}};
+  const tp::GroupKey reordered{1, 4096, 3, {q4, q4, q4}, {1024, 4096, 1024}};
+  const tp::GroupKey two{1, 4096, 2, {q4, q4, 99, 99}, {4096, 1024, 7, 7}};  // past count: never read
+  const tp::Device h100{"sm_90", "NVIDIA H100 80GB HBM3", 132, 0};
+  const tp::Device h200{"sm_90", "NVIDIA H200", 132, 1};
+  const tp::Device ada{"sm_89", "NVIDIA GeForce RTX 4090", 128, 2};
+  std::vector<std::string> said;
+  const tp::Compiled all = [](int, int, int, int, int) { return true; };
+  tp::Loader loader(temper_types, [&](const std::string& l) { said.push_back(l); }, 3, all);
+  loader.load(file.c_str());
+  tp::Config c;
+  ASSERT_TRUE(loader.group(h100, qkv, &c));
+  EXPECT_EQ(c.nwarps, 4);
+  EXPECT_EQ(c.rows, 2);
+  ASSERT_TRUE(loader.group(h100, mixed, &c));
+  EXPECT_EQ(c.nwarps, 8);
+  EXPECT_EQ(c.rows, 1);
+  ASSERT_TRUE(loader.group(h100, qkv2, &c));  // the arch's
+  EXPECT_EQ(c.nwarps, 2);
+  EXPECT_EQ(c.rows, 4);
+  EXPECT_FALSE(loader.group(h100, reordered, &c));
+  EXPECT_FALSE(loader.group(h100, two, &c));
+  EXPECT_FALSE(loader.group(h100, tp::GroupKey{1, 4096, 5, {}, {}}, &c));
+  EXPECT_FALSE(loader.group(h200, qkv, &c));  // the H100's own entry is not the H200's
+  ASSERT_TRUE(loader.group(h200, qkv2, &c));
+  EXPECT_EQ(c.nwarps, 2);
+  EXPECT_TRUE(loader.has_groups(h100));
+  EXPECT_TRUE(loader.has_groups(h200));
+  EXPECT_FALSE(loader.has_groups(ada));
+  // A plain entry of the same profile still applies (the arch-level q4_K 512x4096).
+  tp::Config plain;
+  EXPECT_TRUE(loader.lookup(h100, all, {tp::kMulMat, q4, 512, 4096, 1}, &plain));
+  ASSERT_EQ(said.size(), 3u);
+  EXPECT_EQ(said[0],
+            "temper: profile " + file.string() + ": 2 entries for NVIDIA H100 80GB HBM3 (sm_90, device 0), 2 for sm_90; ignored 0 for "
+            "other archs, 0 for other devices, 0 for launches this hook lacks, 0 with a config not compiled in, 0 malformed, 0 not "
+            "approved; 3 of the entries for NVIDIA H100 80GB HBM3 and sm_90 are same-input groups (mul_mat_group)");
+  // The group kernel without nwarps 8: the mixed group is skipped and counted, the rest applies.
+  const tp::Profile p = tp::read(file.string(), temper_types);
+  ASSERT_EQ(p.error, "");
+  const tp::Choices no8 = tp::choose(p, h100, [](int launch, int, int, int nwarps, int) { return launch != tp::kMulMatGroup || nwarps != 8; });
+  EXPECT_EQ(no8.not_compiled, 1);
+  EXPECT_EQ(no8.group_entries, 2);
+  EXPECT_EQ(no8.groups.size(), 2u);
+  // Without a profile's line before: group() and has_groups() with no compiled set answer stock.
+  tp::Loader blind(temper_types, [](const std::string&) {});
+  blind.load(file.c_str());
+  EXPECT_FALSE(blind.has_groups(h100));
+  EXPECT_FALSE(blind.group(h100, qkv, &c));
+  EXPECT_TRUE(blind.lookup(h100, all, {tp::kMulMat, q4, 512, 4096, 1}, &plain));  // it learns what lookup() brings
+  EXPECT_TRUE(blind.group(h100, qkv, &c));
+}
+
+// Temper's applied_group is the same choice (the core side of the lookup above).
+TEST(ProfileReader, TempersAppliedGroupAgrees) {
+  const Profile p = load_profile(kCorpus / "valid-groups.json");
+  const ProfileDevice h100{"NVIDIA H100 80GB HBM3", 132, 0}, h200{"NVIDIA H200", 132, 0};
+  const std::vector<GroupMember> qkv{{GgmlType::Q4_K, 4096}, {GgmlType::Q4_K, 1024}, {GgmlType::Q4_K, 1024}};
+  const ProfileEntry* own = applied_group(p, "sm_90", h100, qkv, 4096, 1);
+  ASSERT_NE(own, nullptr);
+  EXPECT_EQ(own->config, (Config{4, 2}));
+  EXPECT_EQ(applied_group(p, "sm_90", h200, qkv, 4096, 1), nullptr);
+  ASSERT_NE(applied_group(p, "sm_90", h200, qkv, 4096, 2), nullptr);
+  EXPECT_EQ(applied_group(p, "sm_90", h200, qkv, 4096, 2)->config, (Config{2, 4}));
+  EXPECT_EQ(applied_group(p, "sm_89", h100, qkv, 4096, 2), nullptr);
 }
 
 // Path choices (hook v4): the device's own record decides, approved or not; else the arch's.
