@@ -65,6 +65,9 @@ int anvil_bucket(int64_t x) {
 
 std::optional<std::string> anvil_inapplicable(const ProfileEntry& e) {
   const Config c = e.config;
+  if (launch_is_group(e.key.launch))
+    return "a same-input group (mul_mat_group " + members_text(e.key.members) +
+           "): kernel-anvil has no group launch; a Temper profile carries it";
   if (e.key.launch != Launch::MulMat)
     return "a " + std::string(launch_name(e.key.launch)) +
            " launch: kernel-anvil's cells have no launch kind, and its patch would apply the value to every launch "
@@ -257,6 +260,13 @@ Export export_header(const Profile& p, const ExportOptions& o) {
   };
   for (const auto& e : p.entries) {
     if (note_unexported(e, arch, out.report.notes)) continue;
+    if (launch_is_group(e.key.launch)) {  // the header's lookup is per launch; a group is several
+      out.report.notes.push_back({e.key, e.config, ExportFate::Dropped,
+                                  "a same-input group (mul_mat_group): the header's lookup has no group launch; a Temper "
+                                  "profile carries it",
+                                  {}});
+      continue;
+    }
     if (e.config.nwarps < 1 || e.config.rows_per_block < 1) {
       out.report.notes.push_back({e.key, e.config, ExportFate::Dropped, "config values must be ≥ 1", {}});
       continue;
