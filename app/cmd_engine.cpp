@@ -41,7 +41,8 @@ int run_check(const Options& o) {
                         {"commit", r.tree.commit}, {"patched", r.state == engine::HookState::Patched},
                         {"patched_version", r.patched_version}, {"applies", r.applies}, {"problem", r.problem},
                         {"undoable", r.undoable}, {"undo_problem", r.undo_problem},
-                        {"types", r.types}, {"hook_version", engine::kHookVersion}};
+                        {"types", r.types}, {"hook_version", engine::kHookVersion},
+                        {"group_hooks", r.group_hooks}, {"group_problem", r.group_problem}};
     std::printf("%s\n", j.dump(2).c_str());
   } else {
     std::printf("%s tree at %s (ggml commit %s)\n", std::string(engine::tree_kind_name(r.tree.kind)).c_str(),
@@ -55,9 +56,12 @@ int run_check(const Options& o) {
                   r.patched_version, r.undo_problem.c_str(), r.tree.mmvq.lexically_relative(r.tree.root).string().c_str(),
                   r.tree.root.string().c_str());
     else if (r.applies)
-      std::printf("the hook (v%d) applies: %zu mmvq types\n", engine::kHookVersion, r.types.size());
+      std::printf("the hook (v%d) applies: %zu mmvq types; same-input groups: %s\n", engine::kHookVersion, r.types.size(),
+                  r.group_hooks ? "yes (ggml-cuda.cu's three places found)" : ("no: " + r.group_problem).c_str());
     else
       std::printf("the hook does not apply: %s\n", r.problem.c_str());
+    if (r.state == engine::HookState::Patched)
+      std::printf("same-input groups: %s\n", r.group_hooks ? "patched into ggml-cuda.cu" : "not in this tree's hook");
   }
   return r.applies || r.state == engine::HookState::Patched ? 0 : 2;
 }
@@ -69,10 +73,12 @@ int run_patch(const Options& o) {
                 engine::find_tree(o.dir).mmvq.string().c_str());
     return 0;
   }
-  engine::patch(o.dir, engine::kernel_set(o.probe.kernel_set));
-  std::printf("patched %s (hook v%d). Re-run cmake's configure step (the hook adds .cu files), then build as usual;\n"
+  const int group_hooks = engine::patch(o.dir, engine::kernel_set(o.probe.kernel_set));
+  std::printf("patched %s (hook v%d%s). Re-run cmake's configure step (the hook adds .cu files), then build as usual;\n"
               "the engine loads TEMPER_PROFILE, else ~/.config/temper/engine-profile.json. Undo: temper engine patch %s --undo\n",
-              engine::find_tree(o.dir).mmvq.string().c_str(), engine::kHookVersion, o.dir.c_str());
+              engine::find_tree(o.dir).mmvq.string().c_str(), engine::kHookVersion,
+              group_hooks ? "; ggml-cuda.cu too, for same-input groups" : "; same-input groups left out: see temper engine check",
+              o.dir.c_str());
   return 0;
 }
 

@@ -184,7 +184,10 @@ void hooked_copy(const Tree& tree, const fs::path& src, const KernelSet& set) {
   }
   const fs::path cuda = src / "src/ggml-cuda";
   const std::string marker = "// temper-hook v", copied = read_file(cuda / "mmvq.cu");
-  if (copied.rfind(marker, 0) != 0) return patch(src, set);
+  if (copied.rfind(marker, 0) != 0) {
+    patch(src, set);
+    return;
+  }
   const int version = std::atoi(copied.c_str() + marker.size());
   if (version == kHookVersion) return;  // the engine the user's own build runs
   // An older hook's tree: its runtime lacks what this probe calls. The copy starts again from the

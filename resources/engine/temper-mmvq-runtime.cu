@@ -8,7 +8,11 @@
 // ignored with one line on stderr and the engine runs stock; otherwise one line per device says
 // what the profile holds there.
 #include "temper-mmvq.cuh"
+#include "temper-mmvq-group.h"
 #include "temper-mmvq-profile.h"
+#if TEMPER_MMVQ_PATH_HOOKS & 1
+#include "mmvq.cuh"  // ggml_cuda_should_use_mmvq: whether ggml runs a MUL_MAT as mmvq
+#endif
 #include "quantize.cuh"
 #include "unary.cuh"
 
@@ -23,6 +27,7 @@
 #include <mutex>
 #include <string>
 #include <tuple>
+#include <unordered_set>
 #include <vector>
 
 void temper_mmvq_register_all();  // generated: temper-mmvq-registry.cu
@@ -41,6 +46,9 @@ int rows_index(int r) { for (int i = 0; i < kRowsCount; ++i) if (kRows[i] == r) 
 
 struct Instance { temper_mmvq_launch_fn launch = nullptr; temper_mmvq_attr_fn attr = nullptr; };
 Instance g_instances[kTypes][9][kNwarpsCount][kRowsCount];
+// Same-input group kernels (hook v5), filled once by the registry.
+using GroupInstanceKey = std::tuple<int, int, int, int, int>;  // type A, type B, ncols, nwarps, rows
+std::map<GroupInstanceKey, temper_mmvq_group_fn> g_group_instances;
 
 // The launch kinds of Temper's profiles (docs/profile-format.md): what ggml launched mmvq for, and
 // the fused gate/up kinds as the hook can run them unfused (gate and up as two plain launches).
@@ -93,8 +101,10 @@ temper_profile::TypeFacts type_facts(const std::string & name) {
     return f;
 }
 
+bool compiled_in(int launch, int type, int ncols, int nwarps, int rows);
+
 temper_profile::Loader g_profile(type_facts, [](const std::string & l) { std::fprintf(stderr, "%s\n", l.c_str()); },
-                                 TEMPER_MMVQ_PATH_HOOKS);
+                                 TEMPER_MMVQ_PATH_HOOKS, compiled_in);
 
 // What identifies a device for its own profile entries: arch, name, compute units.
 temper_profile::Device device_id(int device) {
@@ -113,7 +123,15 @@ temper_profile::Device device_id(int device) {
     return id;
 }
 
-bool compiled_in(int /*launch*/, int type, int ncols, int nwarps, int rows) { return find_instance(type, ncols, nwarps, rows) != nullptr; }
+// For a mul_mat_group entry (whose type is one of its group's): any group kernel with that type at that config.
+bool compiled_in(int launch, int type, int ncols, int nwarps, int rows) {
+    if (launch != temper_profile::kMulMatGroup) return find_instance(type, ncols, nwarps, rows) != nullptr;
+    for (const auto & [key, fn] : g_group_instances)
+        if ((std::get<0>(key) == type || std::get<1>(key) == type) && std::get<2>(key) == ncols && std::get<3>(key) == nwarps &&
+            std::get<4>(key) == rows)
+            return true;
+    return false;
+}
 
 // The current device as the profile knows it (looked up once per thread and device).
 const temper_profile::Device & current_device() {
@@ -142,6 +160,209 @@ int path_choice(int launch, int type, int ncols) {
     return g_profile.path(current_device(), compiled_in, launch, type, ncols);
 }
 
+
+// ---- same-input groups (hook v5) ----
+Choice g_group_override{0, 0};                                      // the probe's (under g_mutex); nwarps -1: off
+std::atomic<long long> g_group_launches{0};
+
+// TEMPER_MMVQ_GROUP=W,R: every group at that config (a measuring switch; the profile is the way to
+// ask). {0, 0} when unset or unreadable.
+Choice env_group() {
+    static const Choice c = [] {
+        Choice e{0, 0};
+        const char * v = getenv("TEMPER_MMVQ_GROUP");
+        if (v && std::sscanf(v, "%d,%d", &e.nwarps, &e.rows) != 2) e = Choice{0, 0};
+        return e;
+    }();
+    return c;
+}
+
+// ggml's concurrent streams (GGML_CUDA_GRAPH_OPT=1) reorder the graph themselves: groups stay off then.
+bool groups_possible() {
+    static const bool ok = [] {
+        const char * v = getenv("GGML_CUDA_GRAPH_OPT");
+        return (TEMPER_MMVQ_GROUP_HOOKS & 3) == 3 && !(v && std::atoi(v) == 1);
+    }();
+    return ok;
+}
+
+const temper_profile::Device & device_of(int device) {
+    static thread_local int cached_device = -1;
+    static thread_local temper_profile::Device cached_id;
+    if (device != cached_device) { cached_id = device_id(device); cached_device = device; }
+    return cached_id;
+}
+
+// Whether anything may ask for a group on `device`: the probe, the env switch or the profile.
+bool groups_wanted(int device) {
+    if (!groups_possible()) return false;
+    ensure_registered();
+    {
+        std::lock_guard<std::mutex> lock(g_mutex);
+        if (g_group_override.nwarps != 0) return g_group_override.nwarps > 0;
+    }
+    return env_group().nwarps > 0 || g_profile.has_groups(device_of(device));
+}
+
+bool is_fusable_consumer(ggml_op op) { return op == GGML_OP_ADD || op == GGML_OP_ADD_ID || op == GGML_OP_MUL || op == GGML_OP_GLU; }
+
+// A MUL_MAT ggml would run as mmvq on plain quantized weights at batch width 1..4 (graph order only:
+// the launch checks the rest).
+bool order_candidate(const ggml_tensor * t) {
+    if (t->op != GGML_OP_MUL_MAT) return false;
+    const ggml_tensor * w = t->src[0], * x = t->src[1];
+    return w && x && w->op == GGML_OP_NONE && mmvq_type(w->type) && x->type == GGML_TYPE_F32 && t->type == GGML_TYPE_F32 &&
+           x->ne[1] >= 1 && x->ne[1] <= 4 && x->ne[2] == 1 && x->ne[3] == 1 && w->ne[2] == 1 && w->ne[3] == 1;
+}
+
+// One member of a group launch: everything ggml checks before it runs this MUL_MAT as mmvq.
+bool group_member(const ggml_backend_cuda_context & ctx, const ggml_tensor * t, const ggml_tensor * leader) {
+    if (!order_candidate(t) || ggml_is_empty(t) || (t->flags & GGML_TENSOR_FLAG_COMPUTE) == 0) return false;
+    const ggml_tensor * w = t->src[0], * x = t->src[1];
+    if (leader && (x != leader->src[1] || w->ne[0] != leader->src[0]->ne[0])) return false;
+    if (ggml_get_op_params_i32(t, 1) != 0) return false;  // a hint ggml acts on (e.g. a Hadamard src0)
+    if (!w->buffer || ggml_backend_buffer_get_type(w->buffer) != ggml_backend_cuda_buffer_type(ctx.device)) return false;  // split, host
+    if (ggml_backend_buffer_get_usage(w->buffer) == GGML_BACKEND_BUFFER_USAGE_COMPUTE) return false;
+    if (!ggml_is_contiguous(w) || !ggml_is_contiguous(x) || !ggml_is_contiguous(t) || w->ne[0] % ggml_blck_size(w->type) != 0) return false;
+#if TEMPER_MMVQ_PATH_HOOKS & 1
+    const int cc = ggml_cuda_info().devices[ctx.device].cc;
+    return ggml_cuda_should_use_mmvq(w->type, cc, x->ne[1]);  // the hook's own choice included
+#else
+    return x->ne[1] == 1;  // a ggml deciding inline (7180759): one column always runs mmvq
+#endif
+}
+
+temper_mmvq_group_fn find_group(int type_a, int type_b, int ncols, Choice c, bool & swapped) {
+    swapped = false;
+    if (auto it = g_group_instances.find(GroupInstanceKey{type_a, type_b, ncols, c.nwarps, c.rows}); it != g_group_instances.end()) return it->second;
+    if (type_a == type_b) return nullptr;
+    auto it = g_group_instances.find(GroupInstanceKey{type_b, type_a, ncols, c.nwarps, c.rows});
+    if (it == g_group_instances.end()) return nullptr;
+    swapped = true;  // the pair was compiled the other way round: B's members are its A
+    return it->second;
+}
+
+}  // namespace
+
+void temper_mmvq_register_group(int type_a, int type_b, int ncols, int nwarps, int rows, temper_mmvq_group_fn launch) {
+    g_group_instances[GroupInstanceKey{type_a, type_b, ncols, nwarps, rows}] = launch;
+}
+
+void temper_mmvq_group_order(int device, ggml_cgraph * cgraph) {
+    if (!groups_wanted(device)) return;
+    const int n = cgraph->n_nodes;
+    // MUL_MATs ggml may fuse with what consumes them (a bias, the gate/up GLU) stay where they are.
+    std::unordered_set<const ggml_tensor *> fused;
+    for (int i = 0; i < n; ++i)
+        if (is_fusable_consumer(cgraph->nodes[i]->op))
+            for (const ggml_tensor * s : cgraph->nodes[i]->src)
+                if (s && s->op == GGML_OP_MUL_MAT) fused.insert(s);
+    auto movable = [&](const ggml_tensor * t) { return order_candidate(t) && !fused.count(t); };
+    // Each run's members move up to just after its first MUL_MAT: always a valid order, a member's
+    // inputs being a weight and the first one's activations.
+    constexpr int kWindow = 64;
+    std::vector<ggml_tensor *> order;
+    order.reserve(n);
+    std::vector<char> placed(n, 0);
+    for (int i = 0; i < n; ++i) {
+        if (placed[i]) continue;
+        ggml_tensor * lead = cgraph->nodes[i];
+        order.push_back(lead);
+        placed[i] = 1;
+        if (!movable(lead)) continue;
+        int count = 1;
+        for (int j = i + 1; j < n && j <= i + kWindow && count < 4; ++j) {
+            ggml_tensor * t = cgraph->nodes[j];
+            if (placed[j] || !movable(t) || t->src[1] != lead->src[1] || t->src[0]->ne[0] != lead->src[0]->ne[0]) continue;
+            order.push_back(t);
+            placed[j] = 1;
+            ++count;
+        }
+    }
+    std::copy(order.begin(), order.end(), cgraph->nodes);
+}
+
+int temper_mmvq_try_group(ggml_backend_cuda_context & ctx, ggml_cgraph * cgraph, int i) {
+    const ggml_tensor * lead = cgraph->nodes[i];
+    if (lead->op != GGML_OP_MUL_MAT || !groups_possible()) return 0;
+    ensure_registered();
+    Choice c{0, 0};
+    {
+        std::lock_guard<std::mutex> lock(g_mutex);
+        c = g_group_override;
+    }
+    if (c.nwarps < 0) return 0;
+    if (c.nwarps == 0) c = env_group();
+    if (c.nwarps == 0 && !g_profile.has_groups(device_of(ctx.device))) return 0;  // nothing asks: the cheap way out
+    if (!group_member(ctx, lead, nullptr)) return 0;
+    int count = 1;
+    while (count < 4 && i + count < cgraph->n_nodes && group_member(ctx, cgraph->nodes[i + count], lead)) ++count;
+    if (count < 2) return 0;
+    // ggml fuses a MUL_MAT with the node after it (a bias add, the gate/up GLU): such a run is not ours.
+    if (i + count < cgraph->n_nodes) {
+        const ggml_tensor * next = cgraph->nodes[i + count];
+        if (is_fusable_consumer(next->op))
+            for (const ggml_tensor * s : next->src)
+                for (int m = 0; m < count; ++m)
+                    if (s && s == cgraph->nodes[i + m]) return 0;
+    }
+    const int type_a = lead->src[0]->type;
+    int type_b = type_a;
+    temper_profile::GroupKey key{};
+    key.ncols = (int) lead->src[1]->ne[1];
+    key.k = (int) lead->src[0]->ne[0];
+    key.count = count;
+    for (int m = 0; m < count; ++m) {
+        const ggml_tensor * w = cgraph->nodes[i + m]->src[0];
+        key.type[m] = w->type;
+        key.n[m] = (int) w->ne[1];
+        if (w->type != type_a) {
+            if (type_b != type_a && w->type != type_b) return 0;  // at most two types
+            type_b = w->type;
+        }
+    }
+    if (c.nwarps == 0) {
+        temper_profile::Config pc;
+        if (!g_profile.group(device_of(ctx.device), key, &pc)) return 0;
+        c = Choice{pc.nwarps, pc.rows};
+    }
+    bool swapped = false;
+    const temper_mmvq_group_fn launch = find_group(type_a, type_b, key.ncols, c, swapped);
+    if (!launch) return 0;
+
+    cudaStream_t stream = ctx.stream();
+    const ggml_tensor * x = lead->src[1];
+    const int64_t k = x->ne[0], ncols = x->ne[1], k_padded = GGML_PAD(k, MATRIX_ROW_PADDING);
+    ggml_cuda_pool_alloc<char> q8(ctx.pool(), ncols * k_padded * sizeof(block_q8_1) / QK8_1);
+    const int64_t s1 = x->nb[1] / sizeof(float), s2 = x->nb[2] / sizeof(float), s3 = x->nb[3] / sizeof(float);
+    quantize_row_q8_1_cuda((const float *) x->data, nullptr, q8.get(), (ggml_type) type_a, k, s1, s2, s3, k_padded, ncols, 1, 1, stream);
+
+    temper_mmvq_group_args g{};
+    for (int m = 0; m < count; ++m) {
+        const ggml_tensor * t = cgraph->nodes[i + m];
+        const ggml_tensor * w = t->src[0];
+        g.vx[m] = w->data;
+        g.dst[m] = (float *) t->data;
+        g.nrows[m] = (int) w->ne[1];
+        g.stride_row_x[m] = (uint32_t) (w->nb[1] / ggml_type_size(w->type));
+        g.stride_col_dst[m] = (uint32_t) (t->nb[1] / sizeof(float));
+        g.is_b[m] = (w->type != type_a) != swapped;
+    }
+    g.count = count;
+    g.vy = q8.get();
+    g.ncols_x = (uint32_t) k;
+    g.stride_col_y = (uint32_t) (k_padded / QK8_1);
+    g.warp_size = ggml_cuda_info().devices[ctx.device].warp_size;
+    g.stream = stream;
+    launch(g);
+    g_last_stream = (void *) stream;
+    g_launches += count;  // each member counts as the MUL_MAT it replaces; group launches are counted apart
+    g_tuned += count;
+    ++g_group_launches;
+    return count;
+}
+
+namespace {
 }  // namespace
 
 void temper_mmvq_register(int type, int ncols, int nwarps, int rows, temper_mmvq_launch_fn launch, temper_mmvq_attr_fn attr) {
@@ -313,6 +534,14 @@ void temper_mmvq_set_path_override(int launch, int type, int ncols, int path) {
 }
 
 int temper_mmvq_path_hooks(void) { return TEMPER_MMVQ_PATH_HOOKS; }
+
+void temper_mmvq_set_group_override(int nwarps, int rows) {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    g_group_override = nwarps < 0 ? Choice{-1, 0} : nwarps == 0 ? Choice{0, 0} : Choice{nwarps, rows};
+}
+
+long long temper_mmvq_group_launches(void) { return g_group_launches.load(); }
+int temper_mmvq_group_hooks(void) { return TEMPER_MMVQ_GROUP_HOOKS; }
 long long temper_mmvq_path_changes(void) { return g_path_changes.load(); }
 
 int temper_mmvq_has(int type, int ncols, int nwarps, int rows) {

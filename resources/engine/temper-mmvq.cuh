@@ -13,6 +13,9 @@
 // Which of ggml's mmvq/mmq decisions this tree's mmvq.cu has wrapped (hook v4; `temper engine patch`
 // writes it): bit 0 ggml_cuda_should_use_mmvq (MUL_MAT), bit 1 get_mmvq_mmid_max_batch (MUL_MAT_ID).
 #define TEMPER_MMVQ_PATH_HOOKS TEMPER_PATH_HOOKS_WRITTEN_BY_PATCH
+// Which of ggml-cuda.cu's places this tree has patched for same-input groups (hook v5; `temper engine
+// patch` writes it): bit 0 the graph evaluation launches groups, bit 1 graph_optimize orders their runs.
+#define TEMPER_MMVQ_GROUP_HOOKS TEMPER_GROUP_HOOKS_WRITTEN_BY_PATCH
 
 // Everything mmvq's launcher knows at the point where it picks a kernel, so a tuned launch is made
 // exactly as the stock one would be (same strides, same fusion arguments, same launch path).
@@ -41,6 +44,17 @@ void temper_mmvq_note_launch(int nwarps, int nblocks_x);
 // bounds are compiled from ggml's own cap).
 bool temper_mmvq_use_mmvq(int type, long long ne11, bool stock);
 int temper_mmvq_mmid_max_batch(int type, int stock_cap);
+
+// Same-input groups (hook v5, temper-mmvq-group.cuh): 2..4 MUL_MATs reading the same q8_1
+// activations vy in one launch. Member i: weights vx[i] (nrows[i] rows, stride_row_x[i] blocks apart),
+// output dst[i] (columns stride_col_dst[i] floats apart), is_b[i]: its type is the group's second one.
+struct temper_mmvq_group_args {
+    const void * vx[4]; float * dst[4]; int nrows[4]; uint32_t stride_row_x[4]; uint32_t stride_col_dst[4]; int is_b[4];
+    int count; const void * vy; uint32_t ncols_x; uint32_t stride_col_y; int warp_size; cudaStream_t stream;
+};
+typedef void (*temper_mmvq_group_fn)(const temper_mmvq_group_args & g);
+// Called by the generated registry for every compiled (type A, type B, ncols, nwarps, rows) group kernel.
+void temper_mmvq_register_group(int type_a, int type_b, int ncols, int nwarps, int rows, temper_mmvq_group_fn launch);
 
 // The probe's interface (temper-probe links this tree statically and includes the same header).
 #include "temper-mmvq-api.h"

@@ -9,7 +9,8 @@
 # (it needs ROCm >= 6.1, as ggml's CMake requires): gfx1100 then gets clang15-bf16.h, which spells
 # __bf16 as the 16-bit integer clang 15's WMMA builtins take, so the hook's own code is still
 # compiled for RDNA3. The tuned instantiations must use the same dot instructions as Temper's kernels,
-# as often. Results: docs/perf-notes.md. Exit 77 (skipped) without hipcc or the tree.
+# as often. Hook v5's same-input group unit and the run time's group hooks compile for both targets
+# (gfx1030 with host code). Results: docs/perf-notes.md. Exit 77 (skipped) without hipcc or the tree.
 # Usage: TEMPER_UPSTREAM=DIR hook_hipcc_test.sh TEMPER HIPCC SOURCE_DIR LLVM_BIN_DIR OUT_DIR
 set -eu
 temper=$(cd "$(dirname "$1")" && pwd)/$(basename "$1") hipcc=$2 source=$3 llvm=$4 out=$5
@@ -47,10 +48,10 @@ compile() {  # OBJECT ARGS...: in the background, one per core; the command and 
   running=$((running + 1))
   if [ "$running" -ge "$cores" ]; then wait; running=0; fi
 }
-for f in mmvq.cu temper-mmvq-q4_k-1.cu temper-mmvq-registry.cu temper-mmvq-runtime.cu; do
+for f in mmvq.cu temper-mmvq-q4_k-1.cu temper-mmvq-registry.cu temper-mmvq-runtime.cu temper-mmvq-group-q4_k.cu; do
   compile "$out/$f.gfx1030.o" --offload-arch=gfx1030 "src/ggml-cuda/$f"
 done
-for f in mmvq.cu temper-mmvq-q4_k-1.cu; do
+for f in mmvq.cu temper-mmvq-q4_k-1.cu temper-mmvq-group-q4_k.cu; do
   compile "$out/$f.gfx1100.co" --offload-arch=gfx1100 --cuda-device-only $rdna3_extra "src/ggml-cuda/$f"
 done
 compile "$out/probe.o" --offload-arch=gfx1030 --offload-arch=gfx1100 $libs_flag -DTEMPER_PROBE_HIP $probe_extra \
@@ -69,6 +70,8 @@ done
 nm -C "$out/temper-mmvq-registry.cu.gfx1030.o" | grep -q "temper_mmvq_register_all()"
 nm -C "$out/temper-mmvq-q4_k-1.cu.gfx1030.o" | grep -q "temper_mmvq_register_q4_k_1()"
 nm -C "$out/temper-mmvq-runtime.cu.gfx1030.o" | grep -q "temper_mmvq_try_launch"
+nm -C "$out/temper-mmvq-runtime.cu.gfx1030.o" | grep -q " T temper_mmvq_try_group("
+nm -C "$out/temper-mmvq-group-q4_k.cu.gfx1030.o" | grep -q " T temper_mmvq_register_group_q4_k()"
 # The tuned q4_K instantiations (mul_mat_vec_q<..., temper_nwarps, temper_rows>) against Temper's
 # kernels, config by config: the same dot instruction per target (RDNA3's v_dot4_i32_iu8 on gfx1100,
 # v_dot4c_i32_i8 on gfx1030) and as many of them (the same loop structure). gfx1030's device code

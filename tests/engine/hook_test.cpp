@@ -57,8 +57,11 @@ TEST_P(HookOn, AppliesAndUndoesByteForByte) {
   EXPECT_EQ(c.state, engine::HookState::Stock);
   EXPECT_EQ(c.tree.kind, GetParam() == "llama.cpp" ? engine::TreeKind::LlamaCpp : engine::TreeKind::Ggml);
   EXPECT_NE(std::find(c.types.begin(), c.types.end(), "Q4_K"), c.types.end());
+  // Hook v5: every tested tree has ggml-cuda.cu's three places.
+  EXPECT_EQ(c.group_hooks, engine::kGroupHookEvaluate | engine::kGroupHookOrder) << c.group_problem;
 
-  engine::patch(tree, engine::kernel_set("ci"));
+  EXPECT_EQ(engine::patch(tree, engine::kernel_set("ci")), engine::kGroupHookEvaluate | engine::kGroupHookOrder);
+  EXPECT_NE(read_file(cuda / "ggml-cuda.cu").find("temper_mmvq_try_group(*cuda_ctx, cgraph, i)"), std::string::npos);
   const std::string patched = read_file(cuda / "mmvq.cu");
   EXPECT_EQ(patched.rfind("// temper-hook v" + std::to_string(engine::kHookVersion), 0), 0u);
   EXPECT_NE(patched.find("int temper_nwarps = 0, int temper_rows = 0>"), std::string::npos);
@@ -102,10 +105,10 @@ TEST_P(HookOn, FullSetCoversEveryTypeAndNcols) {
   const auto has = [](const engine::Patch& p, const std::string& name) {
     return std::any_of(p.files.begin(), p.files.end(), [&](const auto& f) { return f.first == name; });
   };
-  // all: one unit per type and ncols group (1, 2-4, 5-8), the registry, the header, its C interface, the run time
-  // and its profile reader.
+  // all: one unit per type and ncols group (1, 2-4, 5-8), the registry, the header, its C interface, the run time,
+  // its profile reader and the group header ggml-cuda.cu includes (no ggml-cuda.cu given: no group units).
   const engine::Patch all = engine::make_patch(source, engine::kernel_set("all"));
-  EXPECT_EQ(all.files.size(), all.types.size() * 3 + 5);
+  EXPECT_EQ(all.files.size(), all.types.size() * 3 + 6);
   const auto unit = std::find_if(all.files.begin(), all.files.end(), [](const auto& f) { return f.first == "temper-mmvq-q6_k-5-8.cu"; });
   ASSERT_NE(unit, all.files.end());
   EXPECT_NE(unit->second.find("temper_mmvq_register(GGML_TYPE_Q6_K, 8, 2, 2, &launch<8, 2, 2>"), std::string::npos);
@@ -121,7 +124,7 @@ TEST_P(HookOn, FullSetCoversEveryTypeAndNcols) {
   EXPECT_GE(all.types.size(), 21u);
   // full: the 13 tier-1 types at every ncols group, the others at ncols 1 only.
   const engine::Patch full = engine::make_patch(source, engine::kernel_set("full"));
-  EXPECT_EQ(full.files.size(), 13 * 3 + (full.types.size() - 13) + 5);
+  EXPECT_EQ(full.files.size(), 13 * 3 + (full.types.size() - 13) + 6);
   EXPECT_TRUE(has(full, "temper-mmvq-mxfp4-5-8.cu"));
   EXPECT_TRUE(has(full, "temper-mmvq-iq4_xs-2-4.cu"));
   EXPECT_TRUE(has(full, "temper-mmvq-iq2_xxs-1.cu"));
@@ -140,7 +143,7 @@ TEST_P(HookOn, FullSetCoversEveryTypeAndNcols) {
   // ncols1 (bench/fidelity.sh): the 13 tier-1 types, one ncols-1 unit each, the grid's configs that
   // launch at ncols 1: 30 less (16, 16), (32, 8) (the fused twin's shared memory) and (32, 16).
   const engine::Patch n1 = engine::make_patch(source, engine::kernel_set("ncols1"));
-  EXPECT_EQ(n1.files.size(), 13u + 5u);
+  EXPECT_EQ(n1.files.size(), 13u + 6u);
   const auto mx = std::find_if(n1.files.begin(), n1.files.end(), [](const auto& f) { return f.first == "temper-mmvq-mxfp4-1.cu"; });
   ASSERT_NE(mx, n1.files.end());
   size_t registered = 0;
@@ -464,6 +467,138 @@ TEST(HookPaths, PatchAndUndoOnTheStandInTree) {
   engine::undo(tree);
   EXPECT_EQ(read_file(tree / "src/ggml-cuda/mmvq.cu"), original);
   EXPECT_EQ(std::distance(fs::directory_iterator(tree / "src/ggml-cuda"), fs::directory_iterator()), 1);
+  fs::remove_all(tree);
+}
+
+
+// ---- hook v5: same-input groups, on Temper's stand-in ggml-cuda.cu (the three anchor lines only) ----
+
+// The stand-in mmvq.cu with Q6_K added to its dispatch, so a k-quant pair can be compiled.
+std::string mmvq_with_q6_k() {
+  std::string s = read_file(kFixtures / "mmvq-paths.cu");
+  const std::string q4k = "        case GGML_TYPE_Q4_K: return vec_dot_q4_K_q8_1;\n";
+  s.insert(s.find(q4k) + q4k.size(), "        case GGML_TYPE_Q6_K: return vec_dot_q6_K_q8_1;\n");
+  return s;
+}
+
+// p.cuda without the hook's insertions.
+std::string without_group_hook(std::string t) {
+  static const std::regex launch(
+      R"(                if \(const int temper_run = temper_mmvq_try_group[^\n]*\n                    i \+= temper_run - 1;\n                    continue;\n                \}\n)");
+  static const std::regex line(R"([^\n]*temper_mmvq_group_order[^\n]*\n|#include "ggml-cuda/temper-mmvq-group.h"[^\n]*\n)");
+  return std::regex_replace(std::regex_replace(t, launch, ""), line, "");
+}
+
+TEST(HookGroups, PatchesGgmlCudasThreePlacesAndCompilesTheGroupUnits) {
+  const std::string cuda = read_file(kFixtures / "ggml-cuda-groups.cu");
+  const engine::Patch p = engine::make_patch(mmvq_with_q6_k(), engine::kernel_set("q4_K,q6_K"), engine::kHookVersion, &cuda);
+  EXPECT_EQ(p.group_hooks, engine::kGroupHookEvaluate | engine::kGroupHookOrder);
+  EXPECT_EQ(p.group_problem, "");
+  EXPECT_NE(p.cuda.find("#include \"ggml-cuda/common.cuh\"\n#include \"ggml-cuda/temper-mmvq-group.h\""), std::string::npos);
+  EXPECT_NE(p.cuda.find("ggml_cgraph * cgraph) {\n    temper_mmvq_group_order(((ggml_backend_cuda_context *) backend->context)->device, cgraph);"),
+            std::string::npos);
+  // The group launch comes right before ggml's compute_forward and skips the run's other nodes.
+  const size_t group = p.cuda.find("if (const int temper_run = temper_mmvq_try_group(*cuda_ctx, cgraph, i); temper_run > 0)");
+  ASSERT_NE(group, std::string::npos);
+  EXPECT_NE(p.cuda.find("i += temper_run - 1;\n                    continue;\n                }\n                bool ok = ggml_cuda_compute_forward", group),
+            std::string::npos);
+  EXPECT_EQ(without_group_hook(p.cuda), cuda);  // nothing else changed
+  // A unit per type and one for the k-quant pair, at batch widths 1..4 only; the registry calls them.
+  const std::string pair = generated(p, "temper-mmvq-group-q4_k-q6_k.cu");
+  EXPECT_NE(pair.find("#include \"mmvq.cu\"\n#include \"temper-mmvq-group.cuh\""), std::string::npos);
+  for (int nc = 1; nc <= 4; ++nc)
+    EXPECT_NE(pair.find("temper_mmvq_group_register_width<GGML_TYPE_Q4_K, GGML_TYPE_Q6_K, " + std::to_string(nc) + ">();"),
+              std::string::npos);
+  EXPECT_EQ(pair.find(", 5>();"), std::string::npos);
+  EXPECT_NE(generated(p, "temper-mmvq-group-q4_k.cu").find("<GGML_TYPE_Q4_K, GGML_TYPE_Q4_K, 4>"), std::string::npos);
+  EXPECT_NE(generated(p, "temper-mmvq-group-q6_k.cu").find("<GGML_TYPE_Q6_K, GGML_TYPE_Q6_K, 1>"), std::string::npos);
+  for (const auto& [name, _] : p.files) EXPECT_EQ(name.find("group-q4_0"), std::string::npos) << name;  // Q4_0 is not in this set
+  const std::string registry = generated(p, "temper-mmvq-registry.cu");
+  for (const char* f : {"temper_mmvq_register_group_q4_k();", "temper_mmvq_register_group_q6_k();", "temper_mmvq_register_group_q4_k_q6_k();"})
+    EXPECT_NE(registry.find(std::string("    ") + f), std::string::npos) << f;
+  EXPECT_NE(generated(p, "temper-mmvq.cuh").find("#define TEMPER_MMVQ_GROUP_HOOKS 3\n"), std::string::npos);
+  EXPECT_NE(generated(p, "temper-mmvq-group.cuh").find("temper_mmvq_group_register_width"), std::string::npos);
+  EXPECT_NE(generated(p, "temper-mmvq-group.h").find("int temper_mmvq_try_group(ggml_backend_cuda_context & ctx, ggml_cgraph * cgraph, int i);"),
+            std::string::npos);
+  // The ci set (ncols 1): the uniform units at one column, no pair.
+  const engine::Patch ci = engine::make_patch(mmvq_with_q6_k(), engine::kernel_set("ci"), engine::kHookVersion, &cuda);
+  const std::string q4k = generated(ci, "temper-mmvq-group-q4_k.cu");
+  EXPECT_NE(q4k.find("<GGML_TYPE_Q4_K, GGML_TYPE_Q4_K, 1>"), std::string::npos);
+  EXPECT_EQ(q4k.find("<GGML_TYPE_Q4_K, GGML_TYPE_Q4_K, 2>"), std::string::npos);
+  for (const auto& [name, _] : ci.files) EXPECT_EQ(name.find("q4_k-q6_k"), std::string::npos) << name;
+}
+
+TEST(HookGroups, AMissingPlaceLeavesGgmlCudaAloneAndSaysWhich) {
+  const std::string cuda = read_file(kFixtures / "ggml-cuda-groups.cu");
+  const std::string anchor = "                bool ok = ggml_cuda_compute_forward(*cuda_ctx, node);\n";
+  for (const std::string& broken : {std::string(cuda).replace(cuda.find(anchor), anchor.size(), "                bool ok = true;\n"),
+                                    cuda + "\nstatic void ggml_backend_cuda_graph_optimize(ggml_backend_t backend, ggml_cgraph * cgraph) {\n}\n"}) {
+    const engine::Patch p = engine::make_patch(read_file(kFixtures / "mmvq-paths.cu"), engine::kernel_set("ci"), engine::kHookVersion, &broken);
+    EXPECT_EQ(p.group_hooks, 0);
+    EXPECT_EQ(p.cuda, "");
+    EXPECT_NE(p.group_problem.find("ggml-cuda.cu: "), std::string::npos);
+    EXPECT_NE(p.group_problem.find("(the rest of the hook applies)"), std::string::npos) << p.group_problem;
+    EXPECT_NE(p.mmvq.find("temper_mmvq_try_launch"), std::string::npos);  // the rest of the hook is there
+    EXPECT_NE(generated(p, "temper-mmvq.cuh").find("#define TEMPER_MMVQ_GROUP_HOOKS 0\n"), std::string::npos);
+    for (const auto& [name, _] : p.files) EXPECT_EQ(name.find("temper-mmvq-group-"), std::string::npos) << name;
+  }
+  const std::string carrying = cuda + "#include \"ggml-cuda/temper-mmvq-group.h\"\n";
+  EXPECT_NE(engine::make_patch(read_file(kFixtures / "mmvq-paths.cu"), engine::kernel_set("ci"), engine::kHookVersion, &carrying)
+                .group_problem.find("carries Temper's group hook already"),
+            std::string::npos);
+  // An older hook (what undo regenerates) never touched ggml-cuda.cu.
+  const engine::Patch v4 = engine::make_patch(read_file(kFixtures / "mmvq-paths.cu"), engine::kernel_set("ci"), 4, &cuda);
+  EXPECT_EQ(v4.group_hooks, 0);
+  EXPECT_EQ(v4.cuda, "");
+}
+
+// In place on a stand-in tree with both files: patch, check, undo byte for byte; an undo stopped
+// between the two files finishes; a ggml-cuda.cu edited since is the user's and stops undo.
+TEST(HookGroups, PatchAndUndoBothFilesInPlace) {
+  const fs::path tree = fs::temp_directory_path() / ("temper-hook-groups-" + std::to_string(::getpid()));
+  fs::remove_all(tree);
+  const fs::path dir = tree / "src/ggml-cuda";
+  fs::create_directories(dir);
+  const std::string mmvq = read_file(kFixtures / "mmvq-paths.cu"), cuda = read_file(kFixtures / "ggml-cuda-groups.cu");
+  write_file_atomic(dir / "mmvq.cu", mmvq);
+  write_file_atomic(dir / "ggml-cuda.cu", cuda);
+  engine::CheckReport c = engine::check(tree);
+  EXPECT_EQ(c.group_hooks, engine::kGroupHookEvaluate | engine::kGroupHookOrder) << c.group_problem;
+  EXPECT_EQ(engine::patch(tree, engine::kernel_set("ci")), engine::kGroupHookEvaluate | engine::kGroupHookOrder);
+  const std::string patched_cuda = read_file(dir / "ggml-cuda.cu");
+  EXPECT_NE(patched_cuda.find("temper_mmvq_try_group"), std::string::npos);
+  EXPECT_EQ(read_file(dir / ".temper-hook/ggml-cuda.cu.orig"), cuda);
+  EXPECT_NE(read_file(dir / ".temper-hook/manifest.txt").find("\ncuda_orig="), std::string::npos);
+  c = engine::check(tree);
+  EXPECT_EQ(c.state, engine::HookState::Patched);
+  EXPECT_EQ(c.group_hooks, engine::kGroupHookEvaluate | engine::kGroupHookOrder);
+  EXPECT_TRUE(c.undoable) << c.undo_problem;
+
+  // Edited since: undo refuses and changes nothing.
+  write_file_atomic(dir / "ggml-cuda.cu", patched_cuda + "// the user's line\n");
+  const std::string before = snapshot(dir);
+  try {
+    engine::undo(tree);
+    ADD_FAILURE() << "undid over the user's edit";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::BadInput);
+    EXPECT_NE(std::string(e.what()).find("ggml-cuda.cu: changed since Temper patched it"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(snapshot(dir), before);
+  write_file_atomic(dir / "ggml-cuda.cu", patched_cuda);
+
+  engine::undo(tree);
+  EXPECT_EQ(read_file(dir / "mmvq.cu"), mmvq);
+  EXPECT_EQ(read_file(dir / "ggml-cuda.cu"), cuda);
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 2);
+
+  // Stopped after ggml-cuda.cu was restored, before mmvq.cu: the next undo finishes.
+  engine::patch(tree, engine::kernel_set("ci"));
+  write_file_atomic(dir / "ggml-cuda.cu", cuda);
+  engine::undo(tree);
+  EXPECT_EQ(read_file(dir / "mmvq.cu"), mmvq);
+  EXPECT_EQ(read_file(dir / "ggml-cuda.cu"), cuda);
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 2);
   fs::remove_all(tree);
 }
 

@@ -15,8 +15,9 @@ namespace temper::engine {
 
 // 2: the `full` set compiles tier 2 at ncols 1 only; 3: launch kinds and device entries; 4: the mmvq/mmq
 // choice (ggml_cuda_should_use_mmvq and get_mmvq_mmid_max_batch wrapped where the tree has them), and
-// the grid's rows_per_block 16 and nwarps 32 (a v3 build counts entries using them as "not compiled in").
-constexpr int kHookVersion = 4;
+// the grid's rows_per_block 16 and nwarps 32 (a v3 build counts entries using them as "not compiled in");
+// 5: same-input groups (ggml-cuda.cu patched too, where its three anchors are; mul_mat_group entries).
+constexpr int kHookVersion = 5;
 
 enum class TreeKind { Ggml, LlamaCpp };
 
@@ -24,6 +25,7 @@ struct Tree {
   std::filesystem::path root;       // what the user named
   std::filesystem::path ggml_root;  // root itself, or root/ggml in a llama.cpp checkout
   std::filesystem::path mmvq;       // ggml_root/src/ggml-cuda/mmvq.cu
+  std::filesystem::path cuda;       // ggml_root/src/ggml-cuda/ggml-cuda.cu (hook v5's groups; may be absent)
   TreeKind kind = TreeKind::Ggml;
   std::string commit;               // from the tree's .git (HEAD), empty when there is none
 };
@@ -61,14 +63,24 @@ struct Patch {
   // Which of ggml's mmvq/mmq decisions the hook wraps (hook v4; TEMPER_MMVQ_PATH_HOOKS in the
   // generated header): kPathHookMulMat, kPathHookMulMatId. A tree without the function lacks the bit.
   int path_hooks = 0;
+  // Same-input groups (hook v5): the patched ggml-cuda.cu (empty: left as it is) and which of its
+  // places carry the hook (kGroupHookEvaluate | kGroupHookOrder, both or neither), else why not.
+  std::string cuda;
+  int group_hooks = 0;
+  std::string group_problem;
 };
 constexpr int kPathHookMulMat = 1;    // ggml_cuda_should_use_mmvq (d99724f; 7180759 decides inline)
 constexpr int kPathHookMulMatId = 2;  // get_mmvq_mmid_max_batch: MUL_MAT_ID's mmvq batch cap
+constexpr int kGroupHookEvaluate = 1;  // ggml-cuda.cu's graph evaluation launches same-input groups
+constexpr int kGroupHookOrder = 2;     // its graph_optimize puts each run's MUL_MATs next to each other
 
 // Applies the hook to mmvq.cu's text. Error(BadInput) "<what> not found" naming the anchor when
 // the text is not an mmvq.cu the hook understands, or "already patched" when it carries the hook.
 // hook_version: the marker to write (an older one only to recognise what an older Temper wrote).
-Patch make_patch(const std::string& mmvq_source, const KernelSet& set, int hook_version = kHookVersion);
+// cuda_source: ggml-cuda.cu's text (hook v5's groups), nullptr when the tree has none; where its
+// anchors are missing the patch leaves it alone and says why in group_problem.
+Patch make_patch(const std::string& mmvq_source, const KernelSet& set, int hook_version = kHookVersion,
+                 const std::string* cuda_source = nullptr);
 
 enum class HookState { Stock, Patched };
 
@@ -79,6 +91,8 @@ struct CheckReport {
   bool applies = false;          // stock and every anchor found
   std::string problem;           // why it does not apply
   std::vector<std::string> types;
+  int group_hooks = 0;           // stock: what patch would give ggml-cuda.cu (kGroupHook*); patched: what it has
+  std::string group_problem;     // why groups would not apply (an anchor of ggml-cuda.cu missing)
   bool undoable = false;         // patched, and `engine patch --undo` would restore it
   std::string undo_problem;      // patched, and why undo would refuse
 };
@@ -90,7 +104,9 @@ CheckReport check(const std::filesystem::path& dir);
 // regular file of at most 4 MiB inside the tree (a link leading out is refused, naming its target),
 // has CRLF line endings, or a file to be written exists. One patch or undo per tree at a time (a
 // lock on the ggml-cuda folder, waited for up to 30 s).
-void patch(const std::filesystem::path& dir, const KernelSet& set);
+// Hook v5 also patches ggml-cuda.cu (kept as .temper-hook/ggml-cuda.cu.orig, written before mmvq.cu,
+// restored before it); returns the group hooks it wrote (0: ggml-cuda.cu left as it is).
+int patch(const std::filesystem::path& dir, const KernelSet& set);
 // Restores mmvq.cu byte for byte and removes the files the hook added: only files of the hook's
 // own naming in the ggml-cuda folder, each unchanged since it was written (its recorded hash).
 // Everything is verified first; Error(BadInput) when the tree is not patched, mmvq.cu or a hook
@@ -102,6 +118,8 @@ std::string_view hook_header();
 std::string_view hook_api();  // the hook's C interface, shared by the hook and temper-probe
 std::string_view hook_runtime();
 std::string_view hook_profile_reader();  // temper-mmvq-profile.h: the runtime's profile reader (plain C++)
+std::string_view hook_group_header();    // temper-mmvq-group.h: what ggml-cuda.cu calls (hook v5)
+std::string_view hook_group_kernel();    // temper-mmvq-group.cuh: the group kernel
 std::string_view probe_source();
 
 }  // namespace temper::engine

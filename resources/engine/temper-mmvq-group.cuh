@@ -1,0 +1,143 @@
+#pragma once
+// Temper's same-input group kernel (hook v5; written into this tree by `temper engine patch`,
+// docs/engine.md in Temper). 2..4 MUL_MATs that read the same activations (a layer's q, k and v) run
+// as one launch: the grid's blocks are split between the members, each block computes
+// rows_per_block rows of its member with mmvq's own per-type dot product (vec_dot_*_q8_1 on the
+// q8_1 activations ggml's quantizer wrote once) and reduces like mul_mat_vec_q. Members have at most
+// two weight types (A, the first member's, and B). Included by the generated units
+// temper-mmvq-group-<a>[-<b>].cu after mmvq.cu (TEMPER_MMVQ_KERNELS_ONLY), which gives it
+// get_vec_dot_q_cuda and get_vdr_mmvq.
+#include "temper-mmvq.cuh"
+
+// The group grid: nwarps x rows_per_block, batch widths 1..4.
+constexpr int temper_group_grid_nwarps[] = {2, 4, 8};
+constexpr int temper_group_grid_rows[] = {1, 2, 4};
+
+struct temper_mmvq_group_members {
+    const void * vx[4];
+    float * dst[4];
+    int nrows[4];
+    int block_end[4];  // cumulative block counts: member m owns blocks [block_end[m-1], block_end[m])
+    uint32_t stride_row_x[4];
+    uint32_t stride_col_dst[4];
+    int is_b[4];       // the member's weights are of type B
+};
+
+// rows_per_block rows of one member: partial sums per thread, then across warps through shared memory
+// (`shared`: nwarps-1 x ncols x rows x warp_size floats), then within the first warp.
+template <ggml_type type, int ncols, int nwarps, int rows>
+static __device__ __forceinline__ void temper_group_rows(const void * vx, const block_q8_1 * y, float * dst, const int row0,
+                                                         const int nrows, const uint32_t stride_row_x, const uint32_t stride_col_dst,
+                                                         const uint32_t ncols_x, const uint32_t stride_col_y, float * shared) {
+    constexpr int qk = ggml_cuda_type_traits<type>::qk;
+    constexpr int qi = ggml_cuda_type_traits<type>::qi;
+    constexpr int vdr = get_vdr_mmvq(type);
+    constexpr int warp_size = ggml_cuda_get_physical_warp_size();
+    constexpr vec_dot_q_cuda_t vec_dot = get_vec_dot_q_cuda(type);
+    constexpr int blocks_per_iter = vdr * nwarps * warp_size / qi;
+
+    const int tid = warp_size * threadIdx.y + threadIdx.x;
+    const int blocks_per_row_x = ncols_x / qk;
+    // Rows past the member's end read its last row (never out of bounds) and are not written.
+    int row_block[rows];
+#pragma unroll
+    for (int i = 0; i < rows; ++i) row_block[i] = min(row0 + i, nrows - 1) * (int) stride_row_x;
+
+    float tmp[ncols][rows] = {{0.0f}};
+    for (int kbx = tid / (qi / vdr); kbx < blocks_per_row_x; kbx += blocks_per_iter) {
+        const int kby = kbx * (qk / QK8_1);
+        const int kqs = vdr * (tid % (qi / vdr));
+#pragma unroll
+        for (int j = 0; j < ncols; ++j) {
+#pragma unroll
+            for (int i = 0; i < rows; ++i) tmp[j][i] += vec_dot(vx, &y[j * stride_col_y + kby], row_block[i] + kbx, kqs);
+        }
+    }
+
+    auto slot = [&](int warp, int j, int i) -> float & { return shared[((warp * ncols + j) * rows + i) * warp_size + threadIdx.x]; };
+    if (threadIdx.y > 0) {
+#pragma unroll
+        for (int j = 0; j < ncols; ++j) {
+#pragma unroll
+            for (int i = 0; i < rows; ++i) slot(threadIdx.y - 1, j, i) = tmp[j][i];
+        }
+    }
+    __syncthreads();
+    if (threadIdx.y > 0) return;
+#pragma unroll
+    for (int j = 0; j < ncols; ++j) {
+#pragma unroll
+        for (int i = 0; i < rows; ++i) {
+#pragma unroll
+            for (int w = 0; w < nwarps - 1; ++w) tmp[j][i] += slot(w, j, i);
+            tmp[j][i] = warp_reduce_sum<warp_size>(tmp[j][i]);
+            if (threadIdx.x == i && row0 + i < nrows) dst[j * stride_col_dst + row0 + i] = tmp[j][i];
+        }
+    }
+}
+
+template <ggml_type type_a, ggml_type type_b, int ncols, int nwarps, int rows>
+__launch_bounds__(nwarps * ggml_cuda_get_physical_warp_size(), 1)
+static __global__ void temper_mmvq_group(const temper_mmvq_group_members m, const void * vy, const uint32_t ncols_x,
+                                         const uint32_t stride_col_y) {
+    constexpr int warp_size = ggml_cuda_get_physical_warp_size();
+    __shared__ float shared[(nwarps > 1 ? nwarps - 1 : 1) * ncols * rows * warp_size];
+    int member = 0;
+    while (member < 3 && (int) blockIdx.x >= m.block_end[member]) ++member;
+    const int row0 = ((int) blockIdx.x - (member > 0 ? m.block_end[member - 1] : 0)) * rows;
+#if defined(GGML_CUDA_USE_PDL)
+    ggml_cuda_pdl_sync();  // the activations come from the quantizer launched just before
+#endif
+    const block_q8_1 * y = (const block_q8_1 *) vy;
+    if constexpr (type_a == type_b) {
+        temper_group_rows<type_a, ncols, nwarps, rows>(m.vx[member], y, m.dst[member], row0, m.nrows[member], m.stride_row_x[member],
+                                                      m.stride_col_dst[member], ncols_x, stride_col_y, shared);
+    } else if (m.is_b[member]) {
+        temper_group_rows<type_b, ncols, nwarps, rows>(m.vx[member], y, m.dst[member], row0, m.nrows[member], m.stride_row_x[member],
+                                                      m.stride_col_dst[member], ncols_x, stride_col_y, shared);
+    } else {
+        temper_group_rows<type_a, ncols, nwarps, rows>(m.vx[member], y, m.dst[member], row0, m.nrows[member], m.stride_row_x[member],
+                                                      m.stride_col_dst[member], ncols_x, stride_col_y, shared);
+    }
+}
+
+template <ggml_type type_a, ggml_type type_b, int ncols, int nwarps, int rows>
+static void temper_mmvq_group_launch(const temper_mmvq_group_args & g) {
+    temper_mmvq_group_members m = {};
+    int blocks = 0;
+    for (int i = 0; i < 4; ++i) {
+        if (i < g.count) {
+            m.vx[i] = g.vx[i];
+            m.dst[i] = g.dst[i];
+            m.nrows[i] = g.nrows[i];
+            m.stride_row_x[i] = g.stride_row_x[i];
+            m.stride_col_dst[i] = g.stride_col_dst[i];
+            m.is_b[i] = g.is_b[i];
+            blocks += (g.nrows[i] + rows - 1) / rows;
+        }
+        m.block_end[i] = blocks;
+    }
+    const dim3 block_nums(blocks, 1, 1);
+    const dim3 block_dims(g.warp_size, nwarps, 1);
+#if defined(GGML_CUDA_USE_PDL)
+    ggml_cuda_kernel_launch(temper_mmvq_group<type_a, type_b, ncols, nwarps, rows>,
+                            ggml_cuda_kernel_launch_params(block_nums, block_dims, 0, g.stream), m, g.vy, g.ncols_x, g.stride_col_y);
+#else
+    temper_mmvq_group<type_a, type_b, ncols, nwarps, rows><<<block_nums, block_dims, 0, g.stream>>>(m, g.vy, g.ncols_x, g.stride_col_y);
+    CUDA_CHECK(cudaGetLastError());
+#endif
+}
+
+// Registers the group grid of (A, B) at one batch width.
+template <ggml_type type_a, ggml_type type_b, int ncols, int wi = 0, int ri = 0>
+static void temper_mmvq_group_register_width() {
+    if constexpr (wi < 3) {
+        if constexpr (ri < 3) {
+            constexpr int w = temper_group_grid_nwarps[wi], r = temper_group_grid_rows[ri];
+            temper_mmvq_register_group(type_a, type_b, ncols, w, r, &temper_mmvq_group_launch<type_a, type_b, ncols, w, r>);
+            temper_mmvq_group_register_width<type_a, type_b, ncols, wi, ri + 1>();
+        } else {
+            temper_mmvq_group_register_width<type_a, type_b, ncols, wi + 1, 0>();
+        }
+    }
+}
