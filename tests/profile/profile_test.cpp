@@ -13,6 +13,7 @@
 #include "sweep/sample_session.h"
 #include "temper/error.h"
 #include "temper/fileio.h"
+#include "temper/ggml_table.h"
 #include "temper/sweep.h"
 
 namespace temper {
@@ -623,6 +624,196 @@ TEST(ProfilePaths, DiffShowsChangedPaths) {
       << text;
   EXPECT_NE(text.find("paths: 1 added, 0 removed, 1 changed, 1 same"), std::string::npos) << text;
   EXPECT_EQ(diff_profiles(a, a).text().find("path changed"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace temper
+
+// ---- Same-input groups (launch kind mul_mat_group, hook v5) ----
+namespace temper {
+namespace {
+
+const std::vector<GroupMember> kQkv{{GgmlType::Q4_K, 4096}, {GgmlType::Q4_K, 1024}, {GgmlType::Q4_K, 1024}};
+const std::vector<GroupMember> kQkvMixed{{GgmlType::Q4_K, 4096}, {GgmlType::Q4_K, 1024}, {GgmlType::Q6_K, 1024}};
+
+// A measured group entry on `device` (an arch-level one when empty), config `c`, `speedup` × faster.
+ProfileEntry group_entry(const std::vector<GroupMember>& members, int ncols, Config c, double speedup, std::string device = "H100",
+                         std::string session = "S1") {
+  ProfileEntry e = measured("sm_90", GgmlType::Q4_K, 1, 4096, ncols, c, {0, 0}, speedup, 1000, std::move(session));
+  e.key = group_profile_key("sm_90", members, 4096, ncols, device.empty() ? ProfileDevice{} : ProfileDevice{device, 132, 81559});
+  e.is_small_k = false;
+  return approved(e);
+}
+
+TEST(ProfileGroups, TheKeyFollowsTheTypeRuleAndNamesItsMembers) {
+  EXPECT_EQ(group_type(kQkv), GgmlType::Q4_K);
+  EXPECT_EQ(group_type(kQkvMixed), GgmlType::Q6_K);  // the type other than the first member's
+  EXPECT_EQ(group_type({{GgmlType::Q6_K, 1}, {GgmlType::Q4_K, 1}, {GgmlType::Q6_K, 1}}), GgmlType::Q4_K);
+  EXPECT_EQ(group_n(kQkvMixed), 6144);
+  const ProfileKey k = group_profile_key("sm_90", kQkvMixed, 4096, 2);
+  EXPECT_EQ(k.launch, Launch::MulMatGroup);
+  EXPECT_EQ(k.type, GgmlType::Q6_K);
+  EXPECT_EQ(k.n, 6144);
+  EXPECT_EQ(key_text(k), "sm_90 group q4_K:4096,q4_K:1024,q6_K:1024 k 4096 ncols 2");
+  EXPECT_NE(group_profile_key("sm_90", kQkv, 4096, 1), group_profile_key("sm_90", {kQkv[1], kQkv[0], kQkv[2]}, 4096, 1));
+  EXPECT_EQ(parse_launch("mul_mat_group"), Launch::MulMatGroup);
+  EXPECT_EQ(launch_name(Launch::MulMatGroup), "mul_mat_group");
+  EXPECT_NE(launch_names().find("|mul_mat_group"), std::string_view::npos);
+  // The members' text, both ways; what is not TYPE:N says why.
+  EXPECT_EQ(members_text(kQkvMixed), "q4_K:4096,q4_K:1024,q6_K:1024");
+  EXPECT_EQ(parse_members("Q4_K:4096,q4_k:1024,q6_K:1024"), kQkvMixed);
+  std::string why;
+  for (const char* bad : {"", "q4_K", "q4_K:", ":12", "q4_K:1,", "q4_K:01", "q4_K:-1", "q4_K:+1", "q4_K:2147483648", "q4_K:1;q4_K:2",
+                          "q9_Z:1", "q4_K:1 ,q4_K:2"}) {
+    why.clear();
+    EXPECT_FALSE(parse_members(bad, &why)) << bad;
+    EXPECT_FALSE(why.empty()) << bad;
+  }
+  EXPECT_EQ(parse_members("q4_K:2147483647")->front().n, INT32_MAX);
+}
+
+TEST(ProfileGroups, RoundTripSortedAndMatchingTheSchema) {
+  Profile p = profile_of({group_entry(kQkvMixed, 1, {8, 1}, 1.1), approved(measured("sm_90", GgmlType::Q4_K, 4096, 4096, 1, {4, 2}, {4, 1}, 1.05)),
+                          group_entry(kQkv, 1, {4, 2}, 1.1), group_entry(kQkv, 2, {2, 4}, 1.1, "")});
+  EXPECT_TRUE(validate_profile(p).empty()) << validate_profile(p).front();
+  const json j = to_json(p);
+  EXPECT_EQ(schema_errors(j), std::vector<std::string>{});
+  ASSERT_EQ(j["entries"].size(), 4u);
+  int groups = 0;
+  for (const json& e : j["entries"])
+    if (e.value("launch", "") == "mul_mat_group") {
+      ++groups;
+      EXPECT_TRUE(e["members"].is_string());
+      EXPECT_FALSE(e.contains("experts"));
+    } else {
+      EXPECT_FALSE(e.contains("members"));
+    }
+  EXPECT_EQ(groups, 3);
+  const Profile back = profile_from_json(j, "p.json");
+  EXPECT_EQ(to_json(back), j);
+  ASSERT_EQ(back.entries.size(), 4u);
+  for (size_t i = 1; i < back.entries.size(); ++i) EXPECT_LT(back.entries[i - 1].key, back.entries[i].key);
+  const ProfileEntry* mixed = applied_group(back, "sm_90", {"H100", 132, 0}, kQkvMixed, 4096, 1);
+  ASSERT_NE(mixed, nullptr);
+  EXPECT_EQ(mixed->config, (Config{8, 1}));
+  // A group's approval changes the fingerprint (what the engine launches).
+  Profile pending = back;
+  for (auto& e : pending.entries)
+    if (launch_is_group(e.key.launch)) e.approval = Approval::Pending;
+  EXPECT_NE(approved_fingerprint(pending), approved_fingerprint(back));
+}
+
+// What refuses the file names the entry and its field: no members, members that are not TYPE:N, a
+// second entry of one key (members included).
+TEST(ProfileGroups, BadMembersRefuseTheFileNamingEntryAndField) {
+  const json good = to_json(profile_of({approved(measured("sm_90", GgmlType::Q4_K, 4096, 4096, 1, {4, 2}, {4, 1}, 1.05)),
+                                        group_entry(kQkv, 1, {4, 2}, 1.1)}));
+  const auto refusal = [](const json& j) {
+    try {
+      profile_from_json(j, "p.json");
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::BadInput);
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  ASSERT_EQ(good["entries"][1]["launch"], "mul_mat_group");
+  json none = good;
+  none["entries"][1].erase("members");
+  EXPECT_EQ(refusal(none), "p.json: $.entries[1]: missing field \"members\"");
+  json number = good;
+  number["entries"][1]["members"] = 3;
+  EXPECT_EQ(refusal(number), "p.json: $.entries[1].members: expected a string");
+  json syntax = good;
+  syntax["entries"][1]["members"] = "q4_K:4096;q4_K:1024";
+  EXPECT_EQ(refusal(syntax), "p.json: $.entries[1].members: expected TYPE:N,... (member 0's N is not an integer 1..2147483647)");
+  json unknown = good;
+  unknown["entries"][1]["members"] = "q4_K:4096,q9_Z:1024";
+  EXPECT_EQ(refusal(unknown), "p.json: $.entries[1].members: expected TYPE:N,... (unknown ggml type \"q9_Z\")");
+  json twice = good;
+  twice["entries"].push_back(good["entries"][1]);
+  EXPECT_NE(refusal(twice).find("$.entries[2]: duplicate entry sm_90 group q4_K:4096,q4_K:1024,q4_K:1024 k 4096 ncols 1 on H100"),
+            std::string::npos)
+      << refusal(twice);
+  json reordered = twice;  // the same type, n, k and ncols, other members: another entry
+  reordered["entries"][2]["members"] = "q4_K:1024,q4_K:4096,q4_K:1024";
+  EXPECT_EQ(refusal(reordered), "");
+  // A members field on another kind is not read (as any field a kind does not have).
+  json plain = good;
+  plain["entries"][0]["members"] = "nonsense";
+  EXPECT_EQ(refusal(plain), "");
+}
+
+TEST(ProfileGroups, ValidateNamesTheFieldOfEachGroupRule) {
+  const auto problems_of = [](ProfileEntry e) { return validate_profile(profile_of({std::move(e)})); };
+  const auto one = [&](ProfileEntry e, const std::string& expected) {
+    const std::vector<std::string> problems = problems_of(std::move(e));
+    ASSERT_EQ(problems.size(), 1u) << expected;
+    EXPECT_NE(problems[0].find(expected), std::string::npos) << problems[0];
+    EXPECT_EQ(problems[0].rfind("sm_90 group ", 0), 0u) << problems[0];
+  };
+  EXPECT_TRUE(problems_of(group_entry(kQkv, 4, {8, 4}, 1.1)).empty());
+  one(group_entry({kQkv[0]}, 1, {4, 2}, 1.1), "members: 1 members (a group has 2..4)");
+  one(group_entry({kQkv[0], kQkv[1], kQkv[2], kQkv[1], kQkv[2]}, 1, {4, 2}, 1.1), "members: 5 members");
+  one(group_entry({{GgmlType::Q4_K, 4096}, {GgmlType::Q5_K, 1024}, {GgmlType::Q6_K, 1024}}, 1, {4, 2}, 1.1),
+      "members: 3 distinct types (a group has at most 2)");
+  ProfileEntry type = group_entry(kQkvMixed, 1, {4, 2}, 1.1);
+  type.key.type = GgmlType::Q4_K;
+  one(type, "type: q4_K is not the members' q6_K");
+  ProfileEntry n = group_entry(kQkv, 1, {4, 2}, 1.1);
+  n.key.n = 6000;
+  one(n, "n: 6000 is not the sum of the members' N, 6144");
+  one(group_entry(kQkv, 5, {4, 2}, 1.1), "ncols: a group runs at ncols 1..4");
+  one(group_entry(kQkv, 1, {1, 1}, 1.1), "config: nwarps 1, rows_per_block 1 is outside the group grid");
+  one(group_entry(kQkv, 1, {4, 8}, 1.1), "config: nwarps 4, rows_per_block 8 is outside the group grid");
+  ProfileEntry f16 = group_entry({{GgmlType::Q4_K, 4096}, {GgmlType::Q4_K, 1024}}, 1, {4, 2}, 1.1);
+  f16.key.members[1].type = GgmlType::F16;
+  f16.key.type = GgmlType::F16;
+  EXPECT_GE(problems_of(f16).size(), 2u);  // the entry's type and the member's: no mmvq kernel
+  ProfileEntry blocks = group_entry({{GgmlType::Q4_0, 4096}, {GgmlType::Q4_K, 1024}}, 1, {4, 2}, 1.1);
+  blocks.key.k = 4128;  // whole q4_0 blocks, not whole q4_K blocks
+  const std::vector<std::string> block_problems = problems_of(blocks);
+  ASSERT_FALSE(block_problems.empty());
+  EXPECT_NE(block_problems.back().find("not a whole number of the member's q4_K blocks"), std::string::npos) << block_problems.back();
+}
+
+TEST(ProfileGroups, MergeKeepsEachDevicesGroupsAndDiffNamesThem) {
+  const Profile a = profile_of({group_entry(kQkv, 1, {4, 2}, 1.10, "H100", "S1"), group_entry(kQkvMixed, 1, {8, 1}, 1.05, "H100", "S1")});
+  const Profile b = profile_of({group_entry(kQkv, 1, {2, 1}, 1.20, "H200", "S2"), group_entry(kQkv, 1, {8, 4}, 1.15, "H100", "S2")});
+  const MergeResult m = merge_profiles({a, b});
+  ASSERT_EQ(m.profile.entries.size(), 3u);  // H100's two groups, H200's one
+  EXPECT_EQ(applied_group(m.profile, "sm_90", {"H200", 132, 0}, kQkv, 4096, 1)->config, (Config{2, 1}));
+  EXPECT_EQ(applied_group(m.profile, "sm_90", {"H100", 132, 0}, kQkv, 4096, 1)->config, (Config{8, 4}));  // measured faster
+  EXPECT_EQ(applied_group(m.profile, "sm_90", {"H100", 132, 0}, kQkvMixed, 4096, 1)->config, (Config{8, 1}));
+  ASSERT_EQ(m.conflicts.size(), 1u);
+  EXPECT_EQ(key_text(m.conflicts[0].key), "sm_90 group q4_K:4096,q4_K:1024,q4_K:1024 k 4096 ncols 1 on H100 (132 CUs)");
+  const ProfileDiff d = diff_profiles(a, m.profile);
+  EXPECT_EQ(d.count(DiffKind::Added), 1);
+  EXPECT_EQ(d.count(DiffKind::Changed), 1);
+  EXPECT_EQ(d.count(DiffKind::Same), 1);
+  EXPECT_NE(d.text().find("group q4_K:4096,q4_K:1024,q4_K:1024 k 4096 ncols 1"), std::string::npos) << d.text();
+}
+
+TEST(ProfileGroups, ExportsWithoutAGroupLaunchLeaveItOutAndSaySo) {
+  const Profile p = profile_of({approved(measured("sm_90", GgmlType::Q4_K, 4096, 4096, 1, {4, 4}, {4, 1}, 1.05)),
+                                group_entry(kQkv, 1, {4, 2}, 1.1)});
+  const auto group_note = [](const Export& ex) -> const ExportNote* {
+    for (const ExportNote& n : ex.report.notes)
+      if (launch_is_group(n.key.launch)) return &n;
+    return nullptr;
+  };
+  for (const Export& ex : {export_kernel_anvil(p, {"sm_90"}), export_header(p, {"sm_90"}), export_ggml_table(p, {"sm_90"})}) {
+    SCOPED_TRACE(ex.report.format);
+    const ExportNote* n = group_note(ex);
+    ASSERT_NE(n, nullptr);
+    EXPECT_EQ(n->fate, ExportFate::Dropped);
+    EXPECT_NE(n->reason.find("same-input group"), std::string::npos) << n->reason;
+    EXPECT_NE(ex.report.text().find("same-input group"), std::string::npos) << ex.report.text();
+    EXPECT_EQ(ex.content.find("mul_mat_group"), std::string::npos);
+    EXPECT_EQ(ex.report.emitted(), 1);
+  }
+  const Export temper = export_temper(p);
+  EXPECT_NE(temper.content.find("\"members\": \"q4_K:4096,q4_K:1024,q4_K:1024\""), std::string::npos);
 }
 
 }  // namespace
