@@ -26,7 +26,9 @@ namespace tp = temper_profile;
 // Temper's own type facts, as the engine's are ggml's.
 tp::TypeFacts temper_types(const std::string& name) { return temper::test::profile_type_facts<tp::TypeFacts>(name); }
 
-using Key = std::tuple<std::string, std::string, long long, int, long long, long long, std::string, long long, long long, long long>;
+// An entry's key as both readers see it; a group's members as "type id:n," each.
+using Key =
+    std::tuple<std::string, std::string, long long, int, long long, long long, std::string, long long, long long, long long, std::string>;
 using PathKey = std::tuple<std::string, std::string, long long, int, std::string, long long>;
 
 [[noreturn]] void disagree(const std::string& what) {
@@ -52,8 +54,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       temper::Profile one = p;
       one.entries = {e};
       one.paths.clear();
+      std::string members;
+      for (const temper::GroupMember& m : e.key.members) members += std::to_string(int(m.type)) + ":" + std::to_string(m.n) + ",";
       const Key k{e.key.arch, e.key.device.name, e.key.device.compute_units, int(e.key.type), e.key.n, e.key.k,
-                  std::string(temper::launch_name(e.key.launch)), e.key.experts, e.key.used, e.key.ncols};
+                  std::string(temper::launch_name(e.key.launch)), e.key.experts, e.key.used, e.key.ncols, members};
       core[k] = {!temper::validate_profile(one).empty(), e.approval == temper::Approval::Approved};
     }
     for (const temper::PathChoice& c : p.paths) {
@@ -80,7 +84,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } else if (refused.empty()) {
     if (engine.entries.size() != core.size()) disagree("entry counts");
     for (const tp::Entry& e : engine.entries) {
-      const auto it = core.find(Key{e.arch, e.device_name, e.compute_units, e.type, e.n, e.k, e.launch_name, e.experts, e.experts_used, e.ncols});
+      const auto it = core.find(
+          Key{e.arch, e.device_name, e.compute_units, e.type, e.n, e.k, e.launch_name, e.experts, e.experts_used, e.ncols, e.members_key});
       if (it == core.end()) disagree("an entry only the engine read");
       if (it->second.first != !e.problem.empty()) disagree("malformed or not: " + e.problem);
       if (it->second.second != e.approved) disagree("approved or not");
@@ -100,6 +105,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (c.for_device + c.for_arch + c.other_arch + c.other_device + c.lacking_launch + c.not_compiled + c.malformed + c.unapproved !=
         int(engine.entries.size()))
       disagree("the one line does not count every entry once");
+    if (c.group_entries > c.for_device + c.for_arch || c.groups.size() > size_t(c.group_entries))
+      disagree("more groups applied than group entries counted");
     const tp::PathCounts& n = c.path_counts;
     if (n.for_device + n.for_arch + n.other + n.malformed + n.unapproved != int(engine.paths.size()))
       disagree("the one line does not count every path choice once");
