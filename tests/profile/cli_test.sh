@@ -28,6 +28,22 @@ check 0 "validate paths" "$temper" profile validate "$paths"
 has "$out/stdout" "valid, 1 entries, 4 path choices" "validate counts path choices"
 check 0 "show paths" "$temper" profile show "$paths"
 has "$out/stdout" "4 path choices (mmvq or mmq)" "show lists path choices"
+# Same-input groups (mul_mat_group, hook v5): valid, their own rules named by field, refused
+# members naming entry and field, kept by the Temper export and left out, with the reason, by the others.
+groups=$fixtures/../corpus/valid-groups.json
+check 0 "validate groups" "$temper" profile validate "$groups"
+has "$out/stdout" "valid, 4 entries" "validate reads group entries"
+check 2 "validate a group whose n is not its members' sum" "$temper" profile validate "$fixtures/../corpus/malformed-group-n-not-the-sum.json"
+has "$out/stderr" "group q4_K:4096,q4_K:1024,q4_K:1024 k 4096 ncols 1 on NVIDIA H100 80GB HBM3 (132 CUs): n: 6000 is not the sum" \
+  "the problem names the group and its field"
+check 2 "validate members that are not TYPE:N" "$temper" profile validate "$fixtures/../corpus/refused-group-members-syntax.json"
+has "$out/stderr" '$.entries[1].members: expected TYPE:N' "the refusal names the entry and the field"
+check 0 "export groups as temper" "$temper" profile export "$groups" --format temper -o "$out/groups.json"
+has "$out/groups.json" '"members": "q4_K:4096,q4_K:1024,q6_K:1024"' "the Temper export keeps members"
+check 0 "export groups as kernel-anvil" "$temper" profile export "$groups" --format kernel-anvil -o "$out/groups.anvil" --allow-empty
+has "$out/stdout" "kernel-anvil has no group launch" "kernel-anvil says why a group is left out"
+check 0 "export groups as a header" "$temper" profile export "$groups" --format header -o "$out/groups.h" --allow-empty
+has "$out/stdout" "the header's lookup has no group launch" "the header says why a group is left out"
 
 check 0 "export kernel-anvil" "$temper" profile export "$p" --format kernel-anvil -o "$out/anvil.json"
 has "$out/anvil.json" '"3,2"' "q4_K 14336x4096 lands in cell N bucket 3, K bucket 2"
