@@ -26,6 +26,7 @@ struct Options {
   int jobs = 0;
   double min_speedup = kDefaultMinSpeedup;
   double min_path_gain = tune::kDefaultMinPathGain;
+  double min_group_gain = tune::kDefaultMinGroupGain;
   int replay_tokens = 40, replay_rounds = 5;
   BenchArgs bench;
 };
@@ -80,6 +81,7 @@ int run_tune(const Options& o) {
   t.approve_all = o.approve == "all";
   t.min_speedup = o.min_speedup;
   t.min_path_gain = o.min_path_gain;
+  t.min_group_gain = o.min_group_gain;
   t.output = o.output;
   t.replay_tokens = o.replay_tokens;
   t.replay_rounds = o.replay_rounds;
@@ -113,6 +115,7 @@ int run_tune(const Options& o) {
   ev.sweep = [&](const Progress& p) { printer.progress(p.done, p.total, p.current, p.eta_s); };
   ev.replay = [&](int done, int total) { printer.progress(size_t(done), size_t(total), "replay runs", 0); };
   ev.crossover = [&](int done, int total) { printer.progress(size_t(done), size_t(total), "crossover replays", 0); };
+  ev.groups = [&](int done, int total) { printer.progress(size_t(done), size_t(total), "group replays", 0); };
   ev.bench = [&](const engine::BenchProgress& p) { printer.progress(size_t(p.done), size_t(p.total), p.current, p.eta_s); };
   tune::TuneReport r;
   try {
@@ -129,6 +132,7 @@ int run_tune(const Options& o) {
     nlohmann::json j = {{"model", o.model}, {"profile", r.profile.string()}, {"state_dir", r.state_dir.string()},
                         {"journal", r.journal.string()}, {"session", r.session.string()}, {"steps", steps},
                         {"notes", r.notes}, {"crossover", tune::crossover_json(r.crossover)},
+                        {"groups", tune::groups_json(r.groups)},
                         {"replay", r.replay ? *r.replay : nlohmann::json()},
                         {"bench", r.bench ? to_json(*r.bench) : nlohmann::json()}};
     std::printf("%s\n", j.dump(2).c_str());
@@ -141,6 +145,9 @@ int run_tune(const Options& o) {
   if (!r.crossover.empty())
     std::printf("\nmmvq or mmq per type and batch width (the path the engine runs with the profile):\n%s",
                 tune::crossover_text(r.crossover).c_str());
+  if (!r.groups.empty())
+    std::printf("\nsame-input groups (q, k, v as one launch) per batch width, whole-token replays:\n%s",
+                tune::groups_text(r.groups).c_str());
   if (r.bench) std::printf("\n%s", bench_report_markdown(*r.bench).c_str());
   std::printf("\nprofile: %s%s\nsession: %s\n", r.profile.c_str(),
               o.output.empty() ? " (where the engine looks when TEMPER_PROFILE is unset)" : "", r.session.c_str());
@@ -161,6 +168,17 @@ Action define_tune(CLI::App& app) {
   app.add_option("--min-path-gain", o->min_path_gain,
                  "crossover: approve mmq (or mmvq) over ggml's pick when its CI is separated and it is at least this much "
                  "faster (default 0.01: 1 %)")
+      ->type_name("FRACTION")
+      ->check(CLI::Validator(
+          [](std::string& t) -> std::string {
+            char* end = nullptr;
+            const double v = std::strtod(t.c_str(), &end);
+            return !t.empty() && *end == '\0' && v >= 0 && v <= 1 ? "" : "expected a fraction 0..1 (0.01 = 1%), got '" + t + "'";
+          },
+          ""));
+  app.add_option("--min-group-gain", o->min_group_gain,
+                 "group step: approve a same-input group config when its CI lower bound beats groups off by this "
+                 "fraction (default 0.01: 1 %)")
       ->type_name("FRACTION")
       ->check(CLI::Validator(
           [](std::string& t) -> std::string {
@@ -192,9 +210,13 @@ const Registrar reg{
      "  7 crossover at each batch width of --ncols above 1: the token replayed with ggml's mmvq/mmq pick\n"
      "             and with each type's other path, rounds interleaved; a path choice is recorded where the\n"
      "             other path wins (approved: CI separated and at least --min-path-gain faster)\n"
-     "  8 replay   one decode token's GEMVs in the engine, stock vs the profile (engine replay); a profile\n"
+     "  8 groups   at each batch width 1..4 of --ncols: the token replayed with same-input groups off and\n"
+     "             with each of the 9 group configs (q, k, v as one launch), rounds interleaved; the best is\n"
+     "             installed as one mul_mat_group entry per run kind when its CI lower bound beats off by\n"
+     "             --min-group-gain, every run was grouped and every output agrees\n"
+     "  9 replay   one decode token's GEMVs in the engine, stock vs the profile (engine replay); a profile\n"
      "             that changes any launch's output is taken back out and tune ends with exit 5\n"
-     "  9 bench    with --llama-bench: your llama-bench with and without the profile (engine bench)\n"
+     " 10 bench    with --llama-bench: your llama-bench with and without the profile (engine bench)\n"
      "One journal in ~/.cache/temper/tune/<model and engine>/: each step records its input and is skipped\n"
      "while it is unchanged (an updated llama.cpp tree builds a new engine and re-sweeps; a re-run on the\n"
      "same tree only re-benches). Killed or Ctrl-C'd (exit 7), the same command goes on where it stopped:\n"

@@ -263,32 +263,8 @@ ReplayReport run_replay(EngineDevice& device, const GgufFile& file, const Replay
   // Same answers: each launch's output of one token, stock and with the profile.
   auto outputs = [&](const std::string& text) { return token.outputs(text, o.ncols); };
   const std::vector<float> stock_out = outputs(stock_plan), prof_out = outputs(profiled_plan);
-  const auto slices = replay_output_slices(plan, o.ncols);
-  for (size_t i = 0; i < slices.size(); ++i) {
-    const auto [at, count] = slices[i];
-    // Non-finite where the stock launch is non-finite too is the data's (a file with garbage
-    // scales), not the config's; finite values differ beyond rounding only by a wrong config.
-    double worst = 0, sum2 = 0;
-    size_t finite = 0;
-    bool nan = false;
-    for (size_t j = at; j < at + count; ++j) {
-      const double a = stock_out[j], b = prof_out[j];
-      if (!std::isfinite(a) || !std::isfinite(b)) {
-        nan |= std::isfinite(a) != std::isfinite(b);
-        continue;
-      }
-      worst = std::max(worst, std::abs(a - b));
-      sum2 += a * a;
-      ++finite;
-    }
-    const double rms = std::sqrt(sum2 / double(std::max<size_t>(finite, 1)));
-    ++r.launches_compared;
-    if (nan || worst > 1e-3 * rms) {
-      const PlannedLaunch& l = lp.launches[i];
-      r.differences.push_back({int(i), (l.layer < 0 ? std::string("head") : "blk." + std::to_string(l.layer)) + " " + l.role(),
-                               nan ? std::numeric_limits<double>::quiet_NaN() : worst, rms});
-    }
-  }
+  r.differences = compare_replay_outputs(plan, o.ncols, stock_out, prof_out);
+  r.launches_compared = int(plan.launches.launches.size());
 
   // Where the time goes: each launch shape's launches on their own.
   r.copy_bandwidth_gbs = device.copy_bandwidth_gbs(size_t(1) << 30);
@@ -317,6 +293,38 @@ ReplayReport run_replay(EngineDevice& device, const GgufFile& file, const Replay
     r.predicted_speedup = r.stock.median / (r.stock.median - r.predicted_saving_us);
   }
   return r;
+}
+
+std::vector<ReplayDifference> compare_replay_outputs(const ReplayPlan& plan, int ncols, const std::vector<float>& a_out,
+                                                    const std::vector<float>& b_out) {
+  std::vector<ReplayDifference> out;
+  const auto slices = replay_output_slices(plan, ncols);
+  for (size_t i = 0; i < slices.size(); ++i) {
+    const auto [at, count] = slices[i];
+    // Non-finite where the stock launch is non-finite too is the data's (a file with garbage
+    // scales), not the config's; finite values differ beyond rounding only by a wrong config.
+    double worst = 0, sum2 = 0;
+    size_t finite = 0;
+    bool nan = false;
+    for (size_t j = at; j < at + count; ++j) {
+      const double a = a_out[j], b = b_out[j];
+      if (!std::isfinite(a) || !std::isfinite(b)) {
+        nan |= std::isfinite(a) != std::isfinite(b);
+        continue;
+      }
+      worst = std::max(worst, std::abs(a - b));
+      sum2 += a * a;
+      ++finite;
+    }
+    const double rms = std::sqrt(sum2 / double(std::max<size_t>(finite, 1)));
+    if (nan || worst > 1e-3 * rms) {
+      const PlannedLaunch& l = plan.launches.launches[i];
+      out.push_back({int(i), (l.layer < 0 ? std::string("head") : "blk." + std::to_string(l.layer)) + " " + l.role(),
+                               nan ? std::numeric_limits<double>::quiet_NaN() : worst, rms});
+    }
+  }
+
+  return out;
 }
 
 std::vector<std::pair<size_t, size_t>> replay_output_slices(const ReplayPlan& plan, int ncols) {

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <set>
 #include <sstream>
@@ -21,6 +22,7 @@
 #include "temper/input.h"
 #include "temper/model.h"
 #include "temper/plan.h"
+#include "temper/groups.h"
 
 namespace temper::tune {
 namespace fs = std::filesystem;
@@ -35,6 +37,7 @@ std::string_view step_name(Step s) {
     case Step::Approve: return "approve";
     case Step::Install: return "install";
     case Step::Crossover: return "crossover";
+    case Step::Groups: return "groups";
     case Step::Replay: return "replay";
     case Step::Bench: return "bench";
   }
@@ -462,7 +465,12 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
   std::vector<int> widths;
   for (int n : o.ncols)
     if (n >= 2) widths.push_back(n);
-  Profile entries_only = report.installed;  // the input: what the engine launches, bar the paths this step writes
+  // The input: what the engine launches, bar the paths this step writes and the group step's entries.
+  auto without_groups = [](Profile p) {
+    std::erase_if(p.entries, [](const ProfileEntry& e) { return launch_is_group(e.key.launch); });
+    return p;
+  };
+  Profile entries_only = without_groups(report.installed);
   entries_only.paths.clear();
   const std::string crossover_input =
       digest({"crossover 1", probe_id, approved_fingerprint(entries_only, arch), identity.header_hash, json(widths).dump(),
@@ -584,6 +592,147 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
             {"evidence", {{"source", evidence.source}, {"device_name", evidence.device_name}, {"device_arch", evidence.device_arch},
                           {"kernel", evidence.kernel}, {"model", evidence.model}}}};
   });
+
+  // ---- groups: same-input runs (q, k, v) as one launch, at each batch width 1..4 ----
+  std::vector<int> group_widths;
+  for (int n : o.ncols)
+    if (n >= 1 && n <= kGroupMaxNcols) group_widths.push_back(n);
+  const std::string groups_input =
+      digest({"groups 1", probe_id, approved_fingerprint(without_groups(report.installed), arch), identity.header_hash,
+              json(group_widths).dump(), std::to_string(o.replay_tokens), std::to_string(o.replay_rounds),
+              fmt("%.6f", o.min_group_gain)});
+  run_step(Step::Groups, "same-input groups (q, k, v as one launch) at batch widths 1..4, in the engine", [&](StepReport& r) -> json {
+    const json* last = log.last(Step::Groups);
+    std::map<int, LaunchPlan> plans;  // the plan at each width: its runs and their kinds
+    int runs_total = 0;
+    for (int n : group_widths) runs_total += (plans[n] = plan_launches(file, n)).group_runs_per_token();
+    if (group_widths.empty() || runs_total == 0) {
+      r.outcome = "not asked";
+      r.summary = group_widths.empty() ? "no batch width 1..4 in --ncols" : "the model has no same-input runs to group";
+      return {};
+    }
+    auto decide_all = [&](const std::vector<GroupWidthSamples>& done) {
+      std::vector<GroupDecision> out;
+      for (const GroupWidthSamples& w : done) out.push_back(decide_groups(w, o.min_group_gain));
+      return out;
+    };
+    auto summary = [&] {
+      int approved = 0;
+      for (const GroupDecision& d : report.groups) approved += d.approved;
+      std::string s = std::to_string(report.groups.size()) + " batch widths measured, " + std::to_string(approved) + " with groups approved";
+      for (const GroupDecision& d : report.groups)
+        if (d.approved) s += "; ncols " + std::to_string(d.ncols) + " " + d.best.text() + " ×" + fmt("%.3f", d.speedup);
+      return s;
+    };
+    auto record = [&](const ProfileDevice& on, const Provenance& evidence, const std::string& when) {
+      std::vector<ProfileEntry> entries;
+      for (const GroupDecision& d : report.groups)
+        for (ProfileEntry& e : group_entries(d, plans.at(d.ncols), arch, on, evidence, when)) entries.push_back(std::move(e));
+      Profile before = report.installed;
+      install_groups(report.installed, report.groups, arch, on, entries);
+      if (to_json(report.installed) == to_json(before)) return false;
+      save_profile(report.installed, report.profile);
+      installed_now = true;
+      return true;
+    };
+    auto evidence_json = [](const Provenance& p) {
+      return json{{"session_id", p.session_id}, {"device_name", p.device_name}, {"device_arch", p.device_arch},
+                  {"engine", p.engine}, {"kernel", p.kernel}};
+    };
+    if (same_input(last, groups_input)) {
+      std::vector<GroupWidthSamples> done;
+      for (const json& w : last->at("widths")) done.push_back(group_samples_from_json(w));
+      report.groups = decide_all(done);
+      r.outcome = "skipped";
+      r.summary = "unchanged engine and profile: " + summary();
+      const json& e = last->at("evidence");
+      Provenance evidence;
+      evidence.session_id = e.at("session_id");
+      evidence.device_name = e.at("device_name");
+      evidence.device_arch = e.at("device_arch");
+      evidence.engine = e.at("engine");
+      evidence.kernel = e.at("kernel");
+      const json& d = last->at("device");
+      if (record({d.at("name"), d.at("compute_units"), d.at("memory_mib")}, evidence, last->at("decided_at")))
+        r.summary += "; recorded again in " + report.profile.string();
+      return {};
+    }
+    std::vector<GroupWidthSamples> done;
+    if (same_input(last, groups_input, "started")) {
+      for (const json& j : log.after_last(Step::Groups))
+        if (j.contains("group_width")) done.push_back(group_samples_from_json(j["group_width"]));
+      if (!done.empty()) {
+        r.outcome = "resumed";
+        note("resuming the group step: " + std::to_string(done.size()) + " batch widths journaled before are kept");
+      }
+    }
+    engine::EngineDevice& dev = engine_device();
+    if (done.empty()) {
+      try {
+        engine::TokenReplayer::check(dev, 1, {}, engine::GroupSetting::off());
+      } catch (const Error& e) {
+        // A probe before protocol 5 (or an engine without groups): tune goes on without them, said once.
+        if (e.kind() != ErrorKind::BadInput) throw;
+        r.outcome = "not asked";
+        r.summary = std::string("this engine cannot run same-input groups: ") + e.what();
+        note("no group step: " + std::string(e.what()));
+        return {};
+      }
+      log.append({{"step", step_name(Step::Groups)}, {"input", groups_input}, {"outcome", "started"}, {"date", utc_now_iso8601()}});
+    }
+    const engine::ReplayPlan plan = engine::plan_replay(file);
+    std::unique_ptr<engine::TokenReplayer> token;
+    const fs::path profile_path = fs::absolute(report.profile);
+    auto text = [&](int n, const engine::GroupSetting& g) {
+      if (cancel.load())
+        fail(ErrorKind::Cancelled, "tune cancelled during the group step; the batch widths measured are journaled: run the same command again to go on");
+      if (!token) token = std::make_unique<engine::TokenReplayer>(dev, file, plan, 1);
+      return token->plan_text(profile_path, n, {}, nullptr, g);
+    };
+    const GroupReplay replay = [&](int n, const engine::GroupSetting& g) {
+      const std::string t = text(n, g);
+      const engine::ReplayTokens rt = token->run(t, o.replay_tokens);
+      return GroupRun{rt.token_us, rt.group_launches};
+    };
+    const GroupAgree agree = [&](int n, const engine::GroupSetting& g) {
+      const std::vector<float> off = token->outputs(text(n, engine::GroupSetting::off()), n);
+      const std::vector<float> on = token->outputs(text(n, g), n);
+      return engine::compare_replay_outputs(plan, n, off, on).empty();
+    };
+    auto measured = [&](int n) { return std::any_of(done.begin(), done.end(), [&](const GroupWidthSamples& w) { return w.ncols == n; }); };
+    const int per_width = o.replay_rounds * (1 + int(group_grid().size()));
+    int runs = 0, total = 0;
+    for (int n : group_widths) {
+      if (plans.at(n).group_runs_per_token() == 0) continue;
+      total += per_width;
+      if (measured(n)) runs = total;
+    }
+    for (int n : group_widths) {
+      if (measured(n) || plans.at(n).group_runs_per_token() == 0) continue;
+      GroupWidthSamples w = measure_groups(n, plans.at(n).group_runs_per_token(), o.replay_rounds, replay, agree, [&] {
+        if (ev.groups) ev.groups(++runs, total);
+      });
+      log.append({{"group_width", to_json(w)}});
+      done.push_back(std::move(w));
+    }
+    std::sort(done.begin(), done.end(), [](const GroupWidthSamples& a, const GroupWidthSamples& b) { return a.ncols < b.ncols; });
+    report.groups = decide_all(done);
+    Provenance evidence;
+    evidence.session_id = "tune " + report.state_dir.filename().string();
+    evidence.device_name = dev.info().name;
+    evidence.device_arch = arch;
+    evidence.engine = "replay";
+    evidence.kernel = kernel_label(dev.kernel_source());
+    const ProfileDevice on = profile_device(dev.info());
+    const std::string when = utc_now_iso8601();
+    record(on, evidence, when);
+    r.summary = summary() + "; recorded in " + report.profile.string();
+    json widths_json = json::array();
+    for (const GroupWidthSamples& w : done) widths_json.push_back(to_json(w));
+    return {{"input", groups_input}, {"widths", widths_json}, {"decided_at", when},
+            {"device", {{"name", on.name}, {"compute_units", on.compute_units}, {"memory_mib", on.memory_mib}}},
+            {"evidence", evidence_json(evidence)}};
+  });
   const std::string fingerprint = approved_fingerprint(report.installed, arch);
 
   // ---- replay ----
@@ -621,6 +770,13 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
                                         ", " + d.role + ", max |stock - profile| " + fmt("%g", d.max_abs_difference) + "); " + undone);
     }
     report.replay = engine::replay_report_json(rr);
+    // The sweep's entries predict per launch; the group step measured whole tokens: its ratio at
+    // one column multiplies in.
+    if (const double ratio = group_ratio_at_one_column(report.groups); ratio != 1 && rr.predicted_speedup > 0) {
+      (*report.replay)["predicted_speedup"] = rr.predicted_speedup * ratio;
+      (*report.replay)["predicted_group_ratio"] = ratio;
+      note("the replay's prediction multiplies in the group step's measured ×" + fmt("%.3f", ratio) + " (same-input groups at one column)");
+    }
     r.summary = replay_summary(*report.replay);
     return {{"input", replay_input}, {"result", *report.replay}};
   });

@@ -361,6 +361,11 @@ class Probe {
     double us = 0;
     int64_t launches = 0, tuned = 0, path_changes = 0, group_launches = 0;
     int ncols = 1, nodes = 0;
+    DeviceInfo self;
+    self.name = kName;
+    self.arch = "sm_90";
+    self.compute_units = 16;
+    self.memory_bytes = 1ull << 30;
     // Same-input groups (protocol 5): the override of the run (0: the profile decides, -1: off) and
     // the open run of mm / mm+ nodes: its members, K, time and where its last output lies.
     int group_w = 0, group_r = 0;
@@ -389,7 +394,12 @@ class Probe {
       if (protocol() < 5 || r.members.size() < 2 || r.members.size() > 4 || types.size() > 2 || ncols > 4 || group_w < 0) return;
       std::optional<Config> c;
       if (group_w > 0) c = Config{group_w, group_r};
-      if (!c) return;  // no override: no profile group entry is read by this stand-in yet
+      if (group_w == 0) {  // no override: the profile's approved mul_mat_group entry for these members, if any
+        std::vector<GroupMember> members;
+        for (const auto& m : r.members) members.push_back({GgmlType(m.first), m.second});
+        if (const ProfileEntry* e = applied_group(profile, self.arch, profile_device(self), members, r.k, ncols)) c = e->config;
+      }
+      if (!c) return;
       const double factor = !no_winner && *c == winner ? 0.6 : 1.0 + 0.01 * double((c->nwarps * 3 + c->rows_per_block) % 5);
       us -= r.us * (1 - factor);
       launches -= int64_t(r.members.size()) - 1;  // one launch for the run
@@ -402,11 +412,6 @@ class Probe {
       Config c;
       if (std::sscanf(w, "%dx%d", &c.nwarps, &c.rows_per_block) == 2) wrong = c;
     }
-    DeviceInfo self;
-    self.name = kName;
-    self.arch = "sm_90";
-    self.compute_units = 16;
-    self.memory_bytes = 1ull << 30;
     while (std::getline(lines, line)) {
       std::istringstream l(line);
       std::string op, extra;
@@ -528,6 +533,13 @@ class Probe {
         open_run.k = k;
         open_run.us += us - us_before;
         open_run.last_out = out;
+      } else if (p.launch == Launch::MulMatGlu && ncols > 1) {
+        // Unfused at ncols > 1, gate and up are two MUL_MATs of one input, side by side: a run.
+        open_run.members = {{type, n}, {type, n}};
+        open_run.k = k;
+        open_run.us = us - us_before;
+        open_run.last_out = out;
+        finish_run();
       }
       at += slice;
     }

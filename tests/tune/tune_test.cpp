@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -21,6 +22,8 @@
 #include "support/upstream_tree.h"
 #include "temper/engine.h"
 #include "temper/fileio.h"
+#include "temper/gguf.h"
+#include "temper/plan.h"
 #include "temper/sweep.h"
 #include "temper/tune.h"
 
@@ -97,8 +100,8 @@ TEST(Tune, WholeJobThenARerunOnlyRebenches) {
   EXPECT_EQ(outcomes(first), (std::map<std::string, std::string>{{"check", "not asked"}, {"patch", "not asked"},
                                                                   {"build", "not asked"}, {"sweep", "done"},
                                                                   {"approve", "done"}, {"install", "done"},
-                                                                  {"crossover", "done"}, {"replay", "done"},
-                                                                  {"bench", "done"}}));
+                                                                  {"crossover", "done"}, {"groups", "done"},
+                                                                  {"replay", "done"}, {"bench", "done"}}));
   // Installed where the engine looks, with approved winners, the replay's and the bench's numbers.
   EXPECT_EQ(first["profile"], d.profile.string());
   const Profile p = load_profile(d.profile);
@@ -122,8 +125,8 @@ TEST(Tune, WholeJobThenARerunOnlyRebenches) {
   EXPECT_EQ(outcomes(second), (std::map<std::string, std::string>{{"check", "not asked"}, {"patch", "not asked"},
                                                                    {"build", "not asked"}, {"sweep", "skipped"},
                                                                    {"approve", "skipped"}, {"install", "skipped"},
-                                                                   {"crossover", "skipped"}, {"replay", "skipped"},
-                                                                   {"bench", "done"}}));
+                                                                   {"crossover", "skipped"}, {"groups", "skipped"},
+                                                                   {"replay", "skipped"}, {"bench", "done"}}));
   EXPECT_EQ(line_count(d.gemv_log), measured);  // nothing measured again
   EXPECT_EQ(line_count(d.bench_log), 16u);
   EXPECT_EQ(second["replay"], first["replay"]);  // the journaled numbers
@@ -306,7 +309,7 @@ TEST(Tune, ChecksAndPatchesAnUpstreamTreeBeforeTheBuild) {
   const test::Env no_cuda = d.env({{"CUDACXX", "/nonexistent/nvcc"}, {"PATH", "/usr/bin:/bin"}});
   test::CliRun r = test::run_temper(args, no_cuda);
   EXPECT_EQ(r.code, 6) << r.output;
-  EXPECT_NE(r.output.find("tune [1/9] check: the engine tree"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("tune [1/10] check: the engine tree"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("done in"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("llama.cpp tree at " + tree.root().string()), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("patched " + mmvq.string() + " (hook v"), std::string::npos) << r.output;
@@ -456,6 +459,128 @@ TEST(Tune, CrossoverRecordsWhereTheOtherPathWins) {
   EXPECT_EQ(outcomes(strict_run)["crossover"], "done");
   for (const json& c : strict_run["crossover"]) EXPECT_FALSE(c["approved"].get<bool>()) << c.dump();
   for (const PathChoice& r : load_profile(d.profile).paths) EXPECT_EQ(r.approval, Approval::Pending);
+}
+
+// ---- The group step: same-input runs as one launch ----
+
+int group_entries(const Profile& p) {
+  return int(std::count_if(p.entries.begin(), p.entries.end(), [](const ProfileEntry& e) { return e.key.launch == Launch::MulMatGroup; }));
+}
+
+// The fake engine's group config 4x2 runs each run in 0.6 of its time: approved at both widths, one
+// entry per run kind, the runs all grouped, the outputs the same; the replay's prediction says so.
+TEST(Tune, GroupStepInstallsTheWinningConfigPerRunKind) {
+  const TuneDir d;
+  const std::map<std::string, std::string> small = {{"--ncols", "1,2"}, {"--tests", "tg128"}, {"--rounds", "1"},
+                                                    {"--replay-tokens", "6"}, {"--replay-rounds", "3"}};
+  const json first = d.run(small);
+  ASSERT_TRUE(first.is_object());
+  EXPECT_EQ(outcomes(first)["groups"], "done");
+  const GgufFile file = GgufFile::open(d.model);
+  const LaunchPlan one = plan_launches(file, 1), two = plan_launches(file, 2);
+  ASSERT_GT(one.group_runs_per_token(), 0);
+  const json& groups = first["groups"];
+  ASSERT_EQ(groups.size(), 2u) << groups.dump(1);
+  for (const json& g : groups) {
+    const LaunchPlan& plan = g["ncols"] == 1 ? one : two;
+    EXPECT_EQ(g["runs_per_token"], plan.group_runs_per_token());
+    EXPECT_EQ(g["group_launches"], plan.group_runs_per_token());
+    EXPECT_EQ(g["config"], "4:2") << g.dump();
+    EXPECT_TRUE(g["approved"].get<bool>()) << g.dump();
+    EXPECT_GT(g["speedup_low"].get<double>(), 1.01);
+    EXPECT_LT(g["group_us"].get<double>(), g["off_us"].get<double>());
+  }
+  const Profile p = load_profile(d.profile);
+  EXPECT_TRUE(validate_profile(p).empty());
+  EXPECT_EQ(group_entries(p), int(one.groups.size() + two.groups.size()));
+  for (const ProfileEntry& e : p.entries) {
+    if (e.key.launch != Launch::MulMatGroup) continue;
+    EXPECT_EQ(e.config, (Config{4, 2}));
+    EXPECT_EQ(e.approval, Approval::Approved);
+    EXPECT_FALSE(e.key.device.any());  // the device's own entry, not the arch's
+    ASSERT_TRUE(e.provenance);
+    EXPECT_GT(e.provenance->speedup, 1.0);
+  }
+  // The replay ran the profile's groups and multiplied the measured ratio into its prediction.
+  EXPECT_EQ(first["replay"]["profiled"]["group_launches"], one.group_runs_per_token());
+  EXPECT_EQ(first["replay"]["stock"]["group_launches"], 0);
+  EXPECT_NEAR(first["replay"]["predicted_group_ratio"].get<double>(), groups[0]["speedup"].get<double>(), 1e-9);
+  bool said = false;
+  for (const json& n : first["notes"]) said |= n.get<std::string>().find("multiplies in the group step's measured") != std::string::npos;
+  EXPECT_TRUE(said) << first["notes"].dump();
+
+  // Unchanged: skipped, the same decisions, the entries kept.
+  const json again = d.run(small);
+  EXPECT_EQ(outcomes(again)["groups"], "skipped");
+  EXPECT_EQ(again["groups"], groups);
+  EXPECT_EQ(group_entries(load_profile(d.profile)), group_entries(p));
+
+  // Killed after the first width: the journal keeps it, the step goes on with the second only.
+  const fs::path journal = d.state() / "tune.journal";
+  std::vector<std::string> lines;
+  {
+    std::ifstream in(journal);
+    for (std::string l; std::getline(in, l);) lines.push_back(l);
+  }
+  size_t started = lines.size();
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const json j = json::parse(lines[i], nullptr, false);
+    if (j.is_object() && j.value("step", "") == "groups" && j.value("outcome", "") == "started") started = i;
+  }
+  ASSERT_LT(started + 2, lines.size());
+  ASSERT_TRUE(json::parse(lines[started + 1]).contains("group_width"));
+  lines.resize(started + 2);  // "started" and the first width's samples
+  {
+    std::ofstream out(journal, std::ios::trunc);
+    for (const auto& l : lines) out << l << "\n";
+  }
+  const json resumed = d.run(small);
+  EXPECT_EQ(outcomes(resumed)["groups"], "resumed");
+  bool kept = false;
+  for (const json& n : resumed["notes"]) kept |= n.get<std::string>().find("resuming the group step: 1 batch widths journaled") != std::string::npos;
+  EXPECT_TRUE(kept) << resumed["notes"].dump();
+  ASSERT_EQ(resumed["groups"].size(), 2u);
+  EXPECT_EQ(resumed["groups"][0], groups[0]);  // the journaled width's own samples, decided again
+  EXPECT_EQ(group_entries(load_profile(d.profile)), group_entries(p));
+}
+
+// No config beats groups off (the fake engine's FAKE_PROBE_GROUP_WIN=none): nothing approved, no
+// entry, the text report says groups stay off; an older probe: the step is not asked, said once.
+TEST(Tune, GroupStepWithoutAWinnerOrWithAnOlderProbeInstallsNothing) {
+  const TuneDir d;
+  const std::map<std::string, std::string> small = {{"--ncols", "1"}, {"--tests", "tg128"}, {"--rounds", "1"},
+                                                    {"--replay-tokens", "6"}, {"--replay-rounds", "3"}};
+  const json none = d.run(small, {{"FAKE_PROBE_GROUP_WIN", "none"}});
+  ASSERT_TRUE(none.is_object());
+  EXPECT_EQ(outcomes(none)["groups"], "done");
+  ASSERT_EQ(none["groups"].size(), 1u);
+  EXPECT_FALSE(none["groups"][0]["approved"].get<bool>()) << none["groups"].dump();
+  EXPECT_EQ(group_entries(load_profile(d.profile)), 0);
+  EXPECT_FALSE(none["replay"].contains("predicted_group_ratio"));
+  // A wrong group output: that config is left out, whatever its speed.
+  std::map<std::string, std::string> strict = small;
+  strict["--min-group-gain"] = "0.02";  // another input: measured again
+  const json wrong = d.run(strict, {{"FAKE_PROBE_GROUP_WRONG", "4x2"}});
+  ASSERT_TRUE(wrong.is_object());
+  EXPECT_NE(wrong["groups"][0]["config"], "4:2");
+  EXPECT_FALSE(wrong["groups"][0]["approved"].get<bool>());
+  // The text report.
+  std::vector<std::string> args = d.args(small);
+  args.erase(std::find(args.begin(), args.end(), "--json"));
+  const test::CliRun text = test::run_temper(args, d.env({{"FAKE_PROBE_GROUP_WIN", "none"}}), true);
+  EXPECT_EQ(text.code, 0) << text.output;
+  EXPECT_NE(text.out.find("same-input groups (q, k, v as one launch)"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("groups stay off"), std::string::npos) << text.out;
+
+  const TuneDir old;
+  const json older = old.run(small, {{"FAKE_PROBE_PROTOCOL", "4"}});
+  ASSERT_TRUE(older.is_object());
+  EXPECT_EQ(outcomes(older)["groups"], "not asked");
+  bool said = false;
+  for (const json& n : older["notes"]) said |= n.get<std::string>().find("no group step: ") != std::string::npos &&
+                                               n.get<std::string>().find("protocol 4") != std::string::npos;
+  EXPECT_TRUE(said) << older["notes"].dump();
+  EXPECT_EQ(group_entries(load_profile(old.profile)), 0);
 }
 
 // ---- The install rule ----

@@ -134,6 +134,10 @@ nlohmann::json replay_report_json(const ReplayReport& r);
 // float count of the launch's final output, in plan order.
 // At batch width `ncols` every result holds ncols times the floats (gate and up keep their slices).
 std::vector<std::pair<size_t, size_t>> replay_output_slices(const ReplayPlan& plan, int ncols = 1);
+// Every launch's output of arm `b` against arm `a` (TokenReplayer::outputs at `ncols`): a value
+// finite in one arm only, or a difference beyond 1e-3 of `a`'s rms, names the launch.
+std::vector<ReplayDifference> compare_replay_outputs(const ReplayPlan& plan, int ncols, const std::vector<float>& a,
+                                                    const std::vector<float>& b);
 
 // Uploads the plan's weights (real bytes when the file has them, random valid blocks otherwise),
 // then times `rounds` × (stock, profiled) runs of `tokens` tokens each. `progress(done, total)`.

@@ -20,16 +20,17 @@
 
 #include "temper/engine_bench.h"
 #include "temper/crossover.h"
+#include "temper/groups.h"
 #include "temper/engine_build.h"
 #include "temper/profile.h"
 #include "temper/sweep.h"
 
 namespace temper::tune {
 
-enum class Step { Check, Patch, Build, Sweep, Approve, Install, Crossover, Replay, Bench };
-inline constexpr Step kSteps[] = {Step::Check,   Step::Patch,   Step::Build,     Step::Sweep, Step::Approve,
-                                  Step::Install, Step::Crossover, Step::Replay, Step::Bench};
-// "check", "patch", "build", "sweep", "approve", "install", "crossover", "replay", "bench"
+enum class Step { Check, Patch, Build, Sweep, Approve, Install, Crossover, Groups, Replay, Bench };
+inline constexpr Step kSteps[] = {Step::Check,   Step::Patch,     Step::Build,  Step::Sweep,  Step::Approve,
+                                  Step::Install, Step::Crossover, Step::Groups, Step::Replay, Step::Bench};
+// "check", "patch", "build", "sweep", "approve", "install", "crossover", "groups", "replay", "bench"
 std::string_view step_name(Step s);
 
 struct TuneOptions {
@@ -47,6 +48,8 @@ struct TuneOptions {
   // The decode replay and the crossover's replays (each batch width of `ncols` above 1).
   int replay_tokens = 40, replay_rounds = 5;
   double min_path_gain = kDefaultMinPathGain;  // the crossover approves a path at least this much faster
+  // The group step approves a same-input group config whose CI lower bound beats groups off by this.
+  double min_group_gain = kDefaultMinGroupGain;
   // llama-bench; its model and profile are tune's. Absent: no bench step.
   std::optional<engine::BenchOptions> bench;
   const std::atomic<bool>* cancel = nullptr;  // set: the running step stops, Error(Cancelled); run again to go on
@@ -70,6 +73,7 @@ struct TuneEvents {
   std::function<void(const Progress&)> sweep;
   std::function<void(int, int)> replay;
   std::function<void(int, int)> crossover;  // replay runs done of total
+  std::function<void(int, int)> groups;     // the group step's replay runs done of total
   std::function<void(const engine::BenchProgress&)> bench;
 };
 
@@ -78,6 +82,7 @@ struct TuneReport {
   std::filesystem::path state_dir, journal, session, profile;
   Profile installed;                     // the profile at `profile` when tune ended
   std::vector<CrossoverCell> crossover;  // every measured (type, launch, ncols), as the step decided
+  std::vector<GroupDecision> groups;     // the group step's decision per batch width 1..4 measured
   std::optional<nlohmann::json> replay;  // the replay's numbers (what `engine replay --json` prints)
   std::optional<BenchRecord> bench;
   std::vector<std::string> notes;
