@@ -458,3 +458,25 @@ TEST(ReplayGroups, AnOlderProbeIsRefusedWithOneLineAndBadLinesAreNamed) {
     }
   }
 }
+
+// `temper engine replay --group W:R|off`: the profile arm's groups, the report's field, one line for a bad value.
+TEST(ReplayGroups, TheCliTakesAGroupSetting) {
+  const GroupFixture f;
+  const auto r = test::run_temper({"engine", "replay", f.model.string(), "--probe", FAKE_PROBE, "--profile", f.profile.string(),
+                                   "--tokens", "3", "--rounds", "1", "--group", "4:2", "--json"},
+                                  {}, true);
+  ASSERT_EQ(r.code, 0) << r.output;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["group"], "4:2");
+  EXPECT_EQ(j["profiled"]["group_launches"], 2);
+  EXPECT_EQ(j["stock"]["group_launches"], 0);
+  const auto text = test::run_temper({"engine", "replay", f.model.string(), "--probe", FAKE_PROBE, "--profile", f.profile.string(),
+                                      "--tokens", "3", "--rounds", "1", "--group", "off"},
+                                     {}, true);
+  ASSERT_EQ(text.code, 0) << text.output;
+  EXPECT_NE(text.out.find("0 group launches per token, the plan has 2 runs"), std::string::npos) << text.out;
+  const auto bad = test::run_temper({"engine", "replay", f.model.string(), "--probe", FAKE_PROBE, "--profile", f.profile.string(),
+                                     "--group", "3:2"});
+  EXPECT_EQ(bad.code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("--group: \"3:2\": expected off or W:R with W 2, 4 or 8 and R 1, 2 or 4"), std::string::npos) << bad.output;
+}
