@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The device run's evidence as markdown (bench/tune_device.sh's summary): per `temper tune --json`
-output its steps, its llama-bench tests, the replay against its prediction, the mmvq/mmq crossover
+output its steps, its llama-bench tests, the replay against its prediction, the mmvq/mmq crossover, the same-input groups
 it measured and where a token's GEMV time goes; per sweep session what each grid axis value beyond
 the old grid (nwarps ≤ 16, rows_per_block ≤ 8) bought: per (shape, ncols) the best verified median
 of the whole grid against the best of the old grid.
@@ -72,6 +72,15 @@ def tune_section(label, d):
             out.append(f"| {c.get('type')} | {c.get('launch')} | {c.get('ncols')} | {c.get('stock_path')} | {c.get('other_path', '')} | "
                        f"{c.get('stock_us', 0):.1f} | {c.get('path_us', 0):.1f} | {c.get('speedup', 1):.4f} | "
                        f"[{c.get('speedup_low', 1):.4f}, {c.get('speedup_high', 1):.4f}] | {c.get('path')} | {c.get('approved')} |")
+    groups = d.get("groups")
+    if groups:
+        out += ["", "Same-input groups (hook v5; the token replayed at the width, groups off against each of the 9 configs):", "",
+                "| ncols | runs per token | best config | group launches per token | off µs | group µs | speedup | CI | approved | why |",
+                "|---:|---:|---|---:|---:|---:|---:|---|---|---|"]
+        for g in groups:
+            out.append(f"| {g.get('ncols')} | {g.get('runs_per_token')} | {g.get('config') or '–'} | {g.get('group_launches')} | "
+                       f"{g.get('off_us', 0):.1f} | {g.get('group_us', 0):.1f} | {g.get('speedup', 1):.4f} | "
+                       f"[{g.get('speedup_low', 1):.4f}, {g.get('speedup_high', 1):.4f}] | {g.get('approved')} | {g.get('why', '')} |")
     for n in d.get("notes", []):
         out.append(f"- note: {n}")
     return out
