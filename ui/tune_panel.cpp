@@ -153,6 +153,18 @@ TunePanel::TunePanel(SessionDocument* doc, QWidget* parent) : QWidget(parent), d
   crossover_->verticalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   crossover_->setMinimumHeight(70);
   connect(runner_, &TuneRunner::crossoverReady, this, &TunePanel::showCrossover);
+  groups_head_ = new QLabel(QStringLiteral("Same-input groups (q, k, v as one launch): after the group step (batch widths 1..4)."));
+  groups_head_->setWordWrap(true);
+  groups_head_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  groups_ = new QTableWidget(0, 8);
+  groups_->setHorizontalHeaderLabels({QStringLiteral("ncols"), QStringLiteral("runs/token"), QStringLiteral("config"),
+                                      QStringLiteral("group launches"), QStringLiteral("off µs"), QStringLiteral("config µs"),
+                                      QStringLiteral("gain [CI]"), QStringLiteral("installed")});
+  groups_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  groups_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  groups_->verticalHeader()->setVisible(false);
+  groups_->setMinimumHeight(70);
+  connect(runner_, &TuneRunner::groupsReady, this, &TunePanel::showGroups);
   progress_ = new QProgressBar;
   status_ = new QLabel;
   status_->setWordWrap(true);
@@ -192,6 +204,8 @@ TunePanel::TunePanel(SessionDocument* doc, QWidget* parent) : QWidget(parent), d
   ll->addWidget(token_, 1);
   ll->addWidget(crossover_head_);
   ll->addWidget(crossover_);
+  ll->addWidget(groups_head_);
+  ll->addWidget(groups_);
   auto* right = new QWidget;
   auto* rl = new QVBoxLayout(right);
   rl->addWidget(bench_head_);
@@ -326,6 +340,51 @@ void TunePanel::showReplay(const QByteArray& replay_json) {
                            .arg(r.value(QStringLiteral("copy_bandwidth_gbs")).toDouble(), 0, 'f', 0)
                            .arg(stock > 0 ? 100 * ideal / stock : 0, 0, 'f', 0).arg(profiled > 0 ? 100 * ideal / profiled : 0, 0, 'f', 0));
 }
+QString TunePanel::groupsHead() const { return groups_head_->text(); }
+
+void TunePanel::showGroups(const QByteArray& groups_json) {
+  const QJsonArray rows = QJsonDocument::fromJson(groups_json).array();
+  groups_->setRowCount(int(rows.size()));
+  auto pct = [](double speedup) {
+    const double g = (speedup - 1) * 100;
+    return QStringLiteral("%1%2 %").arg(g >= 0 ? QStringLiteral("+") : QString()).arg(g, 0, 'f', 1);
+  };
+  int installed = 0;
+  for (int i = 0; i < int(rows.size()); ++i) {
+    const QJsonObject g = rows[i].toObject();
+    const bool approved = g.value(QStringLiteral("approved")).toBool();
+    installed += approved;
+    const QJsonValue config = g.value(QStringLiteral("config"));
+    const QStringList cells = {
+        QString::number(g.value(QStringLiteral("ncols")).toInt()),
+        QString::number(g.value(QStringLiteral("runs_per_token")).toInt()),
+        config.isNull() ? QStringLiteral("-") : config.toString(),
+        QString::number(g.value(QStringLiteral("group_launches")).toInteger()),
+        QString::number(g.value(QStringLiteral("off_us")).toDouble(), 'f', 1),
+        config.isNull() ? QStringLiteral("-") : QString::number(g.value(QStringLiteral("group_us")).toDouble(), 'f', 1),
+        config.isNull() ? QStringLiteral("-")
+                        : QStringLiteral("%1 [%2, %3]")
+                              .arg(pct(g.value(QStringLiteral("speedup")).toDouble()), pct(g.value(QStringLiteral("speedup_low")).toDouble()),
+                                   pct(g.value(QStringLiteral("speedup_high")).toDouble())),
+        approved ? QStringLiteral("yes") : QStringLiteral("no")};
+    for (int c = 0; c < int(cells.size()); ++c) {
+      auto* item = new QTableWidgetItem(cells[c]);
+      if (approved) {
+        QFont f = item->font();
+        f.setBold(true);
+        item->setFont(f);
+      }
+      item->setToolTip(g.value(QStringLiteral("why")).toString());
+      groups_->setItem(i, c, item);
+    }
+  }
+  groups_head_->setText(rows.isEmpty() ? QStringLiteral("Same-input groups (q, k, v as one launch): nothing measured.")
+                                       : QStringLiteral("Same-input groups (q, k, v as one launch; whole-token replays, groups off vs "
+                                                        "the best of 9 configs): installed at %1 of %2 batch widths.")
+                                             .arg(installed)
+                                             .arg(rows.size()));
+}
+
 void TunePanel::showCrossover(const QByteArray& crossover_json) {
   const QJsonArray cells = QJsonDocument::fromJson(crossover_json).array();
   QStringList rows;

@@ -57,6 +57,12 @@ class TunePanel : public QWidget {
   // ggml's own pick (those in bold; stock cells plain). From tune's "crossover" (docs/json.md).
   QTableWidget* crossover() const { return crossover_; }
   void showCrossover(const QByteArray& crossover_json);
+  // Same-input groups: a row per batch width the group step measured — the plan's runs per token,
+  // the best group config, its group launches per token, µs per token off and with it, the gain with
+  // its CI and whether it was installed (bold). From tune's "groups" (docs/json.md).
+  QTableWidget* groups() const { return groups_; }
+  QString groupsHead() const;
+  void showGroups(const QByteArray& groups_json);
   BenchModel* benchModel() const { return bench_; }
   QChart* samplesChart() const;
   QString statusText() const;
@@ -96,6 +102,8 @@ class TunePanel : public QWidget {
   QTableWidget* token_;
   QLabel* crossover_head_;
   QTableWidget* crossover_;
+  QLabel* groups_head_;
+  QTableWidget* groups_;
   QProgressBar* progress_;
   QLabel* status_;
   BenchModel* bench_;

@@ -78,6 +78,9 @@ void TuneRunner::startTune(tune::TuneOptions o) {
       post([this, p, text = qs(p.current)] { Q_EMIT progress(int(p.done), int(p.total), text, p.eta_s); });
     };
     ev.replay = [&](int done, int total) { post([this, done, total] { Q_EMIT progress(done, total, QStringLiteral("replay runs"), 0); }); };
+    ev.groups = [&](int done, int total) {
+      post([this, done, total] { Q_EMIT progress(done, total, QStringLiteral("group replays"), 0); });
+    };
     ev.crossover = [&](int done, int total) {
       post([this, done, total] { Q_EMIT progress(done, total, QStringLiteral("crossover replays"), 0); });
     };
@@ -87,6 +90,8 @@ void TuneRunner::startTune(tune::TuneOptions o) {
     const tune::TuneReport r = tune::run_tune(o, ev);
     if (!r.crossover.empty())
       post([this, j = QByteArray::fromStdString(tune::crossover_json(r.crossover).dump())] { Q_EMIT crossoverReady(j); });
+    if (!r.groups.empty())
+      post([this, j = QByteArray::fromStdString(tune::groups_json(r.groups).dump())] { Q_EMIT groupsReady(j); });
     if (r.replay) post([this, j = QByteArray::fromStdString(r.replay->dump())] { Q_EMIT replayReady(j); });
     if (r.bench) post([this, b = *r.bench] { Q_EMIT benchReady(b); });
     return QStringLiteral("Tuned: the profile is %1").arg(qs(r.profile.string()));

@@ -35,6 +35,7 @@ class TuneRunner : public QObject {
   void benchReady(const temper::BenchRecord& record);
   void replayReady(const QByteArray& replay_json);  // the replay step's numbers (docs/json.md, engine replay)
   void crossoverReady(const QByteArray& crossover_json);  // the crossover's cells (docs/json.md, tune "crossover")
+  void groupsReady(const QByteArray& groups_json);  // the group step's decisions (docs/json.md, tune "groups")
   void finished(const QString& summary);  // tune or bench done
   void failed(const QString& message, bool cancelled);
 

@@ -140,6 +140,44 @@ class TestTune : public QObject {
     QCOMPARE(panel.statusText(), QStringLiteral("give the llama-bench to run (built from the patched tree)"));
   }
 
+  // The same-input groups table from tune's group step: a row per width, the installed one in bold.
+  void groupsTableShowsTheDecisionPerWidth() {
+    auto samples = [](double center) {
+      std::vector<double> v;
+      for (int i = 0; i < 45; ++i) v.push_back(center + 0.5 * (double(i % 9) - 4) / 4);
+      return v;
+    };
+    std::vector<tune::GroupDecision> decisions;
+    for (int n : {1, 2}) {
+      tune::GroupWidthSamples w;
+      w.ncols = n;
+      w.expected_runs = 32;
+      w.off = samples(1000);
+      for (const auto& g : tune::group_grid()) {
+        w.tried.push_back(samples(n == 1 && g == engine::GroupSetting{4, 2} ? 950 : 1001));
+        w.group_launches.push_back(32);
+        w.agrees.push_back(true);
+      }
+      decisions.push_back(tune::decide_groups(w));
+    }
+    SessionDocument doc;
+    TunePanel panel(&doc);
+    panel.showGroups(QByteArray::fromStdString(tune::groups_json(decisions).dump()));
+    QTableWidget* t = panel.groups();
+    QCOMPARE(t->rowCount(), 2);
+    QCOMPARE(cell(t, 0, 0), QStringLiteral("1"));
+    QCOMPARE(cell(t, 0, 1), QStringLiteral("32"));
+    QCOMPARE(cell(t, 0, 2), QStringLiteral("4:2"));
+    QCOMPARE(cell(t, 0, 3), QStringLiteral("32"));
+    QCOMPARE(cell(t, 0, 7), QStringLiteral("yes"));
+    QVERIFY(t->item(0, 2)->font().bold());
+    QVERIFY2(cell(t, 0, 6).startsWith(QStringLiteral("+5.3 %")), qPrintable(cell(t, 0, 6)));
+    QCOMPARE(cell(t, 1, 7), QStringLiteral("no"));
+    QVERIFY(!t->item(1, 2)->font().bold());
+    QVERIFY2(t->item(1, 2)->toolTip().contains(QStringLiteral("does not beat groups off")), qPrintable(t->item(1, 2)->toolTip()));
+    QVERIFY2(panel.groupsHead().contains(QStringLiteral("installed at 1 of 2 batch widths")), qPrintable(panel.groupsHead()));
+  }
+
   // The crossover table from tune's report: a row per (type, launch), a column per measured width;
   // the path the engine runs, its gain in bold where it leaves ggml's pick, stock cells plain.
   void crossoverTableShowsThePathPerWidth() {
