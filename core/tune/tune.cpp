@@ -678,6 +678,15 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
         note("no group step: " + std::string(e.what()));
         return {};
       }
+      // A hook whose ggml-cuda.cu was not patched for groups launches none: nothing to measure.
+      const auto hooks = dev.hello().find("group_hooks");
+      if (hooks != dev.hello().end() && (std::atoi(hooks->second.c_str()) & 1) == 0) {
+        r.outcome = "not asked";
+        r.summary = "the engine's hook launches no same-input groups (group_hooks=" + hooks->second +
+                    ": ggml-cuda.cu not patched for them; see temper engine check)";
+        note("no group step: " + r.summary);
+        return {};
+      }
       log.append({{"step", step_name(Step::Groups)}, {"input", groups_input}, {"outcome", "started"}, {"date", utc_now_iso8601()}});
     }
     const engine::ReplayPlan plan = engine::plan_replay(file);

@@ -22,6 +22,7 @@
 //   FAKE_PROBE_GROUP_WIN=WxR|none  Replay (protocol 5): the same-input group config that runs a run's
 //                           members in 0.6 of their time (default 4x2); every other config, and all
 //                           with none, 1.00-1.04 of it (so no config wins)
+//   FAKE_PROBE_GROUP_HOOKS=N  Hello's group_hooks (default 3; 0: a hook without the ggml-cuda.cu part)
 //   FAKE_PROBE_GROUP_WRONG=WxR  Replay: a group launched with that config writes a wrong result
 //   FAKE_PROBE_GEMV_LOG=F   append "LAUNCH TYPE N K NCOLS NWARPS ROWS" to F per Gemv or GemvLaunch (each
 //                           verification a sweep makes measures one result: tests see what a run measured)
@@ -168,7 +169,7 @@ class Probe {
                                  "shared_per_sm=233472\nregs_per_block=65536\nregs_per_sm=65536\n"
                                  "max_threads_per_sm=2048\ndriver=fake\nruntime=fake\npci_bus_id=0000:00:00.0\n"
                                  "hook_version=fake-1\nkernel_set=ci\ngraphs=0\n" +
-                                 (protocol() >= 4 ? "path_hooks=3\n" : "") + (protocol() >= 5 ? "group_hooks=3\n" : "");
+                                 (protocol() >= 4 ? "path_hooks=3\n" : "") + (protocol() >= 5 ? "group_hooks=" + std::string(std::getenv("FAKE_PROBE_GROUP_HOOKS") ? std::getenv("FAKE_PROBE_GROUP_HOOKS") : "3") + "\n" : "");
         return {text.begin(), text.end()};
       }
       case Op::Alloc: {

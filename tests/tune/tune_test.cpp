@@ -581,6 +581,14 @@ TEST(Tune, GroupStepWithoutAWinnerOrWithAnOlderProbeInstallsNothing) {
                                                n.get<std::string>().find("protocol 4") != std::string::npos;
   EXPECT_TRUE(said) << older["notes"].dump();
   EXPECT_EQ(group_entries(load_profile(old.profile)), 0);
+  // A hook without the ggml-cuda.cu part (group_hooks=0): not asked either, said once.
+  const TuneDir unpatched;
+  const json no_hooks = unpatched.run(small, {{"FAKE_PROBE_GROUP_HOOKS", "0"}});
+  ASSERT_TRUE(no_hooks.is_object());
+  EXPECT_EQ(outcomes(no_hooks)["groups"], "not asked");
+  bool hooks_said = false;
+  for (const json& n : no_hooks["notes"]) hooks_said |= n.get<std::string>().find("group_hooks=0") != std::string::npos;
+  EXPECT_TRUE(hooks_said) << no_hooks["notes"].dump();
 }
 
 // ---- The install rule ----
