@@ -251,12 +251,13 @@ void temper_mmvq_register_group(int type_a, int type_b, int ncols, int nwarps, i
 void temper_mmvq_group_order(int device, ggml_cgraph * cgraph) {
     if (!groups_wanted(device)) return;
     const int n = cgraph->n_nodes;
-    // MUL_MATs ggml may fuse with what consumes them (a bias, the gate/up GLU) stay where they are.
+    // MUL_MATs ggml may fuse with what consumes them (a bias, the gate/up GLU: mmvq fuses at one column
+    // only) stay where they are.
     std::unordered_set<const ggml_tensor *> fused;
     for (int i = 0; i < n; ++i)
         if (is_fusable_consumer(cgraph->nodes[i]->op))
             for (const ggml_tensor * s : cgraph->nodes[i]->src)
-                if (s && s->op == GGML_OP_MUL_MAT) fused.insert(s);
+                if (s && s->op == GGML_OP_MUL_MAT && s->ne[1] == 1) fused.insert(s);
     auto movable = [&](const ggml_tensor * t) { return order_candidate(t) && !fused.count(t); };
     // Each run's members move up to just after its first MUL_MAT: always a valid order, a member's
     // inputs being a weight and the first one's activations.
@@ -298,8 +299,9 @@ int temper_mmvq_try_group(ggml_backend_cuda_context & ctx, ggml_cgraph * cgraph,
     int count = 1;
     while (count < 4 && i + count < cgraph->n_nodes && group_member(ctx, cgraph->nodes[i + count], lead)) ++count;
     if (count < 2) return 0;
-    // ggml fuses a MUL_MAT with the node after it (a bias add, the gate/up GLU): such a run is not ours.
-    if (i + count < cgraph->n_nodes) {
+    // At one column ggml fuses a MUL_MAT with the node after it (a bias add, the gate/up GLU): such a
+    // run is not ours. From two columns on mmvq fuses nothing, and an unfused gate/up pair is a run.
+    if (i + count < cgraph->n_nodes && lead->src[1]->ne[1] == 1) {
         const ggml_tensor * next = cgraph->nodes[i + count];
         if (is_fusable_consumer(next->op))
             for (const ggml_tensor * s : next->src)
