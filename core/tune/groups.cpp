@@ -2,6 +2,7 @@
 #include "temper/groups.h"
 
 #include <algorithm>
+#include <map>
 #include <sstream>
 
 #include "temper/error.h"
@@ -147,11 +148,24 @@ std::vector<ProfileEntry> group_entries(const GroupDecision& d, const LaunchPlan
   return out;
 }
 
-void install_groups(Profile& p, const std::vector<GroupDecision>& decisions, const std::string& arch, const ProfileDevice& device,
-                    const std::vector<ProfileEntry>& entries) {
+std::vector<ProfileKey> group_keys(const std::vector<GroupDecision>& decisions, const std::map<int, LaunchPlan>& plans,
+                                   const std::string& arch, const ProfileDevice& device) {
+  std::vector<ProfileKey> keys;
+  for (const GroupDecision& d : decisions) {
+    const auto plan = plans.find(d.ncols);
+    if (plan == plans.end()) continue;
+    for (const PlanGroup& g : plan->second.groups) {
+      std::vector<GroupMember> members;
+      for (const auto& m : g.members) members.push_back({m.type, m.n});
+      keys.push_back(group_profile_key(arch, members, g.k, d.ncols, device));
+    }
+  }
+  return keys;
+}
+
+void install_groups(Profile& p, const std::vector<ProfileKey>& measured, const std::vector<ProfileEntry>& entries) {
   std::erase_if(p.entries, [&](const ProfileEntry& e) {
-    return e.key.launch == Launch::MulMatGroup && e.key.arch == arch && e.key.device == device &&
-           std::any_of(decisions.begin(), decisions.end(), [&](const GroupDecision& d) { return d.ncols == e.key.ncols; });
+    return e.key.launch == Launch::MulMatGroup && std::find(measured.begin(), measured.end(), e.key) != measured.end();
   });
   for (const ProfileEntry& e : entries) p.entries.push_back(e);
 }

@@ -629,7 +629,7 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
       for (const GroupDecision& d : report.groups)
         for (ProfileEntry& e : group_entries(d, plans.at(d.ncols), arch, on, evidence, when)) entries.push_back(std::move(e));
       Profile before = report.installed;
-      install_groups(report.installed, report.groups, arch, on, entries);
+      install_groups(report.installed, group_keys(report.groups, plans, arch, on), entries);
       if (to_json(report.installed) == to_json(before)) return false;
       save_profile(report.installed, report.profile);
       installed_now = true;

@@ -23,6 +23,7 @@
 #include "temper/engine.h"
 #include "temper/fileio.h"
 #include "temper/gguf.h"
+#include "temper/groups.h"
 #include "temper/plan.h"
 #include "temper/sweep.h"
 #include "temper/tune.h"
@@ -465,6 +466,34 @@ TEST(Tune, CrossoverRecordsWhereTheOtherPathWins) {
 
 int group_entries(const Profile& p) {
   return int(std::count_if(p.entries.begin(), p.entries.end(), [](const ProfileEntry& e) { return e.key.launch == Launch::MulMatGroup; }));
+}
+
+// A second model's group step replaces only its own run kinds: the first model's group entries at the
+// same width stay (a profile serves the models it was tuned on), and a measured run kind without an
+// approved config loses its old entry.
+TEST(Tune, GroupInstallReplacesOnlyTheMeasuredRunKinds) {
+  const TuneDir d;
+  const GgufFile file = GgufFile::open(d.model);
+  const std::map<int, LaunchPlan> plans = {{1, plan_launches(file, 1)}};
+  ASSERT_FALSE(plans.at(1).groups.empty());
+  tune::GroupDecision measured;  // width 1 measured, nothing approved
+  measured.ncols = 1;
+  const std::vector<ProfileKey> keys = tune::group_keys({measured}, plans, "sm_90", {});
+  ASSERT_EQ(keys.size(), plans.at(1).groups.size());
+  Profile p;
+  ProfileEntry mine, other;
+  mine.key = keys.front();
+  mine.config = {4, 2};
+  other.key = group_profile_key("sm_90", {{GgmlType::Q5_K, 2048}, {GgmlType::Q5_K, 256}}, 2048, 1);
+  other.config = {8, 1};
+  p.entries = {mine, other};
+  tune::install_groups(p, keys, {});
+  ASSERT_EQ(p.entries.size(), 1u);
+  EXPECT_EQ(p.entries.front().key, other.key);
+  mine.config = {2, 4};
+  tune::install_groups(p, keys, {mine});
+  ASSERT_EQ(p.entries.size(), 2u);
+  EXPECT_EQ(p.entries.back().config, (Config{2, 4}));
 }
 
 // The fake engine's group config 4x2 runs each run in 0.6 of its time: approved at both widths, one

@@ -6,6 +6,7 @@
 // launch's output agrees with the off arm. One mul_mat_group entry per run kind (member set) at
 // that width goes into the profile, device-specific like the other entries.
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -66,10 +67,13 @@ GroupWidthSamples group_samples_from_json(const nlohmann::json& j);  // Error(Ba
 // arm (default) and the config (tuned), the run kind's runs per token.
 std::vector<ProfileEntry> group_entries(const GroupDecision& d, const LaunchPlan& plan, const std::string& arch,
                                         const ProfileDevice& device, const Provenance& evidence, const std::string& when);
-// Replaces this device's group entries at the decisions' widths by `entries` (a width without an
-// approved config loses its old entries: the measurement says groups do not pay there).
-void install_groups(Profile& p, const std::vector<GroupDecision>& decisions, const std::string& arch, const ProfileDevice& device,
-                    const std::vector<ProfileEntry>& entries);
+// The profile keys of the run kinds `plans` has at the decisions' widths, on `device`: what a group
+// step measured (another model's runs are other keys, and keep their entries).
+std::vector<ProfileKey> group_keys(const std::vector<GroupDecision>& decisions, const std::map<int, LaunchPlan>& plans,
+                                   const std::string& arch, const ProfileDevice& device);
+// Replaces the group entries of the `measured` keys by `entries` (a run kind without an approved
+// config loses its old entry: the measurement says groups do not pay there).
+void install_groups(Profile& p, const std::vector<ProfileKey>& measured, const std::vector<ProfileEntry>& entries);
 
 nlohmann::json groups_json(const std::vector<GroupDecision>& decisions);
 std::string groups_text(const std::vector<GroupDecision>& decisions);  // a line a width
