@@ -39,7 +39,9 @@ struct Options {
 };
 
 json key_json(const ProfileKey& k) {
-  return {{"arch", k.arch}, {"type", std::string(type_name(k.type))}, {"n", k.n}, {"k", k.k}, {"ncols", k.ncols}};
+  json j = {{"arch", k.arch}, {"type", std::string(type_name(k.type))}, {"n", k.n}, {"k", k.k}, {"ncols", k.ncols}};
+  if (launch_is_group(k.launch)) j["members"] = members_text(k.members);  // two groups may share the rest
+  return j;
 }
 json config_json(Config c) { return {{"nwarps", c.nwarps}, {"rows_per_block", c.rows_per_block}}; }
 
@@ -197,7 +199,8 @@ int run_show(const Options& o) {
     }
     std::snprintf(buf, sizeof buf, "%-8s %-8s %7d %7d %5d %7s %7s %-9s %s%s\n", e.key.arch.c_str(),
                   std::string(type_name(e.key.type)).c_str(), e.key.n, e.key.k, e.key.ncols, cfg.c_str(), def.c_str(),
-                  std::string(approval_name(e.approval)).c_str(), tail.c_str(), e.bucketed ? " (bucket)" : "");
+                  std::string(approval_name(e.approval)).c_str(), tail.c_str(),
+                  e.bucketed ? " (bucket)" : launch_is_group(e.key.launch) ? (" (group " + members_text(e.key.members) + ")").c_str() : "");
     out(buf);
   }
   if (p.paths.empty()) return 0;
@@ -223,10 +226,12 @@ int run_validate(const Options& o) {
   const auto& pos = o.files;
   const Profile p = load_for_cli(o, pos[0]);
   const auto problems = validate_profile(p);
+  const auto warnings = profile_warnings(p);  // valid, but an older hook would ignore the file
   if (o.json) {
-    out(json{{"file", pos[0]}, {"valid", problems.empty()}, {"entries", p.entries.size()}, {"path_choices", p.paths.size()}, {"problems", problems}}.dump(2) + "\n");
+    out(json{{"file", pos[0]}, {"valid", problems.empty()}, {"entries", p.entries.size()}, {"path_choices", p.paths.size()}, {"problems", problems}, {"warnings", warnings}}.dump(2) + "\n");
   } else {
     for (const auto& pr : problems) err(pos[0] + ": " + pr + "\n");
+    for (const auto& w : warnings) err(pos[0] + ": warning: " + w + "\n");
     out(pos[0] + ": " + (problems.empty() ? "valid" : std::to_string(problems.size()) + " problem(s)") + ", " +
         std::to_string(p.entries.size()) + " entries" +
         (p.paths.empty() ? std::string() : ", " + std::to_string(p.paths.size()) + " path choices") + "\n");

@@ -47,6 +47,9 @@ void parse_launch_suffix(Shape& s, const std::string& text, std::string_view suf
   if (!launch)
     fail(ErrorKind::BadInput, "--shape '" + text + "': unknown launch kind '" + kind + "' (expected " +
                                   std::string(launch_names()) + ")");
+  if (*launch == Launch::MulMatGroup)
+    fail(ErrorKind::BadInput, "--shape '" + text + "': a same-input group is not one GEMV to sweep; `temper tune` measures groups "
+                                                   "in the engine's replay (docs/engine.md)");
   s.launch = *launch;
   if (!launch_has_ids(s.launch)) {
     if (colon != std::string_view::npos) fail(ErrorKind::BadInput, "--shape '" + text + "': only MUL_MAT_ID kinds take :EXPERTS:USED");

@@ -30,7 +30,8 @@ bool has_real_bytes(const TensorInfo& t) {
 // The probe's plan line for a launch (probe_protocol.h, Op::Replay).
 const char* replay_op(const PlannedLaunch& l) {
   switch (l.launch) {
-    case Launch::MulMat: return "mm";
+    case Launch::MulMat:
+    case Launch::MulMatGroup: return "mm";  // a plan never holds a group: its members are plain launches
     case Launch::MulMatGlu:
     case Launch::MulMatGluUnfused: return "glu";  // the plan holds the engine's launches: fused
     case Launch::MulMatIdGlu:

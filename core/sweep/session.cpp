@@ -195,6 +195,8 @@ ShapeKey shape_key_from(const Node& n) {
     if (!launch)
       fail(ErrorKind::BadInput, n["launch"].where + ": unknown launch kind \"" + name + "\" (expected " +
                                     std::string(launch_names()) + ")");
+    if (*launch == Launch::MulMatGroup)
+      fail(ErrorKind::BadInput, n["launch"].where + ": \"mul_mat_group\" is a profile's same-input group, not a swept launch");
     s.launch = *launch;
   }
   if (launch_has_ids(s.launch)) {

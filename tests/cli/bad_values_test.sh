@@ -27,6 +27,7 @@ bad "temper sweep: --device: expected an integer 0.." sweep --shape q4_0:64:256 
 bad "temper sweep: --types: unknown type 'q9_9'" sweep --shape q4_0:64:256 --types q9_9
 bad "temper sweep: --ncols: ncols '9'" sweep --shape q4_0:64:256 --ncols 9
 bad "temper sweep: --shape rows N: expected an integer 1..16777216, got 'x'" sweep --shape q4_0:x:256 --backend fake
+bad "temper sweep: --shape 'q4_K:64:256/mul_mat_group': a same-input group is not one GEMV to sweep" sweep --shape q4_K:64:256/mul_mat_group --backend fake
 bad "temper bench-gemv: --n: expected an integer 1..16777216, got '0'" bench-gemv --n 0
 bad "temper bench-gemv: --ncols: expected an integer 1..8, got '9'" bench-gemv --ncols 9
 bad "temper verify: --k: expected an integer 32..1048576, got '16'" verify --k 16
