@@ -561,19 +561,6 @@ std::string read_mmvq(const Tree& t) {
   return read_input(t.mmvq, kMaxMmvqBytes, "mmvq.cu");
 }
 
-mode_t kind_at_path(const fs::path& p) {
-  struct stat st{};
-  return ::lstat(p.c_str(), &st) == 0 ? st.st_mode : 0;
-}
-
-constexpr uint64_t kMaxCudaBytes = uint64_t{32} << 20;  // upstream's ggml-cuda.cu is about 250 KB
-
-// ggml-cuda.cu's text, or nothing when the tree has none (hook v5 then leaves groups out).
-std::optional<std::string> read_cuda(const Tree& t) {
-  if (kind_at_path(t.cuda) == 0) return std::nullopt;
-  return read_input(t.cuda, kMaxCudaBytes, "ggml-cuda.cu");
-}
-
 // One `engine patch` at a time per tree: an exclusive lock on the ggml-cuda folder itself (nothing is
 // left in the tree), waited for up to kLockWait.
 class TreeLock {
@@ -608,6 +595,14 @@ class TreeLock {
 mode_t kind_at(const fs::path& p) {
   struct stat st{};
   return ::lstat(p.c_str(), &st) == 0 ? st.st_mode : 0;
+}
+
+constexpr uint64_t kMaxCudaBytes = uint64_t{32} << 20;  // upstream's ggml-cuda.cu is about 250 KB
+
+// ggml-cuda.cu's text, or nothing when the tree has none (hook v5 then leaves groups out).
+std::optional<std::string> read_cuda(const Tree& t) {
+  if (kind_at(t.cuda) == 0) return std::nullopt;
+  return read_input(t.cuda, kMaxCudaBytes, "ggml-cuda.cu");
 }
 
 // A file of the hook's own naming, directly in the ggml-cuda folder: what undo may remove.

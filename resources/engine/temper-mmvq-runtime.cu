@@ -160,7 +160,6 @@ int path_choice(int launch, int type, int ncols) {
     return g_profile.path(current_device(), compiled_in, launch, type, ncols);
 }
 
-
 // ---- same-input groups (hook v5) ----
 Choice g_group_override{0, 0};                                      // the probe's (under g_mutex); nwarps -1: off
 std::atomic<long long> g_group_launches{0};
@@ -363,9 +362,6 @@ int temper_mmvq_try_group(ggml_backend_cuda_context & ctx, ggml_cgraph * cgraph,
     ++g_group_launches;
     return count;
 }
-
-namespace {
-}  // namespace
 
 void temper_mmvq_register(int type, int ncols, int nwarps, int rows, temper_mmvq_launch_fn launch, temper_mmvq_attr_fn attr) {
     const int wi = nwarps_index(nwarps), ri = rows_index(rows);
