@@ -133,14 +133,15 @@ bool compiled_in(int launch, int type, int ncols, int nwarps, int rows) {
     return false;
 }
 
-// The current device as the profile knows it (looked up once per thread and device).
-const temper_profile::Device & current_device() {
+// A device as the profile knows it (looked up once per thread and device).
+const temper_profile::Device & device_of(int device) {
     static thread_local int cached_device = -1;
     static thread_local temper_profile::Device cached_id;
-    const int device = ggml_cuda_get_device();
     if (device != cached_device) { cached_id = device_id(device); cached_device = device; }
     return cached_id;
 }
+
+const temper_profile::Device & current_device() { return device_of(ggml_cuda_get_device()); }
 
 // ---- the mmvq/mmq choice (hook v4) ----
 using PathOverrideKey = std::tuple<int, int, int>;  // launch kind, type, ncols
@@ -183,13 +184,6 @@ bool groups_possible() {
         return (TEMPER_MMVQ_GROUP_HOOKS & 3) == 3 && !(v && std::atoi(v) == 1);
     }();
     return ok;
-}
-
-const temper_profile::Device & device_of(int device) {
-    static thread_local int cached_device = -1;
-    static thread_local temper_profile::Device cached_id;
-    if (device != cached_device) { cached_id = device_id(device); cached_device = device; }
-    return cached_id;
 }
 
 // Whether anything may ask for a group on `device`: the probe, the env switch or the profile.
