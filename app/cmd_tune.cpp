@@ -165,28 +165,23 @@ Action define_tune(CLI::App& app) {
   app.add_option("--approve", o->approve, "which winners the profile approves: significant (default) or all")
       ->check(one_of({"significant", "all"}));
   add_min_speedup(app, o->min_speedup);
+  const CLI::Validator fraction(
+      [](std::string& t) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(t.c_str(), &end);
+        return !t.empty() && *end == '\0' && v >= 0 && v <= 1 ? "" : "expected a fraction 0..1 (0.01 = 1%), got '" + t + "'";
+      },
+      "");
   app.add_option("--min-path-gain", o->min_path_gain,
                  "crossover: approve mmq (or mmvq) over ggml's pick when its CI is separated and it is at least this much "
                  "faster (default 0.01: 1 %)")
       ->type_name("FRACTION")
-      ->check(CLI::Validator(
-          [](std::string& t) -> std::string {
-            char* end = nullptr;
-            const double v = std::strtod(t.c_str(), &end);
-            return !t.empty() && *end == '\0' && v >= 0 && v <= 1 ? "" : "expected a fraction 0..1 (0.01 = 1%), got '" + t + "'";
-          },
-          ""));
+      ->check(fraction);
   app.add_option("--min-group-gain", o->min_group_gain,
                  "group step: approve a same-input group config when its CI lower bound beats groups off by this "
                  "fraction (default 0.01: 1 %)")
       ->type_name("FRACTION")
-      ->check(CLI::Validator(
-          [](std::string& t) -> std::string {
-            char* end = nullptr;
-            const double v = std::strtod(t.c_str(), &end);
-            return !t.empty() && *end == '\0' && v >= 0 && v <= 1 ? "" : "expected a fraction 0..1 (0.01 = 1%), got '" + t + "'";
-          },
-          ""));
+      ->check(fraction);
   add_output(app, o->output, "the profile (default: where the engine looks, ~/.config/temper/engine-profile.json)");
   app.add_option("--replay-tokens", o->replay_tokens, "decode replay: tokens per round (default 40)")->check(integer_in(1, 1 << 20));
   app.add_option("--replay-rounds", o->replay_rounds, "decode replay: rounds (default 5)")->check(integer_in(1, 1 << 20));
