@@ -16,8 +16,9 @@ using nlohmann::json;
 namespace {
 MatPath other(MatPath p) { return p == MatPath::Mmq ? MatPath::Mmvq : MatPath::Mmq; }
 Launch path_launch(Launch l) { return launch_has_ids(l) ? Launch::MulMatId : Launch::MulMat; }
-std::string gain_text(double speedup) { return (speedup >= 1 ? "+" : "") + format_number("%.1f", (speedup - 1) * 100) + " %"; }
 }  // namespace
+
+std::string gain_text(double speedup) { return (speedup >= 1 ? "+" : "") + format_number("%.1f", (speedup - 1) * 100) + " %"; }
 
 std::vector<PathTarget> path_targets(const LaunchPlan& plan) {
   std::vector<PathTarget> out;

@@ -5,6 +5,7 @@
 #include <map>
 #include <sstream>
 
+#include "temper/crossover.h"
 #include "temper/error.h"
 #include "temper/format.h"
 #include "temper/keys.h"
@@ -14,7 +15,12 @@ namespace temper::tune {
 using nlohmann::json;
 
 namespace {
-std::string gain_text(double speedup) { return (speedup >= 1 ? "+" : "") + format_number("%.1f", (speedup - 1) * 100) + " %"; }
+// The profile key of one run kind of the plan at `ncols`.
+ProfileKey run_key(const PlanGroup& g, int ncols, const std::string& arch, const ProfileDevice& device) {
+  std::vector<GroupMember> members;
+  for (const auto& m : g.members) members.push_back({m.type, m.n});
+  return group_profile_key(arch, members, g.k, ncols, device);
+}
 }  // namespace
 
 const std::vector<engine::GroupSetting>& group_grid() {
@@ -128,10 +134,8 @@ std::vector<ProfileEntry> group_entries(const GroupDecision& d, const LaunchPlan
   std::vector<ProfileEntry> out;
   if (!d.approved) return out;
   for (const PlanGroup& g : plan.groups) {
-    std::vector<GroupMember> members;
-    for (const auto& m : g.members) members.push_back({m.type, m.n});
     ProfileEntry e;
-    e.key = group_profile_key(arch, members, g.k, d.ncols, device);
+    e.key = run_key(g, d.ncols, arch, device);
     e.config = {d.best.nwarps, d.best.rows};
     e.default_config = {0, 0};  // stock: no group at all
     e.approval = Approval::Approved;
@@ -154,11 +158,7 @@ std::vector<ProfileKey> group_keys(const std::vector<GroupDecision>& decisions, 
   for (const GroupDecision& d : decisions) {
     const auto plan = plans.find(d.ncols);
     if (plan == plans.end()) continue;
-    for (const PlanGroup& g : plan->second.groups) {
-      std::vector<GroupMember> members;
-      for (const auto& m : g.members) members.push_back({m.type, m.n});
-      keys.push_back(group_profile_key(arch, members, g.k, d.ncols, device));
-    }
+    for (const PlanGroup& g : plan->second.groups) keys.push_back(run_key(g, d.ncols, arch, device));
   }
   return keys;
 }

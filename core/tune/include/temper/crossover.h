@@ -95,4 +95,7 @@ nlohmann::json crossover_json(const std::vector<CrossoverCell>& cells);
 // winner reads "8 mmvq (mmq +0.6 %, not significant)".
 std::string crossover_text(const std::vector<CrossoverCell>& cells);
 
+// A speedup as the step summaries print it: "+3.1 %", "-2.0 %" (the crossover's and the group step's).
+std::string gain_text(double speedup);
+
 }  // namespace temper::tune
