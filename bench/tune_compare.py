@@ -3,6 +3,11 @@
 same two arms, run outside Temper (bench/tune_device.sh).
 
 usage: tune_compare.py TUNE_JSON HAND_DIR [--tolerance 0.01]
+       tune_compare.py --hand-only HAND_DIR
+
+--hand-only: the by-hand table alone (per test each arm's median tokens/s, profile / stock and its
+95 % CI, a percentile bootstrap of the ratio of medians), e.g. the patched build without a profile
+against an unpatched one.
 
 TUNE_JSON is `temper tune --json`'s output (its "bench" record); HAND_DIR holds llama-bench's own
 `-o json` outputs named r<ROUND>-<TEST>-<stock|profile>.json. Per test, each side's median tokens/s
@@ -14,6 +19,7 @@ import argparse
 import glob
 import json
 import os
+import random
 import re
 import statistics
 import sys
@@ -44,7 +50,29 @@ def hand_samples(hand_dir):
     return out
 
 
+def ratio_ci(stock, prof, n=2000, seed=1):
+    rng = random.Random(seed)
+    r = sorted(statistics.median(rng.choices(prof, k=len(prof))) / statistics.median(rng.choices(stock, k=len(stock)))
+               for _ in range(n))
+    return r[int(0.025 * n)], r[int(0.975 * n) - 1]
+
+
+def hand_only(hand_dir):
+    samples = hand_samples(hand_dir)
+    print("| test | stock t/s | other arm t/s | other / stock [95 % CI] | samples |")
+    print("|---|---:|---:|---|---:|")
+    for name, arms in sorted(samples.items()):
+        if not arms["stock"] or not arms["profile"]:
+            fail(f"{hand_dir}: {name} lacks an arm")
+        s, p = statistics.median(arms["stock"]), statistics.median(arms["profile"])
+        lo, hi = ratio_ci(arms["stock"], arms["profile"])
+        print(f"| {name} | {s:.2f} | {p:.2f} | {p / s:.4f} [{lo:.4f}, {hi:.4f}] | {len(arms['stock'])} + {len(arms['profile'])} |")
+    return 0
+
+
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--hand-only":
+        return hand_only(sys.argv[2])
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("tune_json")
     ap.add_argument("hand_dir")

@@ -37,7 +37,8 @@
 #   retune   (not in the default) the same tune again: every step but the bench is skipped
 # Env: NCOLS (1,2,4,8), TESTS (tg128,pp2,pp4,pp8), ROUNDS (3), REPS (5), JOBS (nproc), ARCH (sm_90),
 # KERNEL_SET (the hook's instantiations in both builds; default q4_K,q6_K, the fixture's types: full
-# builds every type and takes longer), STOCK_BUILD (0), LLAMA_CMAKE_ARGS (more llama.cpp configure
+# builds every type and takes longer), STOCK_BUILD (0), HAND_PROFILE (the hand stage's profile arm:
+# default the installed profile; none: the patched build without one, against STOCK_BUILD=1's), LLAMA_CMAKE_ARGS (more llama.cpp configure
 # flags, after the defaults: FlashAttention off, as Temper's engine build), WORK (build-tune).
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -285,7 +286,9 @@ fi
 # ppW: -p 128 -n 0 -ub W, as docs/llama-cpp.md says).
 if want hand; then
   stage hand
-  [[ -f "$profile" ]] || { say "tune_device: no installed profile $profile (run the tune stage first)"; exit 1; }
+  hand_profile="${HAND_PROFILE:-$profile}"  # none: the patched build without a profile (what the hook costs)
+  [[ "$hand_profile" == none ]] && hand_profile=
+  [[ -z "$hand_profile" || -f "$hand_profile" ]] || { say "tune_device: no profile $hand_profile (run the tune stage first, or HAND_PROFILE=FILE|none)"; exit 1; }
   t0=$(now)
   for r in $(seq 1 "$rounds"); do
     for t in ${tests//,/ }; do
@@ -297,12 +300,13 @@ if want hand; then
       base="$ev/hand/r$r-$t"
       TEMPER_PROFILE= "$stock_bench" -m "$model" "${args[@]}" -r "$reps" -o json >"$base-stock.json" 2>"$base-stock.err" ||
         { tail -5 "$base-stock.err" | tee -a "$log" >&2; exit 1; }
-      TEMPER_PROFILE="$profile" "$llama_bench" -m "$model" "${args[@]}" -r "$reps" -o json >"$base-profile.json" 2>"$base-profile.err" ||
+      TEMPER_PROFILE="$hand_profile" "$llama_bench" -m "$model" "${args[@]}" -r "$reps" -o json >"$base-profile.json" 2>"$base-profile.err" ||
         { tail -5 "$base-profile.err" | tee -a "$log" >&2; exit 1; }
     done
   done
   timed hand "$(ms "$t0")"
   say "== the engine, by hand: $(grep -h '^temper: profile' "$ev"/hand/*-profile.err | head -1)"
+  python3 bench/tune_compare.py --hand-only "$ev/hand" | tee "$ev/hand.md" >&2
 fi
 
 if want report; then

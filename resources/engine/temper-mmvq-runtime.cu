@@ -162,7 +162,7 @@ int path_choice(int launch, int type, int ncols) {
 }
 
 // ---- same-input groups (hook v5) ----
-Choice g_group_override{0, 0};                                      // the probe's (under g_mutex); nwarps -1: off
+std::atomic<Choice> g_group_override{Choice{0, 0}};  // the probe's; nwarps -1: off. Lock-free: read at every MUL_MAT node
 std::atomic<long long> g_group_launches{0};
 
 // TEMPER_MMVQ_GROUP=W,R: every group at that config (a measuring switch; the profile is the way to
@@ -190,10 +190,7 @@ bool groups_possible() {
 bool groups_wanted(int device) {
     if (!groups_possible()) return false;
     ensure_registered();
-    {
-        std::lock_guard<std::mutex> lock(g_mutex);
-        if (g_group_override.nwarps != 0) return g_group_override.nwarps > 0;
-    }
+    if (const Choice o = g_group_override.load(); o.nwarps != 0) return o.nwarps > 0;
     return env_group().nwarps > 0 || g_profile.has_groups(device_of(device));
 }
 
@@ -280,11 +277,7 @@ int temper_mmvq_try_group(ggml_backend_cuda_context & ctx, ggml_cgraph * cgraph,
     const ggml_tensor * lead = cgraph->nodes[i];
     if (lead->op != GGML_OP_MUL_MAT || !groups_possible()) return 0;
     ensure_registered();
-    Choice c{0, 0};
-    {
-        std::lock_guard<std::mutex> lock(g_mutex);
-        c = g_group_override;
-    }
+    Choice c = g_group_override.load();
     if (c.nwarps < 0) return 0;
     if (c.nwarps == 0) c = env_group();
     if (c.nwarps == 0 && !g_profile.has_groups(device_of(ctx.device))) return 0;  // nothing asks: the cheap way out
@@ -528,7 +521,6 @@ void temper_mmvq_set_path_override(int launch, int type, int ncols, int path) {
 int temper_mmvq_path_hooks(void) { return TEMPER_MMVQ_PATH_HOOKS; }
 
 void temper_mmvq_set_group_override(int nwarps, int rows) {
-    std::lock_guard<std::mutex> lock(g_mutex);
     g_group_override = nwarps < 0 ? Choice{-1, 0} : nwarps == 0 ? Choice{0, 0} : Choice{nwarps, rows};
 }
 
