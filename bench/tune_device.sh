@@ -34,6 +34,8 @@
 #            interleaved: what a path choice alone does, on the model it was measured on and another
 #   hand     (not in the default) llama-bench by hand, as below; then `report`
 #   report   (not in the default) tune_compare.py: tune's table against the by-hand one, within 1 %
+#   cost     (not in the default; STOCK_BUILD=1) both fixtures on the unpatched build against the patched
+#            one without a profile and with COST_PROFILE, COST_TESTS (default TESTS), interleaved
 #   retune   (not in the default) the same tune again: every step but the bench is skipped
 # Env: NCOLS (1,2,4,8), TESTS (tg128,pp2,pp4,pp8), ROUNDS (3), REPS (5), JOBS (nproc), ARCH (sm_90),
 # KERNEL_SET (the hook's instantiations in both builds; default q4_K,q6_K, the fixture's types: full
@@ -307,6 +309,41 @@ if want hand; then
   timed hand "$(ms "$t0")"
   say "== the engine, by hand: $(grep -h '^temper: profile' "$ev"/hand/*-profile.err | head -1)"
   python3 bench/tune_compare.py --hand-only "$ev/hand" | tee "$ev/hand.md" >&2
+fi
+
+# What the hook costs and gives against an unpatched build (STOCK_BUILD=1): per fixture (the dense
+# one; the MoE one too, generated here if missing) ROUNDS × COST_TESTS × the arms stock (unpatched),
+# none (patched, TEMPER_PROFILE= empty) and profile (patched, COST_PROFILE: default the checked-in H100
+# profile), interleaved; a table each for none and profile against stock.
+if want cost; then
+  stage cost
+  [[ "$stock_bench" != "$llama_bench" || $dry == 1 ]] || { say "tune_device: the cost stage needs STOCK_BUILD=1 (an unpatched llama-bench)"; exit 1; }
+  cost_profile="${COST_PROFILE:-$here/bench/profiles/h100-llama3-qwen3-groups.json}"
+  moe_model="$work/$moe_fixture.gguf"
+  if [[ ! -f "$moe_model" ]]; then
+    "$fixture_bin" "${runnable[@]}" "$moe_fixture" "$moe_model" 2>&1 | tail -1 | tee -a "$log" >&2
+    [[ ${PIPESTATUS[0]} == 0 ]] || exit 1
+  fi
+  t0=$(now)
+  for m in "$model" "$moe_model"; do
+    name=$(basename "$m" .gguf)
+    mkdir -p "$ev/cost/$name/none" "$ev/cost/$name/profile"
+    for r in $(seq 1 "$rounds"); do
+      for t in ${COST_TESTS:-$tests}; do
+        case "$t" in tg*) args=(-p 0 -n "${t#tg}") ;; pp*) args=(-p 128 -n 0 -ub "${t#pp}") ;; *) say "tune_device: unknown test $t"; exit 1 ;; esac
+        d="$ev/cost/$name"
+        TEMPER_PROFILE= "$stock_bench" -m "$m" "${args[@]}" -r "$reps" -o json >"$d/none/r$r-$t-stock.json" 2>"$d/r$r-$t-stock.err" || { tail -5 "$d/r$r-$t-stock.err" | tee -a "$log" >&2; exit 1; }
+        cp "$d/none/r$r-$t-stock.json" "$d/profile/"
+        TEMPER_PROFILE= "$llama_bench" -m "$m" "${args[@]}" -r "$reps" -o json >"$d/none/r$r-$t-profile.json" 2>"$d/r$r-$t-none.err" || { tail -5 "$d/r$r-$t-none.err" | tee -a "$log" >&2; exit 1; }
+        TEMPER_PROFILE="$cost_profile" "$llama_bench" -m "$m" "${args[@]}" -r "$reps" -o json >"$d/profile/r$r-$t-profile.json" 2>"$d/r$r-$t-profile.err" || { tail -5 "$d/r$r-$t-profile.err" | tee -a "$log" >&2; exit 1; }
+      done
+    done
+    for arm in none profile; do
+      say "== $name: unpatched (stock) against patched, $arm"
+      python3 bench/tune_compare.py --hand-only "$ev/cost/$name/$arm" | tee "$ev/cost/$name-$arm.md" >&2
+    done
+  done
+  timed cost "$(ms "$t0")"
 fi
 
 if want report; then

@@ -1125,6 +1125,7 @@ class Loader {
       std::lock_guard<std::mutex> lock(mutex_);
       path_ = file;
       loaded_any_.store(profile != nullptr);
+      any_paths_.store(profile && !profile->paths.empty());
       profile_ = std::move(profile);
       devices_.clear();
       state_.store(kLoaded);
@@ -1172,8 +1173,13 @@ class Loader {
     }
   }
 
+  // Whether the profile holds any path choice, for any device. ggml asks for its mmvq/mmq decisions at
+  // every graph it checks (once per decode token): without path choices the hook answers at once.
+  bool any_paths() noexcept { return ensure_loaded() && any_paths_.load(); }
+
   // Hook v5: whether the profile holds any group config for `device` (an applied mul_mat_group entry).
   bool has_groups(const Device& device) noexcept {
+    if (!ensure_loaded() || !loaded_any_.load()) return false;  // no profile: no lock, no copy
     return with_choices(device, group_compiled(), [](const Choices& c) { return !c.groups.empty(); });
   }
 
@@ -1182,7 +1188,7 @@ class Loader {
   TypeLookup types_;
   Say say_;
   std::atomic<int> state_{kUnloaded};
-  std::atomic<bool> loaded_any_{false};
+  std::atomic<bool> loaded_any_{false}, any_paths_{false};
   std::mutex mutex_;
   std::string path_;
   std::shared_ptr<const Profile> profile_;
@@ -1203,17 +1209,22 @@ class Loader {
     have_compiled_.store(true);
   }
 
+  // Loads at the first use; false while another thread is loading (stock meanwhile).
+  bool ensure_loaded() noexcept {
+    if (state_.load() == kLoaded) return true;
+    int expected = kUnloaded;
+    if (!state_.compare_exchange_strong(expected, kLoading)) return false;
+    load(nullptr);
+    return true;
+  }
+
   // Runs `use` on the device's choices (made, and said, at its first use); false without a profile.
   template <class Use>
   bool with_choices(const Device& device, const Compiled& compiled, Use&& use) noexcept {
     try {
       if (!compiled) return false;  // group() before the hook said what it compiled: stock
       remember(compiled);
-      if (state_.load() != kLoaded) {
-        int expected = kUnloaded;
-        if (!state_.compare_exchange_strong(expected, kLoading)) return false;  // another thread is loading
-        load(nullptr);
-      }
+      if (!ensure_loaded()) return false;
       if (!loaded_any_.load()) return false;  // no profile: stock, without taking the lock
       std::string said;
       bool result = false;

@@ -146,6 +146,7 @@ const temper_profile::Device & current_device() { return device_of(ggml_cuda_get
 // ---- the mmvq/mmq choice (hook v4) ----
 using PathOverrideKey = std::tuple<int, int, int>;  // launch kind, type, ncols
 std::map<PathOverrideKey, int> g_path_overrides;     // the probe's (under g_mutex)
+std::atomic<bool> g_any_path_override{false};       // whether g_path_overrides holds any
 std::atomic<long long> g_path_changes{0};
 
 bool mmvq_type(int type) {
@@ -153,11 +154,14 @@ bool mmvq_type(int type) {
 }
 
 // The probe's path for (launch, type, ncols), else the profile's for this device; kNoPath: ggml's own.
+// ggml asks at every graph it checks (MUL_MAT_ID's cap, once per decode token and expert launch):
+// with no path choice anywhere it answers without a lock or a device query.
 int path_choice(int launch, int type, int ncols) {
-    {
+    if (g_any_path_override.load()) {
         std::lock_guard<std::mutex> lock(g_mutex);
         if (auto it = g_path_overrides.find(PathOverrideKey{launch, type, ncols}); it != g_path_overrides.end()) return it->second;
     }
+    if (!g_profile.any_paths()) return temper_profile::kNoPath;
     return g_profile.path(current_device(), compiled_in, launch, type, ncols);
 }
 
@@ -516,6 +520,7 @@ void temper_mmvq_set_path_override(int launch, int type, int ncols, int path) {
     std::lock_guard<std::mutex> lock(g_mutex);
     if (path != temper_profile::kMmvq && path != temper_profile::kMmq) g_path_overrides.erase(PathOverrideKey{launch, type, ncols});
     else g_path_overrides[PathOverrideKey{launch, type, ncols}] = path;
+    g_any_path_override = !g_path_overrides.empty();
 }
 
 int temper_mmvq_path_hooks(void) { return TEMPER_MMVQ_PATH_HOOKS; }
