@@ -1173,6 +1173,10 @@ class Loader {
     }
   }
 
+  // Whether a profile is loaded at all (loading it at the first call): false lets the hook skip its
+  // device query on the launch path.
+  bool any() noexcept { return ensure_loaded() && loaded_any_.load(); }
+
   // Whether the profile holds any path choice, for any device. ggml asks for its mmvq/mmq decisions at
   // every graph it checks (once per decode token): without path choices the hook answers at once.
   bool any_paths() noexcept { return ensure_loaded() && any_paths_.load(); }

@@ -68,6 +68,7 @@ struct Choice { int nwarps, rows; };
 
 std::mutex g_mutex;                                            // the probe's state; never held across I/O
 std::map<ShapeKey, Choice> g_overrides;                        // the probe's
+std::atomic<bool> g_any_override{false};                       // whether g_overrides holds any
 std::atomic<int> g_last_kind{-1};
 std::once_flag g_registered;
 std::atomic<long long> g_launches{0}, g_tuned{0};
@@ -284,7 +285,7 @@ int temper_mmvq_try_group(ggml_backend_cuda_context & ctx, ggml_cgraph * cgraph,
     Choice c = g_group_override.load();
     if (c.nwarps < 0) return 0;
     if (c.nwarps == 0) c = env_group();
-    if (c.nwarps == 0 && !g_profile.has_groups(device_of(ctx.device))) return 0;  // nothing asks: the cheap way out
+    if (c.nwarps == 0 && (!g_profile.any() || !g_profile.has_groups(device_of(ctx.device)))) return 0;  // nothing asks: the cheap way out
     if (!group_member(ctx, lead, nullptr)) return 0;
     int count = 1;
     while (count < 4 && i + count < cgraph->n_nodes && group_member(ctx, cgraph->nodes[i + count], lead)) ++count;
@@ -428,7 +429,7 @@ bool temper_mmvq_try_launch(int type, int ncols_dst, const temper_mmvq_args & a)
     // without g_mutex: reading it never stalls a launch).
     auto choose = [&](int k, bool & from_probe, Choice & out) -> bool {
         from_probe = false;
-        {
+        if (g_any_override.load()) {
             std::lock_guard<std::mutex> lock(g_mutex);
             if (auto it = g_overrides.find(ShapeKey{k, type, a.nrows_x, (int) a.ncols_x, ncols_dst}); it != g_overrides.end()) {
                 out = it->second;
@@ -436,6 +437,7 @@ bool temper_mmvq_try_launch(int type, int ncols_dst, const temper_mmvq_args & a)
                 return true;
             }
         }
+        if (!g_profile.any()) return false;  // the patched build without a profile: no lock, no device query
         temper_profile::Config c;
         if (!g_profile.lookup(current_device(), compiled_in, {k, type, a.nrows_x, (long long) a.ncols_x, ncols_dst}, &c)) return false;
         out = Choice{c.nwarps, c.rows};
@@ -508,6 +510,7 @@ void temper_mmvq_set_override_launch(int launch, int type, int n, int k, int nco
     std::lock_guard<std::mutex> lock(g_mutex);
     if (nwarps <= 0) g_overrides.erase(ShapeKey{launch, type, n, k, ncols});
     else g_overrides[ShapeKey{launch, type, n, k, ncols}] = Choice{nwarps, rows};
+    g_any_override = !g_overrides.empty();
 }
 
 void temper_mmvq_set_override(int type, int n, int k, int ncols, int nwarps, int rows) {

@@ -433,6 +433,34 @@ TEST_F(ReaderIo, TheLineIsPrintedOncePerDeviceEvenWhenNothingIsUsable) {
   EXPECT_TRUE(said.empty());
 }
 
+// The hook's cheap questions, asked at every launch and graph check: without a usable profile each
+// answers "nothing" (the first one loads, silently without a default profile); a profile says whether
+// it holds anything, and path choices apart.
+TEST_F(ReaderIo, TheHooksCheapQuestionsSayWhetherTheProfileHoldsAnything) {
+  const tp::Device h100{"sm_90", "NVIDIA H100 80GB HBM3", 132, 0};
+  std::vector<std::string> said;
+  ::setenv("XDG_CONFIG_HOME", dir_.c_str(), 1);
+  tp::Loader none(temper_types, [&](const std::string& l) { said.push_back(l); });
+  EXPECT_FALSE(none.any());
+  EXPECT_FALSE(none.any_paths());
+  EXPECT_FALSE(none.has_groups(h100));
+  ::unsetenv("XDG_CONFIG_HOME");
+  EXPECT_TRUE(said.empty());
+  tp::Loader missing(temper_types, [&](const std::string& l) { said.push_back(l); });
+  missing.load((dir_ / "not-there.json").c_str());
+  EXPECT_FALSE(missing.any());
+  EXPECT_EQ(said.size(), 1u);  // an explicit file that is not there says so
+  tp::Loader groups(temper_types, [](const std::string&) {}, 3, [](int, int, int, int, int) { return true; });
+  groups.load((kCorpus / "valid-groups.json").c_str());
+  EXPECT_TRUE(groups.any());
+  EXPECT_FALSE(groups.any_paths());
+  EXPECT_TRUE(groups.has_groups(h100));
+  tp::Loader paths(temper_types, [](const std::string&) {});
+  paths.load((kCorpus / "valid-paths.json").c_str());
+  EXPECT_TRUE(paths.any());
+  EXPECT_TRUE(paths.any_paths());
+}
+
 // Threads launching while the first one loads run stock; none waits for the file.
 TEST_F(ReaderIo, LaunchesNeverWaitForTheLoad) {
   std::atomic<bool> release{false};
