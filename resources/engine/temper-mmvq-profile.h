@@ -1173,6 +1173,9 @@ class Loader {
     }
   }
 
+  // Whether the profile is loaded (loading it now if nobody is): false while another thread loads.
+  bool ready() noexcept { return ensure_loaded(); }
+
   // Whether a profile is loaded at all (loading it at the first call): false lets the hook skip its
   // device query on the launch path.
   bool any() noexcept { return ensure_loaded() && loaded_any_.load(); }

@@ -148,6 +148,7 @@ const temper_profile::Device & current_device() { return device_of(ggml_cuda_get
 using PathOverrideKey = std::tuple<int, int, int>;  // launch kind, type, ncols
 std::map<PathOverrideKey, int> g_path_overrides;     // the probe's (under g_mutex)
 std::atomic<bool> g_any_path_override{false};       // whether g_path_overrides holds any
+std::atomic<unsigned> g_path_generation{0};         // bumped when the probe's paths or the profile change
 std::atomic<long long> g_path_changes{0};
 
 bool mmvq_type(int type) {
@@ -487,13 +488,26 @@ bool temper_mmvq_use_mmvq(int type, long long ne11, bool stock) {
 int temper_mmvq_mmid_max_batch(int type, int stock_cap) {
     if (!mmvq_type(type)) return stock_cap;
     ensure_registered();
-    // mmq from the smallest width whose choice is mmq on: the cap lowered below it, never raised.
-    for (int c = 2; c <= 8 && c <= stock_cap; ++c)
-        if (path_choice(kMulMatId, type, c) == temper_profile::kMmq) {
-            ++g_path_changes;
-            return c - 1;  // c >= 2
-        }
-    return stock_cap;
+    if (!g_any_path_override.load() && !g_profile.any_paths()) return stock_cap;
+    // ggml asks at every graph check (each decode token, each expert launch): the answer is kept per
+    // thread, device and type until the probe's paths or the profile change.
+    struct Cap { unsigned generation; int device, stock, cap; };
+    static thread_local Cap known[GGML_TYPE_COUNT] = {};
+    static thread_local bool filled[GGML_TYPE_COUNT] = {};
+    const unsigned generation = g_path_generation.load();
+    const int device = ggml_cuda_get_device();
+    Cap & k = known[type];
+    if (!filled[type] || k.generation != generation || k.device != device || k.stock != stock_cap) {
+        if (!g_profile.ready()) return stock_cap;  // another thread is loading it: stock, not kept
+        int cap = stock_cap;
+        // mmq from the smallest width whose choice is mmq on: the cap lowered below it, never raised.
+        for (int c = 2; c <= 8 && c <= stock_cap; ++c)
+            if (path_choice(kMulMatId, type, c) == temper_profile::kMmq) { cap = c - 1; break; }  // c >= 2
+        k = Cap{generation, device, stock_cap, cap};
+        filled[type] = true;
+    }
+    if (k.cap != stock_cap) ++g_path_changes;
+    return k.cap;
 }
 
 void temper_mmvq_note_launch(int nwarps, int nblocks_x) {
@@ -524,6 +538,7 @@ void temper_mmvq_set_path_override(int launch, int type, int ncols, int path) {
     if (path != temper_profile::kMmvq && path != temper_profile::kMmq) g_path_overrides.erase(PathOverrideKey{launch, type, ncols});
     else g_path_overrides[PathOverrideKey{launch, type, ncols}] = path;
     g_any_path_override = !g_path_overrides.empty();
+    ++g_path_generation;
 }
 
 int temper_mmvq_path_hooks(void) { return TEMPER_MMVQ_PATH_HOOKS; }
@@ -594,6 +609,7 @@ void temper_mmvq_quantize_q8_1(const float * x, void * vy, int type_src0, long l
 void temper_mmvq_load_profile(const char * path) {
     ensure_registered();
     g_profile.load(path);
+    ++g_path_generation;
 }
 
 }  // extern "C"
