@@ -284,8 +284,21 @@ for model, arms in runs.items():
 EOF2
 fi
 
-# By hand: llama-bench itself, the same arms and arguments, interleaved run by run (tgN: -p 0 -n N;
-# ppW: -p 128 -n 0 -ub W, as docs/llama-cpp.md says).
+# test_args TEST: llama-bench's arguments into `args` (tgN: -p 0 -n N; ppW: -p 128 -n 0 -ub W, as
+# docs/llama-cpp.md says).
+test_args() {
+  case "$1" in
+    tg*) args=(-p 0 -n "${1#tg}") ;;
+    pp*) args=(-p 128 -n 0 -ub "${1#pp}") ;;
+    *) say "tune_device: unknown test $1"; exit 1 ;;
+  esac
+}
+# bench_one LLAMA_BENCH PROFILE MODEL OUT_JSON ERR: one llama-bench run of `args`, TEMPER_PROFILE=PROFILE.
+bench_one() {
+  TEMPER_PROFILE="$2" "$1" -m "$3" "${args[@]}" -r "$reps" -o json >"$4" 2>"$5" || { tail -5 "$5" | tee -a "$log" >&2; exit 1; }
+}
+
+# By hand: llama-bench itself, the same arms and arguments, interleaved run by run.
 if want hand; then
   stage hand
   hand_profile="${HAND_PROFILE:-$profile}"  # none: the patched build without a profile (what the hook costs)
@@ -294,16 +307,10 @@ if want hand; then
   t0=$(now)
   for r in $(seq 1 "$rounds"); do
     for t in ${tests//,/ }; do
-      case "$t" in
-        tg*) args=(-p 0 -n "${t#tg}") ;;
-        pp*) args=(-p 128 -n 0 -ub "${t#pp}") ;;
-        *) say "tune_device: unknown test $t"; exit 1 ;;
-      esac
+      test_args "$t"
       base="$ev/hand/r$r-$t"
-      TEMPER_PROFILE= "$stock_bench" -m "$model" "${args[@]}" -r "$reps" -o json >"$base-stock.json" 2>"$base-stock.err" ||
-        { tail -5 "$base-stock.err" | tee -a "$log" >&2; exit 1; }
-      TEMPER_PROFILE="$hand_profile" "$llama_bench" -m "$model" "${args[@]}" -r "$reps" -o json >"$base-profile.json" 2>"$base-profile.err" ||
-        { tail -5 "$base-profile.err" | tee -a "$log" >&2; exit 1; }
+      bench_one "$stock_bench" "" "$model" "$base-stock.json" "$base-stock.err"
+      bench_one "$llama_bench" "$hand_profile" "$model" "$base-profile.json" "$base-profile.err"
     done
   done
   timed hand "$(ms "$t0")"
@@ -330,12 +337,12 @@ if want cost; then
     mkdir -p "$ev/cost/$name/none" "$ev/cost/$name/profile"
     for r in $(seq 1 "$rounds"); do
       for t in ${COST_TESTS:-$tests}; do
-        case "$t" in tg*) args=(-p 0 -n "${t#tg}") ;; pp*) args=(-p 128 -n 0 -ub "${t#pp}") ;; *) say "tune_device: unknown test $t"; exit 1 ;; esac
+        test_args "$t"
         d="$ev/cost/$name"
-        TEMPER_PROFILE= "$stock_bench" -m "$m" "${args[@]}" -r "$reps" -o json >"$d/none/r$r-$t-stock.json" 2>"$d/r$r-$t-stock.err" || { tail -5 "$d/r$r-$t-stock.err" | tee -a "$log" >&2; exit 1; }
+        bench_one "$stock_bench" "" "$m" "$d/none/r$r-$t-stock.json" "$d/r$r-$t-stock.err"
         cp "$d/none/r$r-$t-stock.json" "$d/profile/"
-        TEMPER_PROFILE= "$llama_bench" -m "$m" "${args[@]}" -r "$reps" -o json >"$d/none/r$r-$t-profile.json" 2>"$d/r$r-$t-none.err" || { tail -5 "$d/r$r-$t-none.err" | tee -a "$log" >&2; exit 1; }
-        TEMPER_PROFILE="$cost_profile" "$llama_bench" -m "$m" "${args[@]}" -r "$reps" -o json >"$d/profile/r$r-$t-profile.json" 2>"$d/r$r-$t-profile.err" || { tail -5 "$d/r$r-$t-profile.err" | tee -a "$log" >&2; exit 1; }
+        bench_one "$llama_bench" "" "$m" "$d/none/r$r-$t-profile.json" "$d/r$r-$t-none.err"
+        bench_one "$llama_bench" "$cost_profile" "$m" "$d/profile/r$r-$t-profile.json" "$d/r$r-$t-profile.err"
       done
     done
     for arm in none profile; do
