@@ -35,6 +35,8 @@ int64_t parse_integer(std::string_view text, std::string_view what, int64_t lo, 
 CLI::Validator integer_in(int64_t lo, uint64_t hi);
 // Seconds: a finite number in (0, hi].
 CLI::Validator seconds_up_to(double hi);
+// A fraction in [0, hi]; the message gives `example` ("0.01 = 1%").
+CLI::Validator fraction_up_to(int hi, const std::string& example);
 // One of the listed words.
 CLI::Validator one_of(std::vector<std::string> words);
 // Any check that throws temper::Error(BadInput) on bad text (the core list parsers); its message

@@ -4,7 +4,6 @@
 
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 
 #include <nlohmann/json.hpp>
 
@@ -165,13 +164,7 @@ Action define_tune(CLI::App& app) {
   app.add_option("--approve", o->approve, "which winners the profile approves: significant (default) or all")
       ->check(one_of({"significant", "all"}));
   add_min_speedup(app, o->min_speedup);
-  const CLI::Validator fraction(
-      [](std::string& t) -> std::string {
-        char* end = nullptr;
-        const double v = std::strtod(t.c_str(), &end);
-        return !t.empty() && *end == '\0' && v >= 0 && v <= 1 ? "" : "expected a fraction 0..1 (0.01 = 1%), got '" + t + "'";
-      },
-      "");
+  const CLI::Validator fraction = fraction_up_to(1, "0.01 = 1%");
   app.add_option("--min-path-gain", o->min_path_gain,
                  "crossover: approve mmq (or mmvq) over ggml's pick when its CI is separated and it is at least this much "
                  "faster (default 0.01: 1 %)")

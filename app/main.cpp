@@ -59,6 +59,18 @@ CLI::Validator seconds_up_to(double hi) {
       "");
 }
 
+CLI::Validator fraction_up_to(int hi, const std::string& example) {
+  return CLI::Validator(
+      [hi, example](std::string& t) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(t.c_str(), &end);
+        return !t.empty() && *end == '\0' && v >= 0 && v <= hi
+                   ? ""
+                   : "expected a fraction 0.." + std::to_string(hi) + " (" + example + "), got '" + t + "'";
+      },
+      "");
+}
+
 CLI::Validator one_of(std::vector<std::string> words) {
   std::string list;
   for (const auto& w : words) list += (list.empty() ? "" : ", ") + w;
@@ -131,13 +143,7 @@ CLI::Option* add_engine(CLI::App& app, std::string& engine) {
 CLI::Option* add_min_speedup(CLI::App& app, double& min_speedup) {
   return app.add_option("--min-speedup", min_speedup, "least speedup --approve significant accepts (0.03 = 3%)")
       ->type_name("FRACTION")
-      ->check(CLI::Validator(
-          [](std::string& t) -> std::string {
-            char* end = nullptr;
-            const double v = std::strtod(t.c_str(), &end);
-            return !t.empty() && *end == '\0' && v >= 0 && v <= 10 ? "" : "expected a fraction 0..10 (0.03 = 3%), got '" + t + "'";
-          },
-          ""));
+      ->check(fraction_up_to(10, "0.03 = 3%"));
 }
 
 }  // namespace temper::cli

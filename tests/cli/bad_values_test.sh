@@ -47,6 +47,8 @@ bad "temper engine bench: --llama-bench is required" engine bench m.gguf
 bad "temper engine bench: --json excludes --md" engine bench m.gguf --llama-bench lb --json --md
 bad "temper tune: --approve: expected one of significant, all, got 'none'" tune m.gguf --probe p --approve none
 bad "temper tune: --min-speedup: expected a fraction 0..10 (0.03 = 3%), got 'lots'" tune m.gguf --probe p --min-speedup lots
+bad "temper tune: --min-path-gain: expected a fraction 0..1 (0.01 = 1%), got '2'" tune m.gguf --probe p --min-path-gain 2
+bad "temper tune: --min-group-gain: expected a fraction 0..1 (0.01 = 1%), got '-0.1'" tune m.gguf --probe p --min-group-gain -0.1
 bad "temper tune: --tests: bench test 'decode': expected tgN" tune m.gguf --probe p --tests decode
 bad "temper dequant: --output is required" dequant m.gguf t
 bad "temper inspect: MODEL is required" inspect
