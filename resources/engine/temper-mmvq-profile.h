@@ -1186,7 +1186,7 @@ class Loader {
 
   // Hook v5: whether the profile holds any group config for `device` (an applied mul_mat_group entry).
   bool has_groups(const Device& device) noexcept {
-    if (!ensure_loaded() || !loaded_any_.load()) return false;  // no profile: no lock, no copy
+    if (!any()) return false;  // no profile: no lock, no copy
     return with_choices(device, group_compiled(), [](const Choices& c) { return !c.groups.empty(); });
   }
 

@@ -155,9 +155,12 @@ bool mmvq_type(int type) {
     return type >= 0 && type < GGML_TYPE_COUNT && ggml_is_quantized((ggml_type) type) && type != GGML_TYPE_Q8_1 && type != GGML_TYPE_Q8_K;
 }
 
+// Whether the probe or the profile chose any path at all. ggml asks at every graph it checks
+// (MUL_MAT_ID's cap, once per decode token and expert launch): without one the answer needs no lock
+// and no device query.
+bool any_path_choice() { return g_any_path_override.load() || g_profile.any_paths(); }
+
 // The probe's path for (launch, type, ncols), else the profile's for this device; kNoPath: ggml's own.
-// ggml asks at every graph it checks (MUL_MAT_ID's cap, once per decode token and expert launch):
-// with no path choice anywhere it answers without a lock or a device query.
 int path_choice(int launch, int type, int ncols) {
     if (g_any_path_override.load()) {
         std::lock_guard<std::mutex> lock(g_mutex);
@@ -286,7 +289,7 @@ int temper_mmvq_try_group(ggml_backend_cuda_context & ctx, ggml_cgraph * cgraph,
     Choice c = g_group_override.load();
     if (c.nwarps < 0) return 0;
     if (c.nwarps == 0) c = env_group();
-    if (c.nwarps == 0 && (!g_profile.any() || !g_profile.has_groups(device_of(ctx.device)))) return 0;  // nothing asks: the cheap way out
+    if (c.nwarps == 0 && !g_profile.has_groups(device_of(ctx.device))) return 0;  // nothing asks: the cheap way out (no lock without a profile)
     if (!group_member(ctx, lead, nullptr)) return 0;
     int count = 1;
     while (count < 4 && i + count < cgraph->n_nodes && group_member(ctx, cgraph->nodes[i + count], lead)) ++count;
@@ -488,23 +491,21 @@ bool temper_mmvq_use_mmvq(int type, long long ne11, bool stock) {
 int temper_mmvq_mmid_max_batch(int type, int stock_cap) {
     if (!mmvq_type(type)) return stock_cap;
     ensure_registered();
-    if (!g_any_path_override.load() && !g_profile.any_paths()) return stock_cap;
+    if (!any_path_choice()) return stock_cap;
     // ggml asks at every graph check (each decode token, each expert launch): the answer is kept per
     // thread, device and type until the probe's paths or the profile change.
-    struct Cap { unsigned generation; int device, stock, cap; };
+    struct Cap { bool valid; unsigned generation; int device, stock, cap; };
     static thread_local Cap known[GGML_TYPE_COUNT] = {};
-    static thread_local bool filled[GGML_TYPE_COUNT] = {};
     const unsigned generation = g_path_generation.load();
     const int device = ggml_cuda_get_device();
     Cap & k = known[type];
-    if (!filled[type] || k.generation != generation || k.device != device || k.stock != stock_cap) {
+    if (!k.valid || k.generation != generation || k.device != device || k.stock != stock_cap) {
         if (!g_profile.ready()) return stock_cap;  // another thread is loading it: stock, not kept
         int cap = stock_cap;
         // mmq from the smallest width whose choice is mmq on: the cap lowered below it, never raised.
         for (int c = 2; c <= 8 && c <= stock_cap; ++c)
             if (path_choice(kMulMatId, type, c) == temper_profile::kMmq) { cap = c - 1; break; }  // c >= 2
-        k = Cap{generation, device, stock_cap, cap};
-        filled[type] = true;
+        k = Cap{true, generation, device, stock_cap, cap};
     }
     if (k.cap != stock_cap) ++g_path_changes;
     return k.cap;
