@@ -19,10 +19,11 @@ import argparse
 import glob
 import json
 import os
-import random
 import re
 import statistics
 import sys
+
+from e2e_table import ci  # the bootstrap CI of the ratio of medians, as e2e.sh's table
 
 
 def fail(msg):
@@ -50,13 +51,6 @@ def hand_samples(hand_dir):
     return out
 
 
-def ratio_ci(stock, prof, n=2000, seed=1):
-    rng = random.Random(seed)
-    r = sorted(statistics.median(rng.choices(prof, k=len(prof))) / statistics.median(rng.choices(stock, k=len(stock)))
-               for _ in range(n))
-    return r[int(0.025 * n)], r[int(0.975 * n) - 1]
-
-
 def hand_only(hand_dir):
     samples = hand_samples(hand_dir)
     print("| test | stock t/s | other arm t/s | other / stock [95 % CI] | samples |")
@@ -65,7 +59,7 @@ def hand_only(hand_dir):
         if not arms["stock"] or not arms["profile"]:
             fail(f"{hand_dir}: {name} lacks an arm")
         s, p = statistics.median(arms["stock"]), statistics.median(arms["profile"])
-        lo, hi = ratio_ci(arms["stock"], arms["profile"])
+        lo, hi = ci(arms["stock"], arms["profile"])
         print(f"| {name} | {s:.2f} | {p:.2f} | {p / s:.4f} [{lo:.4f}, {hi:.4f}] | {len(arms['stock'])} + {len(arms['profile'])} |")
     return 0
 

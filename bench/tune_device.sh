@@ -138,11 +138,16 @@ if want temper; then
   timed temper-build "$(ms "$t0")"
 fi
 
+# write_fixture NAME PATH: temper-fixture's NAME layout (runnable on the device host) written to PATH.
+write_fixture() {
+  "$fixture_bin" "${runnable[@]}" "$1" "$2" 2>&1 | tee -a "$log" >&2
+  [[ ${PIPESTATUS[0]} == 0 ]] || exit 1
+}
+
 if want fixture; then
   stage fixture
   t0=$(now)
-  "$fixture_bin" "${runnable[@]}" "$fixture" "$model" 2>&1 | tee -a "$log" >&2
-  [[ ${PIPESTATUS[0]} == 0 ]] || exit 1
+  write_fixture "$fixture" "$model"
   timed fixture "$(ms "$t0")"
 fi
 
@@ -225,8 +230,7 @@ if want moe; then
   stage moe
   moe_model="$work/$moe_fixture.gguf"
   t0=$(now)
-  "$fixture_bin" "${runnable[@]}" "$moe_fixture" "$moe_model" 2>&1 | tee -a "$log" >&2
-  [[ ${PIPESTATUS[0]} == 0 ]] || exit 1
+  write_fixture "$moe_fixture" "$moe_model"
   timed moe-fixture "$(ms "$t0")"
   moe_args=("$moe_model" "${tune_args[@]:1}")
   for i in "${!moe_args[@]}"; do
@@ -255,7 +259,7 @@ if want paths; then
   stage paths
   paths_profile="$(realpath "${PATHS_PROFILE:-bench/profiles/h100-q4_K-mmq-at-8.json}")"
   moe_model="$work/$moe_fixture.gguf"
-  [[ -f "$moe_model" ]] || "$fixture_bin" "${runnable[@]}" "$moe_fixture" "$moe_model" 2>&1 | tee -a "$log" >&2
+  [[ -f "$moe_model" ]] || write_fixture "$moe_fixture" "$moe_model"
   mkdir -p "$ev/paths"
   t0=$(now)
   for r in $(seq 1 "$rounds"); do
@@ -327,10 +331,7 @@ if want cost; then
   [[ "$stock_bench" != "$llama_bench" || $dry == 1 ]] || { say "tune_device: the cost stage needs STOCK_BUILD=1 (an unpatched llama-bench)"; exit 1; }
   cost_profile="${COST_PROFILE:-$here/bench/profiles/h100-llama3-qwen3-groups.json}"
   moe_model="$work/$moe_fixture.gguf"
-  if [[ ! -f "$moe_model" ]]; then
-    "$fixture_bin" "${runnable[@]}" "$moe_fixture" "$moe_model" 2>&1 | tail -1 | tee -a "$log" >&2
-    [[ ${PIPESTATUS[0]} == 0 ]] || exit 1
-  fi
+  [[ -f "$moe_model" ]] || write_fixture "$moe_fixture" "$moe_model"
   t0=$(now)
   for m in "$model" "$moe_model"; do
     name=$(basename "$m" .gguf)
