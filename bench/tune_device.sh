@@ -330,6 +330,7 @@ if want cost; then
   stage cost
   [[ "$stock_bench" != "$llama_bench" || $dry == 1 ]] || { say "tune_device: the cost stage needs STOCK_BUILD=1 (an unpatched llama-bench)"; exit 1; }
   cost_profile="${COST_PROFILE:-$here/bench/profiles/h100-llama3-qwen3-groups.json}"
+  cost_tests="${COST_TESTS:-$tests}"
   moe_model="$work/$moe_fixture.gguf"
   [[ -f "$moe_model" ]] || write_fixture "$moe_fixture" "$moe_model"
   t0=$(now)
@@ -337,7 +338,7 @@ if want cost; then
     name=$(basename "$m" .gguf)
     mkdir -p "$ev/cost/$name/none" "$ev/cost/$name/profile"
     for r in $(seq 1 "$rounds"); do
-      for t in ${COST_TESTS:-$tests}; do
+      for t in ${cost_tests//,/ }; do
         test_args "$t"
         d="$ev/cost/$name"
         bench_one "$stock_bench" "" "$m" "$d/none/r$r-$t-stock.json" "$d/r$r-$t-stock.err"
