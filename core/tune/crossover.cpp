@@ -135,24 +135,61 @@ std::vector<PathChoice> path_choices(const std::vector<CrossoverCell>& cells, co
   return out;
 }
 
-void install_paths(Profile& p, const std::vector<CrossoverCell>& cells, const std::string& arch, const ProfileDevice& device,
-                   std::vector<PathChoice> choices, const std::string& model) {
+namespace {
+// "q4_K mul_mat ncols 8: mmq (approved on llama.gguf, +35.0 %)"
+std::string record_text(const PathChoice& r) {
+  std::string t = std::string(type_name(r.type)) + " " + std::string(launch_name(r.launch)) + " ncols " + std::to_string(r.ncols) + ": " +
+                  std::string(mat_path_name(r.path)) + " (approved on " + (r.evidence ? r.evidence->model : std::string("?"));
+  if (r.evidence) t += ", " + gain_text(r.evidence->speedup);
+  return t + ")";
+}
+bool other_models(const PathChoice& r, const std::string& model) {
+  return r.approval == Approval::Approved && r.evidence && r.evidence->model != model;
+}
+}  // namespace
+
+std::vector<std::string> install_paths(Profile& p, const std::vector<CrossoverCell>& cells, const std::string& arch,
+                                       const ProfileDevice& device, std::vector<PathChoice> choices, const std::string& model) {
   // Path choices are per type, not per model: an approved record another model's tune made stays
   // unless this measurement decides the cell (the other path approved, or beyond noise slower).
   // A difference within noise here says nothing against a clear win there. This model's own
   // records are always replaced.
+  std::vector<std::string> notes;
   std::erase_if(p.paths, [&](const PathChoice& r) {
     if (r.arch != arch || !(r.device == device)) return false;
     return std::any_of(cells.begin(), cells.end(), [&](const CrossoverCell& c) {
-      const bool others = r.approval == Approval::Approved && r.evidence && r.evidence->model != model;
-      const bool decides = !others || c.record == Approval::Approved || c.speedup_high < 1;
-      return c.target.type == r.type && c.target.launch == r.launch && c.ncols == r.ncols && decides;
+      if (!(c.target.type == r.type && c.target.launch == r.launch && c.ncols == r.ncols)) return false;
+      if (!other_models(r, model)) return true;
+      if (c.record == Approval::Approved) return true;  // the same path wins here too: this model's record replaces it
+      if (c.speedup_high < 1) {
+        notes.push_back(record_text(r) + " is slower on " + model + " beyond noise (" + gain_text(c.speedup) +
+                        "); one choice serves every model on this device (ggml's question has no shape): dropped, " +
+                        std::string(mat_path_name(c.stock_path)) + " again");
+        return true;
+      }
+      notes.push_back(record_text(r) + " kept: within noise on " + model + " (" + gain_text(c.speedup) + ")");
+      return false;
     });
   });
   for (PathChoice& c : choices)
     if (std::none_of(p.paths.begin(), p.paths.end(), [&](const PathChoice& r) { return r.key() == c.key(); }))
       p.paths.push_back(std::move(c));
   std::sort(p.paths.begin(), p.paths.end(), [](const PathChoice& a, const PathChoice& b) { return a.key() < b.key(); });
+  return notes;
+}
+
+std::vector<std::string> unmeasured_paths(const Profile& p, const std::vector<PathTarget>& targets,
+                                          const std::vector<int>& measured_widths, const std::string& arch,
+                                          const ProfileDevice& device, const std::string& model) {
+  std::vector<std::string> notes;
+  for (const PathChoice& r : p.paths) {
+    if (r.arch != arch || !(r.device == device || r.device.name.empty()) || !other_models(r, model)) continue;
+    if (std::find(targets.begin(), targets.end(), PathTarget{r.type, r.launch}) == targets.end()) continue;
+    if (std::find(measured_widths.begin(), measured_widths.end(), r.ncols) != measured_widths.end()) continue;
+    notes.push_back(record_text(r) + " applies to " + model + " too, not measured on it: add " + std::to_string(r.ncols) +
+                    " to --ncols to measure it");
+  }
+  return notes;
 }
 
 json crossover_json(const std::vector<CrossoverCell>& cells) {

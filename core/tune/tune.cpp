@@ -462,6 +462,13 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
   });
 
   // ---- crossover: mmvq or mmq at each batch width above 1 ----
+  // ggml 7180759 decides MUL_MAT's path inline, where the hook cannot reach: only the MoE cap moves.
+  auto old_ggml = [](engine::EngineDevice& dev) { return dev.kernel_source().ggml_commit.rfind("7180759", 0) == 0; };
+  auto movable_targets = [&](engine::EngineDevice& dev, const engine::ReplayPlan& plan) {
+    std::vector<PathTarget> targets = path_targets(plan.launches);
+    if (old_ggml(dev)) std::erase_if(targets, [](const PathTarget& t) { return t.launch == Launch::MulMat; });
+    return targets;
+  };
   std::vector<int> widths;
   for (int n : o.ncols)
     if (n >= 2) widths.push_back(n);
@@ -496,8 +503,9 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
     // The records of these decisions go into the installed profile (measured keys replaced).
     auto record = [&](const ProfileDevice& on, const PathEvidence& evidence, const std::string& when) {
       Profile before = report.installed;
-      install_paths(report.installed, report.crossover, arch, on, path_choices(report.crossover, arch, on, evidence, when),
-                    evidence.model);
+      for (const std::string& line : install_paths(report.installed, report.crossover, arch, on,
+                                                   path_choices(report.crossover, arch, on, evidence, when), evidence.model))
+        note("crossover: " + line);
       if (to_json(report.installed) == to_json(before)) return false;
       save_profile(report.installed, report.profile);
       installed_now = true;
@@ -528,11 +536,8 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
       log.append({{"step", step_name(Step::Crossover)}, {"input", crossover_input}, {"outcome", "started"}, {"date", utc_now_iso8601()}});
     engine::EngineDevice& dev = engine_device();
     const engine::ReplayPlan plan = engine::plan_replay(file);
-    std::vector<PathTarget> targets = path_targets(plan.launches);
-    // ggml 7180759 decides MUL_MAT's path inline, where the hook cannot reach: only the MoE cap moves.
-    const bool old_ggml = dev.kernel_source().ggml_commit.rfind("7180759", 0) == 0;
-    const std::string engine_version = old_ggml ? "ggml-7180759" : "ggml-d99724f";
-    if (old_ggml) std::erase_if(targets, [](const PathTarget& t) { return t.launch == Launch::MulMat; });
+    const std::vector<PathTarget> targets = movable_targets(dev, plan);
+    const std::string engine_version = old_ggml(dev) ? "ggml-7180759" : "ggml-d99724f";
     const StockPath stock = [&](const PathTarget& t, int n) {
       return defaults::stock_uses_mmvq(engine_version, arch, t.type, t.launch == Launch::MulMatId, n) ? MatPath::Mmvq : MatPath::Mmq;
     };
@@ -592,6 +597,18 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
             {"evidence", {{"source", evidence.source}, {"device_name", evidence.device_name}, {"device_arch", evidence.device_arch},
                           {"kernel", evidence.kernel}, {"model", evidence.model}}}};
   });
+
+  // Another model's approved path choices reach this model too, at widths this tune did not measure.
+  if (std::any_of(report.installed.paths.begin(), report.installed.paths.end(), [&](const PathChoice& r) {
+        return r.arch == arch && r.approval == Approval::Approved && r.evidence && r.evidence->model != identity.file_name;
+      })) {
+    engine::EngineDevice& dev = engine_device();
+    const std::vector<PathTarget> targets = movable_targets(dev, engine::plan_replay(file));
+    std::vector<int> measured;
+    for (const CrossoverCell& c : report.crossover) measured.push_back(c.ncols);
+    for (const std::string& line : unmeasured_paths(report.installed, targets, measured, arch, profile_device(dev.info()), identity.file_name))
+      note("crossover: " + line);
+  }
 
   // ---- groups: same-input runs (q, k, v) as one launch, at each batch width 1..4 ----
   std::vector<int> group_widths;

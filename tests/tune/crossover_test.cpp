@@ -225,8 +225,13 @@ TEST(Crossover, RecordsAndTheInstallRule) {
   // significant) stays; measured beyond noise slower (q4_K at 4) it goes, as above.
   Profile other;
   other.paths = {record(h100, GgmlType::Q6_K, 8, MatPath::Mmq), record(h100, GgmlType::Q4_K, 4, MatPath::Mmq)};
-  for (PathChoice& r : other.paths) r.evidence = PathEvidence{.model = "b.gguf"};
-  install_paths(other, cells, "sm_90", h100, choices, "a.gguf");
+  for (PathChoice& r : other.paths) r.evidence = PathEvidence{.model = "b.gguf", .speedup = 1.35};
+  // Both say so: one choice serves both models, and what it gives one it may cost the other.
+  EXPECT_EQ(install_paths(other, cells, "sm_90", h100, choices, "a.gguf"),
+            (std::vector<std::string>{"q6_K mul_mat ncols 8: mmq (approved on b.gguf, +35.0 %) kept: within noise on a.gguf (+0.6 %)",
+                                      "q4_K mul_mat ncols 4: mmq (approved on b.gguf, +35.0 %) is slower on a.gguf beyond noise "
+                                      "(-1.0 %); one choice serves every model on this device (ggml's question has no shape): "
+                                      "dropped, mmvq again"}));
   ASSERT_EQ(other.paths.size(), 2u);
   EXPECT_EQ(other.paths[0].type, GgmlType::Q4_K);
   EXPECT_EQ(other.paths[0].ncols, 8);  // this model's approved record
@@ -234,10 +239,45 @@ TEST(Crossover, RecordsAndTheInstallRule) {
   EXPECT_EQ(other.paths[1].approval, Approval::Approved);  // the other model's, not this one's pending
   // The same records made by this model's earlier tune are this model's to replace.
   for (PathChoice& r : other.paths) r.evidence = PathEvidence{.model = "a.gguf"};
-  install_paths(other, cells, "sm_90", h100, choices, "a.gguf");
+  EXPECT_TRUE(install_paths(other, cells, "sm_90", h100, choices, "a.gguf").empty());  // its own: nothing to say
   ASSERT_EQ(other.paths.size(), 2u);
   EXPECT_EQ(other.paths[1].type, GgmlType::Q6_K);
   EXPECT_EQ(other.paths[1].approval, Approval::Pending);
+}
+
+TEST(Crossover, AnotherModelsChoiceAtAWidthNotMeasuredHereIsNamed) {
+  const ProfileDevice h100{"NVIDIA H100 80GB HBM3", 132, 81559}, h200{"NVIDIA H200", 132, 143771};
+  auto record = [](const ProfileDevice& d, GgmlType t, Launch l, int n, const std::string& model) {
+    PathChoice c;
+    c.arch = "sm_90";
+    c.device = d;
+    c.type = t;
+    c.launch = l;
+    c.ncols = n;
+    c.approval = Approval::Approved;
+    c.evidence = PathEvidence{.model = model, .speedup = 1.35};
+    return c;
+  };
+  Profile p;
+  p.paths = {record(h100, GgmlType::Q4_K, Launch::MulMat, 8, "llama.gguf"),      // named
+             record({}, GgmlType::Q4_K, Launch::MulMat, 6, "llama.gguf"),        // arch-level: applies too, named
+             record(h100, GgmlType::Q4_K, Launch::MulMat, 4, "llama.gguf"),      // measured here: the crossover's to judge
+             record(h100, GgmlType::Q4_K, Launch::MulMat, 2, "qwen.gguf"),       // this model's own
+             record(h200, GgmlType::Q4_K, Launch::MulMat, 8, "llama.gguf"),      // another device
+             record(h100, GgmlType::Q5_K, Launch::MulMat, 8, "llama.gguf"),      // a type this model does not have
+             record(h100, GgmlType::Q4_K, Launch::MulMatId, 8, "llama.gguf")};   // a launch this model does not make
+  p.paths[3].approval = Approval::Approved;
+  PathChoice pending = record(h100, GgmlType::Q6_K, Launch::MulMat, 8, "llama.gguf");
+  pending.approval = Approval::Pending;  // not applied by the engine
+  p.paths.push_back(pending);
+  const std::vector<PathTarget> targets = {{GgmlType::Q4_K, Launch::MulMat}, {GgmlType::Q6_K, Launch::MulMat}};
+  EXPECT_EQ(unmeasured_paths(p, targets, {4}, "sm_90", h100, "qwen.gguf"),
+            (std::vector<std::string>{"q4_K mul_mat ncols 8: mmq (approved on llama.gguf, +35.0 %) applies to qwen.gguf too, not "
+                                      "measured on it: add 8 to --ncols to measure it",
+                                      "q4_K mul_mat ncols 6: mmq (approved on llama.gguf, +35.0 %) applies to qwen.gguf too, not "
+                                      "measured on it: add 6 to --ncols to measure it"}));
+  EXPECT_TRUE(unmeasured_paths(p, targets, {2, 4, 6, 8}, "sm_90", h100, "qwen.gguf").empty());
+  EXPECT_TRUE(unmeasured_paths(p, targets, {}, "gfx1100", h100, "qwen.gguf").empty());
 }
 
 }  // namespace

@@ -460,6 +460,24 @@ TEST(Tune, CrossoverRecordsWhereTheOtherPathWins) {
   EXPECT_EQ(outcomes(strict_run)["crossover"], "done");
   for (const json& c : strict_run["crossover"]) EXPECT_FALSE(c["approved"].get<bool>()) << c.dump();
   for (const PathChoice& r : load_profile(d.profile).paths) EXPECT_EQ(r.approval, Approval::Pending);
+
+  // Approved on another model, the width-8 records (those still pending above) reach this model too: a tune that does not measure
+  // width 8 says so, one line each (ggml's mmvq/mmq question has no shape).
+  Profile shared = load_profile(d.profile);
+  ASSERT_FALSE(shared.paths.empty());
+  for (PathChoice& r : shared.paths) {
+    r.approval = Approval::Approved;
+    r.evidence->model = "other.gguf";
+  }
+  save_profile(shared, d.profile);
+  std::map<std::string, std::string> narrow = small;
+  narrow["--ncols"] = "1,2";
+  const json narrow_run = d.run(narrow);
+  int unmeasured = 0;
+  for (const json& n : narrow_run["notes"])
+    unmeasured += n.get<std::string>().find("(approved on other.gguf, ") != std::string::npos &&
+                  n.get<std::string>().find("applies to small-llama.gguf too, not measured on it: add 8 to --ncols") != std::string::npos;
+  EXPECT_EQ(unmeasured, int(shared.paths.size())) << narrow_run["notes"].dump(1);
 }
 
 // ---- The group step: same-input runs as one launch ----

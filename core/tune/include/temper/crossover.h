@@ -86,8 +86,18 @@ std::vector<PathChoice> path_choices(const std::vector<CrossoverCell>& cells, co
 // decides the cell — the other path approved, or slower beyond noise — or the record is not an
 // approved one of another model (evidence.model other than `model`): such a record survives a
 // difference within noise. Every other record stays. Sorted by key.
-void install_paths(Profile& p, const std::vector<CrossoverCell>& cells, const std::string& arch, const ProfileDevice& device,
-                   std::vector<PathChoice> choices, const std::string& model);
+// Returns a line for each approved record of another model that this measurement dropped or kept
+// within noise: ggml's mmvq/mmq question carries no shape, so one choice serves every model on the
+// device, and what it gives one model it may cost another.
+std::vector<std::string> install_paths(Profile& p, const std::vector<CrossoverCell>& cells, const std::string& arch,
+                                       const ProfileDevice& device, std::vector<PathChoice> choices, const std::string& model);
+
+// The approved path records of other models in `p` that the engine applies to this model on (arch,
+// device) — their (type, launch) is among `targets` — at a batch width it did not measure
+// (`measured_widths`): a line each, so that a prediction for this model says what it has not seen.
+std::vector<std::string> unmeasured_paths(const Profile& p, const std::vector<PathTarget>& targets,
+                                          const std::vector<int>& measured_widths, const std::string& arch,
+                                          const ProfileDevice& device, const std::string& model);
 
 // `temper tune --json`'s "crossover" (docs/json.md): one object per cell.
 nlohmann::json crossover_json(const std::vector<CrossoverCell>& cells);
