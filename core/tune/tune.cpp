@@ -461,6 +461,25 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
     return {{"profile", report.profile.string()}};
   });
 
+  // The crossover and the group step journal each batch width they finish under `key` ("crossover_width",
+  // "group_width"): after an unfinished start of the same input, those widths are kept (said once).
+  auto resumed_widths = [&](Step s, const std::string& input, const char* key, const std::string& what, StepReport& r) {
+    std::vector<json> out;
+    if (!same_input(log.last(s), input, "started")) return out;
+    for (const json& j : log.after_last(s))
+      if (j.contains(key)) out.push_back(j[key]);
+    if (!out.empty()) {
+      r.outcome = "resumed";
+      note("resuming the " + what + ": " + std::to_string(out.size()) + " batch widths journaled before are kept");
+    }
+    return out;
+  };
+  // The device a step's records were made for, as its journal record keeps it.
+  auto device_json = [](const ProfileDevice& d) {
+    return json{{"name", d.name}, {"compute_units", d.compute_units}, {"memory_mib", d.memory_mib}};
+  };
+  auto device_from_json = [](const json& d) { return ProfileDevice{d.at("name"), d.at("compute_units"), d.at("memory_mib")}; };
+
   // ---- crossover: mmvq or mmq at each batch width above 1 ----
   // ggml 7180759 decides MUL_MAT's path inline, where the hook cannot reach: only the MoE cap moves.
   auto old_ggml = [](engine::EngineDevice& dev) { return dev.kernel_source().ggml_commit.rfind("7180759", 0) == 0; };
@@ -518,20 +537,13 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
       r.summary = "unchanged engine and profile: " + crossover_summary(report.crossover);
       const json& e = last->at("evidence");
       const PathEvidence evidence{e.at("source"), e.at("device_name"), e.at("device_arch"), e.at("kernel"), e.at("model")};
-      const json& d = last->at("device");
-      if (record({d.at("name"), d.at("compute_units"), d.at("memory_mib")}, evidence, last->at("decided_at")))
+      if (record(device_from_json(last->at("device")), evidence, last->at("decided_at")))
         r.summary += "; recorded again in " + report.profile.string();
       return {};
     }
     std::vector<WidthSamples> done;
-    if (same_input(last, crossover_input, "started")) {
-      for (const json& j : log.after_last(Step::Crossover))
-        if (j.contains("crossover_width")) done.push_back(width_samples_from_json(j["crossover_width"]));
-      if (!done.empty()) {
-        r.outcome = "resumed";
-        note("resuming the crossover: " + std::to_string(done.size()) + " batch widths journaled before are kept");
-      }
-    }
+    for (const json& w : resumed_widths(Step::Crossover, crossover_input, "crossover_width", "crossover", r))
+      done.push_back(width_samples_from_json(w));
     if (done.empty())
       log.append({{"step", step_name(Step::Crossover)}, {"input", crossover_input}, {"outcome", "started"}, {"date", utc_now_iso8601()}});
     engine::EngineDevice& dev = engine_device();
@@ -593,7 +605,7 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
     json widths_json = json::array();
     for (const WidthSamples& w : done) widths_json.push_back(to_json(w));
     return {{"input", crossover_input}, {"widths", widths_json}, {"decided_at", when},
-            {"device", {{"name", on.name}, {"compute_units", on.compute_units}, {"memory_mib", on.memory_mib}}},
+            {"device", device_json(on)},
             {"evidence", {{"source", evidence.source}, {"device_name", evidence.device_name}, {"device_arch", evidence.device_arch},
                           {"kernel", evidence.kernel}, {"model", evidence.model}}}};
   });
@@ -669,20 +681,13 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
       evidence.device_arch = e.at("device_arch");
       evidence.engine = e.at("engine");
       evidence.kernel = e.at("kernel");
-      const json& d = last->at("device");
-      if (record({d.at("name"), d.at("compute_units"), d.at("memory_mib")}, evidence, last->at("decided_at")))
+      if (record(device_from_json(last->at("device")), evidence, last->at("decided_at")))
         r.summary += "; recorded again in " + report.profile.string();
       return {};
     }
     std::vector<GroupWidthSamples> done;
-    if (same_input(last, groups_input, "started")) {
-      for (const json& j : log.after_last(Step::Groups))
-        if (j.contains("group_width")) done.push_back(group_samples_from_json(j["group_width"]));
-      if (!done.empty()) {
-        r.outcome = "resumed";
-        note("resuming the group step: " + std::to_string(done.size()) + " batch widths journaled before are kept");
-      }
-    }
+    for (const json& w : resumed_widths(Step::Groups, groups_input, "group_width", "group step", r))
+      done.push_back(group_samples_from_json(w));
     engine::EngineDevice& dev = engine_device();
     if (done.empty()) {
       try {
@@ -756,7 +761,7 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
     json widths_json = json::array();
     for (const GroupWidthSamples& w : done) widths_json.push_back(to_json(w));
     return {{"input", groups_input}, {"widths", widths_json}, {"decided_at", when},
-            {"device", {{"name", on.name}, {"compute_units", on.compute_units}, {"memory_mib", on.memory_mib}}},
+            {"device", device_json(on)},
             {"evidence", evidence_json(evidence)}};
   });
   const std::string fingerprint = approved_fingerprint(report.installed, arch);
