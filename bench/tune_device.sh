@@ -37,6 +37,8 @@
 #   cost     (not in the default; STOCK_BUILD=1) both fixtures on the unpatched build against the patched
 #            one without a profile and with COST_PROFILE, COST_TESTS (default TESTS), interleaved
 #   retune   (not in the default) the same tune again: every step but the bench is skipped
+#   kernels  (not in the default) Nsight Compute over llama-bench tg4 of both fixtures, without and with
+#            COST_PROFILE: each kernel timed alone, summed per token by kind (kernel_sums.py), beside tg32's period
 # Env: NCOLS (1,2,4,8), TESTS (tg128,pp2,pp4,pp8), ROUNDS (3), REPS (5), JOBS (nproc), ARCH (sm_90),
 # KERNEL_SET (the hook's instantiations in both builds; default q4_K,q6_K, the fixture's types: full
 # builds every type and takes longer), STOCK_BUILD (0), HAND_PROFILE (the hand stage's profile arm:
@@ -353,6 +355,40 @@ if want cost; then
     done
   done
   timed cost "$(ms "$t0")"
+fi
+
+# Where a decode token's kernel time goes (issue 29): Nsight Compute times every kernel of llama-bench
+# tg4 (and its warm-up token) alone, for both fixtures, the patched build without a profile (stock
+# kernels) and with COST_PROFILE; bench/kernel_sums.py sums them per token by kind (GEMV, quantize,
+# attention, other) beside the token's period from a plain llama-bench tg32 of the same arm.
+if want kernels; then
+  stage kernels
+  ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
+  [[ -n "$ncu" || $dry == 1 ]] || { say "tune_device: the kernels stage needs Nsight Compute (ncu): none in PATH or /usr/local/cuda/bin"; exit 1; }
+  kernels_profile="${COST_PROFILE:-$here/bench/profiles/h100-llama3-qwen3-groups.json}"
+  moe_model="$work/$moe_fixture.gguf"
+  [[ -f "$moe_model" ]] || write_fixture "$moe_fixture" "$moe_model"
+  mkdir -p "$ev/kernels"
+  t0=$(now)
+  traces=() periods=()
+  for m in "$model" "$moe_model"; do
+    for arm in none profile; do
+      name="$(basename "$m" .gguf)-$arm" base="$ev/kernels/$(basename "$m" .gguf)-$arm"
+      p=""; [[ $arm == profile ]] && p="$kernels_profile"
+      args=(-p 0 -n 32)
+      bench_one "$llama_bench" "$p" "$m" "$base-tg32.json" "$base-tg32.err"
+      if [[ $dry == 1 ]]; then
+        printf '"Kernel Name","Metric Name","Metric Unit","Metric Value"\n"quantize_q8_1(float)","gpu__time_duration.sum","nsecond","2,800"\n"void mul_mat_vec_q<12, 1>(void)","gpu__time_duration.sum","nsecond","24,000"\n' >"$base.csv"
+      else
+        TEMPER_PROFILE="$p" "$ncu" --csv --metrics gpu__time_duration.sum --clock-control none --cache-control none \
+          "$llama_bench" -m "$m" -p 0 -n 4 -r 1 >"$base.csv" 2>"$base.err" || { tail -5 "$base.err" | tee -a "$log" >&2; exit 1; }
+      fi
+      traces+=("$name=$base.csv")
+      periods+=(--period-us "$name=$(python3 -c 'import json,sys; print(1e6 / json.load(open(sys.argv[1]))[0]["avg_ts"])' "$base-tg32.json")")
+    done
+  done
+  python3 bench/kernel_sums.py --tokens 5 "${traces[@]}" "${periods[@]}" | tee "$ev/kernels.md" >&2 || exit 1
+  timed kernels "$(ms "$t0")"
 fi
 
 if want report; then

@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""Where a decode token's kernel time goes, from Nsight Compute over llama-bench (issue 29).
+
+Input: `ncu --csv --metrics gpu__time_duration.sum --clock-control none --cache-control none
+llama-bench -m MODEL -p 0 -n N -r 1`, which times every kernel of N + 1 tokens (llama-bench's
+warm-up token and N) one at a time. Per token, in µs, by kind:
+  gemv       mmvq (ggml's mul_mat_vec_q, Temper's group kernel)
+  quantize   the q8_1 activation quantizer that feeds them
+  attention  the f16 GEMVs over the KV cache (mul_mat_vec_f), softmax, rope, KV writes
+  other      every other kernel
+and the launches per token. ncu runs each kernel alone: no programmatic dependent launch, no
+overlap, each kernel's ramp and tail in full. So the sum exceeds the token's period in llama-bench;
+the difference is what the engine hides by overlapping launches (a lower bound: the host's time
+between tokens is in the period too).
+
+  kernel_sums.py --tokens N+1 NAME=NCU.csv [NAME=NCU.csv ...] [--period-us NAME=US ...]
+"""
+import argparse
+import collections
+import csv
+import sys
+
+KINDS = ("gemv", "quantize", "attention", "other")
+
+
+def kind(name):
+    if name.startswith(("void mul_mat_vec_q", "mul_mat_vec_q", "void temper_mmvq_group", "temper_mmvq_group")):
+        return "gemv"
+    if "quantize_q8_1" in name:
+        return "quantize"
+    if any(k in name for k in ("mul_mat_vec_f", "soft_max", "rope_", "set_rows", "cpy_scalar")):
+        return "attention"
+    return "other"
+
+
+def to_us(value, unit):
+    v = float(value.replace(",", ""))
+    return {"nsecond": v / 1e3, "ns": v / 1e3, "usecond": v, "us": v, "msecond": v * 1e3, "ms": v * 1e3}.get(unit, v / 1e3)
+
+
+def sums(path):
+    with open(path, newline="") as f:
+        lines = [line for line in f if line.startswith('"')]  # ncu's own messages are not CSV rows
+    if not lines:
+        sys.exit(f"kernel_sums: {path}: no CSV rows (expected ncu --csv --metrics gpu__time_duration.sum output)")
+    us, launches = collections.Counter(), collections.Counter()
+    for r in csv.DictReader(lines):
+        if r.get("Metric Name") != "gpu__time_duration.sum":
+            continue
+        k = kind(r["Kernel Name"])
+        us[k] += to_us(r["Metric Value"], r.get("Metric Unit", ""))
+        launches[k] += 1
+    if not launches:
+        sys.exit(f"kernel_sums: {path}: no gpu__time_duration.sum rows")
+    return us, launches
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("traces", nargs="+", help="NAME=NCU.csv")
+    ap.add_argument("--tokens", type=int, required=True, help="tokens the run decoded (llama-bench -n N: N + 1, its warm-up)")
+    ap.add_argument("--period-us", action="append", default=[], help="NAME=US: the token's period in llama-bench (1e6 / t/s)")
+    a = ap.parse_args()
+    periods = dict((p.partition("=")[0], float(p.partition("=")[2])) for p in a.period_us)
+    print("| run | launches | " + " | ".join(f"{k} µs" for k in KINDS) + " | sum µs | llama-bench period µs |")
+    print("|---|---:|" + "---:|" * len(KINDS) + "---:|---:|")
+    for spec in a.traces:
+        name, _, path = spec.partition("=")
+        if not path:
+            sys.exit(f"kernel_sums: {spec}: expected NAME=NCU.csv")
+        us, launches = sums(path)
+        per = {k: us[k] / a.tokens for k in KINDS}
+        period = f"{periods[name]:.1f}" if name in periods else ""
+        print(f"| {name} | {sum(launches.values()) / a.tokens:.0f} | " + " | ".join(f"{per[k]:.1f}" for k in KINDS) +
+              f" | {sum(per.values()):.1f} | {period} |")
+
+
+if __name__ == "__main__":
+    main()
