@@ -22,7 +22,7 @@
 #            STOCK_BUILD=1, an unpatched copy's llama-bench for the stock arm)
 #   tune     `temper tune --patch --llama-bench` from clean XDG cache and config folders, timed
 #   hand     llama-bench by hand: ROUNDS × TESTS × (stock: TEMPER_PROFILE= or the stock build; profile:
-#            TEMPER_PROFILE=the installed profile), -r REPS -o json, interleaved
+#            TEMPER_PROFILE=the installed profile), -r REPS -o json, interleaved, the order reversed every other round
 #   axis     the installed profile against itself without the grid beyond nwarps 16 / rows 8
 #            (profile_old_grid.py), each replayed in the engine against stock
 #   moe      the Qwen3-30B-A3B fixture (--runnable) tuned on the same engine (its probe build is
@@ -35,7 +35,8 @@
 #   hand     (not in the default) llama-bench by hand, as below; then `report`
 #   report   (not in the default) tune_compare.py: tune's table against the by-hand one, within 1 %
 #   cost     (not in the default; STOCK_BUILD=1) both fixtures on the unpatched build against the patched
-#            one without a profile and with COST_PROFILE, COST_TESTS (default TESTS), interleaved
+#            one without a profile and with COST_PROFILE, COST_TESTS (default TESTS), interleaved, the
+#            order reversed every other round (as the hand stage's)
 #   retune   (not in the default) the same tune again: every step but the bench is skipped
 #   kernels  (not in the default) Nsight Compute over llama-bench tg4 of both fixtures, without and with
 #            COST_PROFILE: each kernel timed alone, summed per token by kind (kernel_sums.py), beside tg32's period
@@ -315,8 +316,9 @@ if want hand; then
     for t in ${tests//,/ }; do
       test_args "$t"
       base="$ev/hand/r$r-$t"
-      bench_one "$stock_bench" "" "$model" "$base-stock.json" "$base-stock.err"
-      bench_one "$llama_bench" "$hand_profile" "$model" "$base-profile.json" "$base-profile.err"
+      stock_arm() { bench_one "$stock_bench" "" "$model" "$base-stock.json" "$base-stock.err"; }
+      profile_arm() { bench_one "$llama_bench" "$hand_profile" "$model" "$base-profile.json" "$base-profile.err"; }
+      if (( r % 2 )); then stock_arm; profile_arm; else profile_arm; stock_arm; fi  # no arm always goes first
     done
   done
   timed hand "$(ms "$t0")"
@@ -343,10 +345,12 @@ if want cost; then
       for t in ${cost_tests//,/ }; do
         test_args "$t"
         d="$ev/cost/$name"
-        bench_one "$stock_bench" "" "$m" "$d/none/r$r-$t-stock.json" "$d/r$r-$t-stock.err"
-        cp "$d/none/r$r-$t-stock.json" "$d/profile/"
-        bench_one "$llama_bench" "" "$m" "$d/none/r$r-$t-profile.json" "$d/r$r-$t-none.err"
-        bench_one "$llama_bench" "$cost_profile" "$m" "$d/profile/r$r-$t-profile.json" "$d/r$r-$t-profile.err"
+        stock_arm() { bench_one "$stock_bench" "" "$m" "$d/none/r$r-$t-stock.json" "$d/r$r-$t-stock.err"; cp "$d/none/r$r-$t-stock.json" "$d/profile/"; }
+        none_arm() { bench_one "$llama_bench" "" "$m" "$d/none/r$r-$t-profile.json" "$d/r$r-$t-none.err"; }
+        profile_arm() { bench_one "$llama_bench" "$cost_profile" "$m" "$d/profile/r$r-$t-profile.json" "$d/r$r-$t-profile.err"; }
+        # The order turns every round (2026-11-28: a fixed stock, none, profile order read as a 1-3 % cost of
+        # the second arm at the MoE model's prompt tests; swapped, it was noise).
+        if (( r % 2 )); then stock_arm; none_arm; profile_arm; else profile_arm; none_arm; stock_arm; fi
       done
     done
     for arm in none profile; do
