@@ -824,8 +824,10 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
     b.model = o.model;
     b.profile = report.profile;
     b.cancel = &cancel;
+    // "bench 2": the arms take turns going first since 2026-11-28, so a journal of the older order
+    // (index by index) is not resumed.
     const std::string input =
-        digest({"bench 1", file_identity(b.llama_bench), file_identity(b.stock_bench), identity.header_hash, fingerprint,
+        digest({"bench 2", file_identity(b.llama_bench), file_identity(b.stock_bench), identity.header_hash, fingerprint,
                 b.tests, std::to_string(b.rounds), std::to_string(b.repetitions), json(b.extra_args).dump()});
     // A bench killed before: its journaled runs are taken as they are, the rest is run.
     std::vector<engine::BenchRunDone> done;
