@@ -143,10 +143,11 @@ std::string record_text(const PathChoice& r) {
   if (r.evidence) t += ", " + gain_text(r.evidence->speedup);
   return t + ")";
 }
-bool other_models(const PathChoice& r, const std::string& model) {
+}  // namespace
+
+bool another_models_choice(const PathChoice& r, const std::string& model) {
   return r.approval == Approval::Approved && r.evidence && r.evidence->model != model;
 }
-}  // namespace
 
 std::vector<std::string> install_paths(Profile& p, const std::vector<CrossoverCell>& cells, const std::string& arch,
                                        const ProfileDevice& device, std::vector<PathChoice> choices, const std::string& model) {
@@ -159,7 +160,7 @@ std::vector<std::string> install_paths(Profile& p, const std::vector<CrossoverCe
     if (r.arch != arch || !(r.device == device)) return false;
     return std::any_of(cells.begin(), cells.end(), [&](const CrossoverCell& c) {
       if (!(c.target.type == r.type && c.target.launch == r.launch && c.ncols == r.ncols)) return false;
-      if (!other_models(r, model)) return true;
+      if (!another_models_choice(r, model)) return true;
       if (c.record == Approval::Approved) return true;  // the same path wins here too: this model's record replaces it
       if (c.speedup_high < 1) {
         notes.push_back(record_text(r) + " is slower on " + model + " beyond noise (" + gain_text(c.speedup) +
@@ -183,7 +184,7 @@ std::vector<std::string> unmeasured_paths(const Profile& p, const std::vector<Pa
                                           const ProfileDevice& device, const std::string& model) {
   std::vector<std::string> notes;
   for (const PathChoice& r : p.paths) {
-    if (r.arch != arch || !(r.device == device || r.device.name.empty()) || !other_models(r, model)) continue;
+    if (r.arch != arch || !(r.device == device || r.device.name.empty()) || !another_models_choice(r, model)) continue;
     if (std::find(targets.begin(), targets.end(), PathTarget{r.type, r.launch}) == targets.end()) continue;
     if (std::find(measured_widths.begin(), measured_widths.end(), r.ncols) != measured_widths.end()) continue;
     notes.push_back(record_text(r) + " applies to " + model + " too, not measured on it: add " + std::to_string(r.ncols) +

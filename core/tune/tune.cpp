@@ -612,7 +612,7 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
 
   // Another model's approved path choices reach this model too, at widths this tune did not measure.
   if (std::any_of(report.installed.paths.begin(), report.installed.paths.end(), [&](const PathChoice& r) {
-        return r.arch == arch && r.approval == Approval::Approved && r.evidence && r.evidence->model != identity.file_name;
+        return r.arch == arch && another_models_choice(r, identity.file_name);
       })) {
     engine::EngineDevice& dev = engine_device();
     const std::vector<PathTarget> targets = movable_targets(dev, engine::plan_replay(file));

@@ -171,6 +171,20 @@ TEST(Crossover, TextAndJsonReport) {
   EXPECT_EQ(j[3]["approved"], false);
 }
 
+// An approved mmq record of ggml's mmvq on sm_90, as a tune writes one.
+PathChoice approved_mmq(const ProfileDevice& d, GgmlType t, int ncols, Launch l = Launch::MulMat) {
+  PathChoice c;
+  c.arch = "sm_90";
+  c.device = d;
+  c.type = t;
+  c.launch = l;
+  c.ncols = ncols;
+  c.path = MatPath::Mmq;
+  c.stock_path = MatPath::Mmvq;
+  c.approval = Approval::Approved;
+  return c;
+}
+
 TEST(Crossover, RecordsAndTheInstallRule) {
   const std::vector<CrossoverCell> cells = known_cells();
   const ProfileDevice h100{"NVIDIA H100 80GB HBM3", 132, 81559}, h200{"NVIDIA H200", 132, 143771};
@@ -190,21 +204,10 @@ TEST(Crossover, RecordsAndTheInstallRule) {
   EXPECT_EQ(choices[1].approval, Approval::Pending);
   EXPECT_EQ(choices[1].decided_at, "");
 
-  auto record = [](const ProfileDevice& d, GgmlType t, int n, MatPath p) {
-    PathChoice c;
-    c.arch = "sm_90";
-    c.device = d;
-    c.type = t;
-    c.ncols = n;
-    c.path = p;
-    c.stock_path = MatPath::Mmvq;
-    c.approval = Approval::Approved;
-    return c;
-  };
   Profile p;
-  p.paths = {record(h100, GgmlType::Q4_K, 4, MatPath::Mmq),   // measured again, stock stays now: goes
-             record(h100, GgmlType::Q4_K, 6, MatPath::Mmq),   // a width not measured this time: stays
-             record(h200, GgmlType::Q4_K, 8, MatPath::Mmq)};  // another device: stays
+  p.paths = {approved_mmq(h100, GgmlType::Q4_K, 4),   // measured again, stock stays now: goes
+             approved_mmq(h100, GgmlType::Q4_K, 6),   // a width not measured this time: stays
+             approved_mmq(h200, GgmlType::Q4_K, 8)};  // another device: stays
   install_paths(p, cells, "sm_90", h100, choices, "a.gguf");
   ASSERT_EQ(p.paths.size(), 4u);
   for (size_t i = 1; i < p.paths.size(); ++i) EXPECT_LT(p.paths[i - 1].key(), p.paths[i].key());
@@ -224,7 +227,7 @@ TEST(Crossover, RecordsAndTheInstallRule) {
   // Another model's approved mmq at a cell this model measures within noise (q6_K at 8: +0.6 %, not
   // significant) stays; measured beyond noise slower (q4_K at 4) it goes, as above.
   Profile other;
-  other.paths = {record(h100, GgmlType::Q6_K, 8, MatPath::Mmq), record(h100, GgmlType::Q4_K, 4, MatPath::Mmq)};
+  other.paths = {approved_mmq(h100, GgmlType::Q6_K, 8), approved_mmq(h100, GgmlType::Q4_K, 4)};
   for (PathChoice& r : other.paths) r.evidence = PathEvidence{.model = "b.gguf", .speedup = 1.35};
   // Both say so: one choice serves both models, and what it gives one it may cost the other.
   EXPECT_EQ(install_paths(other, cells, "sm_90", h100, choices, "a.gguf"),
@@ -247,27 +250,19 @@ TEST(Crossover, RecordsAndTheInstallRule) {
 
 TEST(Crossover, AnotherModelsChoiceAtAWidthNotMeasuredHereIsNamed) {
   const ProfileDevice h100{"NVIDIA H100 80GB HBM3", 132, 81559}, h200{"NVIDIA H200", 132, 143771};
-  auto record = [](const ProfileDevice& d, GgmlType t, Launch l, int n, const std::string& model) {
-    PathChoice c;
-    c.arch = "sm_90";
-    c.device = d;
-    c.type = t;
-    c.launch = l;
-    c.ncols = n;
-    c.approval = Approval::Approved;
+  auto made_on = [](PathChoice c, const std::string& model) {
     c.evidence = PathEvidence{.model = model, .speedup = 1.35};
     return c;
   };
   Profile p;
-  p.paths = {record(h100, GgmlType::Q4_K, Launch::MulMat, 8, "llama.gguf"),      // named
-             record({}, GgmlType::Q4_K, Launch::MulMat, 6, "llama.gguf"),        // arch-level: applies too, named
-             record(h100, GgmlType::Q4_K, Launch::MulMat, 4, "llama.gguf"),      // measured here: the crossover's to judge
-             record(h100, GgmlType::Q4_K, Launch::MulMat, 2, "qwen.gguf"),       // this model's own
-             record(h200, GgmlType::Q4_K, Launch::MulMat, 8, "llama.gguf"),      // another device
-             record(h100, GgmlType::Q5_K, Launch::MulMat, 8, "llama.gguf"),      // a type this model does not have
-             record(h100, GgmlType::Q4_K, Launch::MulMatId, 8, "llama.gguf")};   // a launch this model does not make
-  p.paths[3].approval = Approval::Approved;
-  PathChoice pending = record(h100, GgmlType::Q6_K, Launch::MulMat, 8, "llama.gguf");
+  p.paths = {made_on(approved_mmq(h100, GgmlType::Q4_K, 8), "llama.gguf"),                    // named
+             made_on(approved_mmq({}, GgmlType::Q4_K, 6), "llama.gguf"),                      // arch-level: applies too, named
+             made_on(approved_mmq(h100, GgmlType::Q4_K, 4), "llama.gguf"),                    // measured here: the crossover's to judge
+             made_on(approved_mmq(h100, GgmlType::Q4_K, 2), "qwen.gguf"),                     // this model's own
+             made_on(approved_mmq(h200, GgmlType::Q4_K, 8), "llama.gguf"),                    // another device
+             made_on(approved_mmq(h100, GgmlType::Q5_K, 8), "llama.gguf"),                    // a type this model does not have
+             made_on(approved_mmq(h100, GgmlType::Q4_K, 8, Launch::MulMatId), "llama.gguf")};  // a launch this model does not make
+  PathChoice pending = made_on(approved_mmq(h100, GgmlType::Q6_K, 8), "llama.gguf");
   pending.approval = Approval::Pending;  // not applied by the engine
   p.paths.push_back(pending);
   const std::vector<PathTarget> targets = {{GgmlType::Q4_K, Launch::MulMat}, {GgmlType::Q6_K, Launch::MulMat}};

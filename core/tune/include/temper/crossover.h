@@ -92,6 +92,9 @@ std::vector<PathChoice> path_choices(const std::vector<CrossoverCell>& cells, co
 std::vector<std::string> install_paths(Profile& p, const std::vector<CrossoverCell>& cells, const std::string& arch,
                                        const ProfileDevice& device, std::vector<PathChoice> choices, const std::string& model);
 
+// Whether `r` is an approved choice that another model's tune made (its evidence names another model).
+bool another_models_choice(const PathChoice& r, const std::string& model);
+
 // The approved path records of other models in `p` that the engine applies to this model on (arch,
 // device) — their (type, launch) is among `targets` — at a batch width it did not measure
 // (`measured_widths`): a line each, so that a prediction for this model says what it has not seen.
