@@ -34,10 +34,13 @@
 #            interleaved: what a path choice alone does, on the model it was measured on and another
 #   hand     (not in the default) llama-bench by hand, as below; then `report`
 #   report   (not in the default) tune_compare.py: tune's table against the by-hand one, within 1 %
-#   cost     (not in the default; STOCK_BUILD=1) both fixtures on the unpatched build against the patched
+#   cost     (not in the default) both fixtures on the unpatched build (STOCK_BUILD=1) against the patched
 #            one without a profile and with COST_PROFILE, COST_TESTS (default TESTS), interleaved, the
-#            order reversed every other round (as the hand stage's)
+#            order reversed every other round (as the hand stage's); without STOCK_BUILD=1 the patched
+#            build without a profile is the stock arm (two arms)
 #   retune   (not in the default) the same tune again: every step but the bench is skipped
+#   pfexp    (not in the default) the issue-29 experiment: mmvq prefetching its rows to L2 (bench/exp_prefetch_patch.py)
+#            in a second build of the patched tree, four arms of llama-bench COST_TESTS, both fixtures (PF_MOE=0: the dense one)
 #   kernels  (not in the default) Nsight Compute over llama-bench tg4 of both fixtures, without and with
 #            COST_PROFILE: each kernel timed alone, summed per token by kind (kernel_sums.py), beside tg32's period
 # Env: NCOLS (1,2,4,8), TESTS (tg128,pp2,pp4,pp8), ROUNDS (3), REPS (5), JOBS (nproc), ARCH (sm_90),
@@ -154,16 +157,17 @@ if want fixture; then
   timed fixture "$(ms "$t0")"
 fi
 
-# llama_build DIR NAME: llama-bench of the tree at DIR, timed as NAME.
+# llama_build DIR NAME [BUILD_DIR [CMAKE_ARG...]]: llama-bench of the tree at DIR (in DIR/build), timed as NAME.
 llama_build() {
-  local t0=$(now)
+  local t0=$(now) src="$1" name="$2" bdir="${3:-$1/build}"
+  shift $(( $# < 3 ? $# : 3 ))
   # shellcheck disable=SC2086
-  { cmake -S "$1" -B "$1/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="${arch#sm_}" \
+  { cmake -S "$src" -B "$bdir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="${arch#sm_}" \
       -DGGML_CUDA_FA=OFF -DGGML_NATIVE=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF \
-      -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_CURL=OFF ${LLAMA_CMAKE_ARGS:-} &&
-    cmake --build "$1/build" -j "$jobs" --target llama-bench; } >>"$ev/$2.log" 2>&1 ||
-    { grep -E "error|Error|FAILED" -A5 "$ev/$2.log" | head -30 | tee -a "$log" >&2; exit 1; }
-  timed "$2" "$(ms "$t0")"
+      -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_CURL=OFF ${LLAMA_CMAKE_ARGS:-} "$@" &&
+    cmake --build "$bdir" -j "$jobs" --target llama-bench; } >>"$ev/$name.log" 2>&1 ||
+    { grep -E "error|Error|FAILED" -A5 "$ev/$name.log" | head -30 | tee -a "$log" >&2; exit 1; }
+  timed "$name" "$(ms "$t0")"
 }
 
 if want llama; then
@@ -332,7 +336,10 @@ fi
 # profile), interleaved; a table each for none and profile against stock.
 if want cost; then
   stage cost
-  [[ "$stock_bench" != "$llama_bench" || $dry == 1 ]] || { say "tune_device: the cost stage needs STOCK_BUILD=1 (an unpatched llama-bench)"; exit 1; }
+  # Without STOCK_BUILD=1 the patched build without a profile is the stock arm (measured ×1.000):
+  # two arms, none against the profile, in profile/.
+  unpatched=1
+  [[ "$stock_bench" != "$llama_bench" ]] || unpatched=0
   cost_profile="${COST_PROFILE:-$here/bench/profiles/h100-llama3-qwen3-groups.json}"
   cost_tests="${COST_TESTS:-$tests}"
   moe_model="$work/$moe_fixture.gguf"
@@ -346,19 +353,71 @@ if want cost; then
         test_args "$t"
         d="$ev/cost/$name"
         stock_arm() { bench_one "$stock_bench" "" "$m" "$d/none/r$r-$t-stock.json" "$d/r$r-$t-stock.err"; cp "$d/none/r$r-$t-stock.json" "$d/profile/"; }
-        none_arm() { bench_one "$llama_bench" "" "$m" "$d/none/r$r-$t-profile.json" "$d/r$r-$t-none.err"; }
+        none_arm() {
+          if (( unpatched )); then bench_one "$llama_bench" "" "$m" "$d/none/r$r-$t-profile.json" "$d/r$r-$t-none.err"
+          else bench_one "$llama_bench" "" "$m" "$d/profile/r$r-$t-stock.json" "$d/r$r-$t-none.err"; fi
+        }
+        (( unpatched )) || stock_arm() { :; }
         profile_arm() { bench_one "$llama_bench" "$cost_profile" "$m" "$d/profile/r$r-$t-profile.json" "$d/r$r-$t-profile.err"; }
         # The order turns every round (2026-11-28: a fixed stock, none, profile order read as a 1-3 % cost of
         # the second arm at the MoE model's prompt tests; swapped, it was noise).
         if (( r % 2 )); then stock_arm; none_arm; profile_arm; else profile_arm; none_arm; stock_arm; fi
       done
     done
-    for arm in none profile; do
-      say "== $name: unpatched (stock) against patched, $arm"
+    for arm in $( (( unpatched )) && echo none) profile; do
+      say "== $name: $( (( unpatched )) && echo unpatched || echo 'patched without a profile') (stock) against patched, $arm"
       python3 bench/tune_compare.py --hand-only "$ev/cost/$name/$arm" | tee "$ev/cost/$name-$arm.md" >&2
     done
   done
   timed cost "$(ms "$t0")"
+fi
+
+# Issue 29 experiment: mmvq's blocks prefetch their weight rows to L2 before the dependent-launch wait
+# and let the next kernel launch as they start (bench/exp_prefetch_patch.py, compiled only with
+# -DTEMPER_EXP_PREFETCH=3, in a second build of the patched tree: build-pf). llama-bench COST_TESTS of
+# both fixtures, four arms interleaved (the order reversed every other round): base and pf builds,
+# each without a profile and with COST_PROFILE. Compared: pf/none against base/none, pf/profile against
+# base/profile, and pf/profile against base/none.
+if want pfexp; then
+  stage pfexp
+  pf_profile="${COST_PROFILE:-$here/bench/profiles/h100-llama3-qwen3-groups.json}"
+  pf_tests="${COST_TESTS:-$tests}"
+  pf_bench="$work/llama.cpp/build-pf/bin/llama-bench"
+  if [[ $dry == 1 ]]; then pf_bench="$llama_bench"; else
+    python3 bench/exp_prefetch_patch.py "$work/llama.cpp/ggml/src/ggml-cuda/mmvq.cu" 2>&1 | tee -a "$log" >&2
+    [[ ${PIPESTATUS[0]} == 0 ]] || exit 1
+    llama_build "$work/llama.cpp" llama-build-pf "$work/llama.cpp/build-pf" -DCMAKE_CUDA_FLAGS=-DTEMPER_EXP_PREFETCH=3
+  fi
+  pf_models=("$model")
+  if [[ "${PF_MOE:-1}" == 1 ]]; then
+    pf_models+=("$work/$moe_fixture.gguf")
+    [[ -f "${pf_models[1]}" ]] || write_fixture "$moe_fixture" "${pf_models[1]}"
+  fi
+  t0=$(now)
+  for m in "${pf_models[@]}"; do
+    name=$(basename "$m" .gguf) d="$ev/pfexp/$(basename "$m" .gguf)"
+    mkdir -p "$d/none" "$d/profile" "$d/total"
+    for r in $(seq 1 "$rounds"); do
+      for t in ${pf_tests//,/ }; do
+        test_args "$t"
+        arms=(base-none base-profile pf-none pf-profile)
+        (( r % 2 )) || arms=(pf-profile pf-none base-profile base-none)
+        for a in "${arms[@]}"; do
+          b="$llama_bench"; [[ $a == pf-* ]] && b="$pf_bench"
+          p=""; [[ $a == *-profile ]] && p="$pf_profile"
+          bench_one "$b" "$p" "$m" "$d/r$r-$t-$a.json" "$d/r$r-$t-$a.err"
+        done
+        cp "$d/r$r-$t-base-none.json" "$d/none/r$r-$t-stock.json"; cp "$d/r$r-$t-pf-none.json" "$d/none/r$r-$t-profile.json"
+        cp "$d/r$r-$t-base-profile.json" "$d/profile/r$r-$t-stock.json"; cp "$d/r$r-$t-pf-profile.json" "$d/profile/r$r-$t-profile.json"
+        cp "$d/r$r-$t-base-none.json" "$d/total/r$r-$t-stock.json"; cp "$d/r$r-$t-pf-profile.json" "$d/total/r$r-$t-profile.json"
+      done
+    done
+    for c in none profile total; do
+      say "== $name: prefetch build against the base build ($c: $([[ $c == total ]] && echo 'base without a profile against pf with it' || echo "both $c"))"
+      python3 bench/tune_compare.py --hand-only "$d/$c" | tee "$ev/pfexp/$name-$c.md" >&2
+    done
+  done
+  timed pfexp "$(ms "$t0")"
 fi
 
 # Where a decode token's kernel time goes (issue 29): Nsight Compute times every kernel of llama-bench
