@@ -11,10 +11,11 @@ import sys
 path = sys.argv[1]
 text = open(path, encoding="utf-8").read()
 anchor = "    ggml_cuda_pdl_sync();\n    channel_x  = ncols_dst == 1 && ids ?"
+if "TEMPER_EXP_PREFETCH" in text:  # a second pfexp stage in the same lease
+    print(f"exp_prefetch_patch: {path}: already patched")
+    sys.exit(0)
 if text.count(anchor) != 1:
     sys.exit(f"exp_prefetch_patch: {path}: the wait before mul_mat_vec_q's channel_x is not there exactly once")
-if "TEMPER_EXP_PREFETCH" in text:
-    sys.exit(f"exp_prefetch_patch: {path}: already patched")
 insert = r"""#if defined(TEMPER_EXP_PREFETCH) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     if constexpr ((TEMPER_EXP_PREFETCH & 2) != 0) {
         asm volatile("griddepcontrol.launch_dependents;");

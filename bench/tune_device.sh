@@ -395,7 +395,8 @@ if want pfexp; then
   fi
   t0=$(now)
   for m in "${pf_models[@]}"; do
-    name=$(basename "$m" .gguf) d="$ev/pfexp/$(basename "$m" .gguf)"
+    name=$(basename "$m" .gguf)
+    d="$ev/pfexp/$name"
     mkdir -p "$d/none" "$d/profile" "$d/total"
     for r in $(seq 1 "$rounds"); do
       for t in ${pf_tests//,/ }; do
