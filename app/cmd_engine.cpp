@@ -43,7 +43,8 @@ int run_check(const Options& o) {
                         {"patched_version", r.patched_version}, {"applies", r.applies}, {"problem", r.problem},
                         {"undoable", r.undoable}, {"undo_problem", r.undo_problem},
                         {"types", r.types}, {"hook_version", engine::kHookVersion},
-                        {"group_hooks", r.group_hooks}, {"group_problem", r.group_problem}};
+                        {"group_hooks", r.group_hooks}, {"group_problem", r.group_problem},
+                        {"pipeline_hooks", r.pipeline_hooks}};
     std::printf("%s\n", j.dump(2).c_str());
   } else {
     std::printf("%s tree at %s (ggml commit %s)\n", std::string(engine::tree_kind_name(r.tree.kind)).c_str(),
@@ -57,12 +58,14 @@ int run_check(const Options& o) {
                   r.patched_version, r.undo_problem.c_str(), r.tree.mmvq.lexically_relative(r.tree.root).string().c_str(),
                   r.tree.root.string().c_str());
     else if (r.applies)
-      std::printf("the hook (v%d) applies: %zu mmvq types; same-input groups: %s\n", engine::kHookVersion, r.types.size(),
-                  r.group_hooks ? "yes (ggml-cuda.cu's three places found)" : ("no: " + r.group_problem).c_str());
+      std::printf("the hook (v%d) applies: %zu mmvq types; same-input groups: %s; pipelined launches: %s\n", engine::kHookVersion,
+                  r.types.size(), r.group_hooks ? "yes (ggml-cuda.cu's three places found)" : ("no: " + r.group_problem).c_str(),
+                  r.pipeline_hooks ? "yes" : "no (this mmvq.cu's kernel does not wait for its predecessor)");
     else
       std::printf("the hook does not apply: %s\n", r.problem.c_str());
     if (r.state == engine::HookState::Patched)
-      std::printf("same-input groups: %s\n", r.group_hooks ? "patched into ggml-cuda.cu" : "not in this tree's hook");
+      std::printf("same-input groups: %s; pipelined launches: %s\n", r.group_hooks ? "patched into ggml-cuda.cu" : "not in this tree's hook",
+                  r.pipeline_hooks ? "compiled in" : "not in this tree's hook");
   }
   return r.applies || r.state == engine::HookState::Patched ? 0 : 2;
 }

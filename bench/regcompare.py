@@ -130,9 +130,10 @@ def upstream_registers(nvcc, tree, work, temper_bin):
         f.write(text[:cut])
     if temper_bin:
         # The hooked template: <type, ncols, has_fusion, bool flags (small_k, halve_iters in newer
-        # ggml: all false, as the hook's launches), temper_nwarps, temper_rows>.
+        # ggml: all false, as the hook's launches), temper_nwarps, temper_rows[, temper_pipe (hook v6;
+        # left at 0: the plain instantiation)]>.
         m = re.search(r"template\s*<ggml_type type, int ncols_dst, bool has_fusion((?:, bool \w+ = false)*)"
-                      r", int temper_nwarps = 0, int temper_rows = 0>", text)
+                      r", int temper_nwarps = 0, int temper_rows = 0(?:, int temper_pipe = 0)?>", text)
         if not m:
             bad(f"{cuda}/mmvq.cu: the hooked mul_mat_vec_q template was not found after patching")
         flags = "false, " * m.group(1).count("bool")

@@ -41,6 +41,8 @@
 #   retune   (not in the default) the same tune again: every step but the bench is skipped
 #   pfexp    (not in the default) the issue-29 experiment: mmvq prefetching its rows to L2 (bench/exp_prefetch_patch.py)
 #            in a second build of the patched tree, four arms of llama-bench COST_TESTS, both fixtures (PF_MOE=0: the dense one)
+#   pipeline (not in the default) hook v6's own pipelined launches (TEMPER_MMVQ_PIPELINE=1) with COST_PROFILE against
+#            the profile alone and stock, llama-bench COST_TESTS, both fixtures (PF_MOE=0: the dense one)
 #   kernels  (not in the default) Nsight Compute over llama-bench tg4 of both fixtures, without and with
 #            COST_PROFILE: each kernel timed alone, summed per token by kind (kernel_sums.py), beside tg32's period
 # Env: NCOLS (1,2,4,8), TESTS (tg128,pp2,pp4,pp8), ROUNDS (3), REPS (5), JOBS (nproc), ARCH (sm_90),
@@ -419,6 +421,47 @@ if want pfexp; then
     done
   done
   timed pfexp "$(ms "$t0")"
+fi
+
+# Issue 29, hook v6: the same tree's own pipelined launches (TEMPER_MMVQ_PIPELINE=1: every tuned
+# one-column launch runs its pipelined instantiation), no second build. llama-bench COST_TESTS of both
+# fixtures (PF_MOE=0: the dense one), three arms interleaved, the order reversed every other round:
+# stock (no profile), COST_PROFILE, COST_PROFILE pipelined. Compared: profile and pipelined against stock,
+# pipelined against the profile.
+if want pipeline; then
+  stage pipeline
+  pl_profile="${COST_PROFILE:-$here/bench/profiles/h100-llama3-qwen3-groups.json}"
+  pl_tests="${COST_TESTS:-$tests}"
+  pl_models=("$model")
+  if [[ "${PF_MOE:-1}" == 1 ]]; then
+    pl_models+=("$work/$moe_fixture.gguf")
+    [[ -f "${pl_models[1]}" ]] || write_fixture "$moe_fixture" "${pl_models[1]}"
+  fi
+  t0=$(now)
+  for m in "${pl_models[@]}"; do
+    name=$(basename "$m" .gguf)
+    d="$ev/pipeline/$name"
+    mkdir -p "$d/profile" "$d/pipelined" "$d/gain"
+    for r in $(seq 1 "$rounds"); do
+      for t in ${pl_tests//,/ }; do
+        test_args "$t"
+        arms=(stock profile pipelined)
+        (( r % 2 )) || arms=(pipelined profile stock)
+        for a in "${arms[@]}"; do
+          p=""; [[ $a != stock ]] && p="$pl_profile"
+          TEMPER_MMVQ_PIPELINE=$([[ $a == pipelined ]] && echo 1 || echo 0) bench_one "$llama_bench" "$p" "$m" "$d/r$r-$t-$a.json" "$d/r$r-$t-$a.err"
+        done
+        cp "$d/r$r-$t-stock.json" "$d/profile/r$r-$t-stock.json"; cp "$d/r$r-$t-profile.json" "$d/profile/r$r-$t-profile.json"
+        cp "$d/r$r-$t-stock.json" "$d/pipelined/r$r-$t-stock.json"; cp "$d/r$r-$t-pipelined.json" "$d/pipelined/r$r-$t-profile.json"
+        cp "$d/r$r-$t-profile.json" "$d/gain/r$r-$t-stock.json"; cp "$d/r$r-$t-pipelined.json" "$d/gain/r$r-$t-profile.json"
+      done
+    done
+    for c in profile pipelined gain; do
+      say "== $name: $([[ $c == gain ]] && echo 'the profile pipelined against the profile' || echo "$c against stock")"
+      python3 bench/tune_compare.py --hand-only "$d/$c" | tee "$ev/pipeline/$name-$c.md" >&2
+    done
+  done
+  timed pipeline "$(ms "$t0")"
 fi
 
 # Where a decode token's kernel time goes (issue 29): Nsight Compute times every kernel of llama-bench

@@ -97,8 +97,15 @@ std::vector<GridConfig> grid(int ncols) {
 }
 
 // One translation unit: every grid config of one (type, ncols), compiled from mmvq.cu itself.
+// ggml's block struct of a type, as ggml-common.h names them: block_q4_0, block_q4_K, block_iq2_xxs.
+std::string block_struct(const std::string& type) {
+  std::string b = "block_" + lower(type);
+  if (b.size() > 2 && b.compare(b.size() - 2, 2, "_k") == 0) b.back() = 'K';
+  return b;
+}
+
 std::string instance_unit(const std::string& type, const std::vector<int>& ncols_group,
-                          const std::vector<std::string>& externals, bool halve_iters) {
+                          const std::vector<std::string>& externals, bool halve_iters, bool pipeline) {
   std::string suffix = lower(type);
   for (int nc : ncols_group) suffix += "_" + std::to_string(nc);
   const std::string flags = halve_iters ? "false, false" : "false";
@@ -109,13 +116,17 @@ std::string instance_unit(const std::string& type, const std::vector<int>& ncols
     << "#define TEMPER_MMVQ_KERNELS_ONLY\n";
   // mmvq.cu's non-static host functions are compiled here too; renamed, they cannot collide.
   for (const auto& f : externals) o << "#define " << f << " temper_unused_" << f << "_" << suffix << "\n";
-  o << "#include \"mmvq.cu\"\n\n"
-    << "namespace {\n"
-    << "template <int C, int W, int R>\n"
+  o << "#include \"mmvq.cu\"\n\n";
+  // The pipelined launch's L2 prefetch needs the weight block's bytes (hook v6).
+  if (pipeline)
+    o << "template <> struct temper_block_bytes<GGML_TYPE_" << type << "> { static constexpr int value = sizeof(" << block_struct(type)
+      << "); };\n\n";
+  o << "namespace {\n"
+    << "template <int C, int W, int R" << (pipeline ? ", int P = 0" : "") << ">\n"
     << "void launch(const temper_mmvq_args & a) {\n"
     << "    const dim3 block_nums((a.nrows_x + R - 1) / R, a.nchannels_dst, a.nsamples_dst);\n"
     << "    const dim3 block_dims(a.warp_size, W, 1);\n"
-    << "    mul_mat_vec_q_switch_fusion<GGML_TYPE_" << type << ", C, " << flags << ", W, R>(\n"
+    << "    mul_mat_vec_q_switch_fusion<GGML_TYPE_" << type << ", C, " << flags << ", W, R" << (pipeline ? ", P" : "") << ">(\n"
     << "        a.vx, a.vy, a.ids, *a.fusion, a.dst, a.ncols_x, a.nchannels_y, a.stride_row_x, a.stride_col_y,\n"
     << "        a.stride_col_dst, a.channel_ratio, a.stride_channel_x, a.stride_channel_y, a.stride_channel_dst,\n"
     << "        a.sample_ratio, a.stride_sample_x, a.stride_sample_y, a.stride_sample_dst, block_nums, block_dims, 0,\n"
@@ -147,6 +158,12 @@ std::string instance_unit(const std::string& type, const std::vector<int>& ncols
       // Partial sums of this config exceed the static shared memory at 64-wide waves: CUDA only.
       if (!c.wave64) o << "#if !defined(GGML_USE_HIP)\n" << call << "#endif\n";
       else o << call;
+      // Hook v6: its pipelined twin at one column (decode), where the dependent launch runs: NVIDIA only.
+      if (pipeline && ncols == 1) {
+        const std::string bits = std::to_string(kPipelineBits);
+        o << "#if !defined(GGML_USE_HIP)\n    temper_mmvq_register_pipelined(GGML_TYPE_" << type << ", " << args << ", " << bits
+          << ", &launch<" << args << ", " << bits << ">, &attributes<" << args << ">);\n#endif\n";
+      }
     }
   }
   o << "}\n";
@@ -397,9 +414,13 @@ Patch make_patch(const std::string& source, const KernelSet& set, int hook_versi
       R"(template <ggml_type type, int ncols_dst, bool has_fusion, bool small_k = false(, bool halve_iters = false)?>\n__launch_bounds__\(calc_nwarps\(type, ncols_dst, get_device_table_id\(\)((?:, small_k, halve_iters)?)\)\*ggml_cuda_get_physical_warp_size\(\), 1\)\nstatic __global__ void mul_mat_vec_q\()");
   std::smatch m = match_once(t, kernel_head, "mul_mat_vec_q's template and __launch_bounds__");
   out.halve_iters = m[1].matched;
+  // Hook v6: pipelined launches need ggml's dependent-launch wait in the kernel (d99724f, not 7180759).
+  static const std::string pdl_wait = "    ggml_cuda_pdl_sync();\n    channel_x  = ncols_dst == 1 && ids ?";
+  const bool pipeline = hook_version >= 6 && t.find(pdl_wait, size_t(m.position(0))) != std::string::npos;
+  const std::string pipe_param = pipeline ? ", int temper_pipe = 0" : "";
   const std::string head =
       "template <ggml_type type, int ncols_dst, bool has_fusion, bool small_k = false" + m[1].str() +
-      ", int temper_nwarps = 0, int temper_rows = 0>\n__launch_bounds__((temper_nwarps > 0 ? temper_nwarps : "
+      ", int temper_nwarps = 0, int temper_rows = 0" + pipe_param + ">\n__launch_bounds__((temper_nwarps > 0 ? temper_nwarps : "
       "calc_nwarps(type, ncols_dst, get_device_table_id()" +
       m[2].str() + "))*ggml_cuda_get_physical_warp_size(), 1)\nstatic __global__ void mul_mat_vec_q(";
   const size_t kernel_at = size_t(m.position(0));
@@ -418,6 +439,16 @@ Patch make_patch(const std::string& source, const KernelSet& set, int hook_versi
             "    constexpr int rows_per_cuda_block = temper_rows > 0 ? temper_rows : calc_rows_per_block(ncols_dst, "
             "table_id, small_k, nwarps);\n");
 
+  // 4b. Hook v6: a pipelined instantiation lets the next kernel launch and asks L2 for its rows before
+  // it waits for the previous one (temper-mmvq.cuh, temper_mmvq_pipeline); temper_pipe 0 compiles to nothing.
+  if (pipeline) {
+    const size_t wait_at = find_once(t, pdl_wait, "ggml_cuda_pdl_sync() before channel_x in mul_mat_vec_q", kernel_at);
+    t.insert(wait_at,
+             "    temper_mmvq_pipeline<type, temper_pipe, has_fusion>(vx, fusion.gate, ids, tid, row0, blocks_per_row_x,\n"
+             "        rows_per_cuda_block, stride_row_x, channel_dst, channel_ratio, stride_channel_x, sample_ratio, stride_sample_x);\n");
+    out.pipeline_hooks = 1;
+  }
+
   // 5-6. The launch helper: passes the config on and reports every launch.
   const std::string fusion_head_old = "template<ggml_type type, int c_ncols_dst, bool small_k = false" +
                                       std::string(out.halve_iters ? ", bool halve_iters = false" : "") +
@@ -426,7 +457,7 @@ Patch make_patch(const std::string& source, const KernelSet& set, int hook_versi
   t.replace(fh, fusion_head_old.size(),
             "template<ggml_type type, int c_ncols_dst, bool small_k = false" +
                 std::string(out.halve_iters ? ", bool halve_iters = false" : "") +
-                ", int temper_nwarps = 0, int temper_rows = 0>\nstatic void mul_mat_vec_q_switch_fusion(");
+                ", int temper_nwarps = 0, int temper_rows = 0" + pipe_param + ">\nstatic void mul_mat_vec_q_switch_fusion(");
   const std::string body_open = "cudaStream_t stream) {\n";
   const size_t bo = find_once(t, body_open, "mul_mat_vec_q_switch_fusion's parameter list", fh, false) + body_open.size();
   t.insert(bo, "    temper_mmvq_note_launch(block_dims.y, block_nums.x);\n");
@@ -436,7 +467,7 @@ Patch make_patch(const std::string& source, const KernelSet& set, int hook_versi
                              (out.halve_iters ? ", halve_iters" : "") + ">";
     const size_t at = find_once(t, inst, inst + " in mul_mat_vec_q_switch_fusion", bo, false);
     if (at > body_end) missing(inst + " in mul_mat_vec_q_switch_fusion");
-    t.insert(at + inst.size() - 1, ", temper_nwarps, temper_rows");
+    t.insert(at + inst.size() - 1, pipeline ? ", temper_nwarps, temper_rows, temper_pipe" : ", temper_nwarps, temper_rows");
   }
 
   // 7. Everything from the type dispatcher on is host policy the instantiation units leave out.
@@ -480,7 +511,7 @@ Patch make_patch(const std::string& source, const KernelSet& set, int hook_versi
       for (int nc : group) suffix += "_" + std::to_string(nc);
       if (group.size() > 1) name += "-" + std::to_string(group.back());
       suffixes.push_back(suffix);
-      out.files.emplace_back(name + ".cu", instance_unit(ty, group, externals, out.halve_iters));
+      out.files.emplace_back(name + ".cu", instance_unit(ty, group, externals, out.halve_iters, out.pipeline_hooks != 0));
     }
   }
   // Same-input groups (hook v5): ggml-cuda.cu's places, then a unit per type and per compiled k-quant pair.
@@ -522,6 +553,9 @@ Patch make_patch(const std::string& source, const KernelSet& set, int hook_versi
   const std::string groups_placeholder = "TEMPER_GROUP_HOOKS_WRITTEN_BY_PATCH";
   if (const size_t at = header.find(groups_placeholder); at != std::string::npos)
     header.replace(at, groups_placeholder.size(), std::to_string(out.group_hooks));
+  const std::string pipeline_placeholder = "TEMPER_PIPELINE_HOOKS_WRITTEN_BY_PATCH";
+  if (const size_t at = header.find(pipeline_placeholder); at != std::string::npos)
+    header.replace(at, pipeline_placeholder.size(), std::to_string(out.pipeline_hooks));
   out.files.emplace_back("temper-mmvq.cuh", header);
   out.files.emplace_back("temper-mmvq-api.h", std::string(hook_api()));
   out.files.emplace_back("temper-mmvq-runtime.cu", std::string(hook_runtime()));
@@ -753,6 +787,7 @@ CheckReport check(const fs::path& dir) {
     r.state = HookState::Patched;
     if (const auto cuda = read_cuda(r.tree); cuda && cuda->find(kCudaMarker) != std::string::npos)
       r.group_hooks = kGroupHookEvaluate | kGroupHookOrder;
+    r.pipeline_hooks = text.find("temper_mmvq_pipeline<type, temper_pipe, has_fusion>(") != std::string::npos;
     r.problem = "already patched (hook v" + std::to_string(r.patched_version) + ")";
     // Undo is suggested only where it will work.
     try {
@@ -771,6 +806,7 @@ CheckReport check(const fs::path& dir) {
     r.types = std::move(p.types);
     r.group_hooks = p.group_hooks;
     r.group_problem = cuda ? p.group_problem : "no ggml-cuda.cu in this tree";
+    r.pipeline_hooks = p.pipeline_hooks;
   } catch (const Error& e) {
     r.problem = e.what();
   }

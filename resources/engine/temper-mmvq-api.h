@@ -50,6 +50,15 @@ void temper_mmvq_set_group_override(int nwarps, int rows);
 long long temper_mmvq_group_launches(void);
 // TEMPER_MMVQ_GROUP_HOOKS: bit 0 the graph evaluation launches groups, bit 1 graph_optimize orders runs.
 int  temper_mmvq_group_hooks(void);
+// Pipelined launches (hook v6): a tuned one-column launch (the probe's or the profile's config) runs its
+// pipelined instantiation — each block lets the next kernel launch as it starts and prefetches its
+// weight rows to L2 before it waits for the previous kernel. on 1 for every such launch, 0 none,
+// -1 removes the override (TEMPER_MMVQ_PIPELINE=1|0 sets it at the first launch). The bits compiled
+// in (1 early launch, 2 prefetch; 0: none, as in a tree whose mmvq does not wait for its predecessor)
+// and how many launches ran pipelined.
+void temper_mmvq_set_pipeline_override(int on);
+int  temper_mmvq_pipeline_bits(void);
+long long temper_mmvq_pipelined_launches(void);
 // Loads a profile now (path NULL: TEMPER_PROFILE, else the default path); prints its one line.
 void temper_mmvq_load_profile(const char * path);
 }

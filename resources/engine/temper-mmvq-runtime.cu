@@ -46,6 +46,14 @@ int rows_index(int r) { for (int i = 0; i < kRowsCount; ++i) if (kRows[i] == r) 
 
 struct Instance { temper_mmvq_launch_fn launch = nullptr; temper_mmvq_attr_fn attr = nullptr; };
 Instance g_instances[kTypes][9][kNwarpsCount][kRowsCount];
+// Pipelined instantiations (hook v6): one column, NVIDIA; the bits the generated units compiled.
+Instance g_pipelined[kTypes][kNwarpsCount][kRowsCount];
+int g_pipeline_bits = 0;
+// The probe's process-wide pipeline override: -1 none (the profile decides: no profile kind carries
+// it yet), 0 off, 1 every tuned one-column launch that has a pipelined instantiation runs it.
+// TEMPER_MMVQ_PIPELINE=1|0 sets it at the first launch, for experiments by hand.
+std::atomic<int> g_pipeline_override{-1};
+std::atomic<long long> g_pipelined_launches{0};
 // Same-input group kernels (hook v5), filled once by the registry.
 using GroupInstanceKey = std::tuple<int, int, int, int, int>;  // type A, type B, ncols, nwarps, rows
 std::map<GroupInstanceKey, temper_mmvq_group_fn> g_group_instances;
@@ -85,7 +93,22 @@ const Instance * find_instance(int type, int ncols, int nwarps, int rows) {
     return in.launch ? &in : nullptr;
 }
 
-void ensure_registered() { std::call_once(g_registered, [] { temper_mmvq_register_all(); }); }
+void ensure_registered() {
+    std::call_once(g_registered, [] {
+        temper_mmvq_register_all();
+        if (const char * e = std::getenv("TEMPER_MMVQ_PIPELINE"); e && (e[0] == '0' || e[0] == '1') && e[1] == '\0')
+            g_pipeline_override = e[0] - '0';
+    });
+}
+
+// The pipelined instantiation a one-column launch of (type, nwarps, rows) runs, when one is asked for and compiled.
+const Instance * pipelined_instance(int type, int ncols, int nwarps, int rows) {
+    if (ncols != 1 || g_pipeline_override.load() != 1) return nullptr;
+    const int wi = nwarps_index(nwarps), ri = rows_index(rows);
+    if (type < 0 || type >= kTypes || wi < 0 || ri < 0) return nullptr;
+    const Instance & in = g_pipelined[type][wi][ri];
+    return in.launch ? &in : nullptr;
+}
 
 // ggml's types as the profile reader needs them: by name (case-insensitive), whether mmvq has a
 // kernel for it (Temper's rule: quantized, but not the q8 activation types), its block size.
@@ -365,6 +388,15 @@ void temper_mmvq_register(int type, int ncols, int nwarps, int rows, temper_mmvq
     g_instances[type][ncols][wi][ri] = Instance{launch, attr};
 }
 
+void temper_mmvq_register_pipelined(int type, int ncols, int nwarps, int rows, int pipe, temper_mmvq_launch_fn launch,
+                                    temper_mmvq_attr_fn attr) {
+    if (pipe == 0) return temper_mmvq_register(type, ncols, nwarps, rows, launch, attr);
+    const int wi = nwarps_index(nwarps), ri = rows_index(rows);
+    if (type < 0 || type >= kTypes || ncols != 1 || wi < 0 || ri < 0) return;
+    g_pipelined[type][wi][ri] = Instance{launch, attr};
+    g_pipeline_bits |= pipe;
+}
+
 // up · act(gate) for the unfused pair, with ggml's own activations; dst as the fused launch writes it
 // (rows of each channel, channels stride_channel_dst apart, one column).
 __global__ void temper_glu(const float * gate, const float * up, float * dst, int rows, int channels, int stride_channel, int geglu) {
@@ -464,6 +496,10 @@ bool temper_mmvq_try_launch(int type, int ncols_dst, const temper_mmvq_args & a)
     if (!choose(kind, from_probe, choice)) return false;
     const Instance * in = find_instance(type, ncols_dst, choice.nwarps, choice.rows);
     if (!in) return false;
+    if (const Instance * p = pipelined_instance(type, ncols_dst, choice.nwarps, choice.rows)) {
+        in = p;
+        ++g_pipelined_launches;
+    }
     if (from_probe) {
         std::lock_guard<std::mutex> lock(g_mutex);
         g_captured.valid = true;
@@ -550,6 +586,15 @@ void temper_mmvq_set_group_override(int nwarps, int rows) {
 
 long long temper_mmvq_group_launches(void) { return g_group_launches.load(); }
 int temper_mmvq_group_hooks(void) { return TEMPER_MMVQ_GROUP_HOOKS; }
+void temper_mmvq_set_pipeline_override(int on) {
+    ensure_registered();
+    g_pipeline_override = on < 0 ? -1 : on > 0 ? 1 : 0;
+}
+int temper_mmvq_pipeline_bits(void) {
+    ensure_registered();
+    return g_pipeline_bits;
+}
+long long temper_mmvq_pipelined_launches(void) { return g_pipelined_launches.load(); }
 long long temper_mmvq_path_changes(void) { return g_path_changes.load(); }
 
 int temper_mmvq_has(int type, int ncols, int nwarps, int rows) {

@@ -16,6 +16,51 @@
 // Which of ggml-cuda.cu's places this tree has patched for same-input groups (hook v5; `temper engine
 // patch` writes it): bit 0 the graph evaluation launches groups, bit 1 graph_optimize orders their runs.
 #define TEMPER_MMVQ_GROUP_HOOKS TEMPER_GROUP_HOOKS_WRITTEN_BY_PATCH
+// Whether mul_mat_vec_q takes a third parameter, temper_pipe (hook v6; `temper engine patch` writes
+// it): 1 where the kernel waits for the previous one (ggml_cuda_pdl_sync), else 0.
+#define TEMPER_MMVQ_PIPELINE_HOOKS TEMPER_PIPELINE_HOOKS_WRITTEN_BY_PATCH
+
+// A pipelined launch (hook v6). temper_pipe bit 1: each block lets the next kernel launch as it starts
+// (as ggml's quantizer does), so that kernel's launch overlaps this one's tail instead of following
+// it; bit 2: thread 0 asks L2 for the block's weight rows (and a fused launch's gate rows) in one
+// bulk prefetch before the block waits for the previous kernel — the weights never depend on it.
+// Expert launches are not prefetched: their rows depend on the ids the previous kernel wrote.
+// The generated units give each type's block bytes (0: no prefetch).
+template <ggml_type type> struct temper_block_bytes { static constexpr int value = 0; };
+#if TEMPER_MMVQ_PIPELINE_HOOKS
+template <ggml_type type, int pipe, bool has_fusion>
+static __device__ __forceinline__ void temper_mmvq_pipeline(
+        const void * vx, const void * gate, const int32_t * ids, const int tid, const int row0, const int blocks_per_row_x,
+        const int rows, const uint32_t stride_row_x, const uint32_t channel_dst, const uint3 channel_ratio,
+        const uint32_t stride_channel_x, const uint3 sample_ratio, const uint32_t stride_sample_x) {
+#if defined(GGML_CUDA_USE_PDL) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= GGML_CUDA_CC_HOPPER
+    if constexpr ((pipe & 1) != 0) {
+        ggml_cuda_pdl_lc();
+    }
+    constexpr int block_bytes = temper_block_bytes<type>::value;
+    if constexpr ((pipe & 2) != 0 && block_bytes > 0) {
+        const uint32_t row_bytes = (uint32_t) blocks_per_row_x * block_bytes;
+        // Contiguous rows in 16-byte multiples (the bulk prefetch's unit); the last block asks for rows
+        // past the matrix's end as mmvq itself reads them.
+        if (ids == nullptr && tid == 0 && stride_row_x == (uint32_t) blocks_per_row_x && row_bytes % 16 == 0) {
+            const size_t first = ((size_t) fastdiv(blockIdx.z, sample_ratio) * stride_sample_x +
+                                  (size_t) fastdiv(channel_dst, channel_ratio) * stride_channel_x + (size_t) row0 * stride_row_x) *
+                                 block_bytes;
+            const uint32_t bytes = (uint32_t) rows * row_bytes;
+            asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" :: "l"((const char *) vx + first), "r"(bytes) : "memory");
+            if constexpr (has_fusion) {
+                if (gate != nullptr) {
+                    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" :: "l"((const char *) gate + first), "r"(bytes) : "memory");
+                }
+            }
+        }
+    }
+#else
+    GGML_UNUSED_VARS(vx, gate, ids, tid, row0, blocks_per_row_x, rows, stride_row_x, channel_dst, channel_ratio, stride_channel_x,
+                     sample_ratio, stride_sample_x);
+#endif
+}
+#endif
 
 // Everything mmvq's launcher knows at the point where it picks a kernel, so a tuned launch is made
 // exactly as the stock one would be (same strides, same fusion arguments, same launch path).
@@ -31,8 +76,11 @@ typedef void (*temper_mmvq_launch_fn)(const temper_mmvq_args & a);
 // registers, static shared bytes, local bytes, max threads per block, blocks per SM at that block size
 typedef void (*temper_mmvq_attr_fn)(int out[5]);
 
-// Called by the generated registry for every compiled (type, ncols, nwarps, rows) instantiation.
+// Called by the generated registry for every compiled (type, ncols, nwarps, rows) instantiation; hook v6
+// registers through the second form, with the instantiation's pipeline bits (0: the plain one).
 void temper_mmvq_register(int type, int ncols, int nwarps, int rows, temper_mmvq_launch_fn launch, temper_mmvq_attr_fn attr);
+void temper_mmvq_register_pipelined(int type, int ncols, int nwarps, int rows, int pipe, temper_mmvq_launch_fn launch,
+                                    temper_mmvq_attr_fn attr);
 // mmvq's launcher asks first; true: a tuned instantiation was launched and the stock one must not be.
 bool temper_mmvq_try_launch(int type, int ncols_dst, const temper_mmvq_args & a);
 // mmvq's launch helper reports every launch it makes (stock or tuned), so the probe can read back

@@ -98,7 +98,7 @@ def dots(path, kernel):  # {(nwarps, rows): Counter of dot instructions}
             out[cur][d.group(1)] += 1
     return out
 temper_k = r"temper::kernels::mmvq<12u, 1, (\d+), (\d+), \(temper::mmvq::KernelVariant\)0>"
-upstream_k = r"mul_mat_vec_q<\(ggml_type\)12, 1, false, false, false, (\d+), (\d+)>"
+upstream_k = r"mul_mat_vec_q<\(ggml_type\)12, 1, false, false, false, (\d+), (\d+)(?:, 0)?>"  # hook v6: temper_pipe 0 (HIP: never pipelined)
 for arch, dot in (("gfx1030", "v_dot4c_i32_i8_e32"), ("gfx1100", "v_dot4_i32_iu8")):
     t, u = dots(f"{sys.argv[1]}/temper.{arch}.s", temper_k), dots(f"{sys.argv[1]}/upstream.{arch}.s", upstream_k)
     # The grid's 27 ncols-1 configs at wave 32 in Temper's RDNA code; the hooked HIP build has the 24

@@ -5,7 +5,8 @@
 # own CMake would, with its CUDA flags), and the run time's profile reader on its own; hook v4's
 # mmvq/mmq wrappers are checked in the objects (both in d99724f; only MUL_MAT_ID's cap in 7180759,
 # whose patched mmvq.cu is compiled too). Hook v5: the patched ggml-cuda.cu and a same-input group unit
-# compile too, the group calls link up, and undo restores both files byte for byte. Exit 77 (skipped) without nvcc or the tree.
+# compile too, the group calls link up, and undo restores both files byte for byte. Hook v6: d99724f's
+# one-column unit compiles its pipelined instantiations, 7180759 gets none. Exit 77 (skipped) without nvcc or the tree.
 # Usage: TEMPER_UPSTREAM=DIR hook_nvcc_test.sh TEMPER NVCC OUT_DIR SOURCE_DIR
 set -eu
 temper=$(cd "$(dirname "$1")" && pwd)/$(basename "$1") nvcc=$2 out=$3 source=$4
@@ -62,6 +63,12 @@ nm -C "$out/temper-mmvq-runtime.cu.o" | grep -q " T temper_mmvq_group_order("
 nm -C "$out/temper-mmvq-runtime.cu.o" | grep -q " T temper_mmvq_register_group("
 nm -C "$out/temper-mmvq-group-q4_k.cu.o" | grep -q " T temper_mmvq_register_group_q4_k()"
 nm -C "$out/temper-mmvq-registry.cu.o" | grep -q " U temper_mmvq_register_group_q4_k()"
+# Hook v6: d99724f's kernel waits for its predecessor, so its one-column unit registers pipelined
+# instantiations (the bulk L2 prefetch assembled for sm_90 above); 7180759's has no such wait.
+grep -q '^#define TEMPER_MMVQ_PIPELINE_HOOKS 1$' src/ggml-cuda/temper-mmvq.cuh
+grep -q '^#define TEMPER_MMVQ_PIPELINE_HOOKS 0$' "$old_tree/src/ggml-cuda/temper-mmvq.cuh"
+nm -C "$out/temper-mmvq-q4_k-1.cu.o" | grep -q " U temper_mmvq_register_pipelined("
+nm -C "$out/temper-mmvq-runtime.cu.o" | grep -q " T temper_mmvq_set_pipeline_override"
 "$temper" engine patch "$old_tree" --undo
 cmp -s "$old_tree/src/ggml-cuda/mmvq.cu" "$TEMPER_UPSTREAM/ggml-7180759/src/ggml-cuda/mmvq.cu"
 cmp -s "$old_tree/src/ggml-cuda/ggml-cuda.cu" "$TEMPER_UPSTREAM/ggml-7180759/src/ggml-cuda/ggml-cuda.cu"

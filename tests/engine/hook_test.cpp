@@ -64,7 +64,10 @@ TEST_P(HookOn, AppliesAndUndoesByteForByte) {
   EXPECT_NE(read_file(cuda / "ggml-cuda.cu").find("temper_mmvq_try_group(*cuda_ctx, cgraph, i)"), std::string::npos);
   const std::string patched = read_file(cuda / "mmvq.cu");
   EXPECT_EQ(patched.rfind("// temper-hook v" + std::to_string(engine::kHookVersion), 0), 0u);
-  EXPECT_NE(patched.find("int temper_nwarps = 0, int temper_rows = 0>"), std::string::npos);
+  // Hook v6: a third parameter where the kernel waits for its predecessor (d99724f), none in 7180759.
+  EXPECT_NE(patched.find(GetParam() == "ggml-7180759" ? "int temper_nwarps = 0, int temper_rows = 0>"
+                                                      : "int temper_nwarps = 0, int temper_rows = 0, int temper_pipe = 0>"),
+            std::string::npos);
   EXPECT_NE(patched.find("temper_mmvq_try_launch(type, ncols_dst, temper_args)"), std::string::npos);
   EXPECT_NE(patched.find("temper_nwarps > 0 ? temper_nwarps : calc_nwarps"), std::string::npos);
   EXPECT_NE(patched.find("temper_rows > 0 ? temper_rows : calc_rows_per_block"), std::string::npos);
@@ -118,7 +121,8 @@ TEST_P(HookOn, FullSetCoversEveryTypeAndNcols) {
             std::string::npos);
   EXPECT_NE(unit->second.find("const dim3 block_dims(a.warp_size, W, 1);"), std::string::npos);
   EXPECT_NE(unit->second.find("mul_mat_vec_q_switch_fusion<GGML_TYPE_Q6_K, C, "), std::string::npos);
-  EXPECT_NE(unit->second.find(", W, R>(\n"), std::string::npos);
+  EXPECT_NE(unit->second.find(all.pipeline_hooks ? ", W, R, P>(\n" : ", W, R>(\n"), std::string::npos);
+  EXPECT_EQ(all.pipeline_hooks, GetParam() == "ggml-7180759" ? 0 : 1);  // hook v6: d99724f's kernel waits for its predecessor
   EXPECT_NE(all.mmvq.find("__launch_bounds__((temper_nwarps > 0 ? temper_nwarps : "), std::string::npos);
   EXPECT_NE(all.mmvq.find("temper_rows > 0 ? temper_rows : calc_rows_per_block"), std::string::npos);
   EXPECT_GE(all.types.size(), 21u);
@@ -603,3 +607,55 @@ TEST(HookGroups, PatchAndUndoBothFilesInPlace) {
 }
 
 }  // namespace
+
+// ---- hook v6: pipelined launches, on Temper's stand-in mmvq.cu ----
+
+TEST(HookPipeline, ATreeWhoseKernelWaitsForItsPredecessorGetsPipelinedOneColumnInstantiations) {
+  const engine::Patch p = engine::make_patch(mmvq_with_q6_k(), engine::kernel_set("q4_K,q6_K"));
+  EXPECT_EQ(p.pipeline_hooks, 1);
+  // The kernel and its launch helper take temper_pipe after the config (default 0: stock unchanged) ...
+  EXPECT_NE(p.mmvq.find(", int temper_nwarps = 0, int temper_rows = 0, int temper_pipe = 0>\n__launch_bounds__("), std::string::npos);
+  EXPECT_NE(p.mmvq.find(", int temper_nwarps = 0, int temper_rows = 0, int temper_pipe = 0>\nstatic void mul_mat_vec_q_switch_fusion("),
+            std::string::npos);
+  EXPECT_EQ(count(p.mmvq, "small_k, halve_iters, temper_nwarps, temper_rows, temper_pipe>"), 2u);
+  // ... and the pipeline step comes right before the wait for the previous kernel, once.
+  EXPECT_EQ(count(p.mmvq, "temper_mmvq_pipeline<type, temper_pipe, has_fusion>("), 1u);
+  EXPECT_NE(p.mmvq.find("stride_channel_x, sample_ratio, stride_sample_x);\n    ggml_cuda_pdl_sync();\n    channel_x  = "),
+            std::string::npos);
+  // Each type's unit gives its block bytes and registers every config plain, and pipelined (both
+  // bits, NVIDIA only) at one column only.
+  const std::string q6k = generated(p, "temper-mmvq-q6_k-1.cu");
+  EXPECT_NE(q6k.find("template <> struct temper_block_bytes<GGML_TYPE_Q6_K> { static constexpr int value = sizeof(block_q6_K); };"),
+            std::string::npos);
+  EXPECT_NE(q6k.find("    temper_mmvq_register(GGML_TYPE_Q6_K, 1, 4, 2, &launch<1, 4, 2>, &attributes<1, 4, 2>);\n"
+                     "#if !defined(GGML_USE_HIP)\n    temper_mmvq_register_pipelined(GGML_TYPE_Q6_K, 1, 4, 2, 3, &launch<1, 4, 2, 3>, "
+                     "&attributes<1, 4, 2>);\n#endif\n"),
+            std::string::npos);
+  EXPECT_EQ(count(q6k, "temper_mmvq_register_pipelined("), count(q6k, "temper_mmvq_register(GGML_TYPE_Q6_K, 1,"));
+  EXPECT_NE(q6k.find("template <int C, int W, int R, int P = 0>\nvoid launch("), std::string::npos);
+  const std::string q4k_wide = generated(p, "temper-mmvq-q4_k-2-4.cu");
+  EXPECT_NE(q4k_wide.find("temper_mmvq_register(GGML_TYPE_Q4_K, 2, "), std::string::npos);
+  EXPECT_EQ(q4k_wide.find("temper_mmvq_register_pipelined("), std::string::npos);
+  EXPECT_NE(generated(p, "temper-mmvq.cuh").find("#define TEMPER_MMVQ_PIPELINE_HOOKS 1\n"), std::string::npos);
+  EXPECT_NE(generated(p, "temper-mmvq-api.h").find("void temper_mmvq_set_pipeline_override(int on);"), std::string::npos);
+}
+
+TEST(HookPipeline, AKernelWithoutTheWaitAndAnOlderHookLeaveTheKernelAsBefore) {
+  // 7180759's kernel has no wait for its predecessor: nothing to pipeline.
+  const engine::Patch old_tree = engine::make_patch(read_file(kFixtures / "mmvq-paths-7180759.cu"), engine::kernel_set("ci"));
+  EXPECT_EQ(old_tree.pipeline_hooks, 0);
+  EXPECT_EQ(old_tree.mmvq.find("temper_pipe"), std::string::npos);
+  EXPECT_NE(generated(old_tree, "temper-mmvq.cuh").find("#define TEMPER_MMVQ_PIPELINE_HOOKS 0\n"), std::string::npos);
+  EXPECT_EQ(generated(old_tree, "temper-mmvq-q4_k-1.cu").find("temper_mmvq_register_pipelined"), std::string::npos);
+  // Hook v5's patch of a tree that has the wait (what `engine check` recognises of an older Temper) is v5's.
+  const engine::Patch v5 = engine::make_patch(mmvq_with_q6_k(), engine::kernel_set("q4_K,q6_K"), 5);
+  EXPECT_EQ(v5.pipeline_hooks, 0);
+  EXPECT_EQ(v5.mmvq.find("temper_pipe"), std::string::npos);
+  EXPECT_EQ(v5.mmvq.find("temper_mmvq_pipeline"), std::string::npos);
+}
+
+TEST(HookPipeline, BlockStructsAreGgmlsNames) {
+  const engine::Patch p = engine::make_patch(read_file(kFixtures / "mmvq-paths.cu"), engine::kernel_set("ci"));
+  EXPECT_NE(generated(p, "temper-mmvq-q4_0-1.cu").find("sizeof(block_q4_0)"), std::string::npos);
+  EXPECT_NE(generated(p, "temper-mmvq-q4_k-1.cu").find("sizeof(block_q4_K)"), std::string::npos);
+}

@@ -16,8 +16,9 @@ namespace temper::engine {
 // 2: the `full` set compiles tier 2 at ncols 1 only; 3: launch kinds and device entries; 4: the mmvq/mmq
 // choice (ggml_cuda_should_use_mmvq and get_mmvq_mmid_max_batch wrapped where the tree has them), and
 // the grid's rows_per_block 16 and nwarps 32 (a v3 build counts entries using them as "not compiled in");
-// 5: same-input groups (ggml-cuda.cu patched too, where its three anchors are; mul_mat_group entries).
-constexpr int kHookVersion = 5;
+// 5: same-input groups (ggml-cuda.cu patched too, where its three anchors are; mul_mat_group entries);
+// 6: pipelined one-column launches (mul_mat_vec_q's temper_pipe, where the kernel waits for its predecessor).
+constexpr int kHookVersion = 6;
 
 enum class TreeKind { Ggml, LlamaCpp };
 
@@ -68,7 +69,15 @@ struct Patch {
   std::string cuda;
   int group_hooks = 0;
   std::string group_problem;
+  // Pipelined launches (hook v6; TEMPER_MMVQ_PIPELINE_HOOKS): 1 when mul_mat_vec_q waits for the
+  // previous kernel (ggml_cuda_pdl_sync, d99724f) and so can let the next one launch early, else 0.
+  int pipeline_hooks = 0;
 };
+// A pipelined instantiation's bits (temper-mmvq.cuh): 1 the next kernel may launch as each block
+// starts, 2 each block asks L2 for its weight rows before it waits for the previous kernel.
+constexpr int kPipelineEarlyLaunch = 1;
+constexpr int kPipelinePrefetch = 2;
+constexpr int kPipelineBits = kPipelineEarlyLaunch | kPipelinePrefetch;
 constexpr int kPathHookMulMat = 1;    // ggml_cuda_should_use_mmvq (d99724f; 7180759 decides inline)
 constexpr int kPathHookMulMatId = 2;  // get_mmvq_mmid_max_batch: MUL_MAT_ID's mmvq batch cap
 constexpr int kGroupHookEvaluate = 1;  // ggml-cuda.cu's graph evaluation launches same-input groups
@@ -93,6 +102,7 @@ struct CheckReport {
   std::vector<std::string> types;
   int group_hooks = 0;           // stock: what patch would give ggml-cuda.cu (kGroupHook*); patched: what it has
   std::string group_problem;     // why groups would not apply (an anchor of ggml-cuda.cu missing)
+  int pipeline_hooks = 0;        // stock: whether patch would compile pipelined launches (hook v6); patched: whether it did
   bool undoable = false;         // patched, and `engine patch --undo` would restore it
   std::string undo_problem;      // patched, and why undo would refuse
 };
