@@ -29,6 +29,7 @@ struct Options {
   int jobs = 0, tokens = 40, rounds = 5, ncols = 1;
   std::vector<std::string> paths;  // --path TYPE[:mul_mat_id]=mmvq|mmq
   std::string group;               // --group W:R|off (the profile arm's same-input groups)
+  std::string pipeline;            // --pipeline on|off (the profile arm's pipelined launches)
   bool json = false, undo = false;
   BenchArgs bench;
   bool md = false, csv = false, no_record = false;
@@ -214,6 +215,10 @@ int run_replay(const Options& o) {
   ro.ncols = o.ncols;
   for (const std::string& p : o.paths) ro.forced_paths.push_back(parse_forced_path(p));
   if (!o.group.empty()) ro.group = engine::parse_group_setting(o.group, "--group");
+  if (!o.pipeline.empty()) {
+    if (o.pipeline != "on" && o.pipeline != "off") fail(ErrorKind::BadInput, "--pipeline: \"" + o.pipeline + "\": expected on or off");
+    ro.pipeline = o.pipeline == "on";
+  }
   const GgufFile file = GgufFile::open(o.model);
   const engine::ReplayPlan plan = engine::plan_replay(file);
   engine::EngineDevice device(engine_probe_options(o.probe));
@@ -230,6 +235,7 @@ int run_replay(const Options& o) {
                         {"notes", plan.launches.notes}, {"kernel", "engine"}, {"probe", device.options().probe.string()},
                         {"forced_paths", o.paths}};
     if (!o.group.empty()) j["group"] = o.group;
+    if (!o.pipeline.empty()) j["pipeline"] = o.pipeline;
     j.update(engine::replay_report_json(r));
     std::printf("%s\n", j.dump(2).c_str());
     return r.differences.empty() ? 0 : 5;  // a tuned launch computes something else: verification failed
@@ -250,6 +256,10 @@ int run_replay(const Options& o) {
     std::printf("  same-input groups (%s in the profile arm; off in the stock arm): %lld group launches per token, the plan has %d runs\n",
                 ro.group ? ("--group " + o.group).c_str() : "the profile's entries",
                 static_cast<long long>(r.profiled.group_launches), plan.launches.group_runs_per_token());
+  if (ro.pipeline || r.profiled.pipelined_launches > 0)
+    std::printf("  pipelined launches (%s in the profile arm; none in the stock arm): %lld per token\n",
+                ro.pipeline ? ("--pipeline " + o.pipeline).c_str() : "TEMPER_MMVQ_PIPELINE",
+                static_cast<long long>(r.profiled.pipelined_launches));
   std::printf("  GEMV time per token, stock:   %.1f µs [%.1f, %.1f] (%zu tokens)\n", r.stock.median, r.stock.ci_low,
               r.stock.ci_high, r.stock.token_us.size());
   std::printf("  GEMV time per token, profile: %.1f µs [%.1f, %.1f]\n", r.profiled.median, r.profiled.ci_low, r.profiled.ci_high);
@@ -355,6 +365,11 @@ Action define_engine(CLI::App& app) {
   replay->add_option("--group", o->group,
                      "same-input groups in the profile arm: W:R forces that group config (W 2|4|8, R 1|2|4), off forces "
                      "them off (default: the profile's entries decide; needs probe protocol 5)");
+  replay->add_option("--pipeline", o->pipeline,
+                     "pipelined launches in the profile arm: on, every tuned one-column launch runs pipelined (the next "
+                     "kernel may launch as its blocks start; they prefetch their rows to L2), off none (default: the hook "
+                     "decides; needs hook v6, probe protocol 6)")
+      ->type_name("on|off");
   replay->add_option("--path", o->paths, "force ggml's mmvq/mmq pick in both arms: TYPE[:mul_mat_id]=mmvq|mmq (repeatable; needs --ncols 2..8)")
       ->type_name("TYPE=PATH");
   add_json(*replay, o->json);
@@ -392,7 +407,8 @@ const Registrar reg{{"engine", "the tuning hook on your ggml / llama.cpp tree; t
                      "    source hash; progress on stderr; a failure ends with the compiler's first error and the\n"
                      "    log's path (exit 6). HIP needs ROCm 6.1+ (Debian's hipcc 5.2 cannot build ggml).\n"
                      "temper engine replay MODEL.gguf --probe P|--engine-src DIR --profile P [--tokens 40] [--rounds 5]\n"
-                     "                    [--ncols N] [--path TYPE[:mul_mat_id]=mmvq|mmq ...] [--group W:R|off] [--json]\n"
+                     "                    [--ncols N] [--path TYPE[:mul_mat_id]=mmvq|mmq ...] [--group W:R|off]\n"
+                     "                    [--pipeline on|off] [--json]\n"
                      "    One decode token's GEMVs in the model's order (fused gate/up, MUL_MAT_ID for experts, the\n"
                      "    head) as one graph in the hooked engine, timed per token, stock and with the profile in\n"
                      "    turn: medians with 95% CI, the measured speedup and the profile's prediction beside it.\n"

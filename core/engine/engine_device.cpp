@@ -363,6 +363,7 @@ ReplayTokens EngineDevice::replay(const std::string& plan, uint32_t tokens) {
   t.tuned = r.get<int64_t>();
   if (protocol_ >= 4) t.path_changes = r.get<int64_t>();
   if (protocol_ >= 5) t.group_launches = r.get<int64_t>();
+  if (protocol_ >= 6) t.pipelined_launches = r.get<int64_t>();
   return t;
 }
 

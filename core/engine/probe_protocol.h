@@ -17,9 +17,10 @@ namespace temper::probe {
 // 2 added TimeKernel; 3 added GemvLaunch and TimeLaunch (the fused gate/up and MUL_MAT_ID launches)
 // and Quantize of up to 64 columns; 4 added Replay's batch width and forced mmvq/mmq paths (hook v4),
 // its per-token count of changed path decisions, and Hello's path_hooks; 5 added Replay's same-input
-// runs (mm+), its group override line and per-token group launches, and Hello's group_hooks. Temper accepts probes from kMinProtocolVersion on; an op newer
+// runs (mm+), its group override line and per-token group launches, and Hello's group_hooks; 6 added
+// Replay's pipeline line and per-token pipelined launches, and Hello's pipeline_bits (hook v6). Temper accepts probes from kMinProtocolVersion on; an op newer
 // than the probe's version is refused on Temper's side with one line (rebuild the probe).
-constexpr uint32_t kProtocolVersion = 5;
+constexpr uint32_t kProtocolVersion = 6;
 constexpr uint32_t kMinProtocolVersion = 1;
 
 enum class Op : uint32_t {
@@ -29,7 +30,8 @@ enum class Op : uint32_t {
   //    hook_version, kernel_set (full|all|ncols1|ci), graphs (0|1), path_hooks (protocol 4: the hook's
   //    TEMPER_MMVQ_PATH_HOOKS, bit 0 MUL_MAT's mmvq/mmq choice wrapped, bit 1 MUL_MAT_ID's cap),
   //    group_hooks (protocol 5: TEMPER_MMVQ_GROUP_HOOKS, bit 0 the graph evaluation launches groups,
-  //    bit 1 graph_optimize orders runs; 0 for an older hook)
+  //    bit 1 graph_optimize orders runs; 0 for an older hook), pipeline_bits (protocol 6: the bits of the
+  //    hook's pipelined instantiations, 1 early launch, 2 L2 prefetch; 0: none compiled)
   Hello = 1,
   Alloc = 2,      // u64 bytes -> u64 handle (device memory in the engine's own buffer type)
   Free = 3,       // u64 handle
@@ -69,6 +71,9 @@ enum class Op : uint32_t {
   //   group W R | group off   (protocol 5, before the nodes) same-input groups for the run: force the
   //                           group config nwarps W (2|4|8), rows R (1|2|4), or force groups off
   //                           (temper_mmvq_set_group_override; absent: 0, the profile decides; cleared after)
+  //   pipeline on|off         (protocol 6, before the nodes) pipelined launches for the run: every tuned
+  //                           one-column launch runs its pipelined instantiation, or none does
+  //                           (temper_mmvq_set_pipeline_override; absent: the hook decides; cleared after)
   //   mm TYPE N K W           MUL_MAT of weights W (K×N) with x, through its own tensor over x (so the
   //                           hook never groups it with the node before)
   //   mm+ TYPE N K W          (protocol 5) MUL_MAT reading the very tensor the mm/mm+ node before it
@@ -80,7 +85,8 @@ enum class Op : uint32_t {
   // -> f64 us[tokens] (device time of each token's graph), then i64 mmvq launches per token and
   //    i64 of them tuned (launched from a Temper instantiation, not the stock table); protocol 4 adds
   //    i64 path decisions per token the hook answered otherwise than ggml (temper_mmvq_path_changes);
-  //    protocol 5 adds i64 group launches per token (temper_mmvq_group_launches).
+  //    protocol 5 adds i64 group launches per token (temper_mmvq_group_launches); protocol 6 adds i64
+  //    pipelined launches per token (temper_mmvq_pipelined_launches).
   Replay = 15,
   // Protocol 2. The Time payload and answer, but kernel-only: the activations are the ones Quantize
   // wrote (quantized once, by the engine's own q8_1 quantizer, in the engine's padded layout), and

@@ -65,17 +65,25 @@ void check_group(const EngineDevice& device, const std::optional<GroupSetting>& 
                                   ", which has no same-input groups (protocol 5); rebuild it with `temper engine build`");
 }
 
-ReplayArm summarize_arm(std::vector<double> us, int64_t launches, int64_t tuned, int64_t path_changes, int64_t group_launches = 0) {
+void check_pipeline(const EngineDevice& device, std::optional<bool> pipeline) {
+  if (pipeline && device.protocol() < 6)
+    fail(ErrorKind::BadInput, "temper-probe " + device.options().probe.string() + " speaks protocol " +
+                                  std::to_string(device.protocol()) +
+                                  ", which has no pipelined launches (protocol 6); rebuild it with `temper engine build`");
+}
+
+ReplayArm summarize_arm(std::vector<double> us, const ReplayTokens& last) {
   ReplayArm a;
   const SampleStats s = summarize(us);
   a.token_us = std::move(us);
   a.median = s.median;
   a.ci_low = s.ci_low;
   a.ci_high = s.ci_high;
-  a.launches = launches;
-  a.tuned = tuned;
-  a.path_changes = path_changes;
-  a.group_launches = group_launches;
+  a.launches = last.launches;
+  a.tuned = last.tuned;
+  a.path_changes = last.path_changes;
+  a.group_launches = last.group_launches;
+  a.pipelined_launches = last.pipelined_launches;
   return a;
 }
 
@@ -172,18 +180,19 @@ TokenReplayer::~TokenReplayer() = default;
 bool TokenReplayer::real_bytes() const { return s_->real_bytes; }
 
 void TokenReplayer::check(const EngineDevice& device, int ncols, const std::vector<ReplayOptions::ForcedPath>& forced,
-                          const std::optional<GroupSetting>& group) {
+                          const std::optional<GroupSetting>& group, std::optional<bool> pipeline) {
   ReplayOptions asked;
   asked.ncols = ncols;
   asked.forced_paths = forced;
   check_width_and_paths(device, asked);
   check_group(device, group);
+  check_pipeline(device, pipeline);
 }
 
 std::string TokenReplayer::plan_text(const std::filesystem::path& profile, int ncols,
                                      const std::vector<ReplayOptions::ForcedPath>& forced, const ShapeKey* only,
-                                     const std::optional<GroupSetting>& group) const {
-  check(s_->device, ncols, forced, group);
+                                     const std::optional<GroupSetting>& group, std::optional<bool> pipeline) const {
+  check(s_->device, ncols, forced, group, pipeline);
   std::ostringstream p;
   p << "profile " << (profile.empty() ? "-" : profile.string()) << "\n"
     << "x " << EngineDevice::handle(s_->x) << "\nout " << EngineDevice::handle(s_->out) << "\nids " << EngineDevice::handle(s_->ids) << "\n";
@@ -191,6 +200,7 @@ std::string TokenReplayer::plan_text(const std::filesystem::path& profile, int n
   for (const auto& f : forced)
     p << "path " << int(f.launch) << " " << uint32_t(f.type) << " " << (f.path == MatPath::Mmvq ? 1 : 2) << "\n";
   if (group) p << (group->is_off() ? std::string("group off") : "group " + std::to_string(group->nwarps) + " " + std::to_string(group->rows)) << "\n";
+  if (pipeline) p << "pipeline " << (*pipeline ? "on" : "off") << "\n";
   // Same-input runs as the engine's graph has them (protocol 5): mm+ reads the node before's tensor.
   const bool runs = s_->device.protocol() >= 5;
   bool previous_written = false;
@@ -222,6 +232,7 @@ ReplayReport run_replay(EngineDevice& device, const GgufFile& file, const Replay
                         const std::function<void(int, int)>& progress) {
   check_width_and_paths(device, o);
   check_group(device, o.group);
+  check_pipeline(device, o.pipeline);
   ReplayReport r;
   r.plan = plan;
   r.ncols = o.ncols;
@@ -232,31 +243,25 @@ ReplayReport run_replay(EngineDevice& device, const GgufFile& file, const Replay
   // the profiled arm runs the asked group setting, else what the profile says.
   const std::optional<GroupSetting> stock_group =
       device.protocol() >= 5 ? std::optional<GroupSetting>(GroupSetting::off()) : std::nullopt;
+  // Likewise no pipelined launch in the stock arm (protocol 6).
+  const std::optional<bool> stock_pipeline = device.protocol() >= 6 ? std::optional<bool>(false) : std::nullopt;
   auto plan_text = [&](const std::string& profile, const ShapeKey* only = nullptr) {
-    return token.plan_text(profile, o.ncols, o.forced_paths, only, profile.empty() ? stock_group : o.group);
+    return token.plan_text(profile, o.ncols, o.forced_paths, only, profile.empty() ? stock_group : o.group,
+                           profile.empty() ? stock_pipeline : o.pipeline);
   };
   const std::string stock_plan = plan_text(""), profiled_plan = plan_text(o.profile.string());
   std::vector<double> stock_us, profiled_us;
-  int64_t stock_launches = 0, stock_tuned = 0, stock_changes = 0, prof_launches = 0, prof_tuned = 0, prof_changes = 0;
-  int64_t stock_groups = 0, prof_groups = 0;
+  ReplayTokens stock_last, profiled_last;  // the counts per token of each arm's last round
   for (int round = 0; round < o.rounds; ++round) {
-    const ReplayTokens s = token.run(stock_plan, o.tokens);
-    stock_us.insert(stock_us.end(), s.token_us.begin(), s.token_us.end());
-    stock_launches = s.launches;
-    stock_tuned = s.tuned;
-    stock_changes = s.path_changes;
-    stock_groups = s.group_launches;
+    stock_last = token.run(stock_plan, o.tokens);
+    stock_us.insert(stock_us.end(), stock_last.token_us.begin(), stock_last.token_us.end());
     if (progress) progress(2 * round + 1, 2 * o.rounds);
-    const ReplayTokens p = token.run(profiled_plan, o.tokens);
-    profiled_us.insert(profiled_us.end(), p.token_us.begin(), p.token_us.end());
-    prof_launches = p.launches;
-    prof_tuned = p.tuned;
-    prof_changes = p.path_changes;
-    prof_groups = p.group_launches;
+    profiled_last = token.run(profiled_plan, o.tokens);
+    profiled_us.insert(profiled_us.end(), profiled_last.token_us.begin(), profiled_last.token_us.end());
     if (progress) progress(2 * round + 2, 2 * o.rounds);
   }
-  r.stock = summarize_arm(std::move(stock_us), stock_launches, stock_tuned, stock_changes, stock_groups);
-  r.profiled = summarize_arm(std::move(profiled_us), prof_launches, prof_tuned, prof_changes, prof_groups);
+  r.stock = summarize_arm(std::move(stock_us), stock_last);
+  r.profiled = summarize_arm(std::move(profiled_us), profiled_last);
   r.speedup = r.stock.median / r.profiled.median;
   r.speedup_low = r.stock.ci_low / r.profiled.ci_high;
   r.speedup_high = r.stock.ci_high / r.profiled.ci_low;
@@ -358,7 +363,8 @@ nlohmann::json replay_report_json(const ReplayReport& r) {
   auto arm = [](const ReplayArm& a) {
     return json{{"median_us", a.median}, {"ci_low_us", a.ci_low}, {"ci_high_us", a.ci_high},
                 {"tokens", a.token_us.size()}, {"mmvq_launches", a.launches}, {"tuned_launches", a.tuned},
-                {"path_changes", a.path_changes}, {"group_launches", a.group_launches}};
+                {"path_changes", a.path_changes}, {"group_launches", a.group_launches},
+                {"pipelined_launches", a.pipelined_launches}};
   };
   json breakdown = json::array(), differences = json::array();
   for (const auto& s : r.breakdown)

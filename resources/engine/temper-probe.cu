@@ -311,6 +311,9 @@ struct TokenGraph {
     // Protocol 5: "group W R" forces that group config for the run (nwarps W), "group off" forces
     // groups off (-1); absent: 0, the profile (or TEMPER_MMVQ_GROUP) decides. Cleared after the run.
     int group_nwarps = 0, group_rows = 0;
+    // Protocol 6: "pipeline on|off" forces pipelined launches for the run (1) or none (0); absent: -1,
+    // the hook decides (TEMPER_MMVQ_PIPELINE). Cleared after the run.
+    int pipeline = -1;
     ggml_tensor * last_input = nullptr;  // the activations of the last mm/mm+ node (mm+ reads them too)
     ~TokenGraph() { if (ctx) ggml_free(ctx); }
 
@@ -370,6 +373,15 @@ struct TokenGraph {
                 fail(ProbeStatus::BadRequest, "replay: cannot read plan line \"" + line +
                                                   "\" (expected \"group off\" or \"group W R\" with W 2, 4 or 8 and R 1, 2 or 4)");
             }
+            if (op == "pipeline") {
+                if (ggml_graph_n_nodes(graph) > 0) fail(ProbeStatus::BadRequest, "replay: \"" + line + "\" comes after the nodes");
+                std::string value, extra;
+                if ((l >> value) && (value == "on" || value == "off") && !(l >> extra)) {
+                    pipeline = value == "on" ? 1 : 0;
+                    continue;
+                }
+                fail(ProbeStatus::BadRequest, "replay: cannot read plan line \"" + line + "\" (expected \"pipeline on\" or \"pipeline off\")");
+            }
             if (op == "ncols" || op == "path") {
                 if (ggml_graph_n_nodes(graph) > 0) fail(ProbeStatus::BadRequest, "replay: \"" + line + "\" comes after the nodes");
                 std::string extra;
@@ -424,6 +436,7 @@ struct PathOverrides {
     void set(bool on) const {
         for (const auto & f : t.paths) temper_mmvq_set_path_override(f.launch, f.type, t.ncols, on ? f.path : 0);
         temper_mmvq_set_group_override(on ? t.group_nwarps : 0, on ? t.group_rows : 0);
+        if (t.pipeline >= 0) temper_mmvq_set_pipeline_override(on ? t.pipeline : -1);
     }
 };
 
@@ -451,7 +464,7 @@ std::string replay(uint32_t tokens, const std::string & plan) {
     // Warm-up, and the evidence: how many mmvq launches a token makes and how many are tuned.
     if (ggml_backend_graph_compute(g_backend, t.graph) != GGML_STATUS_SUCCESS) fail(ProbeStatus::EngineError, "replay: compute failed");
     const long long l0 = temper_mmvq_launch_count(), t0 = temper_mmvq_tuned_count(), c0 = temper_mmvq_path_changes();
-    const long long g0 = temper_mmvq_group_launches();
+    const long long g0 = temper_mmvq_group_launches(), q0 = temper_mmvq_pipelined_launches();
     const auto h0 = std::chrono::steady_clock::now();
     ggml_backend_graph_compute_async(g_backend, t.graph);
     const double enqueue_ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - h0).count();
@@ -459,6 +472,7 @@ std::string replay(uint32_t tokens, const std::string & plan) {
     const long long launches = temper_mmvq_launch_count() - l0, tuned = temper_mmvq_tuned_count() - t0;
     const long long path_changes = temper_mmvq_path_changes() - c0;
     const long long group_launches = temper_mmvq_group_launches() - g0;
+    const long long pipelined = temper_mmvq_pipelined_launches() - q0;
     cudaStream_t stream = compute_stream();
     cudaEvent_t e0, e1;
     check_cuda(cudaEventCreate(&e0), "cudaEventCreate");
@@ -484,6 +498,7 @@ std::string replay(uint32_t tokens, const std::string & plan) {
     put(out, int64_t(tuned));
     put(out, int64_t(path_changes));
     put(out, int64_t(group_launches));
+    put(out, int64_t(pipelined));
     return out;
 }
 
@@ -599,6 +614,7 @@ std::string hello() {
     kv("kernel_set", temper_mmvq_kernel_set());
     kv("path_hooks", std::to_string(temper_mmvq_path_hooks()));
     kv("group_hooks", std::to_string(temper_mmvq_group_hooks()));
+    kv("pipeline_bits", std::to_string(temper_mmvq_pipeline_bits()));
     kv("graphs", "0");
     return o;
 }

@@ -24,6 +24,7 @@
 //                           with none, 1.00-1.04 of it (so no config wins)
 //   FAKE_PROBE_GROUP_HOOKS=N  Hello's group_hooks (default 3; 0: a hook without the ggml-cuda.cu part)
 //   FAKE_PROBE_GROUP_WRONG=WxR  Replay: a group launched with that config writes a wrong result
+// Replay (protocol 6): "pipeline on" runs every tuned one-column launch pipelined, in 0.95 of its time.
 //   FAKE_PROBE_GEMV_LOG=F   append "LAUNCH TYPE N K NCOLS NWARPS ROWS" to F per Gemv or GemvLaunch (each
 //                           verification a sweep makes measures one result: tests see what a run measured)
 //
@@ -169,7 +170,8 @@ class Probe {
                                  "shared_per_sm=233472\nregs_per_block=65536\nregs_per_sm=65536\n"
                                  "max_threads_per_sm=2048\ndriver=fake\nruntime=fake\npci_bus_id=0000:00:00.0\n"
                                  "hook_version=fake-1\nkernel_set=ci\ngraphs=0\n" +
-                                 (protocol() >= 4 ? "path_hooks=3\n" : "") + (protocol() >= 5 ? "group_hooks=" + std::string(std::getenv("FAKE_PROBE_GROUP_HOOKS") ? std::getenv("FAKE_PROBE_GROUP_HOOKS") : "3") + "\n" : "");
+                                 (protocol() >= 4 ? "path_hooks=3\n" : "") + (protocol() >= 5 ? "group_hooks=" + std::string(std::getenv("FAKE_PROBE_GROUP_HOOKS") ? std::getenv("FAKE_PROBE_GROUP_HOOKS") : "3") + "\n" : "") +
+                                 (protocol() >= 6 ? "pipeline_bits=3\n" : "");
         return {text.begin(), text.end()};
       }
       case Op::Alloc: {
@@ -360,8 +362,9 @@ class Probe {
     Profile profile;
     size_t at = 0;  // bytes into the arena
     double us = 0;
-    int64_t launches = 0, tuned = 0, path_changes = 0, group_launches = 0;
+    int64_t launches = 0, tuned = 0, path_changes = 0, group_launches = 0, pipelined = 0;
     int ncols = 1, nodes = 0;
+    bool pipeline = false;  // protocol 6: "pipeline on"
     DeviceInfo self;
     self.name = kName;
     self.arch = "sm_90";
@@ -375,6 +378,7 @@ class Probe {
       int k = 0;
       double us = 0;
       float* last_out = nullptr;
+      int64_t pipelined = 0;  // its members' pipelined launches (a group launch is not pipelined)
     } open_run;
     auto parse_wxr = [](const char* name) -> std::optional<Config> {
       const char* v = std::getenv(name);
@@ -404,6 +408,7 @@ class Probe {
       const double factor = !no_winner && *c == winner ? 0.6 : 1.0 + 0.01 * double((c->nwarps * 3 + c->rows_per_block) % 5);
       us -= r.us * (1 - factor);
       launches -= int64_t(r.members.size()) - 1;  // one launch for the run
+      pipelined -= r.pipelined;
       ++group_launches;
       if (group_wrong && *c == *group_wrong && r.last_out) *r.last_out += 1.0f + std::abs(*r.last_out);
     };
@@ -445,6 +450,15 @@ class Probe {
         }
         throw Fail{ProbeStatus::BadRequest, "replay: cannot read plan line \"" + line + "\""};
       }
+      if (protocol() >= 6 && op == "pipeline") {
+        if (nodes > 0) throw Fail{ProbeStatus::BadRequest, "replay: \"" + line + "\" comes after the nodes"};
+        std::string value;
+        if ((l >> value) && (value == "on" || value == "off") && !(l >> extra)) {
+          pipeline = value == "on";
+          continue;
+        }
+        throw Fail{ProbeStatus::BadRequest, "replay: cannot read plan line \"" + line + "\""};
+      }
       if (protocol() >= 4 && (op == "ncols" || op == "path")) {
         int launch = 0, type = 0, path = 0;
         if (nodes > 0) throw Fail{ProbeStatus::BadRequest, "replay: \"" + line + "\" comes after the nodes"};
@@ -470,6 +484,7 @@ class Probe {
         throw Fail{ProbeStatus::BadRequest, "replay: \"" + line + "\" follows no mm/mm+ node of the same K"};
       if (!joins) finish_run();
       const double us_before = us;
+      const int64_t pipelined_before = pipelined;
       p.type = GgmlType(type);
       p.n = n;
       p.k = k;
@@ -482,9 +497,11 @@ class Probe {
         applies = entry && compiled(p.type, 1, entry->config);
         const Config c = applies ? entry->config : stock(p);
         const Launch ran = applies ? entry->key.launch : p.launch;
-        us += mean_us(with_launch_problem(p, ran), c);
+        const bool pipelined_here = pipeline && applies && !launch_is_unfused(ran);
+        us += mean_us(with_launch_problem(p, ran), c) * (pipelined_here ? 0.95 : 1.0);
         launches += launch_is_unfused(ran) ? 2 : 1;  // the pair: two plain mmvq launches
         tuned += applies;
+        pipelined += pipelined_here;
       } else {  // ggml fuses at one column only: gate and up are two launches of the plain kind
         const Launch plain = launch_has_ids(p.launch) ? Launch::MulMatId : Launch::MulMat;
         const PathRun run = path_run(with_launch_problem(p, plain), ncols, forced, profile, self);
@@ -534,6 +551,7 @@ class Probe {
         open_run.k = k;
         open_run.us += us - us_before;
         open_run.last_out = out;
+        open_run.pipelined += pipelined - pipelined_before;
       } else if (p.launch == Launch::MulMatGlu && ncols > 1) {
         // Unfused at ncols > 1, gate and up are two MUL_MATs of one input, side by side: a run.
         open_run.members = {{type, n}, {type, n}};
@@ -553,6 +571,7 @@ class Probe {
     out.put(launches).put(tuned);
     if (protocol() >= 4) out.put(path_changes);
     if (protocol() >= 5) out.put(group_launches);
+    if (protocol() >= 6) out.put(pipelined);
     nap();
     return out.bytes;
   }

@@ -480,3 +480,84 @@ TEST(ReplayGroups, TheCliTakesAGroupSetting) {
   EXPECT_EQ(bad.code, 2) << bad.output;
   EXPECT_NE(bad.output.find("--group: \"3:2\": expected off or W:R with W 2, 4 or 8 and R 1, 2 or 4"), std::string::npos) << bad.output;
 }
+
+// ---- pipelined launches (probe protocol 6, hook v6) ----
+
+namespace {
+engine::ReplayReport replay_pipelined(const Fixture& f, std::optional<bool> pipeline) {
+  engine::EngineDevice dev(fake());
+  engine::ReplayOptions o;
+  o.profile = f.profile;
+  o.tokens = 5;
+  o.rounds = 2;
+  o.breakdown_tokens = 0;
+  o.pipeline = pipeline;
+  return engine::run_replay(dev, f.file, f.plan, o);
+}
+}  // namespace
+
+TEST(ReplayPipeline, OnRunsEveryTunedOneColumnLaunchPipelinedAndOutputsAgree) {
+  const Fixture f;
+  {
+    engine::EngineDevice dev(fake());
+    engine::TokenReplayer token(dev, f.file, f.plan, 1);
+    EXPECT_NE(token.plan_text(f.profile, 1, {}, nullptr, std::nullopt, true).find("pipeline on\n"), std::string::npos);
+    EXPECT_NE(token.plan_text(f.profile, 1, {}, nullptr, std::nullopt, false).find("pipeline off\n"), std::string::npos);
+    EXPECT_EQ(token.plan_text(f.profile, 1, {}).find("pipeline"), std::string::npos);
+  }
+  const engine::ReplayReport on = replay_pipelined(f, true);
+  EXPECT_EQ(on.stock.pipelined_launches, 0);  // the stock arm runs none
+  // The tuned launches but the fused gate/up ones the profile runs as their unfused pair (2 of 7).
+  EXPECT_EQ(on.profiled.tuned, 7);
+  EXPECT_EQ(on.profiled.pipelined_launches, 5);
+  EXPECT_TRUE(on.differences.empty());
+  const engine::ReplayReport off = replay_pipelined(f, false);
+  EXPECT_EQ(off.profiled.pipelined_launches, 0);
+  EXPECT_GT(on.speedup, off.speedup);  // the fake engine's pipelined launch takes 0.95 of its time
+  EXPECT_EQ(replay_pipelined(f, std::nullopt).profiled.pipelined_launches, 0);
+  const nlohmann::json j = engine::replay_report_json(on);
+  EXPECT_EQ(j["profiled"]["pipelined_launches"], 5);
+  EXPECT_EQ(j["stock"]["pipelined_launches"], 0);
+}
+
+TEST(ReplayPipeline, AnOlderProbeIsRefusedWithOneLine) {
+  const Fixture f;
+  setenv("FAKE_PROBE_PROTOCOL", "5", 1);
+  try {
+    replay_pipelined(f, true);
+    ADD_FAILURE() << "a protocol-5 probe took a pipeline setting";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::BadInput);
+    EXPECT_NE(std::string(e.what()).find("speaks protocol 5, which has no pipelined launches (protocol 6); rebuild it"),
+              std::string::npos)
+        << e.what();
+    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
+  }
+  const engine::ReplayReport r = replay_pipelined(f, std::nullopt);  // without the setting it replays as before
+  EXPECT_EQ(r.profiled.pipelined_launches, 0);
+  EXPECT_TRUE(r.differences.empty());
+  unsetenv("FAKE_PROBE_PROTOCOL");
+}
+
+// `temper engine replay --pipeline on|off`: the profile arm's pipelined launches, the report's field, one line for a bad value.
+TEST(ReplayPipeline, TheCliTakesAPipelineSetting) {
+  const Fixture f;
+  const auto r = test::run_temper({"engine", "replay", f.model.string(), "--probe", FAKE_PROBE, "--profile", f.profile.string(),
+                                   "--tokens", "3", "--rounds", "1", "--pipeline", "on", "--json"},
+                                  {}, true);
+  ASSERT_EQ(r.code, 0) << r.output;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["pipeline"], "on");
+  EXPECT_EQ(j["profiled"]["pipelined_launches"], 5);
+  EXPECT_EQ(j["stock"]["pipelined_launches"], 0);
+  const auto text = test::run_temper({"engine", "replay", f.model.string(), "--probe", FAKE_PROBE, "--profile", f.profile.string(),
+                                      "--tokens", "3", "--rounds", "1", "--pipeline", "on"},
+                                     {}, true);
+  ASSERT_EQ(text.code, 0) << text.output;
+  EXPECT_NE(text.out.find("pipelined launches (--pipeline on in the profile arm; none in the stock arm): 5 per token"), std::string::npos)
+      << text.out;
+  const auto bad = test::run_temper({"engine", "replay", f.model.string(), "--probe", FAKE_PROBE, "--profile", f.profile.string(),
+                                     "--pipeline", "yes"});
+  EXPECT_EQ(bad.code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("--pipeline: \"yes\": expected on or off"), std::string::npos) << bad.output;
+}

@@ -53,6 +53,7 @@ struct ReplayTokens {
   int64_t tuned = 0;             // of them, from a Temper instantiation
   int64_t path_changes = 0;      // mmvq/mmq decisions the hook changed per token (protocol 4; else 0)
   int64_t group_launches = 0;    // same-input group launches per token (protocol 5; else 0)
+  int64_t pipelined_launches = 0;  // pipelined launches per token (protocol 6; else 0)
 };
 
 class EngineDevice final : public Device {

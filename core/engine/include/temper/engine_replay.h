@@ -74,6 +74,10 @@ struct ReplayOptions {
   // probe's override 0); else GroupSetting::off() or a forced group config. The stock arm runs with
   // groups off (ggml's own launches) whenever the probe speaks protocol 5.
   std::optional<GroupSetting> group;
+  // Pipelined launches (probe protocol 6, hook v6) in the profiled arm: nullopt, the hook decides;
+  // true, every tuned one-column launch runs pipelined; false, none does. The stock arm runs none
+  // whenever the probe speaks protocol 6.
+  std::optional<bool> pipeline;
 };
 
 // Where a token's GEMV time goes: one launch shape's launches of a token, run as a graph of their
@@ -102,6 +106,7 @@ struct ReplayArm {
   // profile's path choice that took effect; 0 with a probe before protocol 4).
   int64_t path_changes = 0;
   int64_t group_launches = 0;  // same-input group launches per token (0 before protocol 5)
+  int64_t pipelined_launches = 0;  // pipelined launches per token (0 before protocol 6)
 };
 
 struct ReplayReport {
@@ -154,14 +159,15 @@ class TokenReplayer {
   TokenReplayer(const TokenReplayer&) = delete;
   TokenReplayer& operator=(const TokenReplayer&) = delete;
   bool real_bytes() const;  // the weights came from the file (else random valid blocks)
-  // Error(BadInput) when the probe cannot replay at `ncols` or force these paths (protocol < 4), or
-  // set a group override (protocol < 5).
+  // Error(BadInput) when the probe cannot replay at `ncols` or force these paths (protocol < 4), set a
+  // group override (protocol < 5) or a pipeline one (protocol < 6).
   static void check(const EngineDevice& device, int ncols, const std::vector<ReplayOptions::ForcedPath>& forced,
-                    const std::optional<GroupSetting>& group = std::nullopt);
+                    const std::optional<GroupSetting>& group = std::nullopt, std::optional<bool> pipeline = std::nullopt);
   // The probe's plan text (Op::Replay): the token's launches, or only those of `only`. A launch that
   // shares its input with the one before is an `mm+` (protocol 5; the hook may group the run).
   std::string plan_text(const std::filesystem::path& profile, int ncols, const std::vector<ReplayOptions::ForcedPath>& forced,
-                        const ShapeKey* only = nullptr, const std::optional<GroupSetting>& group = std::nullopt) const;
+                        const ShapeKey* only = nullptr, const std::optional<GroupSetting>& group = std::nullopt,
+                        std::optional<bool> pipeline = std::nullopt) const;
   // `tokens` tokens of `plan_text`'s graph (Error(BadInput) for a width or path the probe cannot run).
   ReplayTokens run(const std::string& plan_text, int tokens);
   // Runs one token of `plan_text` and reads back the output arena at `ncols` columns.
