@@ -96,7 +96,6 @@ std::vector<GridConfig> grid(int ncols) {
   return out;
 }
 
-// One translation unit: every grid config of one (type, ncols), compiled from mmvq.cu itself.
 // ggml's block struct of a type, as ggml-common.h names them: block_q4_0, block_q4_K, block_iq2_xxs.
 std::string block_struct(const std::string& type) {
   std::string b = "block_" + lower(type);
@@ -104,6 +103,8 @@ std::string block_struct(const std::string& type) {
   return b;
 }
 
+// One translation unit: every grid config of one (type, ncols), compiled from mmvq.cu itself (hook v6:
+// with its pipelined twins at one column where `pipeline`).
 std::string instance_unit(const std::string& type, const std::vector<int>& ncols_group,
                           const std::vector<std::string>& externals, bool halve_iters, bool pipeline) {
   std::string suffix = lower(type);
