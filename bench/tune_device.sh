@@ -37,7 +37,7 @@
 #   cost     (not in the default) both fixtures on the unpatched build (STOCK_BUILD=1) against the patched
 #            one without a profile and with COST_PROFILE, COST_TESTS (default TESTS), interleaved, the
 #            order reversed every other round (as the hand stage's); without STOCK_BUILD=1 the patched
-#            build without a profile is the stock arm (two arms)
+#            build without a profile is the stock arm (two arms); PF_MOE=0: the dense fixture only
 #   retune   (not in the default) the same tune again: every step but the bench is skipped
 #   pfexp    (not in the default) the issue-29 experiment: mmvq prefetching its rows to L2 (bench/exp_prefetch_patch.py)
 #            in a second build of the patched tree, four arms of llama-bench COST_TESTS, both fixtures (PF_MOE=0: the dense one)
@@ -311,6 +311,49 @@ bench_one() {
   TEMPER_PROFILE="$2" "$1" -m "$3" "${args[@]}" -r "$reps" -o json >"$4" 2>"$5" || { tail -5 "$5" | tee -a "$log" >&2; exit 1; }
 }
 
+# The cost, pfexp and pipeline stages' models: the dense fixture and, unless PF_MOE=0, the MoE one
+# (written here when missing), in `models`.
+experiment_models() {
+  models=("$model")
+  if [[ "${PF_MOE:-1}" == 1 ]]; then
+    models+=("$work/$moe_fixture.gguf")
+    [[ -f "${models[1]}" ]] || write_fixture "$moe_fixture" "${models[1]}"
+  fi
+}
+
+# interleaved_arms DIR MODEL TESTS RUN_ARM ARM...: ROUNDS × TESTS (comma-separated) × the arms, the
+# order reversed every other round (2026-11-28: a fixed order read as a 1-3 % cost of the second arm at
+# the MoE model's prompt tests; swapped, it was noise). RUN_ARM ARM MODEL OUT runs one llama-bench
+# (bench_one, `args` set) into OUT.json and OUT.err, OUT being DIR/rROUND-TEST-ARM.
+interleaved_arms() {
+  local d=$1 m=$2 arm_tests=$3 run=$4 r t a
+  shift 4
+  local arms=("$@") order
+  for r in $(seq 1 "$rounds"); do
+    for t in ${arm_tests//,/ }; do
+      test_args "$t"
+      order=("${arms[@]}")
+      (( r % 2 )) || mapfile -t order < <(printf '%s\n' "${arms[@]}" | tac)
+      for a in "${order[@]}"; do "$run" "$a" "$m" "$d/r$r-$t-$a"; done
+    done
+  done
+}
+
+# compare_arms DIR TESTS SUB BASE OTHER TITLE MD: every round's and test's BASE and OTHER runs of
+# interleaved_arms as tune_compare.py's stock and other arm, in DIR/SUB; says TITLE, the table into MD.
+compare_arms() {
+  local d=$1 arm_tests=$2 sub=$3 base=$4 other=$5 title=$6 md=$7 r t
+  mkdir -p "$d/$sub"
+  for r in $(seq 1 "$rounds"); do
+    for t in ${arm_tests//,/ }; do
+      cp "$d/r$r-$t-$base.json" "$d/$sub/r$r-$t-stock.json"
+      cp "$d/r$r-$t-$other.json" "$d/$sub/r$r-$t-profile.json"
+    done
+  done
+  say "== $title"
+  python3 bench/tune_compare.py --hand-only "$d/$sub" | tee "$md" >&2
+}
+
 # By hand: llama-bench itself, the same arms and arguments, interleaved run by run.
 if want hand; then
   stage hand
@@ -338,38 +381,32 @@ fi
 # profile), interleaved; a table each for none and profile against stock.
 if want cost; then
   stage cost
-  # Without STOCK_BUILD=1 the patched build without a profile is the stock arm (measured ×1.000):
-  # two arms, none against the profile, in profile/.
-  unpatched=1
-  [[ "$stock_bench" != "$llama_bench" ]] || unpatched=0
   cost_profile="${COST_PROFILE:-$here/bench/profiles/h100-llama3-qwen3-groups.json}"
   cost_tests="${COST_TESTS:-$tests}"
-  moe_model="$work/$moe_fixture.gguf"
-  [[ -f "$moe_model" ]] || write_fixture "$moe_fixture" "$moe_model"
+  cost_arm() {
+    case $1 in
+      stock) bench_one "$stock_bench" "" "$2" "$3.json" "$3.err" ;;
+      none) bench_one "$llama_bench" "" "$2" "$3.json" "$3.err" ;;
+      profile) bench_one "$llama_bench" "$cost_profile" "$2" "$3.json" "$3.err" ;;
+    esac
+  }
+  experiment_models
   t0=$(now)
-  for m in "$model" "$moe_model"; do
+  for m in "${models[@]}"; do
     name=$(basename "$m" .gguf)
-    mkdir -p "$ev/cost/$name/none" "$ev/cost/$name/profile"
-    for r in $(seq 1 "$rounds"); do
-      for t in ${cost_tests//,/ }; do
-        test_args "$t"
-        d="$ev/cost/$name"
-        stock_arm() { bench_one "$stock_bench" "" "$m" "$d/none/r$r-$t-stock.json" "$d/r$r-$t-stock.err"; cp "$d/none/r$r-$t-stock.json" "$d/profile/"; }
-        none_arm() {
-          if (( unpatched )); then bench_one "$llama_bench" "" "$m" "$d/none/r$r-$t-profile.json" "$d/r$r-$t-none.err"
-          else bench_one "$llama_bench" "" "$m" "$d/profile/r$r-$t-stock.json" "$d/r$r-$t-none.err"; fi
-        }
-        (( unpatched )) || stock_arm() { :; }
-        profile_arm() { bench_one "$llama_bench" "$cost_profile" "$m" "$d/profile/r$r-$t-profile.json" "$d/r$r-$t-profile.err"; }
-        # The order turns every round (2026-11-28: a fixed stock, none, profile order read as a 1-3 % cost of
-        # the second arm at the MoE model's prompt tests; swapped, it was noise).
-        if (( r % 2 )); then stock_arm; none_arm; profile_arm; else profile_arm; none_arm; stock_arm; fi
+    d="$ev/cost/$name"
+    mkdir -p "$d"
+    if [[ "$stock_bench" != "$llama_bench" ]]; then
+      interleaved_arms "$d" "$m" "$cost_tests" cost_arm stock none profile
+      for arm in none profile; do
+        compare_arms "$d" "$cost_tests" "$arm" stock "$arm" "$name: unpatched (stock) against patched, $arm" "$ev/cost/$name-$arm.md"
       done
-    done
-    for arm in $( (( unpatched )) && echo none) profile; do
-      say "== $name: $( (( unpatched )) && echo unpatched || echo 'patched without a profile') (stock) against patched, $arm"
-      python3 bench/tune_compare.py --hand-only "$ev/cost/$name/$arm" | tee "$ev/cost/$name-$arm.md" >&2
-    done
+    else
+      # Without STOCK_BUILD=1 the patched build without a profile is the stock arm (measured ×1.000).
+      interleaved_arms "$d" "$m" "$cost_tests" cost_arm none profile
+      compare_arms "$d" "$cost_tests" profile none profile "$name: patched without a profile (stock) against patched, profile" \
+        "$ev/cost/$name-profile.md"
+    fi
   done
   timed cost "$(ms "$t0")"
 fi
@@ -390,35 +427,24 @@ if want pfexp; then
     [[ ${PIPESTATUS[0]} == 0 ]] || exit 1
     llama_build "$work/llama.cpp" llama-build-pf "$work/llama.cpp/build-pf" -DCMAKE_CUDA_FLAGS=-DTEMPER_EXP_PREFETCH=3
   fi
-  pf_models=("$model")
-  if [[ "${PF_MOE:-1}" == 1 ]]; then
-    pf_models+=("$work/$moe_fixture.gguf")
-    [[ -f "${pf_models[1]}" ]] || write_fixture "$moe_fixture" "${pf_models[1]}"
-  fi
+  pf_arm() {
+    local b="$llama_bench" p=""
+    [[ $1 == pf-* ]] && b="$pf_bench"
+    [[ $1 == *-profile ]] && p="$pf_profile"
+    bench_one "$b" "$p" "$2" "$3.json" "$3.err"
+  }
+  experiment_models
   t0=$(now)
-  for m in "${pf_models[@]}"; do
+  for m in "${models[@]}"; do
     name=$(basename "$m" .gguf)
     d="$ev/pfexp/$name"
-    mkdir -p "$d/none" "$d/profile" "$d/total"
-    for r in $(seq 1 "$rounds"); do
-      for t in ${pf_tests//,/ }; do
-        test_args "$t"
-        arms=(base-none base-profile pf-none pf-profile)
-        (( r % 2 )) || arms=(pf-profile pf-none base-profile base-none)
-        for a in "${arms[@]}"; do
-          b="$llama_bench"; [[ $a == pf-* ]] && b="$pf_bench"
-          p=""; [[ $a == *-profile ]] && p="$pf_profile"
-          bench_one "$b" "$p" "$m" "$d/r$r-$t-$a.json" "$d/r$r-$t-$a.err"
-        done
-        cp "$d/r$r-$t-base-none.json" "$d/none/r$r-$t-stock.json"; cp "$d/r$r-$t-pf-none.json" "$d/none/r$r-$t-profile.json"
-        cp "$d/r$r-$t-base-profile.json" "$d/profile/r$r-$t-stock.json"; cp "$d/r$r-$t-pf-profile.json" "$d/profile/r$r-$t-profile.json"
-        cp "$d/r$r-$t-base-none.json" "$d/total/r$r-$t-stock.json"; cp "$d/r$r-$t-pf-profile.json" "$d/total/r$r-$t-profile.json"
-      done
-    done
-    for c in none profile total; do
-      say "== $name: prefetch build against the base build ($c: $([[ $c == total ]] && echo 'base without a profile against pf with it' || echo "both $c"))"
-      python3 bench/tune_compare.py --hand-only "$d/$c" | tee "$ev/pfexp/$name-$c.md" >&2
-    done
+    mkdir -p "$d"
+    interleaved_arms "$d" "$m" "$pf_tests" pf_arm base-none base-profile pf-none pf-profile
+    compare_arms "$d" "$pf_tests" none base-none pf-none "$name: prefetch build against the base build (none: both none)" "$ev/pfexp/$name-none.md"
+    compare_arms "$d" "$pf_tests" profile base-profile pf-profile "$name: prefetch build against the base build (profile: both profile)" \
+      "$ev/pfexp/$name-profile.md"
+    compare_arms "$d" "$pf_tests" total base-none pf-profile \
+      "$name: prefetch build against the base build (total: base without a profile against pf with it)" "$ev/pfexp/$name-total.md"
   done
   timed pfexp "$(ms "$t0")"
 fi
@@ -432,34 +458,21 @@ if want pipeline; then
   stage pipeline
   pl_profile="${COST_PROFILE:-$here/bench/profiles/h100-llama3-qwen3-groups.json}"
   pl_tests="${COST_TESTS:-$tests}"
-  pl_models=("$model")
-  if [[ "${PF_MOE:-1}" == 1 ]]; then
-    pl_models+=("$work/$moe_fixture.gguf")
-    [[ -f "${pl_models[1]}" ]] || write_fixture "$moe_fixture" "${pl_models[1]}"
-  fi
+  pl_arm() {
+    local p=""
+    [[ $1 != stock ]] && p="$pl_profile"
+    TEMPER_MMVQ_PIPELINE=$([[ $1 == pipelined ]] && echo 1 || echo 0) bench_one "$llama_bench" "$p" "$2" "$3.json" "$3.err"
+  }
+  experiment_models
   t0=$(now)
-  for m in "${pl_models[@]}"; do
+  for m in "${models[@]}"; do
     name=$(basename "$m" .gguf)
     d="$ev/pipeline/$name"
-    mkdir -p "$d/profile" "$d/pipelined" "$d/gain"
-    for r in $(seq 1 "$rounds"); do
-      for t in ${pl_tests//,/ }; do
-        test_args "$t"
-        arms=(stock profile pipelined)
-        (( r % 2 )) || arms=(pipelined profile stock)
-        for a in "${arms[@]}"; do
-          p=""; [[ $a != stock ]] && p="$pl_profile"
-          TEMPER_MMVQ_PIPELINE=$([[ $a == pipelined ]] && echo 1 || echo 0) bench_one "$llama_bench" "$p" "$m" "$d/r$r-$t-$a.json" "$d/r$r-$t-$a.err"
-        done
-        cp "$d/r$r-$t-stock.json" "$d/profile/r$r-$t-stock.json"; cp "$d/r$r-$t-profile.json" "$d/profile/r$r-$t-profile.json"
-        cp "$d/r$r-$t-stock.json" "$d/pipelined/r$r-$t-stock.json"; cp "$d/r$r-$t-pipelined.json" "$d/pipelined/r$r-$t-profile.json"
-        cp "$d/r$r-$t-profile.json" "$d/gain/r$r-$t-stock.json"; cp "$d/r$r-$t-pipelined.json" "$d/gain/r$r-$t-profile.json"
-      done
-    done
-    for c in profile pipelined gain; do
-      say "== $name: $([[ $c == gain ]] && echo 'the profile pipelined against the profile' || echo "$c against stock")"
-      python3 bench/tune_compare.py --hand-only "$d/$c" | tee "$ev/pipeline/$name-$c.md" >&2
-    done
+    mkdir -p "$d"
+    interleaved_arms "$d" "$m" "$pl_tests" pl_arm stock profile pipelined
+    compare_arms "$d" "$pl_tests" profile stock profile "$name: profile against stock" "$ev/pipeline/$name-profile.md"
+    compare_arms "$d" "$pl_tests" pipelined stock pipelined "$name: pipelined against stock" "$ev/pipeline/$name-pipelined.md"
+    compare_arms "$d" "$pl_tests" gain profile pipelined "$name: the profile pipelined against the profile" "$ev/pipeline/$name-gain.md"
   done
   timed pipeline "$(ms "$t0")"
 fi

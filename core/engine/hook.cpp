@@ -251,6 +251,8 @@ const char* const kCudaInclude = "#include \"ggml-cuda/common.cuh\"\n";
 const char* const kCudaCompute = "                bool ok = ggml_cuda_compute_forward(*cuda_ctx, node);\n";
 const char* const kCudaOptimize = "static void ggml_backend_cuda_graph_optimize(ggml_backend_t backend, ggml_cgraph * cgraph) {\n";
 const char* const kCudaMarker = "ggml-cuda/temper-mmvq-group.h";
+// The call hook v6 puts in mul_mat_vec_q (pipelined launches): what `check` finds in a patched tree.
+const char* const kPipelineCall = "    temper_mmvq_pipeline<type, temper_pipe, has_fusion>(";
 
 void patch_cuda(const std::string& source, Patch& out) {
   if (source.find(kCudaMarker) != std::string::npos) {
@@ -445,8 +447,9 @@ Patch make_patch(const std::string& source, const KernelSet& set, int hook_versi
   if (pipeline) {
     const size_t wait_at = find_once(t, pdl_wait, "ggml_cuda_pdl_sync() before channel_x in mul_mat_vec_q", kernel_at);
     t.insert(wait_at,
-             "    temper_mmvq_pipeline<type, temper_pipe, has_fusion>(vx, fusion.gate, ids, tid, row0, blocks_per_row_x,\n"
-             "        rows_per_cuda_block, stride_row_x, channel_dst, channel_ratio, stride_channel_x, sample_ratio, stride_sample_x);\n");
+             std::string(kPipelineCall) +
+                 "vx, fusion.gate, ids, tid, row0, blocks_per_row_x,\n"
+                 "        rows_per_cuda_block, stride_row_x, channel_dst, channel_ratio, stride_channel_x, sample_ratio, stride_sample_x);\n");
     out.pipeline_hooks = 1;
   }
 
@@ -788,7 +791,7 @@ CheckReport check(const fs::path& dir) {
     r.state = HookState::Patched;
     if (const auto cuda = read_cuda(r.tree); cuda && cuda->find(kCudaMarker) != std::string::npos)
       r.group_hooks = kGroupHookEvaluate | kGroupHookOrder;
-    r.pipeline_hooks = text.find("temper_mmvq_pipeline<type, temper_pipe, has_fusion>(") != std::string::npos;
+    r.pipeline_hooks = text.find(kPipelineCall) != std::string::npos;
     r.problem = "already patched (hook v" + std::to_string(r.patched_version) + ")";
     // Undo is suggested only where it will work.
     try {

@@ -390,9 +390,8 @@ void temper_mmvq_register(int type, int ncols, int nwarps, int rows, temper_mmvq
 
 void temper_mmvq_register_pipelined(int type, int ncols, int nwarps, int rows, int pipe, temper_mmvq_launch_fn launch,
                                     temper_mmvq_attr_fn attr) {
-    if (pipe == 0) return temper_mmvq_register(type, ncols, nwarps, rows, launch, attr);
     const int wi = nwarps_index(nwarps), ri = rows_index(rows);
-    if (type < 0 || type >= kTypes || ncols != 1 || wi < 0 || ri < 0) return;
+    if (pipe <= 0 || type < 0 || type >= kTypes || ncols != 1 || wi < 0 || ri < 0) return;
     g_pipelined[type][wi][ri] = Instance{launch, attr};
     g_pipeline_bits |= pipe;
 }

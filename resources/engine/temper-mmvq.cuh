@@ -77,7 +77,7 @@ typedef void (*temper_mmvq_launch_fn)(const temper_mmvq_args & a);
 typedef void (*temper_mmvq_attr_fn)(int out[5]);
 
 // Called by the generated registry for every compiled (type, ncols, nwarps, rows) instantiation; hook v6
-// registers through the second form, with the instantiation's pipeline bits (0: the plain one).
+// registers each one-column pipelined twin through the second form, with its pipeline bits (> 0).
 void temper_mmvq_register(int type, int ncols, int nwarps, int rows, temper_mmvq_launch_fn launch, temper_mmvq_attr_fn attr);
 void temper_mmvq_register_pipelined(int type, int ncols, int nwarps, int rows, int pipe, temper_mmvq_launch_fn launch,
                                     temper_mmvq_attr_fn attr);

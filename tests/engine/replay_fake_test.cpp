@@ -87,13 +87,15 @@ struct Fixture {
   }
 };
 
-engine::ReplayReport replay(const Fixture& f) {
+// pipeline: the profile arm's pipelined launches (probe protocol 6); nullopt, the hook decides.
+engine::ReplayReport replay(const Fixture& f, std::optional<bool> pipeline = std::nullopt) {
   engine::EngineDevice dev(fake());
   engine::ReplayOptions o;
   o.profile = f.profile;
   o.tokens = 5;
   o.rounds = 2;
   o.breakdown_tokens = 3;
+  o.pipeline = pipeline;
   return engine::run_replay(dev, f.file, f.plan, o);
 }
 
@@ -483,19 +485,6 @@ TEST(ReplayGroups, TheCliTakesAGroupSetting) {
 
 // ---- pipelined launches (probe protocol 6, hook v6) ----
 
-namespace {
-engine::ReplayReport replay_pipelined(const Fixture& f, std::optional<bool> pipeline) {
-  engine::EngineDevice dev(fake());
-  engine::ReplayOptions o;
-  o.profile = f.profile;
-  o.tokens = 5;
-  o.rounds = 2;
-  o.breakdown_tokens = 0;
-  o.pipeline = pipeline;
-  return engine::run_replay(dev, f.file, f.plan, o);
-}
-}  // namespace
-
 TEST(ReplayPipeline, OnRunsEveryTunedOneColumnLaunchPipelinedAndOutputsAgree) {
   const Fixture f;
   {
@@ -505,16 +494,16 @@ TEST(ReplayPipeline, OnRunsEveryTunedOneColumnLaunchPipelinedAndOutputsAgree) {
     EXPECT_NE(token.plan_text(f.profile, 1, {}, nullptr, std::nullopt, false).find("pipeline off\n"), std::string::npos);
     EXPECT_EQ(token.plan_text(f.profile, 1, {}).find("pipeline"), std::string::npos);
   }
-  const engine::ReplayReport on = replay_pipelined(f, true);
+  const engine::ReplayReport on = replay(f, true);
   EXPECT_EQ(on.stock.pipelined_launches, 0);  // the stock arm runs none
   // The tuned launches but the fused gate/up ones the profile runs as their unfused pair (2 of 7).
   EXPECT_EQ(on.profiled.tuned, 7);
   EXPECT_EQ(on.profiled.pipelined_launches, 5);
   EXPECT_TRUE(on.differences.empty());
-  const engine::ReplayReport off = replay_pipelined(f, false);
+  const engine::ReplayReport off = replay(f, false);
   EXPECT_EQ(off.profiled.pipelined_launches, 0);
   EXPECT_GT(on.speedup, off.speedup);  // the fake engine's pipelined launch takes 0.95 of its time
-  EXPECT_EQ(replay_pipelined(f, std::nullopt).profiled.pipelined_launches, 0);
+  EXPECT_EQ(replay(f, std::nullopt).profiled.pipelined_launches, 0);
   const nlohmann::json j = engine::replay_report_json(on);
   EXPECT_EQ(j["profiled"]["pipelined_launches"], 5);
   EXPECT_EQ(j["stock"]["pipelined_launches"], 0);
@@ -524,7 +513,7 @@ TEST(ReplayPipeline, AnOlderProbeIsRefusedWithOneLine) {
   const Fixture f;
   setenv("FAKE_PROBE_PROTOCOL", "5", 1);
   try {
-    replay_pipelined(f, true);
+    replay(f, true);
     ADD_FAILURE() << "a protocol-5 probe took a pipeline setting";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::BadInput);
@@ -533,7 +522,7 @@ TEST(ReplayPipeline, AnOlderProbeIsRefusedWithOneLine) {
         << e.what();
     EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
   }
-  const engine::ReplayReport r = replay_pipelined(f, std::nullopt);  // without the setting it replays as before
+  const engine::ReplayReport r = replay(f, std::nullopt);  // without the setting it replays as before
   EXPECT_EQ(r.profiled.pipelined_launches, 0);
   EXPECT_TRUE(r.differences.empty());
   unsetenv("FAKE_PROBE_PROTOCOL");
