@@ -40,9 +40,14 @@
 #            build without a profile is the stock arm (two arms); PF_MOE=0: the dense fixture only
 #   retune   (not in the default) the same tune again: every step but the bench is skipped
 #   pfexp    (not in the default) the issue-29 experiment: mmvq prefetching its rows to L2 (bench/exp_prefetch_patch.py)
-#            in a second build of the patched tree, four arms of llama-bench COST_TESTS, both fixtures (PF_MOE=0: the dense one)
+#            in a second build of the patched tree (PF_BITS: 1 early launch, 2 prefetch, 3 both, the default), four arms of
+#            llama-bench COST_TESTS, both fixtures (PF_MOE=0: the dense one)
 #   pipeline (not in the default) hook v6's own pipelined launches (TEMPER_MMVQ_PIPELINE=1) with COST_PROFILE against
 #            the profile alone and stock, llama-bench COST_TESTS, both fixtures (PF_MOE=0: the dense one)
+#   verify   (not in the default) whether pipelined launches change what the engine computes: bench/greedy_decode.cpp
+#            (128 greedy one-column steps, a hash of each step's logits) of both fixtures, arms that must agree bit
+#            for bit: stock twice, COST_PROFILE with TEMPER_MMVQ_PIPELINE=0 and 1, and the pfexp build's (when built)
+#            without and with the profile against the base build's
 #   kernels  (not in the default) Nsight Compute over llama-bench tg4 of both fixtures, without and with
 #            COST_PROFILE: each kernel timed alone, summed per token by kind (kernel_sums.py), beside tg32's period
 # Env: NCOLS (1,2,4,8), TESTS (tg128,pp2,pp4,pp8), ROUNDS (3), REPS (5), JOBS (nproc), ARCH (sm_90),
@@ -425,7 +430,7 @@ if want pfexp; then
   if [[ $dry == 1 ]]; then pf_bench="$llama_bench"; else
     python3 bench/exp_prefetch_patch.py "$work/llama.cpp/ggml/src/ggml-cuda/mmvq.cu" 2>&1 | tee -a "$log" >&2
     [[ ${PIPESTATUS[0]} == 0 ]] || exit 1
-    llama_build "$work/llama.cpp" llama-build-pf "$work/llama.cpp/build-pf" -DCMAKE_CUDA_FLAGS=-DTEMPER_EXP_PREFETCH=3
+    llama_build "$work/llama.cpp" llama-build-pf "$work/llama.cpp/build-pf" -DCMAKE_CUDA_FLAGS=-DTEMPER_EXP_PREFETCH="${PF_BITS:-3}"
   fi
   pf_arm() {
     local b="$llama_bench" p=""
@@ -475,6 +480,55 @@ if want pipeline; then
     compare_arms "$d" "$pl_tests" gain profile pipelined "$name: the profile pipelined against the profile" "$ev/pipeline/$name-gain.md"
   done
   timed pipeline "$(ms "$t0")"
+fi
+
+# Issue 29: do pipelined launches change what the engine computes? bench/greedy_decode.cpp, built against
+# the patched tree's libllama, decodes 128 greedy one-column steps of a fixed prompt and prints each step's
+# token and logits hash. Pairs that run the same configs must agree bit for bit: stock against stock
+# (the control), the profile against the profile pipelined, and the pfexp build (when built) against the
+# base build, without and with the profile. A differing pair is reported with its first differing step.
+if want verify; then
+  stage verify
+  if [[ $dry == 1 ]]; then
+    say "== verify: skipped in a dry run (greedy_decode needs the engine's libllama)"
+  else
+    vf_profile="${COST_PROFILE:-$here/bench/profiles/h100-llama3-qwen3-groups.json}"
+    mkdir -p "$ev/verify"
+    declare -A vf_bin=()
+    for b in build build-pf; do
+      [[ -f "$work/llama.cpp/$b/bin/llama-bench" ]] || continue
+      vf_bin[$b]="$work/verify-$b"
+      c++ -O2 -std=c++17 bench/greedy_decode.cpp -I "$work/llama.cpp/include" -I "$work/llama.cpp/ggml/include" \
+        -L "$work/llama.cpp/$b/bin" -lllama -Wl,-rpath,"$work/llama.cpp/$b/bin" -o "${vf_bin[$b]}" 2>>"$log" ||
+        { say "tune_device: greedy_decode does not build against $b"; exit 1; }
+    done
+    # vf_arm NAME BUILD PROFILE PIPELINE MODEL: one greedy run into DIR/NAME.txt
+    vf_arm() {
+      TEMPER_PROFILE="$3" TEMPER_MMVQ_PIPELINE="$4" "${vf_bin[$2]}" "$5" 128 >"$d/$1.txt" 2>"$d/$1.err" ||
+        { tail -5 "$d/$1.err" | tee -a "$log" >&2; exit 1; }
+    }
+    vf_same() {
+      if cmp -s "$d/$1.txt" "$d/$2.txt"; then say "   $name: $1 = $2 ($(tail -1 "$d/$1.txt"))"
+      else say "   $name: $1 != $2 DIFFERENT from step $(diff <(cut -d' ' -f1,3 "$d/$1.txt") <(cut -d' ' -f1,3 "$d/$2.txt") | sed -n 's/^< \([0-9]*\) .*/\1/p' | head -1)"
+        echo "$name $1 $2" >>"$ev/verify/differ"; fi
+    }
+    experiment_models
+    t0=$(now)
+    for m in "${models[@]}"; do
+      name=$(basename "$m" .gguf) d="$ev/verify/$(basename "$m" .gguf)"
+      mkdir -p "$d"
+      vf_arm stock build "" 0 "$m"; vf_arm stock-again build "" 0 "$m"
+      vf_arm profile build "$vf_profile" 0 "$m"; vf_arm pipelined build "$vf_profile" 1 "$m"
+      say "== verify $name: $(grep -h '^temper: profile' "$d/profile.err" | head -1)"
+      vf_same stock stock-again; vf_same profile pipelined
+      if [[ -n "${vf_bin[build-pf]:-}" ]]; then
+        vf_arm pf-none build-pf "" 0 "$m"; vf_arm pf-profile build-pf "$vf_profile" 0 "$m"
+        vf_same stock pf-none; vf_same profile pf-profile
+      fi
+    done
+    timed verify "$(ms "$t0")"
+    [[ -f "$ev/verify/differ" ]] && say "== verify: arms that must agree DIFFER: $(tr '\n' ';' <"$ev/verify/differ")"
+  fi
 fi
 
 # Where a decode token's kernel time goes (issue 29): Nsight Compute times every kernel of llama-bench
