@@ -6,15 +6,21 @@
 //
 //   greedy_decode MODEL [STEPS=128] [PROMPT_TOKENS=16]
 //
+// The last lines: "all HASH" (over every step's hash), then "finite F of T logits, D distinct step
+// hashes". A comparison means something only where the logits are finite and differ step to step
+// (tune_device.sh's verify stage says "vacuous" otherwise).
+//
 // Built on the device host against the tree's libllama (tune_device.sh's verify stage):
 //   c++ -O2 -std=c++17 bench/greedy_decode.cpp -I TREE/include -I TREE/ggml/include -L BUILD/bin -lllama -Wl,-rpath,BUILD/bin
 // The prompt is token ids, not text: the fixtures' weights are random and need no tokenizer.
 #include "llama.h"
 
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 #include <vector>
 
 namespace {
@@ -67,12 +73,17 @@ int main(int argc, char** argv) {
     return 1;
   }
   uint64_t all = fnv1a(nullptr, 0);
+  long long finite = 0;
+  std::set<uint64_t> distinct;
   for (int s = 0; s < steps; ++s) {
     const float* logits = llama_get_logits_ith(ctx, -1);
     llama_token best = 0;
-    for (int t = 1; t < vocab; ++t)
+    for (int t = 0; t < vocab; ++t) {
+      finite += std::isfinite(logits[t]);
       if (logits[t] > logits[best]) best = t;
+    }
     const uint64_t h = fnv1a(logits, sizeof(float) * size_t(vocab));
+    distinct.insert(h);
     all = fnv1a(&h, sizeof h, all);
     std::printf("%d %d %016llx\n", s, best, (unsigned long long) h);
     if (llama_decode(ctx, llama_batch_get_one(&best, 1)) != 0) {
@@ -81,6 +92,7 @@ int main(int argc, char** argv) {
     }
   }
   std::printf("all %016llx\n", (unsigned long long) all);
+  std::printf("finite %lld of %lld logits, %zu distinct step hashes\n", finite, (long long) vocab * steps, distinct.size());
   llama_free(ctx);
   llama_model_free(model);
   llama_backend_free();
