@@ -367,8 +367,8 @@ Action define_engine(CLI::App& app) {
                      "them off (default: the profile's entries decide; needs probe protocol 5)");
   replay->add_option("--pipeline", o->pipeline,
                      "pipelined launches in the profile arm: on, every tuned one-column launch runs pipelined (the next "
-                     "kernel may launch as its blocks start; they prefetch their rows to L2), off none (default: the hook "
-                     "decides; needs hook v6, probe protocol 6)")
+                     "kernel may launch as its blocks start; they prefetch their rows to L2), off none (default: the profile's "
+                     "*_pipelined entries decide; needs hook v6, probe protocol 6)")
       ->type_name("on|off");
   replay->add_option("--path", o->paths, "force ggml's mmvq/mmq pick in both arms: TYPE[:mul_mat_id]=mmvq|mmq (repeatable; needs --ncols 2..8)")
       ->type_name("TYPE=PATH");

@@ -22,7 +22,8 @@ std::string values_text(const std::vector<int>& values) {
 namespace {
 constexpr std::string_view kLaunchNames[] = {"mul_mat",        "mul_mat_glu",         "mul_mat_id",
                                              "mul_mat_id_glu", "mul_mat_glu_unfused", "mul_mat_id_glu_unfused",
-                                             "mul_mat_group"};
+                                             "mul_mat_group",  "mul_mat_pipelined",   "mul_mat_glu_pipelined",
+                                             "mul_mat_id_pipelined", "mul_mat_id_glu_pipelined"};
 }
 
 std::string_view launch_name(Launch l) { return kLaunchNames[static_cast<size_t>(l)]; }
@@ -34,13 +35,15 @@ std::optional<Launch> parse_launch(std::string_view name) {
 }
 
 std::string_view launch_names() {
-  return "mul_mat|mul_mat_glu|mul_mat_id|mul_mat_id_glu|mul_mat_glu_unfused|mul_mat_id_glu_unfused|mul_mat_group";
+  return "mul_mat|mul_mat_glu|mul_mat_id|mul_mat_id_glu|mul_mat_glu_unfused|mul_mat_id_glu_unfused|mul_mat_group|mul_mat_pipelined|"
+         "mul_mat_glu_pipelined|mul_mat_id_pipelined|mul_mat_id_glu_pipelined";
 }
 
 std::string shape_text(const ShapeKey& s, std::string_view times) {
   std::string out = std::string(type_name(s.type)) + " " + std::to_string(s.n) + std::string(times) + std::to_string(s.k);
   if (launch_is_fused(s.launch)) out += launch_is_unfused(s.launch) ? " gate+up unfused" : " gate+up";
   if (launch_is_group(s.launch)) out += " same-input group";
+  if (launch_is_pipelined(s.launch)) out += " pipelined";
   if (launch_has_ids(s.launch)) out += " experts " + std::to_string(s.used) + "/" + std::to_string(s.experts);
   return out;
 }

@@ -68,6 +68,8 @@ std::optional<std::string> anvil_inapplicable(const ProfileEntry& e) {
   if (launch_is_group(e.key.launch))
     return "a same-input group (mul_mat_group " + members_text(e.key.members) +
            "): kernel-anvil has no group launch; a Temper profile carries it";
+  if (launch_is_pipelined(e.key.launch))
+    return "a pipelined launch (" + std::string(launch_name(e.key.launch)) + "): only Temper's hook can pipeline a launch; a Temper profile carries it";
   if (e.key.launch != Launch::MulMat)
     return "a " + std::string(launch_name(e.key.launch)) +
            " launch: kernel-anvil's cells have no launch kind, and its patch would apply the value to every launch "
@@ -264,6 +266,13 @@ Export export_header(const Profile& p, const ExportOptions& o) {
       out.report.notes.push_back({e.key, e.config, ExportFate::Dropped,
                                   "a same-input group (mul_mat_group): the header's lookup has no group launch; a Temper "
                                   "profile carries it",
+                                  {}});
+      continue;
+    }
+    if (launch_is_pipelined(e.key.launch)) {  // the header's launches are upstream's kernel, which has no pipelined twin
+      out.report.notes.push_back({e.key, e.config, ExportFate::Dropped,
+                                  "a pipelined launch (" + std::string(launch_name(e.key.launch)) +
+                                      "): only Temper's hook can pipeline a launch; a Temper profile carries it",
                                   {}});
       continue;
     }

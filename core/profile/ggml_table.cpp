@@ -121,7 +121,8 @@ std::vector<Measured> measured_shapes(const std::string& arch, const Profile& p,
   std::vector<Measured> out;
   std::set<std::pair<ShapeKey, int>> seen;
   auto fresh = [&](const ShapeKey& shape, int ncols) {
-    return !launch_is_unfused(shape.launch) && !launch_is_group(shape.launch) && seen.insert({shape, ncols}).second;
+    return !launch_is_unfused(shape.launch) && !launch_is_group(shape.launch) && !launch_is_pipelined(shape.launch) &&
+           seen.insert({shape, ncols}).second;
   };
   for (const ProfileEntry& e : p.entries) {
     if (e.key.arch != arch || e.bucketed || !e.provenance || !usable(e.key.type, e.key.ncols) ||
@@ -175,6 +176,8 @@ std::optional<std::string> dropped_reason(const ProfileEntry& e, const std::stri
     return "the hook's unfused pair: upstream's table has no launch kind to carry it (a Temper profile does)";
   if (launch_is_group(e.key.launch))
     return "a same-input group (mul_mat_group): upstream has no group launch to carry it (a Temper profile does)";
+  if (launch_is_pipelined(e.key.launch))
+    return "a pipelined launch: upstream's kernel has no pipelined instantiation to carry it (a Temper profile does)";
   if (!mmvq::type_supported(uint32_t(e.key.type))) return "type " + std::string(type_name(e.key.type)) + " has no mmvq kernel";
   if (e.key.ncols < 1 || e.key.ncols > mmvq::kMaxNcols) return "ncols outside 1..8";
   const std::string why =
@@ -272,7 +275,8 @@ std::string GgmlTableCell::branch_text() const {
 
 std::optional<Config> GgmlTable::launch(const ProfileKey& key) const {
   // The hook's unfused pair is no launch of the engine's: the table does not reach it.
-  if (!usable(key.type, key.ncols) || launch_is_unfused(key.launch) || launch_is_group(key.launch)) return std::nullopt;
+  if (!usable(key.type, key.ncols) || launch_is_unfused(key.launch) || launch_is_group(key.launch) || launch_is_pipelined(key.launch))
+    return std::nullopt;
   for (const GgmlTableArch& a : arches)
     if (a.arch == key.arch) return a.value(key.type, key.ncols, a.uses_small_k(key.type, key.ncols, key.k));
   return std::nullopt;

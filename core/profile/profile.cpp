@@ -91,6 +91,10 @@ const ProfileEntry* applied_launch(const Profile& p, const std::string& arch, co
       return pair;
   return applied_entry(p, arch, device, shape, ncols);
 }
+const ProfileEntry* applied_pipelined(const Profile& p, const std::string& arch, const ProfileDevice& device, const ShapeKey& shape) {
+  const Launch pipelined = pipelined_kind(shape.launch);
+  return pipelined == shape.launch ? nullptr : applied_entry(p, arch, device, with_launch(shape, pipelined), 1);
+}
 const ProfileEntry* find_entry(const Profile& p, const ProfileKey& key) {
   return find_entry(const_cast<Profile&>(p), key);
 }
@@ -760,6 +764,8 @@ std::vector<std::string> validate_profile(const Profile& p) {
       problems.push_back(at + "a fused gate/up launch exists at ncols 1 only (ggml fuses at one token)");
     else if (launch_has_ids(e.key.launch) && e.key.ncols != 1)
       problems.push_back(at + "MUL_MAT_ID at more than one token runs the multi-token MoE kernel, which the hook does not tune");
+    else if (launch_is_pipelined(e.key.launch) && e.key.ncols != 1)
+      problems.push_back(at + "a pipelined launch exists at ncols 1 only (the hook compiles pipelined instantiations for decode)");
     if (e.bucketed && e.key.launch != Launch::MulMat) problems.push_back(at + "a kernel-anvil bucket tunes plain MUL_MAT only");
     if (launch_is_group(e.key.launch)) group_problems(e, at, problems);
     if (!in_range(e.config.nwarps) || !in_range(e.config.rows_per_block))

@@ -197,6 +197,8 @@ ShapeKey shape_key_from(const Node& n) {
                                     std::string(launch_names()) + ")");
     if (*launch == Launch::MulMatGroup)
       fail(ErrorKind::BadInput, n["launch"].where + ": \"mul_mat_group\" is a profile's same-input group, not a swept launch");
+    if (launch_is_pipelined(*launch))
+      fail(ErrorKind::BadInput, n["launch"].where + ": \"" + name + "\" is a profile's pipelined launch, not a swept one");
     s.launch = *launch;
   }
   if (launch_has_ids(s.launch)) {

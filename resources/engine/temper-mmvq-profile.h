@@ -47,21 +47,30 @@ constexpr int kMaxConfigValue = 32;             // nwarps, rows_per_block (Tempe
 // The *_unfused kinds are a fused gate/up launch as the hook runs it: two plain launches and the GLU.
 // mul_mat_group (hook v5): 2..4 consecutive MUL_MATs of one input (q, k, v) as one launch after one
 // quantization; its entries name their "members" and are looked up by Loader::group().
+// The *_pipelined kinds (hook v6): the four engine launches at one column run as their pipelined
+// instantiations (temper-mmvq.cuh's temper_mmvq_pipeline), each kind = its plain kind + kPipelinedBase.
 enum Launch : int {
   kMulMat = 0, kMulMatGlu = 1, kMulMatId = 2, kMulMatIdGlu = 3, kMulMatGluUnfused = 4, kMulMatIdGluUnfused = 5,
-  kMulMatGroup = 6, kLaunchKinds = 7, kUnknownLaunch = -1
+  kMulMatGroup = 6, kMulMatPipelined = 7, kMulMatGluPipelined = 8, kMulMatIdPipelined = 9, kMulMatIdGluPipelined = 10,
+  kLaunchKinds = 11, kUnknownLaunch = -1
 };
+constexpr int kPipelinedBase = kMulMatPipelined;
 constexpr const char* kLaunchNames[kLaunchKinds] = {"mul_mat",        "mul_mat_glu",         "mul_mat_id",
                                                     "mul_mat_id_glu", "mul_mat_glu_unfused", "mul_mat_id_glu_unfused",
-                                                    "mul_mat_group"};
+                                                    "mul_mat_group",  "mul_mat_pipelined",   "mul_mat_glu_pipelined",
+                                                    "mul_mat_id_pipelined", "mul_mat_id_glu_pipelined"};
 constexpr int kMaxGroupMembers = 4;  // a group's members: 2..4, of at most 2 distinct types
 constexpr int kMaxGroupNcols = 4;    // a group runs at batch widths 1..4
 inline bool group_nwarps(int w) { return w == 2 || w == 4 || w == 8; }   // the group kernel's grid
 inline bool group_rows(int r) { return r == 1 || r == 2 || r == 4; }
 inline bool launch_is_fused(int l) {
-  return l == kMulMatGlu || l == kMulMatIdGlu || l == kMulMatGluUnfused || l == kMulMatIdGluUnfused;
+  return l == kMulMatGlu || l == kMulMatIdGlu || l == kMulMatGluUnfused || l == kMulMatIdGluUnfused || l == kMulMatGluPipelined ||
+         l == kMulMatIdGluPipelined;
 }
-inline bool launch_has_ids(int l) { return l == kMulMatId || l == kMulMatIdGlu || l == kMulMatIdGluUnfused; }
+inline bool launch_has_ids(int l) {
+  return l == kMulMatId || l == kMulMatIdGlu || l == kMulMatIdGluUnfused || l == kMulMatIdPipelined || l == kMulMatIdGluPipelined;
+}
+inline bool launch_is_pipelined(int l) { return l >= kMulMatPipelined && l <= kMulMatIdGluPipelined; }
 
 // What the reader needs to know of a ggml type, by name (case-insensitive): its id, whether mmvq has a
 // kernel for it, its block size. id < 0: no such type.
@@ -544,6 +553,7 @@ inline std::string entry_problem(const Value& e, const Entry& x, const TypeFacts
   if (x.ncols > 8) return "ncols outside 1..8";
   if (launch_is_fused(x.launch) && x.ncols != 1) return "a fused gate/up launch at ncols other than 1";
   if (launch_has_ids(x.launch) && x.ncols != 1) return "an expert launch at ncols other than 1";
+  if (launch_is_pipelined(x.launch) && x.ncols != 1) return "a pipelined launch at ncols other than 1";
   if (bucketed && x.launch != kMulMat) return "a kernel-anvil bucket for a launch other than mul_mat";
   if (x.launch == kMulMatGroup) {
     if (x.members < 2 || x.members > kMaxGroupMembers) return "members: not 2..4 members";
@@ -997,6 +1007,7 @@ struct Choices {
   std::map<Key, Config> table;
   std::map<std::vector<long long>, Config> groups;  // mul_mat_group entries by detail::group_order
   int group_entries = 0;                            // of for_device + for_arch: mul_mat_group entries
+  int pipelined_entries = 0;                        // of for_device + for_arch: the *_pipelined kinds' (hook v6)
   int for_device = 0, for_arch = 0, other_arch = 0, other_device = 0, lacking_launch = 0, not_compiled = 0, malformed = 0,
       unapproved = 0;
   std::map<PathKey, int> paths;  // kMmvq or kMmq
@@ -1027,6 +1038,7 @@ inline Choices choose(const Profile& p, const Device& d, const Compiled& compile
       (e.has_device ? c.groups : arch_groups).emplace(detail::group_order(e), e.config);
     } else {
       ++(e.has_device ? c.for_device : c.for_arch);
+      c.pipelined_entries += launch_is_pipelined(e.launch);
       (e.has_device ? c.table : arch_level).emplace(key, e.config);  // the first of one key (experts aside)
     }
   }
@@ -1070,6 +1082,8 @@ inline std::string line(const std::string& path, const Choices& c, const Device&
   if (c.group_entries > 0)  // hook v5; without any the line is as before
     out += "; " + std::to_string(c.group_entries) + " of the entries for " + d.name + " and " + d.arch +
            " are same-input groups (mul_mat_group)";
+  if (c.pipelined_entries > 0)  // hook v6; likewise
+    out += "; " + std::to_string(c.pipelined_entries) + " of the entries for " + d.name + " and " + d.arch + " are pipelined launches";
   const PathCounts& n = c.path_counts;
   if (n.for_device + n.for_arch + n.other + n.malformed + n.unapproved == 0) return out;  // no "paths": the line as before
   out += "; " + std::to_string(n.for_device) + " path choices (mmvq/mmq) for " + d.name + ", " + std::to_string(n.for_arch) +

@@ -49,9 +49,9 @@ Instance g_instances[kTypes][9][kNwarpsCount][kRowsCount];
 // Pipelined instantiations (hook v6): one column, NVIDIA; the bits the generated units compiled.
 Instance g_pipelined[kTypes][kNwarpsCount][kRowsCount];
 int g_pipeline_bits = 0;
-// The probe's process-wide pipeline override: -1 none (the profile decides: no profile kind carries
-// it yet), 0 off, 1 every tuned one-column launch that has a pipelined instantiation runs it.
-// TEMPER_MMVQ_PIPELINE=1|0 sets it at the first launch, for experiments by hand.
+// The probe's process-wide pipeline override: -1 none (the profile's *_pipelined entries decide), 0 off
+// (none runs, whatever the profile says), 1 every tuned one-column launch that has a pipelined
+// instantiation runs it. TEMPER_MMVQ_PIPELINE=1|0 sets it at the first launch, for experiments by hand.
 std::atomic<int> g_pipeline_override{-1};
 std::atomic<long long> g_pipelined_launches{0};
 // Same-input group kernels (hook v5), filled once by the registry.
@@ -101,13 +101,17 @@ void ensure_registered() {
     });
 }
 
-// The pipelined instantiation a one-column launch of (type, nwarps, rows) runs, when one is asked for and compiled.
-const Instance * pipelined_instance(int type, int ncols, int nwarps, int rows) {
-    if (ncols != 1 || g_pipeline_override.load() != 1) return nullptr;
+// The pipelined instantiation of a one-column launch of (type, nwarps, rows), when compiled.
+const Instance * find_pipelined(int type, int ncols, int nwarps, int rows) {
     const int wi = nwarps_index(nwarps), ri = rows_index(rows);
-    if (type < 0 || type >= kTypes || wi < 0 || ri < 0) return nullptr;
+    if (ncols != 1 || type < 0 || type >= kTypes || wi < 0 || ri < 0) return nullptr;
     const Instance & in = g_pipelined[type][wi][ri];
     return in.launch ? &in : nullptr;
+}
+
+// What the override asks of a tuned one-column launch: its pipelined instantiation, when compiled.
+const Instance * pipelined_instance(int type, int ncols, int nwarps, int rows) {
+    return g_pipeline_override.load() == 1 ? find_pipelined(type, ncols, nwarps, rows) : nullptr;
 }
 
 // ggml's types as the profile reader needs them: by name (case-insensitive), whether mmvq has a
@@ -149,6 +153,7 @@ temper_profile::Device device_id(int device) {
 
 // For a mul_mat_group entry (whose type is one of its group's): any group kernel with that type at that config.
 bool compiled_in(int launch, int type, int ncols, int nwarps, int rows) {
+    if (temper_profile::launch_is_pipelined(launch)) return find_pipelined(type, ncols, nwarps, rows) != nullptr;
     if (launch != temper_profile::kMulMatGroup) return find_instance(type, ncols, nwarps, rows) != nullptr;
     for (const auto & [key, fn] : g_group_instances)
         if ((std::get<0>(key) == type || std::get<1>(key) == type) && std::get<2>(key) == ncols && std::get<3>(key) == nwarps &&
@@ -480,6 +485,17 @@ bool temper_mmvq_try_launch(int type, int ncols_dst, const temper_mmvq_args & a)
     };
     bool from_probe = false;
     Choice choice{0, 0};
+    // A one-column launch runs pipelined at the config its *_pipelined entry (or the probe) gives,
+    // unless the override says off; that comes before an unfused pair or a plain entry of the launch.
+    if (ncols_dst == 1 && g_pipeline_override.load() != 0 && choose(kind + temper_profile::kPipelinedBase, from_probe, choice)) {
+        if (const Instance * p = find_pipelined(type, ncols_dst, choice.nwarps, choice.rows)) {
+            g_last_kind = kind + temper_profile::kPipelinedBase;
+            ++g_pipelined_launches;
+            p->launch(a);
+            ++g_tuned;
+            return true;
+        }
+    }
     // A fused gate/up runs as its unfused pair when the probe or the profile chose that.
     if (kind == kMulMatGlu || kind == kMulMatIdGlu) {
         const int pair_kind = kind == kMulMatGlu ? kMulMatGluUnfused : kMulMatIdGluUnfused;

@@ -211,6 +211,44 @@ TEST(ProfileReader, TheOneLineCountsEveryEntryOnce) {
   EXPECT_EQ(tp::choose(bad, h100, compiled).malformed, 1);
 }
 
+// Pipelined launches (hook v7): each *_pipelined entry is looked up under its own kind, the device's
+// own before the arch's; where the build has no pipelined instantiation (HIP, a ggml without the
+// dependent-launch wait) it is skipped and counted as not compiled in; the line says how many apply.
+// Temper's applied_pipelined is the same choice.
+TEST(ProfileReader, APipelinedEntryIsLookedUpUnderItsOwnKind) {
+  const fs::path file = kCorpus / "valid-pipelined.json";
+  const tp::Profile p = tp::read(file.string(), temper_types);
+  ASSERT_EQ(p.error, "");
+  const int q4 = int(GgmlType::Q4_K);
+  const tp::Device h100{"sm_90", "NVIDIA H100 80GB HBM3", 132, 0};
+  const tp::Choices c = tp::choose(p, h100, [](int, int, int, int, int) { return true; });
+  EXPECT_EQ(tp::line("/p.json", c, h100),
+            "temper: profile /p.json: 1 entries for NVIDIA H100 80GB HBM3 (sm_90, device 0), 5 for sm_90; ignored 0 for other "
+            "archs, 0 for other devices, 0 for launches this hook lacks, 0 with a config not compiled in, 0 malformed, 0 not "
+            "approved; 5 of the entries for NVIDIA H100 80GB HBM3 and sm_90 are pipelined launches");
+  ASSERT_EQ(c.table.count({tp::kMulMatPipelined, q4, 512, 4096, 1}), 1u);
+  EXPECT_EQ(c.table.count({tp::kMulMat, q4, 512, 4096, 1}), 1u);  // the plain entry stays (the hook asks the pipelined kind first)
+  EXPECT_EQ(c.table.at({tp::kMulMatIdGluPipelined, q4, 768, 2048, 1}).rows, 2);
+  EXPECT_EQ(tp::kMulMatGluPipelined, tp::kMulMatGlu + tp::kPipelinedBase);
+  EXPECT_EQ(tp::kMulMatIdGluPipelined, tp::kMulMatIdGlu + tp::kPipelinedBase);
+  // A build without pipelined instantiations: those entries are not compiled in, the plain one applies.
+  const tp::Choices unpipelined = tp::choose(p, h100, [](int launch, int, int, int, int) { return !tp::launch_is_pipelined(launch); });
+  EXPECT_EQ(unpipelined.not_compiled, 5);
+  EXPECT_EQ(unpipelined.table.size(), 1u);
+  EXPECT_EQ(unpipelined.pipelined_entries, 0);
+  // Temper's side: the H100's own pipelined entry, and none for the H200 (the arch's plain entry is not pipelined).
+  const Profile core = load_profile(file);
+  const ShapeKey plain{GgmlType::Q4_K, 512, 4096};
+  const ProfileEntry* own = applied_pipelined(core, "sm_90", ProfileDevice{"NVIDIA H100 80GB HBM3", 132, 0}, plain);
+  ASSERT_NE(own, nullptr);
+  EXPECT_EQ(own->key.launch, Launch::MulMatPipelined);
+  EXPECT_EQ(applied_pipelined(core, "sm_90", ProfileDevice{"NVIDIA H200", 132, 0}, plain), nullptr);
+  ShapeKey experts{GgmlType::Q4_K, 2048, 768, Launch::MulMatId};
+  experts.experts = 128, experts.used = 8;
+  ASSERT_NE(applied_pipelined(core, "sm_90", ProfileDevice{"NVIDIA H200", 132, 0}, experts), nullptr);
+  EXPECT_EQ(applied_pipelined(core, "sm_90", ProfileDevice{}, with_launch(plain, Launch::MulMatPipelined)), nullptr);
+}
+
 // Same-input groups (hook v5): Loader::group() finds a group by its exact members in order, the
 // device's own entry before the arch's (as Temper's applied_group); has_groups() says whether any
 // applies; an entry whose config the hook did not compile is skipped and counted; the line counts them.

@@ -629,6 +629,69 @@ TEST(ProfilePaths, DiffShowsChangedPaths) {
 }  // namespace
 }  // namespace temper
 
+// ---- Pipelined launches (the *_pipelined kinds, hook v7) ----
+namespace temper {
+namespace {
+
+ProfileEntry pipelined_entry(Launch kind, int n, Config c) {
+  ProfileEntry e = approved(measured("sm_90", GgmlType::Q4_K, n, 4096, 1, c, c, 1.05));
+  e.key.launch = kind;
+  if (launch_has_ids(kind)) e.key.experts = 128, e.key.used = 8;
+  return e;
+}
+
+TEST(ProfilePipelined, KindsRoundTripValidateAtOneColumnAndMapBothWays) {
+  for (Launch l : {Launch::MulMat, Launch::MulMatGlu, Launch::MulMatId, Launch::MulMatIdGlu}) {
+    const Launch p = pipelined_kind(l);
+    EXPECT_TRUE(launch_is_pipelined(p));
+    EXPECT_EQ(unpipelined_kind(p), l);
+    EXPECT_EQ(launch_is_fused(p), launch_is_fused(l));
+    EXPECT_EQ(launch_has_ids(p), launch_has_ids(l));
+    EXPECT_EQ(parse_launch(launch_name(p)), p);
+  }
+  EXPECT_EQ(launch_name(Launch::MulMatIdGluPipelined), "mul_mat_id_glu_pipelined");
+  EXPECT_EQ(pipelined_kind(Launch::MulMatGroup), Launch::MulMatGroup);
+  EXPECT_EQ(pipelined_kind(Launch::MulMatGluUnfused), Launch::MulMatGluUnfused);
+  Profile p = profile_of({approved(measured("sm_90", GgmlType::Q4_K, 4096, 4096, 1, {4, 2}, {4, 1}, 1.05)),
+                          pipelined_entry(Launch::MulMatPipelined, 4096, {4, 2}), pipelined_entry(Launch::MulMatGluPipelined, 14336, {4, 1}),
+                          pipelined_entry(Launch::MulMatIdPipelined, 2048, {1, 4}),
+                          pipelined_entry(Launch::MulMatIdGluPipelined, 768, {4, 2})});
+  EXPECT_TRUE(validate_profile(p).empty()) << validate_profile(p).front();
+  const json j = to_json(p);
+  EXPECT_EQ(schema_errors(j), std::vector<std::string>{});
+  EXPECT_EQ(to_json(profile_from_json(j, "p.json")), j);
+  Profile wide = p;
+  const auto plain_pipelined = [](Profile& q) {
+    return std::find_if(q.entries.begin(), q.entries.end(), [](const ProfileEntry& e) { return e.key.launch == Launch::MulMatPipelined; });
+  };
+  plain_pipelined(wide)->key.ncols = 2;
+  const std::vector<std::string> problems = validate_profile(wide);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].find("a pipelined launch exists at ncols 1 only"), std::string::npos) << problems[0];
+  // Pipelining a launch changes what the engine launches: its approval moves the fingerprint.
+  Profile pending = p;
+  plain_pipelined(pending)->approval = Approval::Pending;
+  EXPECT_NE(approved_fingerprint(pending), approved_fingerprint(p));
+}
+
+TEST(ProfilePipelined, ExportsForUpstreamsKernelLeaveThemOutAndSaySo) {
+  const Profile p = profile_of({approved(measured("sm_90", GgmlType::Q4_K, 4096, 4096, 1, {4, 4}, {4, 1}, 1.05)),
+                                pipelined_entry(Launch::MulMatPipelined, 4096, {4, 4})});
+  for (const Export& ex : {export_kernel_anvil(p, {"sm_90"}), export_header(p, {"sm_90"}), export_ggml_table(p, {"sm_90"})}) {
+    SCOPED_TRACE(ex.report.format);
+    const auto n = std::find_if(ex.report.notes.begin(), ex.report.notes.end(),
+                                [](const ExportNote& x) { return launch_is_pipelined(x.key.launch); });
+    ASSERT_NE(n, ex.report.notes.end());
+    EXPECT_EQ(n->fate, ExportFate::Dropped);
+    EXPECT_NE(n->reason.find("pipelined"), std::string::npos) << n->reason;
+    EXPECT_EQ(ex.content.find("pipelined"), std::string::npos);
+    EXPECT_EQ(ex.report.emitted(), 1);
+  }
+}
+
+}  // namespace
+}  // namespace temper
+
 // ---- Same-input groups (launch kind mul_mat_group, hook v5) ----
 namespace temper {
 namespace {

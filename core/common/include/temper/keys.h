@@ -42,19 +42,35 @@ std::string values_text(const std::vector<int>& values);  // "{1, 2, 4, 8}"
 // activation tensor (a layer's q, k, v) run as one launch after one quantization; a profile entry
 // of that kind names its members (GroupMember) and the hook runs the group with its config. Sweeps
 // and plans never hold it as a shape.
-enum class Launch : uint8_t { MulMat, MulMatGlu, MulMatId, MulMatIdGlu, MulMatGluUnfused, MulMatIdGluUnfused, MulMatGroup };
+// The four *Pipelined kinds (hook v6) are the engine's four launches at one column as the hook runs them
+// pipelined: its instantiation that lets the next kernel launch as each block starts and asks L2 for
+// the block's weight rows before waiting for the previous kernel (the same arithmetic, so the same
+// output). A profile entry of such a kind gives the launch its config and pipelines it; sweeps and
+// plans never hold them as shapes.
+enum class Launch : uint8_t {
+  MulMat, MulMatGlu, MulMatId, MulMatIdGlu, MulMatGluUnfused, MulMatIdGluUnfused, MulMatGroup,
+  MulMatPipelined, MulMatGluPipelined, MulMatIdPipelined, MulMatIdGluPipelined
+};
 // "mul_mat", "mul_mat_glu", "mul_mat_id", "mul_mat_id_glu", "mul_mat_glu_unfused", "mul_mat_id_glu_unfused",
-// "mul_mat_group"
+// "mul_mat_group", "mul_mat_pipelined", "mul_mat_glu_pipelined", "mul_mat_id_pipelined", "mul_mat_id_glu_pipelined"
 std::string_view launch_name(Launch l);
 std::optional<Launch> parse_launch(std::string_view name);
 std::string_view launch_names();         // "mul_mat|mul_mat_glu|...", for messages
 inline bool launch_is_group(Launch l) { return l == Launch::MulMatGroup; }
 inline bool launch_is_unfused(Launch l) { return l == Launch::MulMatGluUnfused || l == Launch::MulMatIdGluUnfused; }
+inline bool launch_is_pipelined(Launch l) {
+  return l == Launch::MulMatPipelined || l == Launch::MulMatGluPipelined || l == Launch::MulMatIdPipelined ||
+         l == Launch::MulMatIdGluPipelined;
+}
 inline bool launch_has_ids(Launch l) {
-  return l == Launch::MulMatId || l == Launch::MulMatIdGlu || l == Launch::MulMatIdGluUnfused;
+  return l == Launch::MulMatId || l == Launch::MulMatIdGlu || l == Launch::MulMatIdGluUnfused || l == Launch::MulMatIdPipelined ||
+         l == Launch::MulMatIdGluPipelined;
 }
 // Reads gate and up and writes their GLU (fused by the engine, or as the hook's pair).
-inline bool launch_is_fused(Launch l) { return l == Launch::MulMatGlu || l == Launch::MulMatIdGlu || launch_is_unfused(l); }
+inline bool launch_is_fused(Launch l) {
+  return l == Launch::MulMatGlu || l == Launch::MulMatIdGlu || launch_is_unfused(l) || l == Launch::MulMatGluPipelined ||
+         l == Launch::MulMatIdGluPipelined;
+}
 inline int launch_matrices(Launch l) { return launch_is_fused(l) ? 2 : 1; }  // weight matrices per launch
 // The fused kind and its unfused pair, each way (other kinds map to themselves).
 inline Launch fused_kind(Launch l) {
@@ -62,6 +78,25 @@ inline Launch fused_kind(Launch l) {
 }
 inline Launch unfused_kind(Launch l) {
   return l == Launch::MulMatGlu ? Launch::MulMatGluUnfused : l == Launch::MulMatIdGlu ? Launch::MulMatIdGluUnfused : l;
+}
+// The engine's four launches and their pipelined kinds, each way (other kinds map to themselves).
+inline Launch pipelined_kind(Launch l) {
+  switch (l) {
+    case Launch::MulMat: return Launch::MulMatPipelined;
+    case Launch::MulMatGlu: return Launch::MulMatGluPipelined;
+    case Launch::MulMatId: return Launch::MulMatIdPipelined;
+    case Launch::MulMatIdGlu: return Launch::MulMatIdGluPipelined;
+    default: return l;
+  }
+}
+inline Launch unpipelined_kind(Launch l) {
+  switch (l) {
+    case Launch::MulMatPipelined: return Launch::MulMat;
+    case Launch::MulMatGluPipelined: return Launch::MulMatGlu;
+    case Launch::MulMatIdPipelined: return Launch::MulMatId;
+    case Launch::MulMatIdGluPipelined: return Launch::MulMatIdGlu;
+    default: return l;
+  }
 }
 
 // One GEMV launch shape: dst[n] = W[n×k] · x[k] with W of `type`, as the engine launches it.

@@ -17,8 +17,9 @@ namespace temper::engine {
 // choice (ggml_cuda_should_use_mmvq and get_mmvq_mmid_max_batch wrapped where the tree has them), and
 // the grid's rows_per_block 16 and nwarps 32 (a v3 build counts entries using them as "not compiled in");
 // 5: same-input groups (ggml-cuda.cu patched too, where its three anchors are; mul_mat_group entries);
-// 6: pipelined one-column launches (mul_mat_vec_q's temper_pipe, where the kernel waits for its predecessor).
-constexpr int kHookVersion = 6;
+// 6: pipelined one-column launches (mul_mat_vec_q's temper_pipe, where the kernel waits for its predecessor);
+// 7: the profile's *_pipelined entries pipeline the launches they name (v6 pipelines only by override).
+constexpr int kHookVersion = 7;
 
 enum class TreeKind { Ggml, LlamaCpp };
 

@@ -229,6 +229,10 @@ const ProfileEntry* applied_entry(const Profile& p, const std::string& arch, con
 // pair's entry when there is one (the hook runs the pair), else the shape's own (applied_entry).
 const ProfileEntry* applied_launch(const Profile& p, const std::string& arch, const ProfileDevice& device,
                                    const ShapeKey& shape, int ncols);
+// The pipelined entry (hook v6) the hooked engine applies to a one-column launch of `shape` (one of the
+// engine's four kinds), or nullptr. Where there is one, the hook launches its config pipelined instead
+// of applied_launch's; its provenance is whole decode tokens (tune's pipeline step), not one launch.
+const ProfileEntry* applied_pipelined(const Profile& p, const std::string& arch, const ProfileDevice& device, const ShapeKey& shape);
 
 // Every winner (verdict "winner") of the session as a pending entry with provenance. `device`
 // picks one device of the session; nullopt takes all of them.
