@@ -26,6 +26,7 @@ struct Options {
   double min_speedup = kDefaultMinSpeedup;
   double min_path_gain = tune::kDefaultMinPathGain;
   double min_group_gain = tune::kDefaultMinGroupGain;
+  double min_pipeline_gain = tune::kDefaultMinPipelineGain;
   int replay_tokens = 40, replay_rounds = 5;
   BenchArgs bench;
 };
@@ -81,6 +82,7 @@ int run_tune(const Options& o) {
   t.min_speedup = o.min_speedup;
   t.min_path_gain = o.min_path_gain;
   t.min_group_gain = o.min_group_gain;
+  t.min_pipeline_gain = o.min_pipeline_gain;
   t.output = o.output;
   t.replay_tokens = o.replay_tokens;
   t.replay_rounds = o.replay_rounds;
@@ -115,6 +117,7 @@ int run_tune(const Options& o) {
   ev.replay = [&](int done, int total) { printer.progress(size_t(done), size_t(total), "replay runs", 0); };
   ev.crossover = [&](int done, int total) { printer.progress(size_t(done), size_t(total), "crossover replays", 0); };
   ev.groups = [&](int done, int total) { printer.progress(size_t(done), size_t(total), "group replays", 0); };
+  ev.pipeline = [&](int done, int total) { printer.progress(size_t(done), size_t(total), "pipeline replays", 0); };
   ev.bench = [&](const engine::BenchProgress& p) { printer.progress(size_t(p.done), size_t(p.total), p.current, p.eta_s); };
   tune::TuneReport r;
   try {
@@ -132,6 +135,7 @@ int run_tune(const Options& o) {
                         {"journal", r.journal.string()}, {"session", r.session.string()}, {"steps", steps},
                         {"notes", r.notes}, {"crossover", tune::crossover_json(r.crossover)},
                         {"groups", tune::groups_json(r.groups)},
+                        {"pipeline", r.pipeline ? tune::pipeline_json(*r.pipeline) : nlohmann::json()},
                         {"replay", r.replay ? *r.replay : nlohmann::json()},
                         {"bench", r.bench ? to_json(*r.bench) : nlohmann::json()}};
     std::printf("%s\n", j.dump(2).c_str());
@@ -147,6 +151,7 @@ int run_tune(const Options& o) {
   if (!r.groups.empty())
     std::printf("\nsame-input groups (q, k, v as one launch) per batch width, whole-token replays:\n%s",
                 tune::groups_text(r.groups).c_str());
+  if (r.pipeline) std::printf("\npipelined launches (one column), whole-token replays:\n%s\n", tune::pipeline_text(*r.pipeline).c_str());
   if (r.bench) std::printf("\n%s", bench_report_markdown(*r.bench).c_str());
   std::printf("\nprofile: %s%s\nsession: %s\n", r.profile.c_str(),
               o.output.empty() ? " (where the engine looks when TEMPER_PROFILE is unset)" : "", r.session.c_str());
@@ -173,6 +178,11 @@ Action define_tune(CLI::App& app) {
   app.add_option("--min-group-gain", o->min_group_gain,
                  "group step: approve a same-input group config when its CI lower bound beats groups off by this "
                  "fraction (default 0.01: 1 %)")
+      ->type_name("FRACTION")
+      ->check(fraction);
+  app.add_option("--min-pipeline-gain", o->min_pipeline_gain,
+                 "pipeline step: pipeline every one-column launch when the token's CI lower bound beats pipelining off "
+                 "by this fraction and every output is unchanged (default 0.005: 0.5 %)")
       ->type_name("FRACTION")
       ->check(fraction);
   add_output(app, o->output, "the profile (default: where the engine looks, ~/.config/temper/engine-profile.json)");
@@ -202,9 +212,14 @@ const Registrar reg{
      "             with each of the 9 group configs (q, k, v as one launch), rounds interleaved; the best is\n"
      "             installed as one mul_mat_group entry per run kind when its CI lower bound beats off by\n"
      "             --min-group-gain, every run was grouped and every output agrees\n"
-     "  9 replay   one decode token's GEMVs in the engine, stock vs the profile (engine replay); a profile\n"
+     "  9 pipeline with batch width 1 in --ncols (hook v7, NVIDIA): the token replayed with every one-column\n"
+     "             launch pipelined at the config it runs (the next kernel launches as its blocks start; they\n"
+     "             prefetch their rows to L2) and without, rounds interleaved; installed as *_pipelined entries\n"
+     "             when its CI lower bound beats off by --min-pipeline-gain and every output is bit for bit\n"
+     "             unchanged (the replay holds only the GEMVs: llama-bench measures the rest of the token)\n"
+     " 10 replay   one decode token's GEMVs in the engine, stock vs the profile (engine replay); a profile\n"
      "             that changes any launch's output is taken back out and tune ends with exit 5\n"
-     " 10 bench    with --llama-bench: your llama-bench with and without the profile (engine bench)\n"
+     " 11 bench    with --llama-bench: your llama-bench with and without the profile (engine bench)\n"
      "One journal in ~/.cache/temper/tune/<model and engine>/: each step records its input and is skipped\n"
      "while it is unchanged (an updated llama.cpp tree builds a new engine and re-sweeps; a re-run on the\n"
      "same tree only re-benches). Killed or Ctrl-C'd (exit 7), the same command goes on where it stopped:\n"

@@ -42,11 +42,12 @@
 #   pfexp    (not in the default) the issue-29 experiment: mmvq prefetching its rows to L2 (bench/exp_prefetch_patch.py)
 #            in a second build of the patched tree (PF_BITS: 1 early launch, 2 prefetch, 3 both, the default), four arms of
 #            llama-bench COST_TESTS, both fixtures (PF_MOE=0: the dense one)
-#   pipeline (not in the default) hook v6's own pipelined launches (TEMPER_MMVQ_PIPELINE=1) with COST_PROFILE against
-#            the profile alone and stock, llama-bench COST_TESTS, both fixtures (PF_MOE=0: the dense one)
+#   pipeline (not in the default) the hook's own pipelined launches with COST_PROFILE (its *_pipelined entries; with
+#            PIPELINE_OVERRIDE=1 every tuned launch, TEMPER_MMVQ_PIPELINE=1) against the profile unpipelined
+#            (TEMPER_MMVQ_PIPELINE=0) and stock, llama-bench COST_TESTS, both fixtures (PF_MOE=0: the dense one)
 #   verify   (not in the default) whether pipelined launches change what the engine computes: bench/greedy_decode.cpp
 #            (128 greedy one-column steps, a hash of each step's logits) of both fixtures, arms that must agree bit
-#            for bit: stock twice, COST_PROFILE with TEMPER_MMVQ_PIPELINE=0 and 1, and the pfexp build's (when built)
+#            for bit: stock twice, COST_PROFILE unpipelined and pipelined (as the pipeline stage), and the pfexp build's (when built)
 #            without and with the profile against the base build's
 #   kernels  (not in the default) Nsight Compute over llama-bench tg4 of both fixtures, without and with
 #            COST_PROFILE: each kernel timed alone, summed per token by kind (kernel_sums.py), beside tg32's period
@@ -454,10 +455,11 @@ if want pfexp; then
   timed pfexp "$(ms "$t0")"
 fi
 
-# Issue 29, hook v6: the same tree's own pipelined launches (TEMPER_MMVQ_PIPELINE=1: every tuned
-# one-column launch runs its pipelined instantiation), no second build. llama-bench COST_TESTS of both
-# fixtures (PF_MOE=0: the dense one), three arms interleaved, the order reversed every other round:
-# stock (no profile), COST_PROFILE, COST_PROFILE pipelined. Compared: profile and pipelined against stock,
+# Issue 29, hook v7: the same tree's own pipelined launches, no second build: the profile's *_pipelined
+# entries (TEMPER_MMVQ_PIPELINE unset), or with PIPELINE_OVERRIDE=1 every tuned one-column launch
+# (TEMPER_MMVQ_PIPELINE=1). llama-bench COST_TESTS of both fixtures (PF_MOE=0: the dense one), three arms
+# interleaved, the order reversed every other round: stock (no profile), COST_PROFILE unpipelined
+# (TEMPER_MMVQ_PIPELINE=0), COST_PROFILE pipelined. Compared: profile and pipelined against stock,
 # pipelined against the profile.
 if want pipeline; then
   stage pipeline
@@ -466,7 +468,7 @@ if want pipeline; then
   pl_arm() {
     local p=""
     [[ $1 != stock ]] && p="$pl_profile"
-    TEMPER_MMVQ_PIPELINE=$([[ $1 == pipelined ]] && echo 1 || echo 0) bench_one "$llama_bench" "$p" "$2" "$3.json" "$3.err"
+    TEMPER_MMVQ_PIPELINE=$([[ $1 == pipelined ]] && echo "${PIPELINE_OVERRIDE:-}" || echo 0) bench_one "$llama_bench" "$p" "$2" "$3.json" "$3.err"
   }
   experiment_models
   t0=$(now)
@@ -508,7 +510,7 @@ if want verify; then
         { tail -5 "$d/$1.err" | tee -a "$log" >&2; exit 1; }
     }
     vf_same() {
-      if cmp -s "$d/$1.txt" "$d/$2.txt"; then say "   $name: $1 = $2 ($(tail -1 "$d/$1.txt"))"
+      if cmp -s "$d/$1.txt" "$d/$2.txt"; then say "   $name: $1 = $2 ($(tail -2 "$d/$1.txt" | tr '\n' ' '))"
       else say "   $name: $1 != $2 DIFFERENT from step $(diff <(cut -d' ' -f1,3 "$d/$1.txt") <(cut -d' ' -f1,3 "$d/$2.txt") | sed -n 's/^< \([0-9]*\) .*/\1/p' | head -1)"
         echo "$name $1 $2" >>"$ev/verify/differ"; fi
     }
@@ -518,8 +520,11 @@ if want verify; then
       name=$(basename "$m" .gguf) d="$ev/verify/$(basename "$m" .gguf)"
       mkdir -p "$d"
       vf_arm stock build "" 0 "$m"; vf_arm stock-again build "" 0 "$m"
-      vf_arm profile build "$vf_profile" 0 "$m"; vf_arm pipelined build "$vf_profile" 1 "$m"
+      vf_arm profile build "$vf_profile" 0 "$m"; vf_arm pipelined build "$vf_profile" "${PIPELINE_OVERRIDE:-}" "$m"
       say "== verify $name: $(grep -h '^temper: profile' "$d/profile.err" | head -1)"
+      # Non-finite or unchanging logits compare nothing (a fixture whose activations overflow).
+      read -r _ fin _ total _ hashes _ < <(tail -1 "$d/stock.txt")
+      [[ "$fin" == "$total" && "$hashes" -gt 1 ]] || { say "   $name: VACUOUS: $(tail -1 "$d/stock.txt")"; echo "$name vacuous" >>"$ev/verify/differ"; }
       vf_same stock stock-again; vf_same profile pipelined
       if [[ -n "${vf_bin[build-pf]:-}" ]]; then
         vf_arm pf-none build-pf "" 0 "$m"; vf_arm pf-profile build-pf "$vf_profile" 0 "$m"

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <set>
@@ -23,6 +24,7 @@
 #include "temper/model.h"
 #include "temper/plan.h"
 #include "temper/groups.h"
+#include "temper/pipeline.h"
 
 namespace temper::tune {
 namespace fs = std::filesystem;
@@ -38,6 +40,7 @@ std::string_view step_name(Step s) {
     case Step::Install: return "install";
     case Step::Crossover: return "crossover";
     case Step::Groups: return "groups";
+    case Step::Pipeline: return "pipeline";
     case Step::Replay: return "replay";
     case Step::Bench: return "bench";
   }
@@ -491,9 +494,10 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
   std::vector<int> widths;
   for (int n : o.ncols)
     if (n >= 2) widths.push_back(n);
-  // The input: what the engine launches, bar the paths this step writes and the group step's entries.
+  // The input: what the engine launches, bar the paths this step writes and the group and pipeline
+  // steps' entries (which come after it).
   auto without_groups = [](Profile p) {
-    std::erase_if(p.entries, [](const ProfileEntry& e) { return launch_is_group(e.key.launch); });
+    std::erase_if(p.entries, [](const ProfileEntry& e) { return launch_is_group(e.key.launch) || launch_is_pipelined(e.key.launch); });
     return p;
   };
   Profile entries_only = without_groups(report.installed);
@@ -764,6 +768,120 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
             {"device", device_json(on)},
             {"evidence", evidence_json(evidence)}};
   });
+  // ---- pipeline: every one-column launch pipelined at the config it runs, whole token ----
+  const std::string pipeline_input =
+      digest({"pipeline 1", probe_id, approved_fingerprint(without_pipelined(report.installed), arch), identity.header_hash,
+              std::to_string(o.replay_tokens), std::to_string(o.replay_rounds), fmt("%.6f", o.min_pipeline_gain)});
+  run_step(Step::Pipeline, "every one-column launch pipelined (the next kernel launches early, rows prefetched to L2), in the engine",
+           [&](StepReport& r) -> json {
+    const json* last = log.last(Step::Pipeline);
+    if (std::find(o.ncols.begin(), o.ncols.end(), 1) == o.ncols.end()) {
+      r.outcome = "not asked";
+      r.summary = "no batch width 1 in --ncols (pipelined launches are decode's)";
+      return {};
+    }
+    const engine::ReplayPlan plan = engine::plan_replay(file);
+    // The entries go in as the decision says; an unapproved decision removes this model's older ones.
+    auto record = [&](const std::vector<ProfileEntry>& candidates, const PipelineDecision& d, const Provenance& evidence,
+                      const std::string& when) {
+      Profile before = report.installed;
+      install_pipelined(report.installed, candidates, d.approved ? pipeline_entries(candidates, plan.launches, d, evidence, when)
+                                                                 : std::vector<ProfileEntry>{});
+      if (to_json(report.installed) == to_json(before)) return false;
+      save_profile(report.installed, report.profile);
+      installed_now = true;
+      return true;
+    };
+    auto evidence_of = [](const json& e) {
+      Provenance p;
+      p.session_id = e.at("session_id");
+      p.device_name = e.at("device_name");
+      p.device_arch = e.at("device_arch");
+      p.engine = e.at("engine");
+      p.kernel = e.at("kernel");
+      return p;
+    };
+    if (same_input(last, pipeline_input)) {
+      const PipelineDecision d = decide_pipeline(pipeline_samples_from_json(last->at("samples")), o.min_pipeline_gain);
+      report.pipeline = d;
+      r.outcome = "skipped";
+      r.summary = "unchanged engine and profile: " + pipeline_text(d);
+      const ProfileDevice on = device_from_json(last->at("device"));
+      const std::vector<ProfileEntry> candidates =
+          pipeline_candidates(plan.launches, without_pipelined(report.installed), arch, on, last->at("engine_version"));
+      if (record(candidates, d, evidence_of(last->at("evidence")), last->at("decided_at")))
+        r.summary += "; recorded again in " + report.profile.string();
+      return {};
+    }
+    engine::EngineDevice& dev = engine_device();
+    // A hook that compiled no pipelined launch (HIP, a ggml without the dependent-launch wait, a probe
+    // before protocol 6) or reads no pipelined entries (before hook v7): nothing to measure, said once.
+    const auto bits = dev.hello().find("pipeline_bits");
+    std::string why_not;
+    if (dev.protocol() < 6 || bits == dev.hello().end() || std::atoi(bits->second.c_str()) == 0)
+      why_not = "the engine's hook compiles no pipelined launches (an AMD build, a ggml whose mmvq does not wait for its "
+                "predecessor, or a probe before protocol 6; see temper engine check)";
+    else if (const std::string& v = dev.kernel_source().hook_version;
+             !v.empty() && std::all_of(v.begin(), v.end(), [](char ch) { return ch >= '0' && ch <= '9'; }) && std::stoi(v) < 7)
+      why_not = "the engine's hook (v" + v + ") reads no pipelined entries: patch it with this Temper";
+    if (!why_not.empty()) {
+      r.outcome = "not asked";
+      r.summary = why_not;
+      note("no pipeline step: " + why_not);
+      return {};
+    }
+    const std::string engine_version = old_ggml(dev) ? "ggml-7180759" : "ggml-d99724f";
+    const ProfileDevice on = profile_device(dev.info());
+    const Profile off_profile = without_pipelined(report.installed);
+    const std::vector<ProfileEntry> candidates = pipeline_candidates(plan.launches, off_profile, arch, on, engine_version);
+    // The on arm's profile: every candidate approved, with placeholder times (the step's own file; the
+    // installed one stays as it is until the decision).
+    Profile on_profile = off_profile;
+    PipelineDecision trial;
+    trial.approved = true;
+    trial.off_us = trial.off_ci_low = trial.off_ci_high = trial.on_us = trial.on_ci_low = trial.on_ci_high = 1;
+    Provenance trial_evidence;
+    trial_evidence.device_arch = arch;
+    install_pipelined(on_profile, candidates, pipeline_entries(candidates, plan.launches, trial, trial_evidence, utc_now_iso8601()));
+    const fs::path off_path = fs::absolute(report.state_dir / "pipeline-off.json"), on_path = fs::absolute(report.state_dir / "pipeline-on.json");
+    save_profile(off_profile, off_path);
+    save_profile(on_profile, on_path);
+    engine::TokenReplayer token(dev, file, plan, 1);
+    const PipelineReplay replay = [&](bool pipelined) {
+      if (cancel.load()) fail(ErrorKind::Cancelled, "tune cancelled during the pipeline step; run the same command again to go on");
+      const engine::ReplayTokens t = token.run(token.plan_text(pipelined ? on_path : off_path, 1, {}, nullptr, std::nullopt,
+                                                               pipelined ? std::nullopt : std::optional<bool>(false)),
+                                               o.replay_tokens);
+      return PipelineRun{t.token_us, t.pipelined_launches};
+    };
+    const auto identical = [&] {
+      const std::vector<float> a = token.outputs(token.plan_text(off_path, 1, {}, nullptr, std::nullopt, false), 1);
+      const std::vector<float> b = token.outputs(token.plan_text(on_path, 1, {}, nullptr), 1);
+      return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+    };
+    int runs = 0;
+    const PipelineSamples samples = measure_pipeline(o.replay_rounds, replay, identical, [&] {
+      if (ev.pipeline) ev.pipeline(++runs, 2 * o.replay_rounds);
+    });
+    const PipelineDecision d = decide_pipeline(samples, o.min_pipeline_gain);
+    report.pipeline = d;
+    Provenance evidence;
+    evidence.session_id = "tune " + report.state_dir.filename().string();
+    evidence.device_name = dev.info().name;
+    evidence.device_arch = arch;
+    evidence.engine = "replay";
+    evidence.kernel = kernel_label(dev.kernel_source());
+    const std::string when = utc_now_iso8601();
+    record(candidates, d, evidence, when);
+    r.summary = pipeline_text(d) + "; recorded in " + report.profile.string();
+    if (d.approved)
+      note("the pipeline step's replay holds only the GEMVs and their quantizers: the rest of the token's kernels launching early "
+           "is measured by llama-bench (the bench step)");
+    return {{"input", pipeline_input}, {"samples", to_json(samples)}, {"decided_at", when}, {"device", device_json(on)},
+            {"engine_version", engine_version},
+            {"evidence", {{"session_id", evidence.session_id}, {"device_name", evidence.device_name}, {"device_arch", evidence.device_arch},
+                          {"engine", evidence.engine}, {"kernel", evidence.kernel}}}};
+  });
   const std::string fingerprint = approved_fingerprint(report.installed, arch);
 
   // ---- replay ----
@@ -807,6 +925,12 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
       (*report.replay)["predicted_speedup"] = rr.predicted_speedup * ratio;
       (*report.replay)["predicted_group_ratio"] = ratio;
       note("the replay's prediction multiplies in the group step's measured ×" + fmt("%.3f", ratio) + " (same-input groups at one column)");
+    }
+    // Likewise the pipeline step's whole-token ratio (the sweep timed each launch unpipelined).
+    if (report.pipeline && report.pipeline->approved && rr.predicted_speedup > 0) {
+      (*report.replay)["predicted_speedup"] = (*report.replay)["predicted_speedup"].get<double>() * report.pipeline->speedup;
+      (*report.replay)["predicted_pipeline_ratio"] = report.pipeline->speedup;
+      note("the replay's prediction multiplies in the pipeline step's measured ×" + fmt("%.3f", report.pipeline->speedup));
     }
     r.summary = replay_summary(*report.replay);
     return {{"input", replay_input}, {"result", *report.replay}};

@@ -24,7 +24,10 @@
 //                           with none, 1.00-1.04 of it (so no config wins)
 //   FAKE_PROBE_GROUP_HOOKS=N  Hello's group_hooks (default 3; 0: a hook without the ggml-cuda.cu part)
 //   FAKE_PROBE_GROUP_WRONG=WxR  Replay: a group launched with that config writes a wrong result
-// Replay (protocol 6): "pipeline on" runs every tuned one-column launch pipelined, in 0.95 of its time.
+// Replay (protocol 6): "pipeline on" runs every tuned one-column launch pipelined, in 0.95 of its time;
+// without the line the profile's approved *_pipelined entries do (hook v7), "pipeline off" none.
+//   FAKE_PROBE_PIPELINE_BITS=N  Hello's pipeline_bits (default 3; 0: a hook without pipelined launches)
+//   FAKE_PROBE_PIPELINE_WRONG=1  Replay: a pipelined launch writes a wrong result (a reader that ran early)
 //   FAKE_PROBE_GEMV_LOG=F   append "LAUNCH TYPE N K NCOLS NWARPS ROWS" to F per Gemv or GemvLaunch (each
 //                           verification a sweep makes measures one result: tests see what a run measured)
 //
@@ -171,7 +174,7 @@ class Probe {
                                  "max_threads_per_sm=2048\ndriver=fake\nruntime=fake\npci_bus_id=0000:00:00.0\n"
                                  "hook_version=fake-1\nkernel_set=ci\ngraphs=0\n" +
                                  (protocol() >= 4 ? "path_hooks=3\n" : "") + (protocol() >= 5 ? "group_hooks=" + std::string(std::getenv("FAKE_PROBE_GROUP_HOOKS") ? std::getenv("FAKE_PROBE_GROUP_HOOKS") : "3") + "\n" : "") +
-                                 (protocol() >= 6 ? "pipeline_bits=3\n" : "");
+                                 (protocol() >= 6 ? "pipeline_bits=" + std::string(std::getenv("FAKE_PROBE_PIPELINE_BITS") ? std::getenv("FAKE_PROBE_PIPELINE_BITS") : "3") + "\n" : "");
         return {text.begin(), text.end()};
       }
       case Op::Alloc: {
@@ -364,7 +367,8 @@ class Probe {
     double us = 0;
     int64_t launches = 0, tuned = 0, path_changes = 0, group_launches = 0, pipelined = 0;
     int ncols = 1, nodes = 0;
-    bool pipeline = false;  // protocol 6: "pipeline on"
+    int pipeline = -1;  // protocol 6: "pipeline on" 1, "off" 0; -1: the profile's pipelined entries decide
+    const bool pipeline_wrong = std::getenv("FAKE_PROBE_PIPELINE_WRONG") != nullptr;
     DeviceInfo self;
     self.name = kName;
     self.arch = "sm_90";
@@ -454,7 +458,7 @@ class Probe {
         if (nodes > 0) throw Fail{ProbeStatus::BadRequest, "replay: \"" + line + "\" comes after the nodes"};
         std::string value;
         if ((l >> value) && (value == "on" || value == "off") && !(l >> extra)) {
-          pipeline = value == "on";
+          pipeline = value == "on" ? 1 : 0;
           continue;
         }
         throw Fail{ProbeStatus::BadRequest, "replay: cannot read plan line \"" + line + "\""};
@@ -493,11 +497,14 @@ class Probe {
       const ProfileEntry* entry = nullptr;
       bool applies = false;
       if (ncols == 1) {
-        entry = applied_launch(profile, self.arch, profile_device(self), p, 1);
+        const ProfileEntry* piped =
+            protocol() >= 6 && pipeline != 0 ? applied_pipelined(profile, self.arch, profile_device(self), p) : nullptr;
+        if (piped && !compiled(p.type, 1, piped->config)) piped = nullptr;
+        entry = piped ? piped : applied_launch(profile, self.arch, profile_device(self), p, 1);
         applies = entry && compiled(p.type, 1, entry->config);
         const Config c = applies ? entry->config : stock(p);
-        const Launch ran = applies ? entry->key.launch : p.launch;
-        const bool pipelined_here = pipeline && applies && !launch_is_unfused(ran);
+        const Launch ran = piped ? p.launch : applies ? entry->key.launch : p.launch;
+        const bool pipelined_here = piped || (pipeline == 1 && applies && !launch_is_unfused(ran));
         us += mean_us(with_launch_problem(p, ran), c) * (pipelined_here ? 0.95 : 1.0);
         launches += launch_is_unfused(ran) ? 2 : 1;  // the pair: two plain mmvq launches
         tuned += applies;
@@ -545,6 +552,7 @@ class Probe {
           out[col * size_t(n) + size_t(r)] = float(v);
         }
         if (wrong && entry && applies && entry->config == *wrong) out[col * size_t(n) + size_t(n - 1)] += 1.0f + std::abs(out[col * size_t(n)]);
+        if (pipeline_wrong && pipelined > pipelined_before) out[col * size_t(n)] += 1.0f + std::abs(out[col * size_t(n)]);
       }
       if (p.launch == Launch::MulMat && !fused && (op == "mm" || joins)) {
         open_run.members.emplace_back(type, n);

@@ -102,7 +102,7 @@ TEST(Tune, WholeJobThenARerunOnlyRebenches) {
                                                                   {"build", "not asked"}, {"sweep", "done"},
                                                                   {"approve", "done"}, {"install", "done"},
                                                                   {"crossover", "done"}, {"groups", "done"},
-                                                                  {"replay", "done"}, {"bench", "done"}}));
+                                                                  {"pipeline", "done"}, {"replay", "done"}, {"bench", "done"}}));
   // Installed where the engine looks, with approved winners, the replay's and the bench's numbers.
   EXPECT_EQ(first["profile"], d.profile.string());
   const Profile p = load_profile(d.profile);
@@ -120,6 +120,30 @@ TEST(Tune, WholeJobThenARerunOnlyRebenches) {
   EXPECT_GT(measured, 100u);
   const Session session = read_session(first["session"].get<std::string>());
   EXPECT_EQ(session.status, "complete");
+  // The pipeline step (the fake probe runs a pipelined launch in 0.95 of its time, same outputs):
+  // every one-column launch shape of the plan gets an approved pipelined entry, at the config the
+  // profile already runs it at (else the default), and the replay's prediction multiplies it in.
+  ASSERT_TRUE(first["pipeline"].is_object()) << first.dump();
+  EXPECT_TRUE(first["pipeline"]["approved"].get<bool>()) << first["pipeline"]["why"];
+  EXPECT_GT(first["pipeline"]["speedup_low"].get<double>(), 1.005);
+  EXPECT_GT(first["pipeline"]["pipelined_launches"].get<int>(), 0);
+  const LaunchPlan plan = plan_launches(GgufFile::open(d.model));
+  std::set<ShapeKey> one_column;  // bar a fused gate/up the profile runs as the hook's unfused pair
+  for (const PlannedLaunch& l : plan.launches) {
+    const ProfileEntry* applied = applied_launch(p, "sm_90", ProfileDevice{"Temper fake probe (CPU reference, synthetic times)", 16, 1024}, l.shape(), 1);
+    if (!applied || !launch_is_unfused(applied->key.launch)) one_column.insert(l.shape());
+  }
+  int pipelined = 0;
+  for (const auto& e : p.entries) {
+    if (!launch_is_pipelined(e.key.launch)) continue;
+    ++pipelined;
+    EXPECT_EQ(e.approval, Approval::Approved) << key_text(e.key);
+    EXPECT_EQ(one_column.count(with_launch(e.key.shape(), unpipelined_kind(e.key.launch))), 1u) << key_text(e.key);
+    const ProfileEntry* plain = applied_launch(p, "sm_90", e.key.device, with_launch(e.key.shape(), unpipelined_kind(e.key.launch)), 1);
+    EXPECT_EQ(e.config, plain ? plain->config : e.default_config) << key_text(e.key);
+  }
+  EXPECT_EQ(pipelined, int(one_column.size()));
+  EXPECT_GT(first["replay"]["predicted_pipeline_ratio"].get<double>(), 1.0);
 
   // Same tree, same model: every step's input is unchanged; only the bench runs again.
   const json second = d.run();
@@ -127,7 +151,7 @@ TEST(Tune, WholeJobThenARerunOnlyRebenches) {
                                                                    {"build", "not asked"}, {"sweep", "skipped"},
                                                                    {"approve", "skipped"}, {"install", "skipped"},
                                                                    {"crossover", "skipped"}, {"groups", "skipped"},
-                                                                   {"replay", "skipped"}, {"bench", "done"}}));
+                                                                   {"pipeline", "skipped"}, {"replay", "skipped"}, {"bench", "done"}}));
   EXPECT_EQ(line_count(d.gemv_log), measured);  // nothing measured again
   EXPECT_EQ(line_count(d.bench_log), 16u);
   EXPECT_EQ(second["replay"], first["replay"]);  // the journaled numbers
@@ -310,7 +334,7 @@ TEST(Tune, ChecksAndPatchesAnUpstreamTreeBeforeTheBuild) {
   const test::Env no_cuda = d.env({{"CUDACXX", "/nonexistent/nvcc"}, {"PATH", "/usr/bin:/bin"}});
   test::CliRun r = test::run_temper(args, no_cuda);
   EXPECT_EQ(r.code, 6) << r.output;
-  EXPECT_NE(r.output.find("tune [1/10] check: the engine tree"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("tune [1/11] check: the engine tree"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("done in"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("llama.cpp tree at " + tree.root().string()), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("patched " + mmvq.string() + " (hook v"), std::string::npos) << r.output;
@@ -636,6 +660,37 @@ TEST(Tune, GroupStepWithoutAWinnerOrWithAnOlderProbeInstallsNothing) {
   bool hooks_said = false;
   for (const json& n : no_hooks["notes"]) hooks_said |= n.get<std::string>().find("group_hooks=0") != std::string::npos;
   EXPECT_TRUE(hooks_said) << no_hooks["notes"].dump();
+}
+
+// The pipeline step leaves the profile without pipelined entries when a pipelined launch changes an
+// output (whatever its speed), and is not asked of a hook without pipelined launches or an older probe.
+TEST(Tune, PipelineStepThatChangesAnOutputOrHasNoHookInstallsNothing) {
+  const std::map<std::string, std::string> small = {{"--ncols", "1"}, {"--tests", "tg128"}, {"--rounds", "1"},
+                                                    {"--replay-tokens", "6"}, {"--replay-rounds", "3"}};
+  const auto pipelined_entries = [](const Profile& p) {
+    return std::count_if(p.entries.begin(), p.entries.end(), [](const ProfileEntry& e) { return launch_is_pipelined(e.key.launch); });
+  };
+  const TuneDir d;
+  const json wrong = d.run(small, {{"FAKE_PROBE_PIPELINE_WRONG", "1"}});
+  ASSERT_TRUE(wrong.is_object());
+  EXPECT_EQ(outcomes(wrong)["pipeline"], "done");
+  EXPECT_FALSE(wrong["pipeline"]["approved"].get<bool>());
+  EXPECT_GT(wrong["pipeline"]["speedup"].get<double>(), 1.01);  // faster, and still refused
+  EXPECT_NE(wrong["pipeline"]["why"].get<std::string>().find("an output differs"), std::string::npos) << wrong["pipeline"].dump();
+  EXPECT_EQ(pipelined_entries(load_profile(d.profile)), 0);
+  EXPECT_FALSE(wrong["replay"].contains("predicted_pipeline_ratio"));
+  for (const auto& [env, value] : std::vector<std::pair<std::string, std::string>>{{"FAKE_PROBE_PIPELINE_BITS", "0"},
+                                                                                  {"FAKE_PROBE_PROTOCOL", "5"}}) {
+    SCOPED_TRACE(env);
+    const TuneDir none;
+    const json r = none.run(small, {{env, value}});
+    ASSERT_TRUE(r.is_object());
+    EXPECT_EQ(outcomes(r)["pipeline"], "not asked");
+    bool said = false;
+    for (const json& n : r["notes"]) said |= n.get<std::string>().find("no pipeline step: the engine's hook compiles no pipelined") == 0;
+    EXPECT_TRUE(said) << r["notes"].dump();
+    EXPECT_EQ(pipelined_entries(load_profile(none.profile)), 0);
+  }
 }
 
 // ---- The install rule ----

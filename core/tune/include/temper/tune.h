@@ -1,7 +1,8 @@
 #pragma once
 // `temper tune`: the whole job in one command (docs/llama-cpp.md). check → (patch) → engine build →
 // engine sweep → approve → install the profile where the engine looks (or -o) → mmvq-or-mmq
-// crossover at batch widths 2..8 → decode replay → llama-bench with and without it. One journal in
+// crossover at batch widths 2..8 → same-input groups → pipelined launches → decode replay →
+// llama-bench with and without it. One journal in
 // a state folder per (model, engine): every step records its input's digest and is skipped while
 // that input is unchanged (an updated llama.cpp tree builds a new engine, so it re-sweeps; a re-run
 // on the same tree only re-benches); the sweep keeps its own journal there, so a tune killed
@@ -21,16 +22,17 @@
 #include "temper/engine_bench.h"
 #include "temper/crossover.h"
 #include "temper/groups.h"
+#include "temper/pipeline.h"
 #include "temper/engine_build.h"
 #include "temper/profile.h"
 #include "temper/sweep.h"
 
 namespace temper::tune {
 
-enum class Step { Check, Patch, Build, Sweep, Approve, Install, Crossover, Groups, Replay, Bench };
-inline constexpr Step kSteps[] = {Step::Check,   Step::Patch,     Step::Build,  Step::Sweep,  Step::Approve,
-                                  Step::Install, Step::Crossover, Step::Groups, Step::Replay, Step::Bench};
-// "check", "patch", "build", "sweep", "approve", "install", "crossover", "groups", "replay", "bench"
+enum class Step { Check, Patch, Build, Sweep, Approve, Install, Crossover, Groups, Pipeline, Replay, Bench };
+inline constexpr Step kSteps[] = {Step::Check,     Step::Patch,  Step::Build,    Step::Sweep,  Step::Approve, Step::Install,
+                                  Step::Crossover, Step::Groups, Step::Pipeline, Step::Replay, Step::Bench};
+// "check", "patch", "build", "sweep", "approve", "install", "crossover", "groups", "pipeline", "replay", "bench"
 std::string_view step_name(Step s);
 
 struct TuneOptions {
@@ -50,6 +52,8 @@ struct TuneOptions {
   double min_path_gain = kDefaultMinPathGain;  // the crossover approves a path at least this much faster
   // The group step approves a same-input group config whose CI lower bound beats groups off by this.
   double min_group_gain = kDefaultMinGroupGain;
+  // The pipeline step approves pipelining every one-column launch when its CI lower bound beats off by this.
+  double min_pipeline_gain = kDefaultMinPipelineGain;
   // llama-bench; its model and profile are tune's. Absent: no bench step.
   std::optional<engine::BenchOptions> bench;
   const std::atomic<bool>* cancel = nullptr;  // set: the running step stops, Error(Cancelled); run again to go on
@@ -74,6 +78,7 @@ struct TuneEvents {
   std::function<void(int, int)> replay;
   std::function<void(int, int)> crossover;  // replay runs done of total
   std::function<void(int, int)> groups;     // the group step's replay runs done of total
+  std::function<void(int, int)> pipeline;   // the pipeline step's replay runs done of total
   std::function<void(const engine::BenchProgress&)> bench;
 };
 
@@ -83,6 +88,7 @@ struct TuneReport {
   Profile installed;                     // the profile at `profile` when tune ended
   std::vector<CrossoverCell> crossover;  // every measured (type, launch, ncols), as the step decided
   std::vector<GroupDecision> groups;     // the group step's decision per batch width 1..4 measured
+  std::optional<PipelineDecision> pipeline;  // the pipeline step's, when it measured
   std::optional<nlohmann::json> replay;  // the replay's numbers (what `engine replay --json` prints)
   std::optional<BenchRecord> bench;
   std::vector<std::string> notes;
