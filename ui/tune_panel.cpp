@@ -165,6 +165,10 @@ TunePanel::TunePanel(SessionDocument* doc, QWidget* parent) : QWidget(parent), d
   groups_->verticalHeader()->setVisible(false);
   groups_->setMinimumHeight(70);
   connect(runner_, &TuneRunner::groupsReady, this, &TunePanel::showGroups);
+  pipeline_ = new QLabel(QStringLiteral("Pipelined launches (one column): after the pipeline step."));
+  pipeline_->setWordWrap(true);
+  pipeline_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  connect(runner_, &TuneRunner::pipelineReady, this, &TunePanel::showPipeline);
   progress_ = new QProgressBar;
   status_ = new QLabel;
   status_->setWordWrap(true);
@@ -206,6 +210,7 @@ TunePanel::TunePanel(SessionDocument* doc, QWidget* parent) : QWidget(parent), d
   ll->addWidget(crossover_);
   ll->addWidget(groups_head_);
   ll->addWidget(groups_);
+  ll->addWidget(pipeline_);
   auto* right = new QWidget;
   auto* rl = new QVBoxLayout(right);
   rl->addWidget(bench_head_);
@@ -383,6 +388,21 @@ void TunePanel::showGroups(const QByteArray& groups_json) {
                                                         "the best of 9 configs): installed at %1 of %2 batch widths.")
                                              .arg(installed)
                                              .arg(rows.size()));
+}
+
+QString TunePanel::pipelineText() const { return pipeline_->text(); }
+
+void TunePanel::showPipeline(const QByteArray& pipeline_json) {
+  const QJsonObject d = QJsonDocument::fromJson(pipeline_json).object();
+  auto pct = [](double speedup) { return (speedup >= 1 ? QStringLiteral("+") : QString()) + QString::number((speedup - 1) * 100, 'f', 1) + " %"; };
+  const bool approved = d.value(QStringLiteral("approved")).toBool();
+  pipeline_->setText(QStringLiteral("Pipelined launches (one column; whole-token replays of the GEMVs, off vs on — llama-bench measures "
+                                    "the rest of the token): %1, %2 [%3, %4], %5 launches a token; %6.")
+                         .arg(approved ? QStringLiteral("<b>installed</b>") : QStringLiteral("not installed"),
+                              pct(d.value(QStringLiteral("speedup")).toDouble()), pct(d.value(QStringLiteral("speedup_low")).toDouble()),
+                              pct(d.value(QStringLiteral("speedup_high")).toDouble()),
+                              QString::number(d.value(QStringLiteral("pipelined_launches")).toInteger()),
+                              d.value(QStringLiteral("why")).toString().toHtmlEscaped()));
 }
 
 void TunePanel::showCrossover(const QByteArray& crossover_json) {

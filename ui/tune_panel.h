@@ -63,6 +63,10 @@ class TunePanel : public QWidget {
   QTableWidget* groups() const { return groups_; }
   QString groupsHead() const;
   void showGroups(const QByteArray& groups_json);
+  // Pipelined launches: one line from tune's "pipeline" — installed or not, the whole-token gain in the
+  // replay with its CI, pipelined launches per token, and why (the replay sees GEMVs only).
+  QString pipelineText() const;
+  void showPipeline(const QByteArray& pipeline_json);
   BenchModel* benchModel() const { return bench_; }
   QChart* samplesChart() const;
   QString statusText() const;
@@ -103,6 +107,7 @@ class TunePanel : public QWidget {
   QLabel* crossover_head_;
   QTableWidget* crossover_;
   QLabel* groups_head_;
+  QLabel* pipeline_;
   QTableWidget* groups_;
   QProgressBar* progress_;
   QLabel* status_;

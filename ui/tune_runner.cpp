@@ -81,6 +81,9 @@ void TuneRunner::startTune(tune::TuneOptions o) {
     ev.groups = [&](int done, int total) {
       post([this, done, total] { Q_EMIT progress(done, total, QStringLiteral("group replays"), 0); });
     };
+    ev.pipeline = [&](int done, int total) {
+      post([this, done, total] { Q_EMIT progress(done, total, QStringLiteral("pipeline replays"), 0); });
+    };
     ev.crossover = [&](int done, int total) {
       post([this, done, total] { Q_EMIT progress(done, total, QStringLiteral("crossover replays"), 0); });
     };
@@ -92,6 +95,8 @@ void TuneRunner::startTune(tune::TuneOptions o) {
       post([this, j = QByteArray::fromStdString(tune::crossover_json(r.crossover).dump())] { Q_EMIT crossoverReady(j); });
     if (!r.groups.empty())
       post([this, j = QByteArray::fromStdString(tune::groups_json(r.groups).dump())] { Q_EMIT groupsReady(j); });
+    if (r.pipeline)
+      post([this, j = QByteArray::fromStdString(tune::pipeline_json(*r.pipeline).dump())] { Q_EMIT pipelineReady(j); });
     if (r.replay) post([this, j = QByteArray::fromStdString(r.replay->dump())] { Q_EMIT replayReady(j); });
     if (r.bench) post([this, b = *r.bench] { Q_EMIT benchReady(b); });
     return QStringLiteral("Tuned: the profile is %1").arg(qs(r.profile.string()));

@@ -36,6 +36,7 @@ class TuneRunner : public QObject {
   void replayReady(const QByteArray& replay_json);  // the replay step's numbers (docs/json.md, engine replay)
   void crossoverReady(const QByteArray& crossover_json);  // the crossover's cells (docs/json.md, tune "crossover")
   void groupsReady(const QByteArray& groups_json);  // the group step's decisions (docs/json.md, tune "groups")
+  void pipelineReady(const QByteArray& pipeline_json);  // the pipeline step's decision (docs/json.md, tune "pipeline")
   void finished(const QString& summary);  // tune or bench done
   void failed(const QString& message, bool cancelled);
 

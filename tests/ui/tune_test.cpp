@@ -178,6 +178,31 @@ class TestTune : public QObject {
     QVERIFY2(panel.groupsHead().contains(QStringLiteral("installed at 1 of 2 batch widths")), qPrintable(panel.groupsHead()));
   }
 
+  // The pipeline step's line from tune's report: installed or not, the gain with its CI, the
+  // launches a token, why; and that the replay sees the GEMVs only.
+  void pipelineLineSaysWhetherItWasInstalledAndWhy() {
+    auto samples = [](double center) {
+      std::vector<double> v;
+      for (int i = 0; i < 20; ++i) v.push_back(center + 0.1 * (i % 5));
+      return v;
+    };
+    SessionDocument doc;
+    TunePanel panel(&doc);
+    tune::PipelineSamples s;
+    s.off = samples(1000);
+    s.on = samples(950);
+    s.pipelined_launches = 225;
+    s.identical = true;
+    panel.showPipeline(QByteArray::fromStdString(tune::pipeline_json(tune::decide_pipeline(s)).dump()));
+    QVERIFY2(panel.pipelineText().contains(QStringLiteral("<b>installed</b>, +5.3 %")), qPrintable(panel.pipelineText()));
+    QVERIFY2(panel.pipelineText().contains(QStringLiteral("225 launches a token")), qPrintable(panel.pipelineText()));
+    QVERIFY2(panel.pipelineText().contains(QStringLiteral("llama-bench measures")), qPrintable(panel.pipelineText()));
+    s.identical = false;
+    panel.showPipeline(QByteArray::fromStdString(tune::pipeline_json(tune::decide_pipeline(s)).dump()));
+    QVERIFY2(panel.pipelineText().contains(QStringLiteral("not installed")), qPrintable(panel.pipelineText()));
+    QVERIFY2(panel.pipelineText().contains(QStringLiteral("an output differs")), qPrintable(panel.pipelineText()));
+  }
+
   // The crossover table from tune's report: a row per (type, launch), a column per measured width;
   // the path the engine runs, its gain in bold where it leaves ggml's pick, stock cells plain.
   void crossoverTableShowsThePathPerWidth() {
