@@ -181,7 +181,7 @@ Action define_tune(CLI::App& app) {
       ->type_name("FRACTION")
       ->check(fraction);
   app.add_option("--min-pipeline-gain", o->min_pipeline_gain,
-                 "pipeline step: pipeline every one-column launch when the token's CI lower bound beats pipelining off "
+                 "pipeline step: pipeline every one-column launch when llama-bench's CI lower bound beats pipelining off "
                  "by this fraction and every output is unchanged (default 0.005: 0.5 %)")
       ->type_name("FRACTION")
       ->check(fraction);
@@ -212,15 +212,14 @@ const Registrar reg{
      "             with each of the 9 group configs (q, k, v as one launch), rounds interleaved; the best is\n"
      "             installed as one mul_mat_group entry per run kind when its CI lower bound beats off by\n"
      "             --min-group-gain, every run was grouped and every output agrees\n"
-     "  9 pipeline with batch width 1 in --ncols (hook v7, NVIDIA): the token replayed with every one-column\n"
-     "             launch pipelined at the config it runs (the next kernel launches as its blocks start; they\n"
-     "             prefetch their rows to L2) and without, rounds interleaved; installed as *_pipelined entries\n"
-     "             when its CI lower bound beats off by --min-pipeline-gain and every output is bit for bit\n"
-     "             unchanged (the replay holds only the GEMVs: llama-bench measures the rest of the token)\n"
-     " 10 replay   one decode token's GEMVs in the engine, stock vs the profile (engine replay); a profile\n"
+     "  9 replay   one decode token's GEMVs in the engine, stock vs the profile (engine replay); a profile\n"
      "             that changes any launch's output is taken back out and tune ends with exit 5\n"
-     " 11 bench    with --llama-bench: your llama-bench with and without the profile (engine bench)\n"
-     "One journal in ~/.cache/temper/tune/<model and engine>/: each step records its input and is skipped\n"
+     " 10 pipeline with batch width 1 in --ncols and --llama-bench (hook v7, NVIDIA): every one-column launch\n"
+     "             pipelined at the config it runs (the next kernel launches as its blocks start; they prefetch\n"
+     "             their rows to L2); the replay checks every output is bit for bit unchanged, llama-bench's\n"
+     "             first tg test (the profile without vs with them) decides: installed as *_pipelined entries\n"
+     "             when its CI lower bound beats off by --min-pipeline-gain\n"
+     " 11 bench    with --llama-bench: your llama-bench with and without the profile (engine bench)\n"     "One journal in ~/.cache/temper/tune/<model and engine>/: each step records its input and is skipped\n"
      "while it is unchanged (an updated llama.cpp tree builds a new engine and re-sweeps; a re-run on the\n"
      "same tree only re-benches). Killed or Ctrl-C'd (exit 7), the same command goes on where it stopped:\n"
      "nothing journaled is measured again. --probe P takes a ready temper-probe instead of building one.",

@@ -396,11 +396,16 @@ void TunePanel::showPipeline(const QByteArray& pipeline_json) {
   const QJsonObject d = QJsonDocument::fromJson(pipeline_json).object();
   auto pct = [](double speedup) { return (speedup >= 1 ? QStringLiteral("+") : QString()) + QString::number((speedup - 1) * 100, 'f', 1) + " %"; };
   const bool approved = d.value(QStringLiteral("approved")).toBool();
-  pipeline_->setText(QStringLiteral("Pipelined launches (one column; whole-token replays of the GEMVs, off vs on — llama-bench measures "
-                                    "the rest of the token): %1, %2 [%3, %4], %5 launches a token; %6.")
-                         .arg(approved ? QStringLiteral("<b>installed</b>") : QStringLiteral("not installed"),
-                              pct(d.value(QStringLiteral("speedup")).toDouble()), pct(d.value(QStringLiteral("speedup_low")).toDouble()),
-                              pct(d.value(QStringLiteral("speedup_high")).toDouble()),
+  const QString test = d.value(QStringLiteral("test")).toString();
+  const QString bench = test.isEmpty() ? QStringLiteral("not measured by llama-bench")
+                                       : QStringLiteral("llama-bench %1 %2 [%3, %4]")
+                                             .arg(test, pct(d.value(QStringLiteral("speedup")).toDouble()),
+                                                  pct(d.value(QStringLiteral("speedup_low")).toDouble()),
+                                                  pct(d.value(QStringLiteral("speedup_high")).toDouble()));
+  pipeline_->setText(QStringLiteral("Pipelined launches (one column; the profile without vs with them): %1, %2 (the replayed GEMVs "
+                                    "alone %3), %4 launches a token; %5.")
+                         .arg(approved ? QStringLiteral("<b>installed</b>") : QStringLiteral("not installed"), bench,
+                              pct(d.value(QStringLiteral("replay_speedup")).toDouble()),
                               QString::number(d.value(QStringLiteral("pipelined_launches")).toInteger()),
                               d.value(QStringLiteral("why")).toString().toHtmlEscaped()));
 }

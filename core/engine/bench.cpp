@@ -255,6 +255,7 @@ BenchResult run_bench(const BenchOptions& o, const BenchEvents& events, const st
   rec.repetitions = o.repetitions;
   for (auto& t : tests) t.stock_runs.assign(size_t(o.rounds), {}), t.profiled_runs.assign(size_t(o.rounds), {});
   const std::string profile_path = fs::absolute(o.profile).lexically_normal().string();
+  const std::string stock_profile_path = o.stock_profile.empty() ? std::string() : fs::absolute(o.stock_profile).lexically_normal().string();
 
   // One run's result into the record, with the checks that make the comparison fair.
   auto absorb = [&](const BenchSlot& slot, const LlamaBenchRow& row, const std::string& line, const std::string& where) {
@@ -269,7 +270,7 @@ BenchResult run_bench(const BenchOptions& o, const BenchEvents& events, const st
       fail(ErrorKind::BadInput, where + " ran on " + row.gpu_info + ", the other arm on " + rec.device +
                                     ": both arms must run on the same GPU");
     if (!slot.profiled) {
-      if (!line.empty() && o.stock_bench.empty())
+      if (!line.empty() && o.stock_bench.empty() && o.stock_profile.empty())
         fail(ErrorKind::BadInput, where + ": the stock arm loaded a profile although TEMPER_PROFILE was empty (" + line + ")");
       return;
     }
@@ -303,7 +304,7 @@ BenchResult run_bench(const BenchOptions& o, const BenchEvents& events, const st
     args.insert(args.end(), {"-r", std::to_string(o.repetitions), "-o", "json"});
     args.insert(args.end(), o.extra_args.begin(), o.extra_args.end());
     const RunOutput run = run_captured(slot.profiled ? o.llama_bench : stock_bin, std::move(args),
-                                       slot.profiled ? profile_path : std::string(), o.cancel);
+                                       slot.profiled ? profile_path : stock_profile_path, o.cancel);
     ++measured;
     if (run.status != 0)
       fail(ErrorKind::GpuFault, where + " exited with status " + std::to_string(run.status) + ": " + last_lines(run.err, 3));

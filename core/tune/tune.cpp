@@ -768,16 +768,81 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
             {"device", device_json(on)},
             {"evidence", evidence_json(evidence)}};
   });
-  // ---- pipeline: every one-column launch pipelined at the config it runs, whole token ----
+  // ---- replay ----
+  // The replay measures the profile's configs (the pipeline step after it measures pipelining).
+  const std::string replay_input = digest({"replay 2", probe_id, approved_fingerprint(without_pipelined(report.installed), arch), identity.header_hash,
+                                           std::to_string(o.replay_tokens), std::to_string(o.replay_rounds)});
+  run_step(Step::Replay, "one decode token's GEMVs in the engine, stock vs the profile", [&](StepReport& r) -> json {
+    const json* last = log.last(Step::Replay);
+    if (same_input(last, replay_input) && last->contains("result")) {
+      report.replay = (*last)["result"];
+      r.outcome = "skipped";
+      r.summary = "unchanged engine and profile: " + replay_summary(*report.replay);
+      return {};
+    }
+    if (approved_count(report.installed, arch) == 0) {
+      r.outcome = "not asked";
+      r.summary = "nothing to replay: no approved entry for " + arch;
+      return {};
+    }
+    const engine::ReplayPlan plan = engine::plan_replay(file);
+    engine::ReplayOptions ro;
+    ro.profile = fs::absolute(report.state_dir / "replay-profile.json");
+    save_profile(without_pipelined(report.installed), ro.profile);
+    ro.tokens = o.replay_tokens;
+    ro.rounds = o.replay_rounds;
+    const engine::ReplayReport rr = engine::run_replay(engine_device(), file, plan, ro, ev.replay);
+    if (!rr.differences.empty()) {  // the profile changes what the engine computes: never left installed
+      const engine::ReplayDifference& d = rr.differences.front();
+      std::string undone = report.profile.string() + " held this profile before this run and is left as it is: do not run with it";
+      if (installed_now) {
+        if (previous) write_file_atomic(report.profile, *previous);
+        else fs::remove(report.profile, ec);
+        undone = previous ? "the previous profile is back in " + report.profile.string() : report.profile.string() + " is removed";
+      }
+      fail(ErrorKind::Verification, "the replay found " + std::to_string(rr.differences.size()) +
+                                        " launches whose output differs with the profile (first: launch " + std::to_string(d.index) +
+                                        ", " + d.role + ", max |stock - profile| " + fmt("%g", d.max_abs_difference) + "); " + undone);
+    }
+    report.replay = engine::replay_report_json(rr);
+    // The sweep's entries predict per launch; the group step measured whole tokens: its ratio at
+    // one column multiplies in.
+    if (const double ratio = group_ratio_at_one_column(report.groups); ratio != 1 && rr.predicted_speedup > 0) {
+      (*report.replay)["predicted_speedup"] = rr.predicted_speedup * ratio;
+      (*report.replay)["predicted_group_ratio"] = ratio;
+      note("the replay's prediction multiplies in the group step's measured ×" + fmt("%.3f", ratio) + " (same-input groups at one column)");
+    }
+    r.summary = replay_summary(*report.replay);
+    return {{"input", replay_input}, {"result", *report.replay}};
+  });
+  // ---- pipeline: every one-column launch pipelined at the config it runs; llama-bench decides ----
+  // llama-bench decides (the replay cannot see the rest of the token): its first tg test, else tg128.
+  std::string pipeline_test = "tg128";
+  if (o.bench) {
+    std::stringstream tests(o.bench->tests);
+    for (std::string t; std::getline(tests, t, ',');)
+      if (t.rfind("tg", 0) == 0) {
+        pipeline_test = t;
+        break;
+      }
+  }
   const std::string pipeline_input =
-      digest({"pipeline 1", probe_id, approved_fingerprint(without_pipelined(report.installed), arch), identity.header_hash,
-              std::to_string(o.replay_tokens), std::to_string(o.replay_rounds), fmt("%.6f", o.min_pipeline_gain)});
+      digest({"pipeline 2", probe_id, approved_fingerprint(without_pipelined(report.installed), arch), identity.header_hash,
+              std::to_string(o.replay_tokens), std::to_string(o.replay_rounds), fmt("%.6f", o.min_pipeline_gain),
+              o.bench ? file_identity(o.bench->llama_bench) + " " + pipeline_test + " " + std::to_string(o.bench->rounds) + " " +
+                            std::to_string(o.bench->repetitions) + " " + json(o.bench->extra_args).dump()
+                      : std::string("-")});
   run_step(Step::Pipeline, "every one-column launch pipelined (the next kernel launches early, rows prefetched to L2), in the engine",
            [&](StepReport& r) -> json {
     const json* last = log.last(Step::Pipeline);
     if (std::find(o.ncols.begin(), o.ncols.end(), 1) == o.ncols.end()) {
       r.outcome = "not asked";
       r.summary = "no batch width 1 in --ncols (pipelined launches are decode's)";
+      return {};
+    }
+    if (!o.bench) {
+      r.outcome = "not asked";
+      r.summary = "needs --llama-bench: pipelining pays in the kernels between the GEMVs, which the replay does not run";
       return {};
     }
     const engine::ReplayPlan plan = engine::plan_replay(file);
@@ -832,6 +897,7 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
     }
     const std::string engine_version = old_ggml(dev) ? "ggml-7180759" : "ggml-d99724f";
     const ProfileDevice on = profile_device(dev.info());
+    const std::string device_name = dev.info().name, kernel = kernel_label(dev.kernel_source());
     const Profile off_profile = without_pipelined(report.installed);
     const std::vector<ProfileEntry> candidates = pipeline_candidates(plan.launches, off_profile, arch, on, engine_version);
     // The on arm's profile: every candidate approved, with placeholder times (the step's own file; the
@@ -846,37 +912,53 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
     const fs::path off_path = fs::absolute(report.state_dir / "pipeline-off.json"), on_path = fs::absolute(report.state_dir / "pipeline-on.json");
     save_profile(off_profile, off_path);
     save_profile(on_profile, on_path);
-    engine::TokenReplayer token(dev, file, plan, 1);
-    const PipelineReplay replay = [&](bool pipelined) {
-      if (cancel.load()) fail(ErrorKind::Cancelled, "tune cancelled during the pipeline step; run the same command again to go on");
-      const engine::ReplayTokens t = token.run(token.plan_text(pipelined ? on_path : off_path, 1, {}, nullptr, std::nullopt,
-                                                               pipelined ? std::nullopt : std::optional<bool>(false)),
-                                               o.replay_tokens);
-      return PipelineRun{t.token_us, t.pipelined_launches};
-    };
-    const auto identical = [&] {
-      const std::vector<float> a = token.outputs(token.plan_text(off_path, 1, {}, nullptr, std::nullopt, false), 1);
-      const std::vector<float> b = token.outputs(token.plan_text(on_path, 1, {}, nullptr), 1);
-      return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-    };
-    int runs = 0;
-    const PipelineSamples samples = measure_pipeline(o.replay_rounds, replay, identical, [&] {
-      if (ev.pipeline) ev.pipeline(++runs, 2 * o.replay_rounds);
-    });
+    PipelineSamples samples;
+    {  // the replay: identical outputs, and the GEMVs' own time (its weights freed before llama-bench runs)
+      engine::TokenReplayer token(dev, file, plan, 1);
+      const PipelineReplay replay = [&](bool pipelined) {
+        if (cancel.load()) fail(ErrorKind::Cancelled, "tune cancelled during the pipeline step; run the same command again to go on");
+        const engine::ReplayTokens t = token.run(token.plan_text(pipelined ? on_path : off_path, 1, {}, nullptr, std::nullopt,
+                                                                 pipelined ? std::nullopt : std::optional<bool>(false)),
+                                                 o.replay_tokens);
+        return PipelineRun{t.token_us, t.pipelined_launches};
+      };
+      const auto identical = [&] {
+        const std::vector<float> a = token.outputs(token.plan_text(off_path, 1, {}, nullptr, std::nullopt, false), 1);
+        const std::vector<float> b = token.outputs(token.plan_text(on_path, 1, {}, nullptr), 1);
+        return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+      };
+      int runs = 0;
+      samples = measure_pipeline(o.replay_rounds, replay, identical, [&] {
+        if (ev.pipeline) ev.pipeline(++runs, 2 * o.replay_rounds);
+      });
+    }
+    // llama-bench: the profile without its pipelined entries against with them, the GPU to itself.
+    if (samples.identical && samples.pipelined_launches > 0) {
+      device.reset();
+      engine::BenchOptions b = *o.bench;
+      b.model = o.model;
+      b.profile = on_path;
+      b.stock_profile = off_path;
+      b.tests = pipeline_test;
+      b.cancel = &cancel;
+      engine::BenchEvents be;
+      be.progress = ev.bench;
+      const engine::BenchResult br = engine::run_bench(b, be);
+      samples.test = pipeline_test;
+      samples.bench_off = br.record.tests.front().stock_runs;
+      samples.bench_on = br.record.tests.front().profiled_runs;
+    }
     const PipelineDecision d = decide_pipeline(samples, o.min_pipeline_gain);
     report.pipeline = d;
     Provenance evidence;
     evidence.session_id = "tune " + report.state_dir.filename().string();
-    evidence.device_name = dev.info().name;
+    evidence.device_name = device_name;
     evidence.device_arch = arch;
-    evidence.engine = "replay";
-    evidence.kernel = kernel_label(dev.kernel_source());
+    evidence.engine = "llama-bench " + pipeline_test;
+    evidence.kernel = kernel;
     const std::string when = utc_now_iso8601();
     record(candidates, d, evidence, when);
     r.summary = pipeline_text(d) + "; recorded in " + report.profile.string();
-    if (d.approved)
-      note("the pipeline step's replay holds only the GEMVs and their quantizers: the rest of the token's kernels launching early "
-           "is measured by llama-bench (the bench step)");
     return {{"input", pipeline_input}, {"samples", to_json(samples)}, {"decided_at", when}, {"device", device_json(on)},
             {"engine_version", engine_version},
             {"evidence", {{"session_id", evidence.session_id}, {"device_name", evidence.device_name}, {"device_arch", evidence.device_arch},
@@ -884,57 +966,6 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
   });
   const std::string fingerprint = approved_fingerprint(report.installed, arch);
 
-  // ---- replay ----
-  const std::string replay_input = digest({"replay 1", probe_id, fingerprint, identity.header_hash,
-                                           std::to_string(o.replay_tokens), std::to_string(o.replay_rounds)});
-  run_step(Step::Replay, "one decode token's GEMVs in the engine, stock vs the profile", [&](StepReport& r) -> json {
-    const json* last = log.last(Step::Replay);
-    if (same_input(last, replay_input) && last->contains("result")) {
-      report.replay = (*last)["result"];
-      r.outcome = "skipped";
-      r.summary = "unchanged engine and profile: " + replay_summary(*report.replay);
-      return {};
-    }
-    if (approved_count(report.installed, arch) == 0) {
-      r.outcome = "not asked";
-      r.summary = "nothing to replay: no approved entry for " + arch;
-      return {};
-    }
-    const engine::ReplayPlan plan = engine::plan_replay(file);
-    engine::ReplayOptions ro;
-    ro.profile = fs::absolute(report.profile);
-    ro.tokens = o.replay_tokens;
-    ro.rounds = o.replay_rounds;
-    const engine::ReplayReport rr = engine::run_replay(engine_device(), file, plan, ro, ev.replay);
-    if (!rr.differences.empty()) {  // the profile changes what the engine computes: never left installed
-      const engine::ReplayDifference& d = rr.differences.front();
-      std::string undone = report.profile.string() + " held this profile before this run and is left as it is: do not run with it";
-      if (installed_now) {
-        if (previous) write_file_atomic(report.profile, *previous);
-        else fs::remove(report.profile, ec);
-        undone = previous ? "the previous profile is back in " + report.profile.string() : report.profile.string() + " is removed";
-      }
-      fail(ErrorKind::Verification, "the replay found " + std::to_string(rr.differences.size()) +
-                                        " launches whose output differs with the profile (first: launch " + std::to_string(d.index) +
-                                        ", " + d.role + ", max |stock - profile| " + fmt("%g", d.max_abs_difference) + "); " + undone);
-    }
-    report.replay = engine::replay_report_json(rr);
-    // The sweep's entries predict per launch; the group step measured whole tokens: its ratio at
-    // one column multiplies in.
-    if (const double ratio = group_ratio_at_one_column(report.groups); ratio != 1 && rr.predicted_speedup > 0) {
-      (*report.replay)["predicted_speedup"] = rr.predicted_speedup * ratio;
-      (*report.replay)["predicted_group_ratio"] = ratio;
-      note("the replay's prediction multiplies in the group step's measured ×" + fmt("%.3f", ratio) + " (same-input groups at one column)");
-    }
-    // Likewise the pipeline step's whole-token ratio (the sweep timed each launch unpipelined).
-    if (report.pipeline && report.pipeline->approved && rr.predicted_speedup > 0) {
-      (*report.replay)["predicted_speedup"] = (*report.replay)["predicted_speedup"].get<double>() * report.pipeline->speedup;
-      (*report.replay)["predicted_pipeline_ratio"] = report.pipeline->speedup;
-      note("the replay's prediction multiplies in the pipeline step's measured ×" + fmt("%.3f", report.pipeline->speedup));
-    }
-    r.summary = replay_summary(*report.replay);
-    return {{"input", replay_input}, {"result", *report.replay}};
-  });
   device.reset();  // the probe is done: llama-bench gets the GPU to itself
 
   // ---- bench ----

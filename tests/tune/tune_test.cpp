@@ -113,19 +113,23 @@ TEST(Tune, WholeJobThenARerunOnlyRebenches) {
   EXPECT_GT(first["replay"]["speedup"].get<double>(), 1.0);
   EXPECT_GT(first["replay"]["profiled"]["tuned_launches"].get<int>(), 0);
   ASSERT_EQ(p.benches.size(), 1u);
-  EXPECT_NEAR(p.benches[0].tests[0].speedup, 1.10, 0.01);
+
   EXPECT_EQ(current_bench(p, "sm_90"), &p.benches[0]);
-  EXPECT_EQ(line_count(d.bench_log), 8u);  // 2 rounds × 2 tests × 2 arms
+  EXPECT_EQ(line_count(d.bench_log), 12u);  // the pipeline step's 2 rounds × tg128 × 2 arms, the bench's 2 rounds × 2 tests × 2 arms
   const size_t measured = line_count(d.gemv_log);
   EXPECT_GT(measured, 100u);
   const Session session = read_session(first["session"].get<std::string>());
   EXPECT_EQ(session.status, "complete");
-  // The pipeline step (the fake probe runs a pipelined launch in 0.95 of its time, same outputs):
+  // The pipeline step (the fake probe runs a pipelined launch in 0.95 of its time, same outputs; the
+  // stand-in llama-bench runs 8 % faster with pipelined entries): llama-bench's tg test decides, and
   // every one-column launch shape of the plan gets an approved pipelined entry, at the config the
-  // profile already runs it at (else the default), and the replay's prediction multiplies it in.
+  // profile already runs it at (else the default).
   ASSERT_TRUE(first["pipeline"].is_object()) << first.dump();
   EXPECT_TRUE(first["pipeline"]["approved"].get<bool>()) << first["pipeline"]["why"];
-  EXPECT_GT(first["pipeline"]["speedup_low"].get<double>(), 1.005);
+  EXPECT_EQ(first["pipeline"]["test"], "tg128");
+  EXPECT_NEAR(first["pipeline"]["speedup"].get<double>(), 1.08, 0.01);
+  EXPECT_GT(first["pipeline"]["replay_speedup"].get<double>(), 1.0);
+  EXPECT_TRUE(first["pipeline"]["identical"].get<bool>());
   EXPECT_GT(first["pipeline"]["pipelined_launches"].get<int>(), 0);
   const LaunchPlan plan = plan_launches(GgufFile::open(d.model));
   std::set<ShapeKey> one_column;  // bar a fused gate/up the profile runs as the hook's unfused pair
@@ -143,7 +147,7 @@ TEST(Tune, WholeJobThenARerunOnlyRebenches) {
     EXPECT_EQ(e.config, plain ? plain->config : e.default_config) << key_text(e.key);
   }
   EXPECT_EQ(pipelined, int(one_column.size()));
-  EXPECT_GT(first["replay"]["predicted_pipeline_ratio"].get<double>(), 1.0);
+  EXPECT_NEAR(p.benches[0].tests[0].speedup, 1.10 * 1.08, 0.015);  // the bench step: stock against the profile, pipelined
 
   // Same tree, same model: every step's input is unchanged; only the bench runs again.
   const json second = d.run();
@@ -153,7 +157,7 @@ TEST(Tune, WholeJobThenARerunOnlyRebenches) {
                                                                    {"crossover", "skipped"}, {"groups", "skipped"},
                                                                    {"pipeline", "skipped"}, {"replay", "skipped"}, {"bench", "done"}}));
   EXPECT_EQ(line_count(d.gemv_log), measured);  // nothing measured again
-  EXPECT_EQ(line_count(d.bench_log), 16u);
+  EXPECT_EQ(line_count(d.bench_log), 20u);  // the bench again; the pipeline step skipped
   EXPECT_EQ(second["replay"], first["replay"]);  // the journaled numbers
   EXPECT_EQ(second["crossover"], first["crossover"]);
   const Profile again = load_profile(d.profile);
@@ -244,8 +248,9 @@ TEST(Tune, KilledDuringTheBenchKeepsItsJournaledRuns) {
   const fs::path out = d.dir / "first.txt", journal = d.state() / "tune.journal";
   const pid_t pid = test::spawn_temper(d.args({{"--ncols", "1"}}), d.env({{"FAKE_LLAMA_BENCH_SLEEP_MS", "1000"}}), out, out);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  // Three runs journaled and the next one started (the stand-in logs itself as it starts).
-  while ((bench_runs_journaled(journal) < 3 || line_count(d.bench_log) <= bench_runs_journaled(journal)) &&
+  // Three runs journaled and the next one started (the stand-in logs itself as it starts; the pipeline
+  // step's 2 rounds × 2 arms come first).
+  while ((bench_runs_journaled(journal) < 3 || line_count(d.bench_log) <= 4 + bench_runs_journaled(journal)) &&
          std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   ::kill(pid, SIGKILL);
@@ -663,8 +668,9 @@ TEST(Tune, GroupStepWithoutAWinnerOrWithAnOlderProbeInstallsNothing) {
 }
 
 // The pipeline step leaves the profile without pipelined entries when a pipelined launch changes an
-// output (whatever its speed), and is not asked of a hook without pipelined launches or an older probe.
-TEST(Tune, PipelineStepThatChangesAnOutputOrHasNoHookInstallsNothing) {
+// output (whatever its speed: llama-bench is not even run) or llama-bench finds no gain, and is not
+// asked without --llama-bench, of a hook without pipelined launches or of an older probe.
+TEST(Tune, PipelineStepThatChangesAnOutputOrDoesNotPayInstallsNothing) {
   const std::map<std::string, std::string> small = {{"--ncols", "1"}, {"--tests", "tg128"}, {"--rounds", "1"},
                                                     {"--replay-tokens", "6"}, {"--replay-rounds", "3"}};
   const auto pipelined_entries = [](const Profile& p) {
@@ -675,20 +681,42 @@ TEST(Tune, PipelineStepThatChangesAnOutputOrHasNoHookInstallsNothing) {
   ASSERT_TRUE(wrong.is_object());
   EXPECT_EQ(outcomes(wrong)["pipeline"], "done");
   EXPECT_FALSE(wrong["pipeline"]["approved"].get<bool>());
-  EXPECT_GT(wrong["pipeline"]["speedup"].get<double>(), 1.01);  // faster, and still refused
+  EXPECT_FALSE(wrong["pipeline"]["identical"].get<bool>());
+  EXPECT_GT(wrong["pipeline"]["replay_speedup"].get<double>(), 1.01);  // faster, and still refused
+  EXPECT_EQ(wrong["pipeline"]["test"], "");
   EXPECT_NE(wrong["pipeline"]["why"].get<std::string>().find("an output differs"), std::string::npos) << wrong["pipeline"].dump();
+  EXPECT_EQ(line_count(d.bench_log), 2u);  // the bench step's stock and profile runs only
   EXPECT_EQ(pipelined_entries(load_profile(d.profile)), 0);
-  EXPECT_FALSE(wrong["replay"].contains("predicted_pipeline_ratio"));
+
+  const TuneDir flat;
+  const json no_gain = flat.run(small, {{"FAKE_LLAMA_BENCH_PIPELINE_GAIN", "1.0"}});
+  ASSERT_TRUE(no_gain.is_object());
+  EXPECT_TRUE(no_gain["pipeline"]["identical"].get<bool>());
+  EXPECT_EQ(no_gain["pipeline"]["test"], "tg128");
+  EXPECT_FALSE(no_gain["pipeline"]["approved"].get<bool>());
+  EXPECT_NE(no_gain["pipeline"]["why"].get<std::string>().find("does not beat pipelining off"), std::string::npos)
+      << no_gain["pipeline"].dump();
+  EXPECT_EQ(pipelined_entries(load_profile(flat.profile)), 0);
+
+  const TuneDir unbenched;
+  std::vector<std::string> args = unbenched.args(small);
+  args.erase(std::find(args.begin(), args.end(), "--llama-bench"), std::find(args.begin(), args.end(), "--llama-bench") + 2);
+  const test::CliRun r = test::run_temper(args, unbenched.env(), true);
+  ASSERT_EQ(r.code, 0) << r.output;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(outcomes(j)["pipeline"], "not asked");
+  EXPECT_TRUE(j["pipeline"].is_null());
+
   for (const auto& [env, value] : std::vector<std::pair<std::string, std::string>>{{"FAKE_PROBE_PIPELINE_BITS", "0"},
                                                                                   {"FAKE_PROBE_PROTOCOL", "5"}}) {
     SCOPED_TRACE(env);
     const TuneDir none;
-    const json r = none.run(small, {{env, value}});
-    ASSERT_TRUE(r.is_object());
-    EXPECT_EQ(outcomes(r)["pipeline"], "not asked");
+    const json n = none.run(small, {{env, value}});
+    ASSERT_TRUE(n.is_object());
+    EXPECT_EQ(outcomes(n)["pipeline"], "not asked");
     bool said = false;
-    for (const json& n : r["notes"]) said |= n.get<std::string>().find("no pipeline step: the engine's hook compiles no pipelined") == 0;
-    EXPECT_TRUE(said) << r["notes"].dump();
+    for (const json& note : n["notes"]) said |= note.get<std::string>().find("no pipeline step: the engine's hook compiles no pipelined") == 0;
+    EXPECT_TRUE(said) << n["notes"].dump();
     EXPECT_EQ(pipelined_entries(load_profile(none.profile)), 0);
   }
 }

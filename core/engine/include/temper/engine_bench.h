@@ -49,6 +49,9 @@ struct BenchOptions {
   std::filesystem::path stock_bench;  // optional: an unpatched build for the stock arm
   std::filesystem::path model;
   std::filesystem::path profile;      // what the profile arm loads (TEMPER_PROFILE); the stock arm gets TEMPER_PROFILE=
+  // Optional: what the stock arm loads instead of no profile (tune's pipeline step compares a profile
+  // with and without its pipelined entries). Empty: TEMPER_PROFILE= (stock).
+  std::filesystem::path stock_profile;
   std::string tests{kDefaultBenchTests};
   int rounds = 3;                     // runs per arm and test, interleaved
   int repetitions = 5;                // llama-bench -r: samples per run

@@ -1,14 +1,16 @@
 #pragma once
-// Tune's pipeline step (hook v7, issue 29): every one-column launch of the token pipelined — the
-// hook's instantiation that lets the next kernel launch as each block starts and asks L2 for the
-// block's weight rows before it waits for the previous kernel — at the config it already runs (the
-// profile's approved one, else the engine's default). The whole token is replayed with pipelining
-// off and on in interleaved rounds; the pipelined entries are approved when the CI lower bound of
-// off / on beats 1 + --min-pipeline-gain and every output is bit for bit the off arm's (the
-// arithmetic is the same: any difference means a launch read something before it was written).
-// The replay holds only the GEMVs and their quantizers, so it sees the prefetch and the quantizer's
-// overlap but not the rest of the token's kernels launching early: llama-bench (the bench step)
-// measures that (docs/perf-notes.md).
+// Tune's pipeline step (hook v7, issue 29): every one-column launch pipelined — the hook's
+// instantiation that lets the next kernel launch as each block starts and asks L2 for the block's
+// weight rows before it waits for the previous kernel — at the config it already runs (the profile's
+// approved one, else the engine's default). Two measurements, two jobs:
+// - the replay (the token's GEMVs and their quantizers, off and on in interleaved rounds) checks that
+//   every output is bit for bit the unpipelined one's (the arithmetic is the same: a difference
+//   means a launch read something before it was written), and times the GEMVs alone;
+// - llama-bench (the profile without and with the pipelined entries, interleaved) decides: the gain
+//   is the rest of the token's kernels (rope, attention, norms) launching while a GEMV ends, which
+//   the replay cannot see (H200, 2026-11-28: the replay read -1.2 % where llama-bench measured +10 %).
+// Approved when the outputs are identical and llama-bench's CI lower bound beats off by
+// --min-pipeline-gain; without --llama-bench the step is not asked.
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -31,19 +33,25 @@ struct PipelineRun {
 using PipelineReplay = std::function<PipelineRun(bool on)>;
 
 struct PipelineSamples {
-  std::vector<double> off, on;
-  int64_t pipelined_launches = 0;  // the on arm's, per token
-  bool identical = false;          // every launch's output on equals off, bit for bit
+  std::vector<double> replay_off, replay_on;  // µs per replayed token (GEMVs and quantizers only)
+  int64_t pipelined_launches = 0;             // the on arm's, per token
+  bool identical = false;                     // every launch's output on equals off, bit for bit
+  std::string test;                           // llama-bench's test ("tg128"); empty: not measured
+  std::vector<std::vector<double>> bench_off, bench_on;  // its t/s samples per round, each arm
 };
 
-// Rounds × (off, on; reversed every other round), then whether the outputs are identical.
+// Rounds × (off, on; reversed every other round) of the replay, then whether the outputs are identical.
 PipelineSamples measure_pipeline(int rounds, const PipelineReplay& replay, const std::function<bool()>& identical,
                                  const std::function<void()>& replay_done = {});
 
 struct PipelineDecision {
-  double off_us = 0, off_ci_low = 0, off_ci_high = 0, on_us = 0, on_ci_low = 0, on_ci_high = 0;
-  double speedup = 1, speedup_low = 1, speedup_high = 1;  // off / on, conservative CI
+  double replay_speedup = 1, replay_speedup_low = 1, replay_speedup_high = 1;  // replayed GEMVs, off / on
   int64_t pipelined_launches = 0;
+  bool identical = false;
+  std::string test;                                                       // llama-bench's test
+  double off_ts = 0, on_ts = 0;                                           // its medians
+  double off_us = 0, off_ci_low = 0, off_ci_high = 0, on_us = 0, on_ci_low = 0, on_ci_high = 0;  // µs per token
+  double speedup = 1, speedup_low = 1, speedup_high = 1;                  // on / off t/s, bootstrap CI
   bool approved = false;
   std::string why;  // one line
 };
@@ -55,11 +63,11 @@ PipelineSamples pipeline_samples_from_json(const nlohmann::json& j);  // Error(B
 // The pipelined entries for `plan`'s one-column launches on `device` of `arch`, pending: each at the
 // config `installed` applies to that launch, else the engine's default (engine version `engine`).
 // A fused gate/up that `installed` runs as the hook's unfused pair gets none (the pair is two plain
-// launches of another kernel). Provenance comes from decide's whole-token replays (`evidence`).
+// launches of another kernel).
 std::vector<ProfileEntry> pipeline_candidates(const LaunchPlan& plan, const Profile& installed, const std::string& arch,
                                               const ProfileDevice& device, const std::string& engine);
-// The candidates with the decision's evidence: approved when the decision is, whole-token µs off
-// (default) and on (tuned), each launch shape's launches per token.
+// The candidates with the decision's evidence: approved when the decision is, llama-bench's µs per
+// token off (default) and on (tuned), each launch shape's launches per token.
 std::vector<ProfileEntry> pipeline_entries(std::vector<ProfileEntry> candidates, const LaunchPlan& plan, const PipelineDecision& d,
                                            const Provenance& evidence, const std::string& when);
 // Replaces the pipelined entries of the candidates' keys by `entries` (none when the step did not

@@ -1,8 +1,8 @@
 #pragma once
 // `temper tune`: the whole job in one command (docs/llama-cpp.md). check → (patch) → engine build →
 // engine sweep → approve → install the profile where the engine looks (or -o) → mmvq-or-mmq
-// crossover at batch widths 2..8 → same-input groups → pipelined launches → decode replay →
-// llama-bench with and without it. One journal in
+// crossover at batch widths 2..8 → same-input groups → decode replay → pipelined launches (llama-bench
+// decides) → llama-bench with and without the profile. One journal in
 // a state folder per (model, engine): every step records its input's digest and is skipped while
 // that input is unchanged (an updated llama.cpp tree builds a new engine, so it re-sweeps; a re-run
 // on the same tree only re-benches); the sweep keeps its own journal there, so a tune killed
@@ -29,10 +29,10 @@
 
 namespace temper::tune {
 
-enum class Step { Check, Patch, Build, Sweep, Approve, Install, Crossover, Groups, Pipeline, Replay, Bench };
-inline constexpr Step kSteps[] = {Step::Check,     Step::Patch,  Step::Build,    Step::Sweep,  Step::Approve, Step::Install,
-                                  Step::Crossover, Step::Groups, Step::Pipeline, Step::Replay, Step::Bench};
-// "check", "patch", "build", "sweep", "approve", "install", "crossover", "groups", "pipeline", "replay", "bench"
+enum class Step { Check, Patch, Build, Sweep, Approve, Install, Crossover, Groups, Replay, Pipeline, Bench };
+inline constexpr Step kSteps[] = {Step::Check,     Step::Patch,  Step::Build,  Step::Sweep,    Step::Approve, Step::Install,
+                                  Step::Crossover, Step::Groups, Step::Replay, Step::Pipeline, Step::Bench};
+// "check", "patch", "build", "sweep", "approve", "install", "crossover", "groups", "replay", "pipeline", "bench"
 std::string_view step_name(Step s);
 
 struct TuneOptions {
