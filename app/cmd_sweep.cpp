@@ -51,8 +51,8 @@ void parse_launch_suffix(Shape& s, const std::string& text, std::string_view suf
     fail(ErrorKind::BadInput, "--shape '" + text + "': a same-input group is not one GEMV to sweep; `temper tune` measures groups "
                                                    "in the engine's replay (docs/engine.md)");
   if (launch_is_pipelined(*launch))
-    fail(ErrorKind::BadInput, "--shape '" + text + "': a pipelined launch is the engine's launch with its neighbours; `temper tune` "
-                                                   "measures it in the engine's replay (docs/engine.md)");
+    fail(ErrorKind::BadInput, "--shape '" + text + "': a pipelined launch pays in the kernels around it; `temper tune` "
+                                                   "measures it with llama-bench (docs/llama-cpp.md)");
   s.launch = *launch;
   if (!launch_has_ids(s.launch)) {
     if (colon != std::string_view::npos) fail(ErrorKind::BadInput, "--shape '" + text + "': only MUL_MAT_ID kinds take :EXPERTS:USED");

@@ -1,4 +1,5 @@
-// Tune's pipeline step: every one-column launch pipelined at the config it runs, whole token, in the engine.
+// Tune's pipeline step: every one-column launch pipelined at the config it runs; the replay checks the
+// outputs, llama-bench decides.
 #include "temper/pipeline.h"
 
 #include <algorithm>

@@ -832,7 +832,9 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
               o.bench ? file_identity(o.bench->llama_bench) + " " + pipeline_test + " " + std::to_string(o.bench->rounds) + " " +
                             std::to_string(o.bench->repetitions) + " " + json(o.bench->extra_args).dump()
                       : std::string("-")});
-  run_step(Step::Pipeline, "every one-column launch pipelined (the next kernel launches early, rows prefetched to L2), in the engine",
+  run_step(Step::Pipeline,
+           "every one-column launch pipelined (the next kernel launches early, rows prefetched to L2): outputs in the replay, "
+           "llama-bench decides",
            [&](StepReport& r) -> json {
     const json* last = log.last(Step::Pipeline);
     if (std::find(o.ncols.begin(), o.ncols.end(), 1) == o.ncols.end()) {

@@ -42,7 +42,7 @@ std::string values_text(const std::vector<int>& values);  // "{1, 2, 4, 8}"
 // activation tensor (a layer's q, k, v) run as one launch after one quantization; a profile entry
 // of that kind names its members (GroupMember) and the hook runs the group with its config. Sweeps
 // and plans never hold it as a shape.
-// The four *Pipelined kinds (hook v6) are the engine's four launches at one column as the hook runs them
+// The four *Pipelined kinds (hook v7) are the engine's four launches at one column as the hook runs them
 // pipelined: its instantiation that lets the next kernel launch as each block starts and asks L2 for
 // the block's weight rows before waiting for the previous kernel (the same arithmetic, so the same
 // output). A profile entry of such a kind gives the launch its config and pipelines it; sweeps and
