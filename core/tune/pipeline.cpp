@@ -115,10 +115,9 @@ std::vector<ProfileEntry> pipeline_entries(std::vector<ProfileEntry> candidates,
     p.default_us = d.off_us, p.default_ci_low = d.off_ci_low, p.default_ci_high = d.off_ci_high;
     p.tuned_us = d.on_us, p.tuned_ci_low = d.on_ci_low, p.tuned_ci_high = d.on_ci_high;
     p.speedup = d.speedup, p.speedup_low = d.speedup_low, p.speedup_high = d.speedup_high;
-    p.calls_per_token = std::count_if(plan.launches.begin(), plan.launches.end(), [&](const PlannedLaunch& l) { return l.shape() == shape; });
-    p.bytes_per_token = 0;
+    p.calls_per_token = 0, p.bytes_per_token = 0;
     for (const PlannedLaunch& l : plan.launches)
-      if (l.shape() == shape) p.bytes_per_token += l.bytes;
+      if (l.shape() == shape) ++p.calls_per_token, p.bytes_per_token += l.bytes;
     e.provenance = std::move(p);
     e.approval = d.approved ? Approval::Approved : Approval::Pending;
     e.decided_at = d.approved ? when : std::string();

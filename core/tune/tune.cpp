@@ -482,6 +482,20 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
     return json{{"name", d.name}, {"compute_units", d.compute_units}, {"memory_mib", d.memory_mib}};
   };
   auto device_from_json = [](const json& d) { return ProfileDevice{d.at("name"), d.at("compute_units"), d.at("memory_mib")}; };
+  // The evidence a step's entries carry, as its journal record keeps it.
+  auto evidence_json = [](const Provenance& p) {
+    return json{{"session_id", p.session_id}, {"device_name", p.device_name}, {"device_arch", p.device_arch},
+                {"engine", p.engine}, {"kernel", p.kernel}};
+  };
+  auto evidence_from_json = [](const json& e) {
+    Provenance p;
+    p.session_id = e.at("session_id");
+    p.device_name = e.at("device_name");
+    p.device_arch = e.at("device_arch");
+    p.engine = e.at("engine");
+    p.kernel = e.at("kernel");
+    return p;
+  };
 
   // ---- crossover: mmvq or mmq at each batch width above 1 ----
   // ggml 7180759 decides MUL_MAT's path inline, where the hook cannot reach: only the MoE cap moves.
@@ -668,24 +682,13 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
       installed_now = true;
       return true;
     };
-    auto evidence_json = [](const Provenance& p) {
-      return json{{"session_id", p.session_id}, {"device_name", p.device_name}, {"device_arch", p.device_arch},
-                  {"engine", p.engine}, {"kernel", p.kernel}};
-    };
     if (same_input(last, groups_input)) {
       std::vector<GroupWidthSamples> done;
       for (const json& w : last->at("widths")) done.push_back(group_samples_from_json(w));
       report.groups = decide_all(done);
       r.outcome = "skipped";
       r.summary = "unchanged engine and profile: " + summary();
-      const json& e = last->at("evidence");
-      Provenance evidence;
-      evidence.session_id = e.at("session_id");
-      evidence.device_name = e.at("device_name");
-      evidence.device_arch = e.at("device_arch");
-      evidence.engine = e.at("engine");
-      evidence.kernel = e.at("kernel");
-      if (record(device_from_json(last->at("device")), evidence, last->at("decided_at")))
+      if (record(device_from_json(last->at("device")), evidence_from_json(last->at("evidence")), last->at("decided_at")))
         r.summary += "; recorded again in " + report.profile.string();
       return {};
     }
@@ -818,14 +821,12 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
   // ---- pipeline: every one-column launch pipelined at the config it runs; llama-bench decides ----
   // llama-bench decides (the replay cannot see the rest of the token): its first tg test, else tg128.
   std::string pipeline_test = "tg128";
-  if (o.bench) {
-    std::stringstream tests(o.bench->tests);
-    for (std::string t; std::getline(tests, t, ',');)
-      if (t.rfind("tg", 0) == 0) {
-        pipeline_test = t;
+  if (o.bench)
+    for (const BenchTest& t : engine::parse_bench_tests(o.bench->tests))
+      if (t.name.rfind("tg", 0) == 0) {
+        pipeline_test = t.name;
         break;
       }
-  }
   const std::string pipeline_input =
       digest({"pipeline 2", probe_id, approved_fingerprint(without_pipelined(report.installed), arch), identity.header_hash,
               std::to_string(o.replay_tokens), std::to_string(o.replay_rounds), fmt("%.6f", o.min_pipeline_gain),
@@ -859,15 +860,6 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
       installed_now = true;
       return true;
     };
-    auto evidence_of = [](const json& e) {
-      Provenance p;
-      p.session_id = e.at("session_id");
-      p.device_name = e.at("device_name");
-      p.device_arch = e.at("device_arch");
-      p.engine = e.at("engine");
-      p.kernel = e.at("kernel");
-      return p;
-    };
     if (same_input(last, pipeline_input)) {
       const PipelineDecision d = decide_pipeline(pipeline_samples_from_json(last->at("samples")), o.min_pipeline_gain);
       report.pipeline = d;
@@ -876,7 +868,7 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
       const ProfileDevice on = device_from_json(last->at("device"));
       const std::vector<ProfileEntry> candidates =
           pipeline_candidates(plan.launches, without_pipelined(report.installed), arch, on, last->at("engine_version"));
-      if (record(candidates, d, evidence_of(last->at("evidence")), last->at("decided_at")))
+      if (record(candidates, d, evidence_from_json(last->at("evidence")), last->at("decided_at")))
         r.summary += "; recorded again in " + report.profile.string();
       return {};
     }
@@ -962,9 +954,7 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
     record(candidates, d, evidence, when);
     r.summary = pipeline_text(d) + "; recorded in " + report.profile.string();
     return {{"input", pipeline_input}, {"samples", to_json(samples)}, {"decided_at", when}, {"device", device_json(on)},
-            {"engine_version", engine_version},
-            {"evidence", {{"session_id", evidence.session_id}, {"device_name", evidence.device_name}, {"device_arch", evidence.device_arch},
-                          {"engine", evidence.engine}, {"kernel", evidence.kernel}}}};
+            {"engine_version", engine_version}, {"evidence", evidence_json(evidence)}};
   });
   const std::string fingerprint = approved_fingerprint(report.installed, arch);
 
