@@ -38,7 +38,7 @@ struct Options {
   int device = 0, n = 4096, k = 14336, ncols = 1;
   GemvBenchOptions bench;
   std::string types, engine, save, csv;
-  bool json = false, default_only = false, kernel_only = false, force = false;
+  bool json = false, default_only = false, kernel_only = false, pipelined = false, force = false;
   EngineProbeArgs probe;
 };
 
@@ -54,6 +54,15 @@ int run_benchgemv(const Options& o) {
   // The engine's own kernel through its probe, or Temper's kernel on this machine's GPUs.
   const bool in_engine = !o.probe.probe.empty() || !o.probe.engine_src.empty();
   const bool kernel_only = o.kernel_only;
+  // The hook's pipelined launch in Temper's kernel: d99724f's, one column (docs/kernels.md).
+  mmvq::KernelVariant variant = defaults::kernel_variant(engine);
+  if (o.pipelined) {
+    if (in_engine) fail(ErrorKind::BadInput, "--pipelined times Temper's kernel; it cannot go with --probe / --engine-src");
+    if (ncols != 1) fail(ErrorKind::BadInput, "--pipelined needs --ncols 1: the engine pipelines one-column launches only");
+    if (variant != mmvq::KernelVariant::GgmlD99724f)
+      fail(ErrorKind::BadInput, "--pipelined models ggml-d99724f's hooked launch; --engine " + engine + " has none");
+    variant = mmvq::KernelVariant::GgmlD99724fPipelined;
+  }
   gpu::DeviceList list;  // outlives the device it opens
   std::unique_ptr<Device> device;
   if (in_engine) {
@@ -101,7 +110,7 @@ int run_benchgemv(const Options& o) {
   for (GgmlType type : types) {
     Row row;
     row.type = type;
-    row.problem = {{type, n, k}, ncols, defaults::kernel_variant(engine)};
+    row.problem = {{type, n, k}, ncols, variant};
     std::fprintf(stderr, "%s: ", std::string(type_name(type)).c_str());
     try {
       GemvBench bench(*device, row.problem, options);
@@ -157,7 +166,8 @@ int run_benchgemv(const Options& o) {
                           {"count", options.count},
                           {"warmup", options.warmup},
                           {"launches_per_sample", options.per_sample},
-                          {"kernel", !in_engine ? "temper" : kernel_only ? "engine mul_mat_vec_q alone" : "engine MUL_MAT"}};
+                          {"kernel", !in_engine ? (o.pipelined ? "temper pipelined" : "temper")
+                                     : kernel_only ? "engine mul_mat_vec_q alone" : "engine MUL_MAT"}};
     nlohmann::json results = nlohmann::json::array();
     for (const auto& r : rows) {
       nlohmann::json j = {{"type", std::string(type_name(r.type))}, {"weight_copies", r.copies}};
@@ -188,6 +198,9 @@ int run_benchgemv(const Options& o) {
     std::printf("kernel: the engine's %s\n", kernel_only ? "mul_mat_vec_q alone (activations quantized once; every config, the "
                                                            "stock one too, as its grid instantiation)"
                                                          : "MUL_MAT (its q8_1 quantize + mmvq; stock config through its own dispatch)");
+  else if (o.pipelined)
+    std::printf("kernel: Temper's, pipelined (each block lets the next launch start and prefetches its rows to L2 "
+                "before it waits: on Hopper and newer; elsewhere d99724f's own)\n");
   std::printf("shape: N=%d K=%d ncols=%d; weights rotated past 2x LLC (%.0f MiB); median of %d %s "
               "after %d warm-up; default config: %s table of %s\n\n",
               n, k, ncols, double(device_llc_bytes(d)) / (1 << 20), options.count, samples.c_str(), options.warmup,
@@ -236,6 +249,8 @@ const Registrar reg{
      "whole MUL_MATs (the engine's q8_1 quantize + mmvq), or with --kernel-only mul_mat_vec_q alone\n"
      "(activations quantized once, events around the kernel launches only, as Temper's own kernel is\n"
      "timed; every config including the stock one runs as its grid instantiation; probe protocol 2).\n"
+     "--pipelined times Temper's kernel as the hook runs a *_pipelined profile entry (ggml-d99724f, one\n"
+     "column): back to back, each launch's blocks start while the previous one ends and prefetch their rows.\n"
      "--csv writes one row per config timed: type,n,k,ncols,nwarps,rows_per_block,us (the median).\n"
      "--save also writes the JSON form to FILE. Exit code 5 when a config fails verification (it is\n"
      "then never the best).",
@@ -259,6 +274,8 @@ const Registrar reg{
        add_force(app, o->force);
        add_engine_probe(app, o->probe, true);
        app.add_flag("--kernel-only", o->kernel_only, "with --probe / --engine-src: time mul_mat_vec_q alone (probe protocol 2)");
+       app.add_flag("--pipelined", o->pipelined,
+                    "time Temper's kernel as the hook runs a *_pipelined entry (--engine ggml-d99724f, --ncols 1)");
        add_json(app, o->json);
        return [o] { return run_benchgemv(*o); };
      }}};

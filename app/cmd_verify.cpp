@@ -24,7 +24,7 @@ extern "C" void on_sigint(int) { g_cancel.store(true); }
 
 struct Options {
   int device = 0, n = 0, k = 0;  // n, k: 0 = the default shapes
-  std::string types, ncols, save;
+  std::string types, ncols, variants, save;
   uint64_t seed = 0;
   bool json = false, force = false;
 };
@@ -34,6 +34,7 @@ int run_verify(const Options& o) {
   VerifyOptions options;
   if (!o.types.empty()) options.types = parse_type_list(o.types);
   if (!o.ncols.empty()) options.ncols = parse_ncols_list(o.ncols);
+  if (!o.variants.empty()) options.variants = parse_variant_list(o.variants);
   if (o.seed) options.seed = o.seed;
   // One shape instead of the two defaults (rows not a multiple of any rows_per_block; long and short K).
   if (o.n || o.k) options.shapes = {{o.n ? o.n : 67, o.k ? o.k : 4096}};
@@ -95,6 +96,8 @@ const Registrar reg{{"verify", "check every kernel instantiation on the device a
                      "  - each output against the exact integer q8_1 dot (tight tolerance) and the float64\n"
                      "    dequantized dot (loose tolerance); every output written, none infinite.\n"
                      "Default shapes: 67 rows x K 4096 and 67 rows x the type's smallest K (one short pass).\n"
+                     "--variants picks which compiled kernel of each config runs (default 7180759; d99724f, and\n"
+                     "d99724f-pipelined at one column: the hook's pipelined launch, different code on NVIDIA Hopper).\n"
                      "Prints a pass table (rows: types, columns: ncols, cells: passed/instantiations); --save also\n"
                      "writes the JSON report to FILE.\n"
                      "Exit codes: 0 all passed, 5 a check failed, 4 the device faulted, 3 no device, 7 interrupted.",
@@ -103,6 +106,9 @@ const Registrar reg{{"verify", "check every kernel instantiation on the device a
                        add_device(app, o->device);
                        add_types(app, o->types);
                        add_ncols(app, o->ncols);
+                       app.add_option("--variants", o->variants,
+                                      "kernel variants: all, or a list of 7180759, d99724f, d99724f-pipelined (default 7180759)")
+                           ->type_name("LIST");
                        app.add_option("--seed", o->seed, "inputs' seed (default: random)")->check(integer_in(1, UINT64_MAX));
                        app.add_option("--n", o->n, "rows of the one shape to verify (default 67)")
                            ->check(integer_in(1, 1 << 20));

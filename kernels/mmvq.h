@@ -38,6 +38,37 @@ __device__ __forceinline__ uint32_t fast_mod(uint32_t n, const uint3 d) { return
 #define TEMPER_TRAP() __builtin_trap()
 #endif
 
+// Bytes of one weight block of a type (quant/blocks.h), the pipelined variant's prefetch unit; 0 for
+// types mmvq has no kernel for.
+TEMPER_HD constexpr uint32_t weight_block_bytes(unsigned type) {
+  switch (type) {
+    case 2: return sizeof(quant::BlockQ4_0);
+    case 3: return sizeof(quant::BlockQ4_1);
+    case 6: return sizeof(quant::BlockQ5_0);
+    case 7: return sizeof(quant::BlockQ5_1);
+    case 8: return sizeof(quant::BlockQ8_0);
+    case 10: return sizeof(quant::BlockQ2_K);
+    case 11: return sizeof(quant::BlockQ3_K);
+    case 12: return sizeof(quant::BlockQ4_K);
+    case 13: return sizeof(quant::BlockQ5_K);
+    case 14: return sizeof(quant::BlockQ6_K);
+    case 16: return sizeof(quant::BlockIQ2_XXS);
+    case 17: return sizeof(quant::BlockIQ2_XS);
+    case 18: return sizeof(quant::BlockIQ3_XXS);
+    case 19: return sizeof(quant::BlockIQ1_S);
+    case 20: return sizeof(quant::BlockIQ4_NL);
+    case 21: return sizeof(quant::BlockIQ3_S);
+    case 22: return sizeof(quant::BlockIQ2_S);
+    case 23: return sizeof(quant::BlockIQ4_XS);
+    case 29: return sizeof(quant::BlockIQ1_M);
+    case 39: return sizeof(quant::BlockMXFP4);
+    case 40: return sizeof(quant::BlockNVFP4);
+    case 41: return sizeof(quant::BlockQ1_0);
+    case 42: return sizeof(quant::BlockQ2_0);
+    default: return 0;
+  }
+}
+
 // The kernel's pointer arguments, restrict-qualified or not.
 template <bool Restrict>
 struct MmvqPointers {
@@ -65,6 +96,10 @@ struct MmvqPointers<true> {
 // - d99724f on NVIDIA: on Hopper and newer its launches use programmatic dependent launch, which
 //   requires plain pointers, and a block waits for the previous grid after its index set-up; before
 //   Hopper, restrict-qualified pointers and no wait. Lane i writes tmp[j][i] inside the row loop.
+// - d99724f pipelined (one column; the hook's *_pipelined launches, docs/engine.md): d99724f's, and on
+//   Hopper each block first lets the next kernel launch (griddepcontrol.launch_dependents), then
+//   thread 0 asks L2 for the block's weight rows in one bulk prefetch, both before the wait — the
+//   weights never depend on the previous kernel. Same arithmetic: outputs equal d99724f's bit for bit.
 // The block's work is written here, in the kernel, not in a shared __device__ function: nvcc
 // compiles an inlined function's body to different code (up to 8 registers more or fewer per
 // thread at the same config, bench/regcompare.py), and upstream writes it in the kernel.
@@ -77,7 +112,9 @@ __launch_bounds__(Nwarps* kWarpSize, 1) __global__
     // Same symbol set in every device pass of a fat binary; the host never launches this one.
     TEMPER_TRAP();
   } else {
-    constexpr bool d99724f = Variant == mmvq::KernelVariant::GgmlD99724f;
+    constexpr bool d99724f = Variant != mmvq::KernelVariant::Ggml7180759;
+    constexpr bool pipelined = Variant == mmvq::KernelVariant::GgmlD99724fPipelined;
+    static_assert(!pipelined || Ncols == 1, "the engine pipelines one-column launches only");
 #if defined(TEMPER_CUDA_DEVICE) && __CUDA_ARCH__ >= 900
     constexpr bool dependent_launch = d99724f;
 #else
@@ -106,6 +143,21 @@ __launch_bounds__(Nwarps* kWarpSize, 1) __global__
     const uint32_t channel_dst = blockIdx.y;
 
 #if defined(TEMPER_CUDA_DEVICE) && __CUDA_ARCH__ >= 900
+    if constexpr (dependent_launch && pipelined) {
+      asm volatile("griddepcontrol.launch_dependents;");
+      // The block's rows when they are contiguous whole 16-byte units (the bulk prefetch's); the last
+      // block asks for rows past the end, as it reads them (the spare rows of the weight buffer).
+      constexpr uint32_t block_bytes = weight_block_bytes(Type);
+      const uint32_t row_bytes = uint32_t(blocks_per_row_x) * block_bytes;
+      if (tid == 0 && ids == nullptr && stride_row_x == uint32_t(blocks_per_row_x) && row_bytes % 16 == 0) {
+        const size_t first = (size_t(fast_div(blockIdx.z, sample_ratio)) * stride_sample_x +
+                              size_t(fast_div(channel_dst, channel_ratio)) * stride_channel_x + size_t(row0) * stride_row_x) *
+                             block_bytes;
+        asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(static_cast<const char*>(vx) + first),
+                     "r"(uint32_t(RowsPerBlock) * row_bytes)
+                     : "memory");
+      }
+    }
     // Wait for the previous grid's memory here, where upstream calls cudaGridDependencySynchronize.
     if constexpr (dependent_launch) asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
@@ -184,9 +236,10 @@ int launch_instance(const MmvqLaunch& l) {
 #if defined(TEMPER_GPU_CUDA)
 // d99724f's launch: with the programmatic-stream-serialization attribute where the loaded kernel's
 // PTX is 9.0 or newer (upstream's ggml_cuda_kernel_can_use_pdl), else a plain launch.
-template <unsigned Type, int Ncols, int Nwarps, int RowsPerBlock>
+template <unsigned Type, int Ncols, int Nwarps, int RowsPerBlock,
+          mmvq::KernelVariant Variant = mmvq::KernelVariant::GgmlD99724f>
 int launch_instance_pdl(const MmvqLaunch& l) {
-  auto* kernel = &mmvq<Type, Ncols, Nwarps, RowsPerBlock, mmvq::KernelVariant::GgmlD99724f>;
+  auto* kernel = &mmvq<Type, Ncols, Nwarps, RowsPerBlock, Variant>;
   static const bool can_use_pdl = [kernel] {
     cudaFuncAttributes attr = {};
     return cudaFuncGetAttributes(&attr, reinterpret_cast<const void*>(kernel)) == cudaSuccess && attr.ptxVersion >= 90;
@@ -206,8 +259,9 @@ int launch_instance_pdl(const MmvqLaunch& l) {
 #endif
 
 // Every config of the grid for one (type, ncols), as the table the dispatcher searches: one kernel
-// per engine variant (mmvq::KernelVariant). Only NVIDIA builds have a separate d99724f kernel; on
-// AMD both engine versions compile to the same code, so both entries name mmvq.
+// per engine variant (mmvq::KernelVariant); the pipelined one at one column only (nullptr above).
+// Only NVIDIA builds have separate d99724f kernels; on AMD every variant compiles to the same code
+// (no dependent launch), so the entries name mmvq.
 struct MmvqEntry {
   const void* function[mmvq::kKernelVariants] = {};
   int (*launch[mmvq::kKernelVariants])(const MmvqLaunch&) = {};
@@ -229,11 +283,20 @@ MmvqEntry make_entry() {
 #if defined(TEMPER_GPU_CUDA)
   e.function[1] = reinterpret_cast<const void*>(&mmvq<Type, Ncols, nwarps, rows, mmvq::KernelVariant::GgmlD99724f>);
   e.launch[1] = &launch_instance_pdl<Type, Ncols, nwarps, rows>;
+  if constexpr (Ncols == 1) {
+    constexpr auto pipelined = mmvq::KernelVariant::GgmlD99724fPipelined;
+    e.function[2] = reinterpret_cast<const void*>(&mmvq<Type, Ncols, nwarps, rows, pipelined>);
+    e.launch[2] = &launch_instance_pdl<Type, Ncols, nwarps, rows, pipelined>;
+  }
 #else
   e.function[1] = e.function[0];
   e.launch[1] = e.launch[0];
+  if constexpr (Ncols == 1) {
+    e.function[2] = e.function[0];
+    e.launch[2] = e.launch[0];
+  }
 #endif
-  static_assert(mmvq::kKernelVariants == 2, "make_entry spells out the variants");
+  static_assert(mmvq::kKernelVariants == 3, "make_entry spells out the variants");
   return e;
 }
 

@@ -81,7 +81,7 @@ const MmvqEntry* find_entry(uint32_t type, int ncols, int nwarps, int rows_per_b
 
 int launch_mmvq(const MmvqLaunch& l) {
   const MmvqEntry* e = find_entry(l.type, l.ncols, l.nwarps, l.rows_per_block, l.warp_size);
-  if (!e) return kNotInstantiated;
+  if (!e || (l.variant >= 0 && l.variant < mmvq::kKernelVariants && !e->launch[l.variant])) return kNotInstantiated;
   const mmvq::TypeTraits t = mmvq::type_traits(l.type);
   if (l.nrows <= 0 || l.k <= 0 || l.k % t.qk != 0 || !l.weights || !l.act_q8_1 || !l.dst || l.variant < 0 ||
       l.variant >= mmvq::kKernelVariants)

@@ -193,13 +193,21 @@ VerifyReport run_verification(Device& device, const VerifyOptions& options, cons
     GgmlType type;
     int ncols;
     std::vector<Config> configs;
+    std::vector<mmvq::KernelVariant> variants;
   };
+  const std::vector<mmvq::KernelVariant> variants =
+      options.variants.empty() ? std::vector<mmvq::KernelVariant>{mmvq::KernelVariant::Ggml7180759} : options.variants;
   std::vector<Planned> plan;
   for (GgmlType t : types)
-    for (int c : ncols_list)
-      if (auto configs = instantiated_configs(device, t, c); !configs.empty()) plan.push_back({t, c, std::move(configs)});
+    for (int c : ncols_list) {
+      std::vector<mmvq::KernelVariant> at_c;
+      for (mmvq::KernelVariant v : variants)
+        if (v != mmvq::KernelVariant::GgmlD99724fPipelined || c == 1) at_c.push_back(v);
+      if (auto configs = instantiated_configs(device, t, c); !configs.empty() && !at_c.empty())
+        plan.push_back({t, c, std::move(configs), std::move(at_c)});
+    }
   size_t total = 0;
-  for (const auto& p : plan) total += p.configs.size();
+  for (const auto& p : plan) total += p.configs.size() * p.variants.size();
   total *= options.shapes.size();
   size_t done = 0;
   if (progress) progress(0, total);
@@ -284,34 +292,37 @@ VerifyReport run_verification(Device& device, const VerifyOptions& options, cons
           }
           DeviceBuffer dst = device.alloc(expected.size() * sizeof(float));
           std::vector<float> out(expected.size());
-          const GemvProblem problem{ShapeKey{type, shape.n, k}, p.ncols};
           for (Config config : p.configs) {
-            if (cancelled()) {
-              report.cancelled = true;
-              return report;
-            }
-            VerifyCase vc;
-            static_cast<ShapeKey&>(vc) = {type, shape.n, k};
-            vc.ncols = p.ncols;
-            vc.config = config;
-            try {
-              device.fill(dst, 0xFF);  // NaN everywhere: an unwritten output stays NaN
-              device.gemv(problem, config, w_device, a.q_device, dst);
-              device.download(out.data(), dst, out.size() * sizeof(float));
-              vc.check = compare_outputs(out, expected, shape.n);
-            } catch (const Error& e) {
-              if (e.kind() != ErrorKind::GpuFault && e.kind() != ErrorKind::BadInput) throw;
-              vc.error = e.what();
-              report.cases.push_back(vc);
-              if (const std::string why = probe(device, scratch); !why.empty()) {
-                report.fault = why;
+            for (mmvq::KernelVariant variant : p.variants) {
+              if (cancelled()) {
+                report.cancelled = true;
                 return report;
               }
+              const GemvProblem problem{ShapeKey{type, shape.n, k}, p.ncols, variant};
+              VerifyCase vc;
+              static_cast<ShapeKey&>(vc) = {type, shape.n, k};
+              vc.ncols = p.ncols;
+              vc.config = config;
+              vc.variant = variant;
+              try {
+                device.fill(dst, 0xFF);  // NaN everywhere: an unwritten output stays NaN
+                device.gemv(problem, config, w_device, a.q_device, dst);
+                device.download(out.data(), dst, out.size() * sizeof(float));
+                vc.check = compare_outputs(out, expected, shape.n);
+              } catch (const Error& e) {
+                if (e.kind() != ErrorKind::GpuFault && e.kind() != ErrorKind::BadInput) throw;
+                vc.error = e.what();
+                report.cases.push_back(vc);
+                if (const std::string why = probe(device, scratch); !why.empty()) {
+                  report.fault = why;
+                  return report;
+                }
+                if (progress) progress(++done, total);
+                continue;
+              }
+              report.cases.push_back(vc);
               if (progress) progress(++done, total);
-              continue;
             }
-            report.cases.push_back(vc);
-            if (progress) progress(++done, total);
           }
         }
       }
@@ -366,6 +377,35 @@ std::vector<int> parse_ncols_list(const std::string& text) {
   }
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::string_view variant_name(mmvq::KernelVariant v) {
+  switch (v) {
+    case mmvq::KernelVariant::Ggml7180759: return "7180759";
+    case mmvq::KernelVariant::GgmlD99724f: return "d99724f";
+    case mmvq::KernelVariant::GgmlD99724fPipelined: return "d99724f-pipelined";
+  }
+  return "?";
+}
+
+std::vector<mmvq::KernelVariant> parse_variant_list(const std::string& text) {
+  std::vector<mmvq::KernelVariant> all;
+  for (int v = 0; v < mmvq::kKernelVariants; ++v) all.push_back(static_cast<mmvq::KernelVariant>(v));
+  if (text == "all") return all;
+  std::vector<mmvq::KernelVariant> out;
+  std::string_view rest = text;
+  while (true) {
+    const auto comma = rest.find(',');
+    const std::string_view item = rest.substr(0, comma);
+    const auto it = std::find_if(all.begin(), all.end(), [&](mmvq::KernelVariant v) { return variant_name(v) == item; });
+    if (it == all.end())
+      fail(ErrorKind::BadInput, "unknown kernel variant '" + std::string(item) + "' in '" + text +
+                                    "' (expected all or a list of 7180759, d99724f, d99724f-pipelined)");
+    if (std::find(out.begin(), out.end(), *it) == out.end()) out.push_back(*it);
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
   return out;
 }
 
@@ -434,7 +474,8 @@ std::string format_report(const VerifyReport& report, int max_failures) {
     if (c.passed()) continue;
     if (listed++ < max_failures)
       o << "FAIL " << type_name(c.type) << " n=" << c.n << " k=" << c.k << " ncols=" << c.ncols << " "
-        << "(" << config_words(c.config) << "): " << (c.error.empty() ? c.check.first_failure : c.error) << "\n";
+        << "(" << config_words(c.config) << ", " << variant_name(c.variant)
+        << "): " << (c.error.empty() ? c.check.first_failure : c.error) << "\n";
   }
   if (listed > max_failures) o << "... and " << (listed - max_failures) << " more failures\n";
   if (!report.fault.empty()) o << "STOPPED: " << report.fault << "\n";
@@ -470,6 +511,7 @@ nlohmann::json to_json(const VerifyReport& report) {
                         {"k", c.k},
                         {"ncols", c.ncols},
                         {"config", {{"nwarps", c.config.nwarps}, {"rows_per_block", c.config.rows_per_block}}},
+                        {"variant", std::string(variant_name(c.variant))},
                         {"passed", c.passed()},
                         {"values", c.check.values},
                         {"unwritten", c.check.unwritten},

@@ -3,10 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstring>
 
 #include "temper/device_bench.h"
 #include "temper/error.h"
 #include "temper/gpu_backend.h"
+#include "temper/quant/reference.h"
 #include "temper/verify.h"
 
 namespace temper {
@@ -80,6 +82,58 @@ TEST_F(GpuDevice, EveryInstantiationMatchesTheCpuReference) {
   std::printf("%s", format_report(r).c_str());
   EXPECT_FALSE(r.cases.empty());
   EXPECT_TRUE(r.passed());
+}
+
+// Temper's kernel as the hook's *_pipelined entries run it (d99724f's kernel that lets the next one
+// launch and prefetches its rows before it waits): every output the same as d99724f's bit for bit,
+// and both against the CPU reference. The timing of back-to-back launches, where the next launch's
+// prefetch overlaps this one, is printed, not asserted (docs/perf-notes.md holds the measurements).
+TEST_F(GpuDevice, PipelinedKernelComputesWhatD99724fDoes) {
+  using V = mmvq::KernelVariant;
+  VerifyOptions vo;
+  vo.types = {GgmlType::Q4_K, GgmlType::Q6_K};
+  vo.ncols = {1, 2};
+  vo.variants = {V::GgmlD99724f, V::GgmlD99724fPipelined};
+  const KernelPair pairs[] = {{GgmlType::Q4_K, 1}, {GgmlType::Q4_K, 2}, {GgmlType::Q6_K, 1}, {GgmlType::Q6_K, 2}};
+  device_->prepare_kernels(pairs, {}, nullptr);  // compiled at run time where this build has none
+  const VerifyReport r = run_verification(*device_, vo);
+  if (r.cases.empty()) GTEST_SKIP() << "this build has no q4_K / q6_K kernel";
+  EXPECT_TRUE(r.passed()) << format_report(r);
+
+  const int n = 4096 + 3, k = 4096;  // the last block reads past the end (the spare rows)
+  for (GgmlType type : vo.types) {
+    const size_t row = *row_bytes(type, uint64_t(k));
+    std::vector<uint8_t> weights(row * size_t(n));
+    quant::fill_random(type, weights.data(), n, k, 7);
+    DeviceBuffer w = device_->alloc(weights.size() + row * mmvq::kWeightPaddingRows);
+    device_->upload(w, weights.data(), weights.size());
+    std::vector<float> x(k);
+    quant::fill_random_activations(x.data(), k, 8);
+    DeviceBuffer xd = device_->alloc(x.size() * sizeof(float)), y = device_->alloc(size_t(k / 32) * 36);
+    device_->upload(xd, x.data(), x.size() * sizeof(float));
+    device_->quantize_q8_1(xd, y, k, 1);
+    DeviceBuffer dst = device_->alloc(size_t(n) * sizeof(float));
+    for (Config c : instantiated_configs(*device_, type, 1)) {
+      std::vector<float> out[2];
+      for (int i = 0; i < 2; ++i) {
+        device_->fill(dst, 0xFF);
+        device_->gemv({{type, n, k}, 1, i ? V::GgmlD99724fPipelined : V::GgmlD99724f}, c, w, y, dst);
+        out[i].resize(size_t(n));
+        device_->download(out[i].data(), dst, out[i].size() * sizeof(float));
+      }
+      EXPECT_EQ(std::memcmp(out[0].data(), out[1].data(), out[0].size() * sizeof(float)), 0)
+          << type_name(type) << " " << c.nwarps << "x" << c.rows_per_block;
+    }
+    GemvBenchOptions o;
+    o.count = 200;
+    for (V v : vo.variants) {
+      GemvBench bench(*device_, {{type, 14336, 4096}, 1, v}, o);
+      const ConfigTiming t = bench.run({4, 2});
+      ASSERT_TRUE(t.ok()) << t.error;
+      std::printf("%s 14336x4096 4x2 %s: median %.2f us back to back\n", std::string(type_name(type)).c_str(),
+                  std::string(variant_name(v)).c_str(), t.us.median);
+    }
+  }
 }
 
 }  // namespace

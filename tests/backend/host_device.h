@@ -29,6 +29,7 @@ class HostDevice final : public Device {
   std::vector<GgmlType> types{GgmlType::Q4_0, GgmlType::Q8_0};
   std::vector<Config> configs{{1, 1}, {2, 1}, {4, 1}, {4, 4}};
   std::map<Config, Bug> bugs;
+  std::map<mmvq::KernelVariant, Bug> variant_bugs;  // every config of that kernel variant misbehaves
   bool dead = false;
   std::set<const void*> timed_weights;  // every weight copy time_gemv launched on
   std::set<mmvq::KernelVariant> variants;  // every kernel variant gemv / time_gemv was asked for
@@ -71,7 +72,7 @@ class HostDevice final : public Device {
     // As the GPU backend: the kernel's last block may read mmvq::kWeightPaddingRows rows past the end.
     if (weights.size() < *row_bytes(p.type, uint64_t(p.k)) * size_t(p.n + mmvq::kWeightPaddingRows))
       fail(ErrorKind::Internal, "gemv: weight buffer without the spare rows");
-    const Bug bug = bugs.count(c) ? bugs.at(c) : Bug::None;
+    const Bug bug = bugs.count(c) ? bugs.at(c) : variant_bugs.count(p.variant) ? variant_bugs.at(p.variant) : Bug::None;
     if (bug == Bug::Fault) {
       dead = true;
       fail(ErrorKind::GpuFault, "illegal memory access in the test kernel");

@@ -88,6 +88,11 @@ TEST(ParseLists, TypesAndNcols) {
   EXPECT_THROW(parse_ncols_list("9"), Error);
   EXPECT_THROW(parse_ncols_list("4-2"), Error);
   EXPECT_THROW(parse_ncols_list("1,x"), Error);
+  using V = mmvq::KernelVariant;
+  EXPECT_EQ(parse_variant_list("d99724f-pipelined,d99724f,d99724f"), (std::vector<V>{V::GgmlD99724fPipelined, V::GgmlD99724f}));
+  EXPECT_EQ(parse_variant_list("all"), (std::vector<V>{V::Ggml7180759, V::GgmlD99724f, V::GgmlD99724fPipelined}));
+  EXPECT_THROW(parse_variant_list("pipelined"), Error);
+  EXPECT_THROW(parse_variant_list("d99724f,"), Error);
 }
 
 VerifyOptions small() {
@@ -122,6 +127,35 @@ TEST(RunVerification, CorrectKernelsPassEverywhere) {
   const auto j = to_json(r);
   EXPECT_TRUE(j["passed"].get<bool>());
   EXPECT_EQ(j["cases"].size(), 32u);
+}
+
+// Every variant asked for runs every config, the pipelined one at one column only, and a variant's
+// wrong outputs are reported under its name.
+TEST(RunVerification, RunsEachVariantAndNamesTheOneThatFails) {
+  HostDevice dev;
+  dev.variant_bugs[mmvq::KernelVariant::GgmlD99724fPipelined] = HostDevice::Bug::Wrong;
+  VerifyOptions o = small();
+  o.variants = parse_variant_list("all");
+  const VerifyReport r = run_verification(dev, o);
+  EXPECT_FALSE(r.passed());
+  // 2 shapes × 2 types × 4 configs × (3 variants at ncols 1 + 2 at ncols 3).
+  ASSERT_EQ(r.cases.size(), 80u);
+  int failed = 0;
+  for (const auto& c : r.cases) {
+    const bool pipelined = c.variant == mmvq::KernelVariant::GgmlD99724fPipelined;
+    EXPECT_TRUE(!pipelined || c.ncols == 1);
+    EXPECT_EQ(c.passed(), !pipelined) << variant_name(c.variant) << " ncols " << c.ncols;
+    failed += !c.passed();
+  }
+  EXPECT_EQ(failed, 16);
+  EXPECT_EQ(dev.variants, (std::set<mmvq::KernelVariant>{mmvq::KernelVariant::Ggml7180759, mmvq::KernelVariant::GgmlD99724f,
+                                                          mmvq::KernelVariant::GgmlD99724fPipelined}));
+  const std::string text = format_report(r);
+  EXPECT_NE(text.find("64/80 instantiations passed"), std::string::npos) << text;
+  EXPECT_NE(text.find(", d99724f-pipelined): row 1"), std::string::npos) << text;
+  const auto j = to_json(r);
+  EXPECT_EQ(j["cases"][2]["variant"], "d99724f-pipelined");
+  EXPECT_FALSE(j["cases"][2]["passed"].get<bool>());
 }
 
 TEST(RunVerification, CatchesUnwrittenWrongAndInfiniteOutputs) {

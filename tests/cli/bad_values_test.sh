@@ -30,6 +30,10 @@ bad "temper sweep: --shape rows N: expected an integer 1..16777216, got 'x'" swe
 bad "temper sweep: --shape 'q4_K:64:256/mul_mat_group': a same-input group is not one GEMV to sweep" sweep --shape q4_K:64:256/mul_mat_group --backend fake
 bad "temper bench-gemv: --n: expected an integer 1..16777216, got '0'" bench-gemv --n 0
 bad "temper bench-gemv: --ncols: expected an integer 1..8, got '9'" bench-gemv --ncols 9
+bad "temper bench-gemv: --pipelined needs --ncols 1: the engine pipelines one-column launches only" bench-gemv --pipelined --ncols 2
+bad "temper bench-gemv: --pipelined models ggml-d99724f's hooked launch; --engine ggml-7180759 has none" bench-gemv --pipelined --engine ggml-7180759
+bad "temper bench-gemv: --pipelined times Temper's kernel; it cannot go with --probe / --engine-src" bench-gemv --pipelined --probe /nonexistent
+bad "temper verify: unknown kernel variant 'pipelined' in 'd99724f,pipelined' (expected all or a list of 7180759, d99724f, d99724f-pipelined)" verify --variants d99724f,pipelined
 bad "temper verify: --k: expected an integer 32..1048576, got '16'" verify --k 16
 bad "temper verify: --seed: expected an integer 1.." verify --seed -3
 bad "temper bandwidth: --bytes: expected a size such as 4096, 256M or 1G, got '1T'" bandwidth --bytes 1T

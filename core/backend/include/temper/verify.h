@@ -84,11 +84,15 @@ struct VerifyOptions {
   // k = 0 in a shape means "the smallest K of the type": max(256, its block size).
   std::vector<VerifyShape> shapes{{67, 4096}, {67, 0}};
   uint64_t seed = 0;            // 0: a fresh random seed (reported)
+  // Which compiled kernels of each config (mmvq::KernelVariant); empty: 7180759's. The pipelined one
+  // exists at one column only and is skipped at the others.
+  std::vector<mmvq::KernelVariant> variants;
 };
 
 struct VerifyCase : ShapeKey {
   int ncols = 1;
   Config config;
+  mmvq::KernelVariant variant = mmvq::KernelVariant::Ggml7180759;
   OutputCheck check;
   std::string error;  // a GPU fault or launch failure instead of a check
   bool passed() const { return error.empty() && check.passed(); }
@@ -126,6 +130,10 @@ VerifyReport run_verification(Device& device, const VerifyOptions& options, cons
 std::vector<GgmlType> parse_type_list(const std::string& text);
 // "1,2,8" or "1-8" → ncols, each 1..8; Error(BadInput) otherwise.
 std::vector<int> parse_ncols_list(const std::string& text);
+// A kernel variant's name: "7180759", "d99724f", "d99724f-pipelined".
+std::string_view variant_name(mmvq::KernelVariant v);
+// "d99724f,d99724f-pipelined" or "all" → variants; Error(BadInput) naming an unknown one.
+std::vector<mmvq::KernelVariant> parse_variant_list(const std::string& text);
 
 // The pass table (rows: types; columns: ncols; cells: passed/total), the quantizer line, the
 // worst error and the failures (at most `max_failures` listed).

@@ -67,9 +67,12 @@ constexpr int kWeightPaddingRows = 15;  // largest rows_per_block of the grid - 
 
 // The engine version whose compiled kernel a launch models. The two compile alike except on
 // NVIDIA Hopper and newer, where d99724f launches with programmatic dependent launch and so drops
-// __restrict__ (docs/kernels.md). Values index the kernel tables (kernels/mmvq.h).
-enum class KernelVariant : int { Ggml7180759 = 0, GgmlD99724f = 1 };
-constexpr int kKernelVariants = 2;
+// __restrict__ (docs/kernels.md). GgmlD99724fPipelined is d99724f's kernel as the hook (v6+) runs a
+// *_pipelined profile entry, one column only: on Hopper each block lets the next kernel launch as it
+// starts and asks L2 for its weight rows before it waits; elsewhere it is d99724f's kernel.
+// Values index the kernel tables (kernels/mmvq.h).
+enum class KernelVariant : int { Ggml7180759 = 0, GgmlD99724f = 1, GgmlD99724fPipelined = 2 };
+constexpr int kKernelVariants = 3;
 
 // Shared memory of the partial-sum exchange, as upstream declares it: warps 1..nwarps-1 each hold
 // ncols × rows_per_block × warp_size floats (one warp's worth even when nwarps is 1).
