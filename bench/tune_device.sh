@@ -49,6 +49,9 @@
 #            (128 greedy one-column steps, a hash of each step's logits) of both fixtures, arms that must agree bit
 #            for bit: stock twice, COST_PROFILE unpipelined and pipelined (as the pipeline stage), and the pfexp build's (when built)
 #            without and with the profile against the base build's
+#   ownkernel (not in the default) Temper's own kernel as the hook runs *_pipelined entries (issue 29 item 3): `temper verify
+#            --variants all` (q4_K, q6_K, ncols 1-2), the gpu test comparing its outputs with d99724f's bit for bit, and
+#            `temper bench-gemv` of the dense token's shapes, d99724f against --pipelined, every config, back to back
 #   kernels  (not in the default) Nsight Compute over llama-bench tg4 of both fixtures, without and with
 #            COST_PROFILE: each kernel timed alone, summed per token by kind (kernel_sums.py), beside tg32's period
 # Env: NCOLS (1,2,4,8), TESTS (tg128,pp2,pp4,pp8), ROUNDS (3), REPS (5), JOBS (nproc), ARCH (sm_90),
@@ -147,7 +150,8 @@ if want temper; then
   t0=$(now)
   { cmake -S . -B "$work/temper" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTEMPER_GUI=OFF -DTEMPER_HIP=OFF -DTEMPER_CUDA=ON \
       -DTEMPER_CUDA_ARCHS="${arch#sm_}" -DTEMPER_KERNEL_SET=none -DTEMPER_TESTS=ON -DTEMPER_BENCH=OFF &&
-    cmake --build "$work/temper" -j "$jobs" --target temper temper-fixture; } >>"$ev/temper-build.log" 2>&1 ||
+    cmake --build "$work/temper" -j "$jobs" --target temper temper-fixture $(want ownkernel && echo gpu_device_test); } \
+    >>"$ev/temper-build.log" 2>&1 ||
     { grep -E "error|Error|FAILED" -A5 "$ev/temper-build.log" | head -30 | tee -a "$log" >&2; exit 1; }
   timed temper-build "$(ms "$t0")"
 fi
@@ -534,6 +538,43 @@ if want verify; then
     timed verify "$(ms "$t0")"
     [[ -f "$ev/verify/differ" ]] && say "== verify: arms that must agree DIFFER: $(tr '\n' ';' <"$ev/verify/differ")"
   fi
+fi
+
+# Temper's own kernel in step with the engine's pipelined launches (issue 29 item 3): checked against the CPU
+# reference and against d99724f's outputs, then timed back to back per shape of the dense token, both variants.
+if want ownkernel; then
+  stage ownkernel
+  t0=$(now)
+  if [[ $dry == 1 ]]; then
+    say "== ownkernel: skipped in a dry run (Temper's own kernel needs the GPU)"
+  else
+    "$temper" verify --types q4_K,q6_K --ncols 1,2 --variants all --save "$ev/ownkernel-verify.json" 2>&1 | tail -8 | tee -a "$log" >&2
+    [[ ${PIPESTATUS[0]} == 0 ]] || exit 1
+    "$work/temper/tests/backend/gpu_device_test" --gtest_filter='*Pipelined*' 2>&1 | tail -12 | tee -a "$log" >&2
+    [[ ${PIPESTATUS[0]} == 0 ]] || exit 1
+    # (type, n, k) of the Llama-3-8B token: q and o, k and v, gate and up, down, the head.
+    for shape in q4_K:4096:4096 q6_K:1024:4096 q4_K:1024:4096 q4_K:14336:4096 q4_K:4096:14336 q6_K:4096:14336 q6_K:128256:4096; do
+      IFS=: read -r type n k <<<"$shape"
+      for arm in d99724f pipelined; do
+        "$temper" bench-gemv --types "$type" --n "$n" --k "$k" --engine ggml-d99724f $([[ $arm == pipelined ]] && echo --pipelined) \
+          --save "$ev/ownkernel-$type-$n-$k-$arm.json" --force >/dev/null 2>>"$ev/ownkernel.err" || { tail -3 "$ev/ownkernel.err" | tee -a "$log" >&2; exit 1; }
+      done
+    done
+    python3 - "$ev" <<'EOF' | tee "$ev/ownkernel.md" >&2
+import glob, json, os, sys
+print("| type | n × k | d99724f best µs (config) | pipelined best µs (config) | ratio | pipelined at d99724f's best config µs |")
+print("|---|---|---:|---:|---:|---:|")
+for f in sorted(glob.glob(os.path.join(sys.argv[1], "ownkernel-*-d99724f.json"))):
+    a = json.load(open(f)); b = json.load(open(f.replace("-d99724f.json", "-pipelined.json")))
+    ra, rb = a["results"][0], b["results"][0]
+    cfg = lambda t: f'{t["config"]["nwarps"]}x{t["config"]["rows_per_block"]}'
+    same = {cfg(t): t["us"]["median"] for t in rb["configs"] if t["ok"]}
+    ba, bb = ra["best"], rb["best"]
+    print(f'| {ra["type"]} | {a["n"]} × {a["k"]} | {ba["us"]["median"]:.2f} ({cfg(ba)}) | {bb["us"]["median"]:.2f} ({cfg(bb)}) | '
+          f'{ba["us"]["median"] / bb["us"]["median"]:.3f} | {same.get(cfg(ba), float("nan")):.2f} |')
+EOF
+  fi
+  timed ownkernel "$(ms "$t0")"
 fi
 
 # Where a decode token's kernel time goes (issue 29): Nsight Compute times every kernel of llama-bench
