@@ -43,8 +43,10 @@
 #            in a second build of the patched tree (PF_BITS: 1 early launch, 2 prefetch, 3 both, the default), four arms of
 #            llama-bench COST_TESTS, both fixtures (PF_MOE=0: the dense one)
 #   pipeline (not in the default) the hook's own pipelined launches with COST_PROFILE (its *_pipelined entries; with
-#            PIPELINE_OVERRIDE=1 every tuned launch, TEMPER_MMVQ_PIPELINE=1) against the profile unpipelined
-#            (TEMPER_MMVQ_PIPELINE=0) and stock, llama-bench COST_TESTS, both fixtures (PF_MOE=0: the dense one)
+#            PIPELINE_OVERRIDE=1 every tuned launch, TEMPER_MMVQ_PIPELINE=1, and then the profile as installed is a
+#            fourth arm) against the profile unpipelined (TEMPER_MMVQ_PIPELINE=0) and stock, llama-bench COST_TESTS,
+#            both fixtures (PF_MOE=0: the dense one). EXP_PIPELINE_ALL=1 (llama stage): bench/exp_pipeline_all_patch.py
+#            on the patched tree before its build, so that the override also pipelines groups and unfused pairs
 #   verify   (not in the default) whether pipelined launches change what the engine computes: bench/greedy_decode.cpp
 #            (128 greedy one-column steps, a hash of each step's logits) of both fixtures, arms that must agree bit
 #            for bit: stock twice, COST_PROFILE unpipelined and pipelined (as the pipeline stage), and the pfexp build's (when built)
@@ -190,6 +192,10 @@ if want llama; then
   "$temper" engine check "$work/llama.cpp" 2>&1 | tee -a "$log" >&2
   "$temper" engine patch "$work/llama.cpp" --kernel-set "$kernel_set" 2>&1 | tee -a "$log" >&2
   [[ ${PIPESTATUS[0]} == 0 ]] || exit 1
+  if [[ "${EXP_PIPELINE_ALL:-0}" == 1 ]]; then  # the experiment in the one build (the override reaches groups and pairs)
+    python3 bench/exp_pipeline_all_patch.py "$work/llama.cpp/ggml/src/ggml-cuda" 2>&1 | tee -a "$log" >&2
+    [[ ${PIPESTATUS[0]} == 0 ]] || exit 1
+  fi
   llama_build "$work/llama.cpp" llama-build-patched
   if [[ "${STOCK_BUILD:-0}" == 1 ]]; then
     cp -r "$upstream" "$work/llama.cpp-stock" && rm -rf "$work/llama.cpp-stock/build"
@@ -470,20 +476,26 @@ if want pipeline; then
   pl_profile="${COST_PROFILE:-$here/bench/profiles/h100-llama3-qwen3-groups.json}"
   pl_tests="${COST_TESTS:-$tests}"
   pl_arm() {
-    local p=""
+    local p="" pipe=0
     [[ $1 != stock ]] && p="$pl_profile"
-    TEMPER_MMVQ_PIPELINE=$([[ $1 == pipelined ]] && echo "${PIPELINE_OVERRIDE:-}" || echo 0) bench_one "$llama_bench" "$p" "$2" "$3.json" "$3.err"
+    [[ $1 == pipelined ]] && pipe="${PIPELINE_OVERRIDE:-}"
+    [[ $1 == installed ]] && pipe=""
+    TEMPER_MMVQ_PIPELINE=$pipe bench_one "$llama_bench" "$p" "$2" "$3.json" "$3.err"
   }
+  pl_arms=(stock profile pipelined)
+  [[ -n "${PIPELINE_OVERRIDE:-}" ]] && pl_arms+=(installed)
   experiment_models
   t0=$(now)
   for m in "${models[@]}"; do
     name=$(basename "$m" .gguf)
     d="$ev/pipeline/$name"
     mkdir -p "$d"
-    interleaved_arms "$d" "$m" "$pl_tests" pl_arm stock profile pipelined
+    interleaved_arms "$d" "$m" "$pl_tests" pl_arm "${pl_arms[@]}"
     compare_arms "$d" "$pl_tests" profile stock profile "$name: profile against stock" "$ev/pipeline/$name-profile.md"
     compare_arms "$d" "$pl_tests" pipelined stock pipelined "$name: pipelined against stock" "$ev/pipeline/$name-pipelined.md"
     compare_arms "$d" "$pl_tests" gain profile pipelined "$name: the profile pipelined against the profile" "$ev/pipeline/$name-gain.md"
+    [[ -n "${PIPELINE_OVERRIDE:-}" ]] && compare_arms "$d" "$pl_tests" override installed pipelined \
+      "$name: every tuned launch pipelined (the override) against the profile as installed" "$ev/pipeline/$name-override.md"
   done
   timed pipeline "$(ms "$t0")"
 fi
