@@ -92,7 +92,10 @@ TEST(MmvqSymbol, ParsesMangledAndDemangledNames) {
   m = parse_mmvq_symbol("void temper::kernels::mmvq<3u, 1, 2, 2, (temper::mmvq::KernelVariant)1>(void const*, void const*)");
   ASSERT_TRUE(m);
   EXPECT_EQ(m->config, (Config{2, 2}));
-  EXPECT_FALSE(parse_mmvq_symbol("temper::kernels::mmvq<3u, 1, 2, 2, (temper::mmvq::KernelVariant)2>(int)"));  // no such variant
+  m = parse_mmvq_symbol("temper::kernels::mmvq<3u, 1, 2, 2, (temper::mmvq::KernelVariant)2>(int)");  // the pipelined one
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->ncols, 1);
+  EXPECT_FALSE(parse_mmvq_symbol("temper::kernels::mmvq<3u, 1, 2, 2, (temper::mmvq::KernelVariant)3>(int)"));  // no such variant
   EXPECT_FALSE(parse_mmvq_symbol("temper::kernels::mmvq<3u, 1, 2, 2, 0, 0>(int)"));  // six arguments
   EXPECT_FALSE(parse_mmvq_symbol("spiller"));
   EXPECT_FALSE(parse_mmvq_symbol("temper::kernels::mmvq<2u, 1, 4>(int)"));        // three arguments
