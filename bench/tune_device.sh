@@ -145,7 +145,10 @@ else
   fixture=llama3-8b-q4_k_m moe_fixture=qwen3-30b-a3b-q4_k_m runnable=(--runnable)
 fi
 model="$work/$fixture.gguf"
-say "== $(date -u +%FT%TZ) host $(uname -n), $(nproc) cores; commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'); mode $mode; stages: $stages"
+# The files as they are here: a device copy's git metadata can lag them, so the commit line alone may
+# be stale. `git rev-parse COMMIT^{tree}` on the development machine gives the same id for a clean tree.
+tree_id() { local idx; idx=$(mktemp -u) && GIT_INDEX_FILE=$idx git add -A . 2>/dev/null && GIT_INDEX_FILE=$idx git write-tree 2>/dev/null; rm -f "$idx"; }
+say "== $(date -u +%FT%TZ) host $(uname -n), $(nproc) cores; commit $(git rev-parse --short HEAD 2>/dev/null || echo '?') (files: tree $(tree_id || echo '?')); mode $mode; stages: $stages"
 
 if want temper; then
   stage temper
