@@ -36,6 +36,16 @@ std::string fmt(double v) {
   return buf;
 }
 
+// Calls `each` with every comma-separated item of `text`, empty ones included, in order.
+template <class Each>
+void for_each_item(std::string_view text, const Each& each) {
+  while (true) {
+    const auto comma = text.find(',');
+    each(text.substr(0, comma));
+    if (comma == std::string_view::npos) return;
+    text.remove_prefix(comma + 1);
+  }
+}
 
 // The `k` a shape asks for, made valid for `type`: 0 means the smallest K of the type.
 int shape_k(const VerifyShape& s, GgmlType type) {
@@ -336,19 +346,14 @@ VerifyReport run_verification(Device& device, const VerifyOptions& options, cons
 
 std::vector<GgmlType> parse_type_list(const std::string& text) {
   std::vector<GgmlType> out;
-  std::string_view rest = text;
-  while (true) {
-    const auto comma = rest.find(',');
-    const std::string_view item = rest.substr(0, comma);
+  for_each_item(text, [&](std::string_view item) {
     if (item.empty()) fail(ErrorKind::BadInput, "empty type name in '" + text + "' (expected e.g. q4_0,q4_K)");
     const auto t = parse_type(item);
     if (!t) fail(ErrorKind::BadInput, "unknown type '" + std::string(item) + "' (expected a ggml type such as q4_K)");
     if (!type_info(*t).quantized)
       fail(ErrorKind::BadInput, "type '" + std::string(item) + "' is not a quantized type; mmvq needs one");
     if (std::find(out.begin(), out.end(), *t) == out.end()) out.push_back(*t);
-    if (comma == std::string_view::npos) break;
-    rest.remove_prefix(comma + 1);
-  }
+  });
   return out;
 }
 
@@ -361,10 +366,7 @@ std::vector<int> parse_ncols_list(const std::string& text) {
     return v;
   };
   std::vector<int> out;
-  std::string_view rest = text;
-  while (true) {
-    const auto comma = rest.find(',');
-    const std::string_view item = rest.substr(0, comma);
+  for_each_item(text, [&](std::string_view item) {
     if (const auto dash = item.find('-'); dash != std::string_view::npos) {
       const int lo = number(item.substr(0, dash)), hi = number(item.substr(dash + 1));
       if (lo > hi) fail(ErrorKind::BadInput, "ncols range '" + std::string(item) + "' runs backwards");
@@ -372,9 +374,7 @@ std::vector<int> parse_ncols_list(const std::string& text) {
     } else {
       out.push_back(number(item));
     }
-    if (comma == std::string_view::npos) break;
-    rest.remove_prefix(comma + 1);
-  }
+  });
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
@@ -394,18 +394,13 @@ std::vector<mmvq::KernelVariant> parse_variant_list(const std::string& text) {
   for (int v = 0; v < mmvq::kKernelVariants; ++v) all.push_back(static_cast<mmvq::KernelVariant>(v));
   if (text == "all") return all;
   std::vector<mmvq::KernelVariant> out;
-  std::string_view rest = text;
-  while (true) {
-    const auto comma = rest.find(',');
-    const std::string_view item = rest.substr(0, comma);
+  for_each_item(text, [&](std::string_view item) {
     const auto it = std::find_if(all.begin(), all.end(), [&](mmvq::KernelVariant v) { return variant_name(v) == item; });
     if (it == all.end())
       fail(ErrorKind::BadInput, "unknown kernel variant '" + std::string(item) + "' in '" + text +
                                     "' (expected all or a list of 7180759, d99724f, d99724f-pipelined)");
     if (std::find(out.begin(), out.end(), *it) == out.end()) out.push_back(*it);
-    if (comma == std::string_view::npos) break;
-    rest.remove_prefix(comma + 1);
-  }
+  });
   return out;
 }
 
