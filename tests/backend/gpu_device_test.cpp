@@ -109,7 +109,7 @@ TEST_F(GpuDevice, PipelinedKernelComputesWhatD99724fDoes) {
     device_->upload(w, weights.data(), weights.size());
     std::vector<float> x(k);
     quant::fill_random_activations(x.data(), k, 8);
-    DeviceBuffer xd = device_->alloc(x.size() * sizeof(float)), y = device_->alloc(size_t(k / 32) * 36);
+    DeviceBuffer xd = device_->alloc(x.size() * sizeof(float)), y = device_->alloc(size_t(k / 32) * sizeof(quant::BlockQ8_1));
     device_->upload(xd, x.data(), x.size() * sizeof(float));
     device_->quantize_q8_1(xd, y, k, 1);
     DeviceBuffer dst = device_->alloc(size_t(n) * sizeof(float));
