@@ -188,6 +188,7 @@ int main(int argc, char** argv) {
     if (p > 0) add(p, 0);
   for (int n : gens)
     if (n > 0) add(0, n);
+  const double pipeline_gain = pipelined ? std::atof(env("FAKE_LLAMA_BENCH_PIPELINE_GAIN", "1.08").c_str()) : 1.0;
   for (size_t t = 0; t < tests.size(); ++t) {
     Test& x = tests[t];
     // Decode at 100 tokens/s; a prompt of W-token micro-batches at 90 × W (up to W = 64).
@@ -195,7 +196,6 @@ int main(int argc, char** argv) {
     for (int r = 0; r < reps; ++r) {
       const uint64_t h = mix((invocation << 32) ^ (uint64_t(t) << 16) ^ uint64_t(r) ^ 0x5eedull);
       const double noise = 0.004 * (2.0 * double(h % 1000001) / 1000000.0 - 1.0);
-      const double pipeline_gain = pipelined ? std::atof(env("FAKE_LLAMA_BENCH_PIPELINE_GAIN", "1.08").c_str()) : 1.0;
       const double ts = base * (faster ? 1.10 : 1.0) * pipeline_gain * (1.0 + noise);
       const uint64_t ns = uint64_t(1e9 * double(x.n_prompt + x.n_gen) / ts);
       x.ns.push_back(ns);
