@@ -14,6 +14,7 @@
 #include "temper/error.h"
 #include "temper/fileio.h"
 #include "temper/gpu_backend.h"
+#include "temper/mmvq_group.h"
 #include "temper/verify.h"
 
 namespace temper::cli {
@@ -24,7 +25,7 @@ extern "C" void on_sigint(int) { g_cancel.store(true); }
 
 struct Options {
   int device = 0, n = 0, k = 0;  // n, k: 0 = the default shapes
-  std::string types, ncols, variants, save;
+  std::string types, ncols, variants, groups, save;
   uint64_t seed = 0;
   bool json = false, force = false;
 };
@@ -35,6 +36,7 @@ int run_verify(const Options& o) {
   if (!o.types.empty()) options.types = parse_type_list(o.types);
   if (!o.ncols.empty()) options.ncols = parse_ncols_list(o.ncols);
   if (!o.variants.empty()) options.variants = parse_variant_list(o.variants);
+  if (!o.groups.empty()) options.groups = parse_group_list(o.groups);
   if (o.seed) options.seed = o.seed;
   // One shape instead of the two defaults (rows not a multiple of any rows_per_block; long and short K).
   if (o.n || o.k) options.shapes = {{o.n ? o.n : 67, o.k ? o.k : 4096}};
@@ -49,6 +51,11 @@ int run_verify(const Options& o) {
     for (const KernelPair& p : all_kernel_pairs(ncols))
       if (options.types.empty() || std::find(options.types.begin(), options.types.end(), p.type) != options.types.end())
         pairs.push_back(p);
+    for (const auto& g : options.groups) {  // one group unit per (A, B, width)
+      const auto b = std::find_if(g.begin(), g.end(), [&](GgmlType t) { return t != g[0]; });
+      for (int n : ncols)
+        if (n <= mmvq::kGroupMaxNcols) pairs.push_back({g[0], n, b == g.end() ? g[0] : *b});
+    }
     CompileProgressPrinter compile_printer(device->info().arch + " kernels");
     with_compile_cancel([&] { device->prepare_kernels(pairs, std::ref(compile_printer), &g_compile_cancel); });
   }
@@ -83,7 +90,7 @@ int run_verify(const Options& o) {
     std::fprintf(stderr, "temper verify: %s\n", report.fault.c_str());
     return int(ErrorKind::GpuFault);
   }
-  if (report.cases.empty())
+  if (report.cases.empty() && report.group_cases.empty())
     fail(ErrorKind::BadInput, "nothing to verify: this build has no kernel for the types and ncols asked for on " +
                                   device->info().name);
   return report.passed() ? 0 : int(ErrorKind::Verification);
@@ -98,6 +105,9 @@ const Registrar reg{{"verify", "check every kernel instantiation on the device a
                      "Default shapes: 67 rows x K 4096 and 67 rows x the type's smallest K (one short pass).\n"
                      "--variants picks which compiled kernel of each config runs (default 7180759; d99724f, and\n"
                      "d99724f-pipelined at one column: the hook's pipelined launch, different code on NVIDIA Hopper).\n"
+                     "--groups also verifies Temper's same-input group kernel (the hook's mul_mat_group launch:\n"
+                     "2..4 GEMVs reading the same activations, e.g. q4_K+q4_K+q6_K for q, k and v) at every group\n"
+                     "config and batch width 1..4; member m has n/(m+1) rows.\n"
                      "Prints a pass table (rows: types, columns: ncols, cells: passed/instantiations); --save also\n"
                      "writes the JSON report to FILE.\n"
                      "Exit codes: 0 all passed, 5 a check failed, 4 the device faulted, 3 no device, 7 interrupted.",
@@ -108,6 +118,10 @@ const Registrar reg{{"verify", "check every kernel instantiation on the device a
                        add_ncols(app, o->ncols);
                        app.add_option("--variants", o->variants,
                                       "kernel variants: all, or a list of 7180759, d99724f, d99724f-pipelined (default 7180759)")
+                           ->type_name("LIST");
+                       app.add_option("--groups", o->groups,
+                                      "same-input groups to verify too: member types joined by +, groups by commas "
+                                      "(e.g. q4_K+q4_K+q6_K)")
                            ->type_name("LIST");
                        app.add_option("--seed", o->seed, "inputs' seed (default: random)")->check(integer_in(1, UINT64_MAX));
                        app.add_option("--n", o->n, "rows of the one shape to verify (default 67)")

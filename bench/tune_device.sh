@@ -54,6 +54,10 @@
 #   ownkernel (not in the default) Temper's own kernel as the hook runs *_pipelined entries (issue 29 item 3): `temper verify
 #            --variants all` (q4_K, q6_K, ncols 1-2), the gpu test comparing its outputs with d99724f's bit for bit, and
 #            `temper bench-gemv` of the dense token's shapes, d99724f against --pipelined, every config, back to back
+#   owngroup (not in the default) Temper's own same-input group kernel (the hook's mul_mat_group launch, issue 29
+#            item 3): `temper verify --groups` (q4_K+q4_K+q6_K as Llama-3's q, k, v and q8_0+q8_0, ncols 1-4, 7180759
+#            and d99724f) and the gpu test comparing each member's outputs with mmvq's bit for bit, which also times
+#            one group launch against its members' launches
 #   kernels  (not in the default) Nsight Compute over llama-bench tg4 of both fixtures, without and with
 #            COST_PROFILE: each kernel timed alone, summed per token by kind (kernel_sums.py), beside tg32's period
 # Env: NCOLS (1,2,4,8), TESTS (tg128,pp2,pp4,pp8), ROUNDS (3), REPS (5), JOBS (nproc), ARCH (sm_90),
@@ -155,7 +159,7 @@ if want temper; then
   t0=$(now)
   { cmake -S . -B "$work/temper" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTEMPER_GUI=OFF -DTEMPER_HIP=OFF -DTEMPER_CUDA=ON \
       -DTEMPER_CUDA_ARCHS="${arch#sm_}" -DTEMPER_KERNEL_SET=none -DTEMPER_TESTS=ON -DTEMPER_BENCH=OFF &&
-    cmake --build "$work/temper" -j "$jobs" --target temper temper-fixture $(want ownkernel && echo gpu_device_test); } \
+    cmake --build "$work/temper" -j "$jobs" --target temper temper-fixture $( (want ownkernel || want owngroup) && echo gpu_device_test); } \
     >>"$ev/temper-build.log" 2>&1 ||
     { grep -E "error|Error|FAILED" -A5 "$ev/temper-build.log" | head -30 | tee -a "$log" >&2; exit 1; }
   timed temper-build "$(ms "$t0")"
@@ -590,6 +594,22 @@ for f in sorted(glob.glob(os.path.join(sys.argv[1], "ownkernel-*-d99724f.json"))
 EOF
   fi
   timed ownkernel "$(ms "$t0")"
+fi
+
+# Temper's own same-input group kernel (issue 29 item 3): against the CPU reference, against mmvq bit for bit, timed.
+if want owngroup; then
+  stage owngroup
+  t0=$(now)
+  if [[ $dry == 1 ]]; then
+    say "== owngroup: skipped in a dry run (Temper's own kernel needs the GPU)"
+  else
+    "$temper" verify --types q4_K --ncols 1-4 --variants 7180759,d99724f --groups q4_K+q4_K+q6_K,q8_0+q8_0 \
+      --save "$ev/owngroup-verify.json" --force 2>&1 | tail -8 | tee -a "$log" >&2
+    [[ ${PIPESTATUS[0]} == 0 ]] || exit 1
+    "$work/temper/tests/backend/gpu_device_test" --gtest_filter='*Group*' 2>&1 | tail -12 | tee -a "$log" "$ev/owngroup-test.txt" >&2
+    [[ ${PIPESTATUS[0]} == 0 ]] || exit 1
+  fi
+  timed owngroup "$(ms "$t0")"
 fi
 
 # Where a decode token's kernel time goes (issue 29): Nsight Compute times every kernel of llama-bench

@@ -35,6 +35,24 @@ struct MmvqLaunch {
   void* stream = nullptr;    // hipStream_t / cudaStream_t; nullptr = default stream
 };
 
+// One same-input group launch (kernels/mmvq_group.h): `count` (2..4) GEMVs of the same K reading the
+// same activations, each of type_a or type_b (is_b), at one config of mmvq::kGroupNwarps ×
+// kGroupRowsPerBlock and batch width 1..mmvq::kGroupMaxNcols. Only run-time compiled kernel libraries
+// have group kernels (the kernel cache's group units); built-in kernel sets do not.
+struct MmvqGroupLaunch {
+  uint32_t type_a = 0, type_b = 0;
+  int ncols = 1, nwarps = 2, rows_per_block = 1, warp_size = 32;
+  int variant = 0;  // mmvq::KernelVariant: d99724f and later launch with PDL on Hopper, as the hook does
+  int count = 0;
+  const void* weights[4] = {};  // member m: nrows[m] rows of row_bytes(its type, k)
+  float* dst[4] = {};           // member m: ncols columns of nrows[m] floats, column-major
+  int nrows[4] = {};
+  bool is_b[4] = {};
+  const void* act_q8_1 = nullptr;  // ncols columns of k/32 q8_1 blocks
+  int k = 0;
+  void* stream = nullptr;
+};
+
 // 0 on a successful launch (asynchronous: errors of the kernel itself surface at the next sync),
 // a runtime error code, or kNotInstantiated when this build has no such instantiation.
 int launch_mmvq(const MmvqLaunch& launch);

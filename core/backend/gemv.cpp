@@ -4,6 +4,7 @@
 
 #include "temper/backend.h"
 #include "temper/error.h"
+#include "temper/mmvq_group.h"
 #include "temper/mmvq_traits.h"
 #include "temper/quant/blocks.h"
 
@@ -54,6 +55,43 @@ double gemv_bytes(GgmlType type, int64_t n, int64_t k, int ncols) {
 
 uint64_t gemv_bytes(const GemvProblem& p) {
   return uint64_t(gemv_bytes(p.shape(), p.ncols));  // one byte count for sweep, roofline and bench
+}
+
+static_assert(mmvq::kGroupMaxMembers == kMaxGroupMembers && mmvq::kGroupMaxNcols == kMaxGroupNcols,
+              "Temper's group kernel takes the groups a profile can hold");
+
+std::string group_text(const GemvGroupProblem& p) {
+  std::string s;
+  for (const GroupMember& m : p.members)
+    s += (s.empty() ? "" : " + ") + std::string(type_name(m.type)) + " " + std::to_string(m.n) + "x" + std::to_string(p.k);
+  return s.empty() ? "an empty group" : s;
+}
+
+std::vector<GgmlType> group_weight_types(const GemvGroupProblem& p) {
+  const int count = int(p.members.size());
+  if (count < 2 || count > mmvq::kGroupMaxMembers)
+    fail(ErrorKind::BadInput, "group " + group_text(p) + ": " + std::to_string(count) + " members, expected 2.." +
+                                  std::to_string(mmvq::kGroupMaxMembers));
+  if (p.ncols < 1 || p.ncols > mmvq::kGroupMaxNcols)
+    fail(ErrorKind::BadInput, "group " + group_text(p) + ": batch width " + std::to_string(p.ncols) + ", expected 1.." +
+                                  std::to_string(mmvq::kGroupMaxNcols));
+  std::vector<GgmlType> types;
+  for (const GroupMember& m : p.members) {
+    if (m.n < 1) fail(ErrorKind::BadInput, "group " + group_text(p) + ": a member has no rows");
+    checked_row_bytes(m.type, p.k);
+    if (std::find(types.begin(), types.end(), m.type) == types.end()) types.push_back(m.type);
+  }
+  if (types.size() > 2)
+    fail(ErrorKind::BadInput, "group " + group_text(p) + ": members of " + std::to_string(types.size()) +
+                                  " weight types, a group launch takes at most 2");
+  return types;
+}
+
+uint64_t gemv_bytes(const GemvGroupProblem& p) {
+  double bytes = double(p.ncols) * double(p.k / 32) * double(sizeof(quant::BlockQ8_1));
+  for (const GroupMember& m : p.members)
+    bytes += double(checked_row_bytes(m.type, p.k)) * double(m.n) + double(p.ncols) * double(m.n) * sizeof(float);
+  return uint64_t(bytes);
 }
 
 }  // namespace temper

@@ -15,12 +15,14 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "kernels/launch.h"
 #include "temper/error.h"
 #include "temper/gpu_backend.h"
 #include "temper/kernel_cache.h"
+#include "temper/mmvq_group.h"
 #include "temper/mmvq_traits.h"
 #if defined(TEMPER_WITH_RSMI) && !defined(TEMPER_GPU_CUDA)
 #include "telemetry_rsmi.h"
@@ -58,6 +60,29 @@ const RtcKernels& load_rtc(const std::filesystem::path& so) {
   k.function = reinterpret_cast<decltype(k.function)>(::dlsym(h, "temper_rtc_function"));
   if (!abi || abi() != 1 || !k.launch || !k.function)
     fail(ErrorKind::Internal, so.string() + " is not a Temper kernel library of this version (delete it to rebuild)");
+  return loaded.emplace(so.string(), k).first->second;
+}
+
+// A group unit's library (kernel cache KernelPair::group_b): the group kernels of one (A, B, ncols).
+struct RtcGroupKernels {
+  int (*launch)(const void* group_launch) = nullptr;
+  const void* (*function)(int nwarps, int rows_per_block, int warp_size) = nullptr;
+};
+
+const RtcGroupKernels& load_rtc_group(const std::filesystem::path& so) {
+  static std::mutex m;
+  static std::map<std::string, RtcGroupKernels> loaded;
+  std::lock_guard lock(m);
+  if (auto it = loaded.find(so.string()); it != loaded.end()) return it->second;
+  void* h = ::dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) fail(ErrorKind::GpuFault, "cannot load the compiled kernels " + so.string() + ": " + ::dlerror());
+  using Abi = int (*)();
+  const auto abi = reinterpret_cast<Abi>(::dlsym(h, "temper_rtc_abi"));
+  RtcGroupKernels k;
+  k.launch = reinterpret_cast<decltype(k.launch)>(::dlsym(h, "temper_rtc_group_launch"));
+  k.function = reinterpret_cast<decltype(k.function)>(::dlsym(h, "temper_rtc_group_function"));
+  if (!abi || abi() != 1 || !k.launch || !k.function)
+    fail(ErrorKind::Internal, so.string() + " is not a Temper group kernel library of this version (delete it to rebuild)");
   return loaded.emplace(so.string(), k).first->second;
 }
 
@@ -233,14 +258,44 @@ class GpuDevice final : public Device {
                        const std::atomic<bool>* cancel) override {
     std::vector<KernelPair> needed;
     for (const KernelPair& p : pairs)
-      if (!built_in_pair(p) && kernel_type_supported(p.type) &&
+      if ((p.group_b || !built_in_pair(p)) && kernel_type_supported(p.type) &&
           std::find(needed.begin(), needed.end(), p) == needed.end())
         needed.push_back(p);
     if (needed.empty()) return;
     const auto paths = cache().ensure(needed, progress, cancel);
     std::lock_guard lock(rtc_mutex_);
-    for (size_t i = 0; i < needed.size(); ++i)
-      rtc_[{static_cast<uint32_t>(needed[i].type), needed[i].ncols}] = &load_rtc(paths[i]);
+    for (size_t i = 0; i < needed.size(); ++i) {
+      const uint32_t a = static_cast<uint32_t>(needed[i].type);
+      if (needed[i].group_b)
+        rtc_group_[{a, static_cast<uint32_t>(*needed[i].group_b), needed[i].ncols}] = &load_rtc_group(paths[i]);
+      else
+        rtc_[{a, needed[i].ncols}] = &load_rtc(paths[i]);
+    }
+  }
+
+  bool has_group_kernel(const GemvGroupProblem& p, Config c) const override {
+    if (!rtc_compiler_ || !mmvq::group_config_in_grid(c.nwarps, c.rows_per_block) || p.ncols < 1 ||
+        p.ncols > mmvq::kGroupMaxNcols || p.members.size() < 2 || p.members.size() > size_t(mmvq::kGroupMaxMembers))
+      return false;
+    const bool warp_ok = kToolchain == KernelToolchain::Cuda ? info_.warp_size == 32
+                                                             : info_.warp_size == 32 || info_.warp_size == 64;
+    std::vector<GgmlType> types;
+    for (const GroupMember& m : p.members) {
+      if (!kernel_type_supported(m.type)) return false;
+      if (std::find(types.begin(), types.end(), m.type) == types.end()) types.push_back(m.type);
+    }
+    return warp_ok && types.size() <= 2;
+  }
+
+  void gemv_group(const GemvGroupProblem& p, Config c, std::span<const DeviceBuffer* const> weights,
+                  const DeviceBuffer& y_q8_1, std::span<DeviceBuffer* const> dst) override {
+    time_or_run_group(p, c, weights, y_q8_1, dst, 0);
+  }
+
+  std::vector<double> time_gemv_group(const GemvGroupProblem& p, Config c, std::span<const DeviceBuffer* const> weight_copies,
+                                      const DeviceBuffer& y_q8_1, std::span<DeviceBuffer* const> dst, int count) override {
+    if (count < 1) fail(ErrorKind::Internal, "timing a group needs at least one launch");
+    return time_or_run_group(p, c, weight_copies, y_q8_1, dst, count);
   }
 
   void gemv(const GemvProblem& p, Config c, const DeviceBuffer& weights, const DeviceBuffer& y_q8_1,
@@ -421,6 +476,87 @@ class GpuDevice final : public Device {
     return *rtc_.at({type, ncols});
   }
 
+  // count 0: one launch, synchronised; else `count` launches timed one by one, weights rotating.
+  std::vector<double> time_or_run_group(const GemvGroupProblem& p, Config c, std::span<const DeviceBuffer* const> weights,
+                                        const DeviceBuffer& y_q8_1, std::span<DeviceBuffer* const> dst, int count) {
+    const std::string what = "group " + group_text(p) + " ncols=" + std::to_string(p.ncols) + " config (" + config_words(c) + ")";
+    const std::vector<GgmlType> types = group_weight_types(p);
+    if (!has_group_kernel(p, c))
+      fail(ErrorKind::BadInput, "this build has no same-input group kernel for " + what + " at warp size " +
+                                    std::to_string(info_.warp_size));
+    const size_t members = p.members.size();
+    if (weights.empty() || weights.size() % members != 0 || dst.size() != members)
+      fail(ErrorKind::Internal, what + ": expected whole sets of member weights and one output per member");
+    for (size_t i = 0; i < weights.size(); ++i) {
+      const GroupMember& m = p.members[i % members];
+      if (!weights[i]) fail(ErrorKind::Internal, what + ": a weight buffer is missing");
+      big_enough(*weights[i], size_t(*row_bytes(m.type, uint64_t(p.k))) * size_t(m.n), what + " (weights)");
+    }
+    for (size_t m = 0; m < members; ++m)
+      big_enough(*dst[m], size_t(p.ncols) * size_t(p.members[m].n) * sizeof(float), what + " (output)");
+    big_enough(y_q8_1, size_t(p.ncols) * size_t(p.k / 32) * 36, what + " (q8_1 activations)");
+    usable();
+    const KernelPair unit{types[0], p.ncols, types.size() > 1 ? types[1] : types[0]};
+    const RtcGroupKernels& kernels = rtc_group(unit);
+    kernels::MmvqGroupLaunch l;
+    l.type_a = static_cast<uint32_t>(types[0]);
+    l.type_b = static_cast<uint32_t>(*unit.group_b);
+    l.ncols = p.ncols;
+    l.nwarps = c.nwarps;
+    l.rows_per_block = c.rows_per_block;
+    l.warp_size = info_.warp_size;
+    l.variant = static_cast<int>(p.variant);
+    l.count = int(members);
+    for (size_t m = 0; m < members; ++m) {
+      l.dst[m] = static_cast<float*>(dst[m]->get());
+      l.nrows[m] = p.members[m].n;
+      l.is_b[m] = p.members[m].type != types[0];
+    }
+    l.act_q8_1 = y_q8_1.get();
+    l.k = p.k;
+    l.stream = stream_;
+    auto launch = [&](size_t set) {
+      for (size_t m = 0; m < members; ++m) l.weights[m] = weights[set * members + m]->get();
+      const int rc = kernels.launch(&l);
+      if (rc == kernels::kNotInstantiated) fail(ErrorKind::BadInput, "this build has no group kernel for " + what);
+      check(static_cast<hipError_t>(rc), "temper_rtc_group_launch", what);
+    };
+    if (count == 0) {
+      launch(0);
+      sync(what);
+      return {};
+    }
+    const size_t sets = weights.size() / members;
+    while (timing_events_.size() < 2) {
+      hipEvent_t e = nullptr;
+      check(hipEventCreate(&e), "hipEventCreate");
+      timing_events_.push_back(e);
+    }
+    std::vector<double> us;
+    for (int i = 0; i < count; ++i) {  // one by one: a group is one kernel, its own event pair
+      check(hipEventRecord(timing_events_[0], stream_), "hipEventRecord", what);
+      launch(size_t(i) % sets);
+      check(hipEventRecord(timing_events_[1], stream_), "hipEventRecord", what);
+      wait(timing_events_[1], what + ", timed launch " + std::to_string(i));
+      float ms = 0;
+      check(hipEventElapsedTime(&ms, timing_events_[0], timing_events_[1]), "hipEventElapsedTime", what);
+      us.push_back(double(ms) * 1000.0);
+    }
+    return us;
+  }
+
+  const RtcGroupKernels& rtc_group(const KernelPair& unit) {
+    const std::tuple<uint32_t, uint32_t, int> key{static_cast<uint32_t>(unit.type), static_cast<uint32_t>(*unit.group_b),
+                                                  unit.ncols};
+    {
+      std::lock_guard lock(rtc_mutex_);
+      if (auto it = rtc_group_.find(key); it != rtc_group_.end()) return *it->second;
+    }
+    prepare_kernels(std::span(&unit, 1), {}, nullptr);
+    std::lock_guard lock(rtc_mutex_);
+    return *rtc_group_.at(key);
+  }
+
   // The built-in dispatcher or the run-time library of the launch's (type, ncols), found once per call.
   struct Launcher {
     const RtcKernels* rtc = nullptr;
@@ -535,6 +671,7 @@ class GpuDevice final : public Device {
   std::mutex rtc_mutex_;
   std::unique_ptr<KernelCache> cache_;
   std::map<std::pair<uint32_t, int>, const RtcKernels*> rtc_;
+  std::map<std::tuple<uint32_t, uint32_t, int>, const RtcGroupKernels*> rtc_group_;  // (A, B, ncols)
 };
 
 class GpuBackend final : public Backend {

@@ -12,6 +12,7 @@
 
 #include "temper/error.h"
 #include "temper/gpu_backend.h"
+#include "temper/mmvq_group.h"
 #include "temper/mmvq_traits.h"
 #include "temper/quant/fp.h"
 #include "temper/quant/reference.h"
@@ -139,9 +140,10 @@ OutputCheck compare_outputs(std::span<const float> device, std::span<const Expec
 
 bool VerifyReport::passed() const {
   if (cancelled || !fault.empty()) return false;
-  if (cases.empty()) return false;
+  if (cases.empty() && group_cases.empty()) return false;
   return std::all_of(quantizer.begin(), quantizer.end(), [](const QuantizerCase& q) { return q.passed(); }) &&
-         std::all_of(cases.begin(), cases.end(), [](const VerifyCase& c) { return c.passed(); });
+         std::all_of(cases.begin(), cases.end(), [](const VerifyCase& c) { return c.passed(); }) &&
+         std::all_of(group_cases.begin(), group_cases.end(), [](const GroupVerifyCase& c) { return c.passed(); });
 }
 
 std::vector<Config> instantiated_configs(const Device& device, GgmlType type, int ncols) {
@@ -179,7 +181,76 @@ std::string probe(Device& device, DeviceBuffer& scratch) {
   }
 }
 
+// What every output of a plain GEMV must be, column-major like the device's dst.
+std::vector<Expected> expected_outputs(GgmlType type, int n, int k, int ncols, const uint8_t* weights, size_t row,
+                                       const Activations& a) {
+  std::vector<Expected> expected(size_t(n) * size_t(ncols));
+  for (int c = 0; c < ncols; ++c) {
+    const quant::BlockQ8_1* y = a.q.data() + size_t(c) * size_t(k / quant::QK8_1);
+    const float* x = a.x.data() + size_t(c) * size_t(k);
+    for (int r = 0; r < n; ++r) {
+      const uint8_t* w = weights + size_t(r) * row;
+      Expected& e = expected[size_t(c) * size_t(n) + size_t(r)];
+      const quant::DotQ8_1 d = quant::dot_q8_1_detail(type, w, y, k);
+      e.exact = d.value;
+      e.tolerance = quant::tolerance_q8_1(d);
+      e.f64 = quant::dot_f64(type, w, x, k);
+      e.f64_tolerance = quant::tolerance_f64(type, w, x, k);
+    }
+  }
+  return expected;
+}
+
+// Adds one member's check to a group's: counts and worsts; the first failure names the member.
+void merge_member(OutputCheck& all, const OutputCheck& member, size_t m) {
+  if (all.first_failure.empty() && !member.first_failure.empty())
+    all.first_failure = "member " + std::to_string(m) + " " + member.first_failure;
+  all.values += member.values;
+  all.unwritten += member.unwritten;
+  all.nonfinite += member.nonfinite;
+  all.wrong += member.wrong;
+  all.wrong_f64 += member.wrong_f64;
+  all.max_abs_error = std::max(all.max_abs_error, member.max_abs_error);
+  all.worst_ratio = std::max(all.worst_ratio, member.worst_ratio);
+  all.worst_f64_ratio = std::max(all.worst_f64_ratio, member.worst_f64_ratio);
+}
+
+// The member rows of a verified group at a shape: n, then n / (m+1), so no two members end alike.
+std::vector<GroupMember> group_members(const std::vector<GgmlType>& types, int n) {
+  std::vector<GroupMember> members;
+  for (size_t m = 0; m < types.size(); ++m) members.push_back({types[m], std::max(1, n / int(m + 1))});
+  return members;
+}
+
 }  // namespace
+
+std::vector<std::vector<GgmlType>> parse_group_list(const std::string& text) {
+  std::vector<std::vector<GgmlType>> out;
+  for_each_item(text, [&](std::string_view item) {
+    std::vector<GgmlType> types;
+    std::string_view rest = item;
+    while (true) {
+      const auto plus = rest.find('+');
+      const std::string name(rest.substr(0, plus));
+      const auto t = name.empty() ? std::vector<GgmlType>{} : parse_type_list(name);  // its errors name the type
+      if (t.size() != 1)
+        fail(ErrorKind::BadInput, "group '" + std::string(item) + "' in '" + text +
+                                      "': expected types joined by +, e.g. q4_K+q4_K+q6_K");
+      types.push_back(t[0]);
+      if (plus == std::string_view::npos) break;
+      rest.remove_prefix(plus + 1);
+    }
+    std::vector<GgmlType> distinct;
+    for (GgmlType t : types)
+      if (std::find(distinct.begin(), distinct.end(), t) == distinct.end()) distinct.push_back(t);
+    if (types.size() < 2 || types.size() > size_t(mmvq::kGroupMaxMembers) || distinct.size() > 2)
+      fail(ErrorKind::BadInput, "group '" + std::string(item) + "': " + std::to_string(types.size()) + " members of " +
+                                    std::to_string(distinct.size()) + " types; a group launch takes 2.." +
+                                    std::to_string(mmvq::kGroupMaxMembers) + " members of at most 2 types");
+    out.push_back(std::move(types));
+  });
+  return out;
+}
 
 VerifyReport run_verification(Device& device, const VerifyOptions& options, const VerifyProgress& progress,
                               const std::atomic<bool>* cancel) {
@@ -216,8 +287,27 @@ VerifyReport run_verification(Device& device, const VerifyOptions& options, cons
       if (auto configs = instantiated_configs(device, t, c); !configs.empty() && !at_c.empty())
         plan.push_back({t, c, std::move(configs), std::move(at_c)});
     }
+  // Groups: per group, width and config, the variants that have group launches.
+  struct PlannedGroup {
+    std::vector<GgmlType> types;
+    int ncols;
+    Config config;
+  };
+  std::vector<mmvq::KernelVariant> group_variants;
+  for (mmvq::KernelVariant v : variants)
+    if (v != mmvq::KernelVariant::GgmlD99724fPipelined) group_variants.push_back(v);
+  std::vector<PlannedGroup> group_plan;
+  for (const auto& group : options.groups) {
+    group_weight_types({group_members(group, 1), 256, 1});  // a malformed group is the caller's error, before any work
+    for (int c : ncols_list)
+      for (int w : mmvq::kGroupNwarps)
+        for (int r : mmvq::kGroupRowsPerBlock)
+          if (c <= mmvq::kGroupMaxNcols && device.has_group_kernel({group_members(group, 1), 256, c}, {w, r}))
+            group_plan.push_back({group, c, {w, r}});
+  }
   size_t total = 0;
   for (const auto& p : plan) total += p.configs.size() * p.variants.size();
+  total += group_plan.size() * group_variants.size();
   total *= options.shapes.size();
   size_t done = 0;
   if (progress) progress(0, total);
@@ -285,21 +375,7 @@ VerifyReport run_verification(Device& device, const VerifyOptions& options, cons
         for (const auto& p : plan) {
           if (p.type != type) continue;
           Activations& a = activations(k, p.ncols);
-          // What every output must be, column-major like the device's dst.
-          std::vector<Expected> expected(size_t(shape.n) * size_t(p.ncols));
-          for (int c = 0; c < p.ncols; ++c) {
-            const quant::BlockQ8_1* y = a.q.data() + size_t(c) * size_t(k / quant::QK8_1);
-            const float* x = a.x.data() + size_t(c) * size_t(k);
-            for (int r = 0; r < shape.n; ++r) {
-              const uint8_t* row = weights.data() + size_t(r) * size_t(*rb);
-              Expected& e = expected[size_t(c) * size_t(shape.n) + size_t(r)];
-              const quant::DotQ8_1 d = quant::dot_q8_1_detail(type, row, y, k);
-              e.exact = d.value;
-              e.tolerance = quant::tolerance_q8_1(d);
-              e.f64 = quant::dot_f64(type, row, x, k);
-              e.f64_tolerance = quant::tolerance_f64(type, row, x, k);
-            }
-          }
+          const std::vector<Expected> expected = expected_outputs(type, shape.n, k, p.ncols, weights.data(), size_t(*rb), a);
           DeviceBuffer dst = device.alloc(expected.size() * sizeof(float));
           std::vector<float> out(expected.size());
           for (Config config : p.configs) {
@@ -333,6 +409,76 @@ VerifyReport run_verification(Device& device, const VerifyOptions& options, cons
               report.cases.push_back(vc);
               if (progress) progress(++done, total);
             }
+          }
+        }
+      }
+
+      // Same-input groups at this shape: every member's weights once, then each planned launch.
+      for (const auto& group : options.groups) {
+        GemvGroupProblem problem{group_members(group, shape.n), 0, 1};
+        for (GgmlType t : group) problem.k = std::max(problem.k, shape_k(shape, t));
+        for (GgmlType t : group)
+          if (!row_bytes(t, uint64_t(problem.k)) || problem.k % quant::QK8_1 != 0)
+            fail(ErrorKind::BadInput, "verify shape k=" + std::to_string(problem.k) + " is not a multiple of " +
+                                          std::string(type_name(t)) + "'s block size " +
+                                          std::to_string(type_info(t).block_size));
+        std::vector<std::vector<uint8_t>> weights;
+        std::vector<DeviceBuffer> w_device;
+        for (size_t m = 0; m < group.size(); ++m) {
+          const GroupMember& member = problem.members[m];
+          const size_t row = size_t(*row_bytes(member.type, uint64_t(problem.k)));
+          weights.emplace_back(row * size_t(member.n));
+          quant::fill_random(member.type, weights.back().data(), member.n, problem.k,
+                             derive(report.seed, 3, uint64_t(member.type), uint64_t(problem.k) * 8 + m));
+          w_device.push_back(device.alloc(weights.back().size()));
+          device.upload(w_device.back(), weights.back().data(), weights.back().size());
+        }
+        std::vector<const DeviceBuffer*> w_ptrs;
+        for (const DeviceBuffer& b : w_device) w_ptrs.push_back(&b);
+        for (const PlannedGroup& g : group_plan) {
+          if (g.types != group) continue;
+          problem.ncols = g.ncols;
+          Activations& a = activations(problem.k, g.ncols);
+          std::vector<std::vector<Expected>> expected;
+          std::vector<DeviceBuffer> dst;
+          std::vector<DeviceBuffer*> dst_ptrs;
+          for (size_t m = 0; m < group.size(); ++m) {
+            const GroupMember& member = problem.members[m];
+            expected.push_back(expected_outputs(member.type, member.n, problem.k, g.ncols, weights[m].data(),
+                                                size_t(*row_bytes(member.type, uint64_t(problem.k))), a));
+            dst.push_back(device.alloc(expected.back().size() * sizeof(float)));
+          }
+          for (DeviceBuffer& b : dst) dst_ptrs.push_back(&b);
+          for (mmvq::KernelVariant variant : group_variants) {
+            if (cancelled()) {
+              report.cancelled = true;
+              return report;
+            }
+            problem.variant = variant;
+            GroupVerifyCase gc;
+            gc.problem = problem;
+            gc.config = g.config;
+            try {
+              for (DeviceBuffer& b : dst) device.fill(b, 0xFF);
+              device.gemv_group(problem, g.config, w_ptrs, a.q_device, dst_ptrs);
+              for (size_t m = 0; m < group.size(); ++m) {
+                std::vector<float> out(expected[m].size());
+                device.download(out.data(), dst[m], out.size() * sizeof(float));
+                merge_member(gc.check, compare_outputs(out, expected[m], problem.members[m].n), m);
+              }
+            } catch (const Error& e) {
+              if (e.kind() != ErrorKind::GpuFault && e.kind() != ErrorKind::BadInput) throw;
+              gc.error = e.what();
+              report.group_cases.push_back(gc);
+              if (const std::string why = probe(device, scratch); !why.empty()) {
+                report.fault = why;
+                return report;
+              }
+              if (progress) progress(++done, total);
+              continue;
+            }
+            report.group_cases.push_back(gc);
+            if (progress) progress(++done, total);
           }
         }
       }
@@ -458,6 +604,28 @@ std::string format_report(const VerifyReport& report, int max_failures) {
   o << "\n" << passed << "/" << report.cases.size() << " instantiations passed";
   if (report.cancelled) o << " (cancelled)";
   o << "\n";
+  // Groups: a line per member set, passed launches over all widths, configs and variants.
+  std::vector<std::string> group_names;
+  for (const auto& c : report.group_cases) {
+    std::string name;
+    for (const GroupMember& m : c.problem.members) name += (name.empty() ? "" : "+") + std::string(type_name(m.type));
+    if (std::find(group_names.begin(), group_names.end(), name) == group_names.end()) group_names.push_back(name);
+  }
+  for (const std::string& name : group_names) {
+    int pass = 0, all = 0;
+    double worst = 0;
+    for (const auto& c : report.group_cases) {
+      std::string n;
+      for (const GroupMember& m : c.problem.members) n += (n.empty() ? "" : "+") + std::string(type_name(m.type));
+      if (n != name) continue;
+      ++all;
+      pass += c.passed();
+      worst = std::max(worst, c.check.worst_ratio);
+    }
+    char worst_text[32];
+    std::snprintf(worst_text, sizeof worst_text, "%.3f", worst);
+    o << "group " << name << ": " << pass << "/" << all << " launches passed (worst/tol " << worst_text << ")\n";
+  }
   int listed = 0;
   for (const auto& q : report.quantizer) {
     if (q.passed()) continue;
@@ -471,6 +639,12 @@ std::string format_report(const VerifyReport& report, int max_failures) {
       o << "FAIL " << type_name(c.type) << " n=" << c.n << " k=" << c.k << " ncols=" << c.ncols << " "
         << "(" << config_words(c.config) << ", " << variant_name(c.variant)
         << "): " << (c.error.empty() ? c.check.first_failure : c.error) << "\n";
+  }
+  for (const auto& c : report.group_cases) {
+    if (c.passed()) continue;
+    if (listed++ < max_failures)
+      o << "FAIL group " << group_text(c.problem) << " ncols=" << c.problem.ncols << " (" << config_words(c.config) << ", "
+        << variant_name(c.problem.variant) << "): " << (c.error.empty() ? c.check.first_failure : c.error) << "\n";
   }
   if (listed > max_failures) o << "... and " << (listed - max_failures) << " more failures\n";
   if (!report.fault.empty()) o << "STOPPED: " << report.fault << "\n";
@@ -521,6 +695,28 @@ nlohmann::json to_json(const VerifyReport& report) {
     cases.push_back(std::move(e));
   }
   j["cases"] = std::move(cases);
+  nlohmann::json groups = nlohmann::json::array();
+  for (const auto& c : report.group_cases) {
+    nlohmann::json members = nlohmann::json::array();
+    for (const GroupMember& m : c.problem.members) members.push_back({{"type", std::string(type_name(m.type))}, {"n", m.n}});
+    nlohmann::json e = {{"members", std::move(members)},
+                        {"k", c.problem.k},
+                        {"ncols", c.problem.ncols},
+                        {"config", {{"nwarps", c.config.nwarps}, {"rows_per_block", c.config.rows_per_block}}},
+                        {"variant", std::string(variant_name(c.problem.variant))},
+                        {"passed", c.passed()},
+                        {"values", c.check.values},
+                        {"unwritten", c.check.unwritten},
+                        {"nonfinite", c.check.nonfinite},
+                        {"wrong", c.check.wrong},
+                        {"wrong_f64", c.check.wrong_f64},
+                        {"max_abs_error", c.check.max_abs_error},
+                        {"worst_ratio", c.check.worst_ratio}};
+    if (!c.check.first_failure.empty()) e["first_failure"] = c.check.first_failure;
+    if (!c.error.empty()) e["error"] = c.error;
+    groups.push_back(std::move(e));
+  }
+  j["groups"] = std::move(groups);
   return j;
 }
 

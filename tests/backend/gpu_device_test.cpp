@@ -2,12 +2,14 @@
 // full verification of every instantiation against the CPU reference. Skips without a device.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 
 #include "temper/device_bench.h"
 #include "temper/error.h"
 #include "temper/gpu_backend.h"
+#include "temper/mmvq_group.h"
 #include "temper/quant/reference.h"
 #include "temper/verify.h"
 
@@ -134,6 +136,90 @@ TEST_F(GpuDevice, PipelinedKernelComputesWhatD99724fDoes) {
                   std::string(variant_name(v)).c_str(), t.us.median);
     }
   }
+}
+
+// Temper's same-input group kernel (the hook's mul_mat_group launch, as a layer's q, k and v): every
+// member's outputs against the CPU reference, and bit for bit what mmvq writes for that member alone
+// at the same config. The time of one group launch against the members' three launches back to back
+// is printed, not asserted (docs/perf-notes.md holds the measurements).
+TEST_F(GpuDevice, GroupKernelComputesWhatMmvqDoes) {
+  using V = mmvq::KernelVariant;
+  VerifyOptions vo;
+  vo.types = {GgmlType::Q4_K};
+  vo.ncols = {1, 2, 3, 4};
+  vo.variants = {V::Ggml7180759, V::GgmlD99724f};
+  vo.groups = parse_group_list("q4_K+q4_K+q6_K,q8_0+q8_0");
+  const VerifyReport r = run_verification(*device_, vo);
+  if (r.group_cases.empty()) GTEST_SKIP() << "no group kernels on this device (no run-time compiler)";
+  EXPECT_EQ(r.group_cases.size(), 2u * 4 * 9 * 2 * 2);  // groups × widths × configs × variants × shapes
+  EXPECT_TRUE(r.passed()) << format_report(r);
+
+  const int k = 4096;
+  const std::vector<GroupMember> members = {{GgmlType::Q4_K, 4096}, {GgmlType::Q4_K, 1024}, {GgmlType::Q6_K, 1024 + 3}};
+  std::vector<DeviceBuffer> w, dst, plain_dst;
+  for (size_t m = 0; m < members.size(); ++m) {
+    const size_t row = *row_bytes(members[m].type, uint64_t(k));
+    std::vector<uint8_t> weights(row * size_t(members[m].n));
+    quant::fill_random(members[m].type, weights.data(), members[m].n, k, 11 + m);
+    w.push_back(device_->alloc(weights.size() + row * mmvq::kWeightPaddingRows));
+    device_->upload(w.back(), weights.data(), weights.size());
+  }
+  std::vector<float> x(size_t(k) * 4);
+  quant::fill_random_activations(x.data(), int64_t(x.size()), 12);
+  DeviceBuffer xd = device_->alloc(x.size() * sizeof(float)), y = device_->alloc(size_t(k / 32) * 4 * sizeof(quant::BlockQ8_1));
+  device_->upload(xd, x.data(), x.size() * sizeof(float));
+  device_->quantize_q8_1(xd, y, k, 4);
+  for (const GroupMember& m : members) dst.push_back(device_->alloc(size_t(m.n) * 4 * sizeof(float)));
+  DeviceBuffer one = device_->alloc(size_t(4096) * 4 * sizeof(float));
+  std::vector<const DeviceBuffer*> w_ptrs;
+  std::vector<DeviceBuffer*> dst_ptrs;
+  for (size_t m = 0; m < members.size(); ++m) w_ptrs.push_back(&w[m]), dst_ptrs.push_back(&dst[m]);
+  int compared = 0;
+  for (int ncols = 1; ncols <= 4; ++ncols)
+    for (int nw : mmvq::kGroupNwarps)
+      for (int rows : mmvq::kGroupRowsPerBlock) {
+        const Config c{nw, rows};
+        const GemvGroupProblem p{members, k, ncols, V::GgmlD99724f};
+        device_->gemv_group(p, c, w_ptrs, y, dst_ptrs);
+        for (size_t m = 0; m < members.size(); ++m) {
+          if (!device_->has_kernel(members[m].type, ncols, c)) continue;
+          const size_t values = size_t(members[m].n) * size_t(ncols);
+          std::vector<float> group(values), alone(values);
+          device_->download(group.data(), dst[m], values * sizeof(float));
+          device_->gemv({{members[m].type, members[m].n, k}, ncols, V::GgmlD99724f}, c, w[m], y, one);
+          device_->download(alone.data(), one, values * sizeof(float));
+          EXPECT_EQ(std::memcmp(group.data(), alone.data(), values * sizeof(float)), 0)
+              << "member " << m << " ncols " << ncols << " " << config_words(c);
+          ++compared;
+        }
+      }
+  EXPECT_GT(compared, 50);
+
+  // One group launch against its members' launches, ncols 1, each timed alone with device events,
+  // weights rotating through 8 copies (past L2) as the sweep times.
+  const Config c{4, 2};
+  const GemvGroupProblem p{members, k, 1, V::GgmlD99724f};
+  const auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  std::vector<DeviceBuffer> copies;
+  std::vector<const DeviceBuffer*> group_copies;
+  std::vector<std::vector<const DeviceBuffer*>> member_copies(members.size());
+  for (int i = 0; i < 8; ++i)
+    for (size_t m = 0; m < members.size(); ++m) copies.push_back(device_->alloc(w[m].size()));
+  for (size_t i = 0; i < copies.size(); ++i) {
+    device_->fill(copies[i], 0);  // zero blocks: valid weights, and the timing does not depend on values
+    group_copies.push_back(&copies[i]);
+    member_copies[i % members.size()].push_back(&copies[i]);
+  }
+  const double group_us = median(device_->time_gemv_group(p, c, group_copies, y, dst_ptrs, 400));
+  double members_us = 0;
+  for (size_t m = 0; m < members.size(); ++m)
+    members_us +=
+        median(device_->time_gemv({{members[m].type, members[m].n, k}, 1, V::GgmlD99724f}, c, member_copies[m], y, one, 400));
+  std::printf("group %s at %s: %.2f us, its members' launches %.2f us together (medians, each launch timed alone)\n",
+              group_text(p).c_str(), config_words(c).c_str(), group_us, members_us);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 
 #include "temper/backend.h"
 #include "temper/error.h"
+#include "temper/mmvq_group.h"
 #include "temper/mmvq_traits.h"
 #include "temper/quant/reference.h"
 
@@ -101,6 +102,39 @@ class HostDevice final : public Device {
       us.push_back(10.0 * c.nwarps / c.rows_per_block + (i % 3));  // median 11·nwarps/rpb-ish
     }
     return us;
+  }
+  // Groups: every member as gemv would compute it; group_bugs misbehave on the member's config.
+  std::map<Config, std::pair<size_t, Bug>> group_bugs;  // config → (member, bug)
+  int group_calls = 0;
+  bool has_group_kernel(const GemvGroupProblem& p, Config c) const override {
+    return p.members.size() >= 2 && p.members.size() <= 4 && p.ncols >= 1 && p.ncols <= 4 &&
+           mmvq::group_config_in_grid(c.nwarps, c.rows_per_block) &&
+           std::all_of(p.members.begin(), p.members.end(), [&](const GroupMember& m) {
+             return std::find(types.begin(), types.end(), m.type) != types.end();
+           });
+  }
+  void gemv_group(const GemvGroupProblem& p, Config c, std::span<const DeviceBuffer* const> weights,
+                  const DeviceBuffer& y_q8_1, std::span<DeviceBuffer* const> dst) override {
+    alive();
+    ++group_calls;
+    variants.insert(p.variant);
+    group_weight_types(p);
+    if (!has_group_kernel(p, c)) fail(ErrorKind::BadInput, "no group kernel");
+    const auto* y = static_cast<const quant::BlockQ8_1*>(y_q8_1.get());
+    for (size_t m = 0; m < p.members.size(); ++m) {
+      const GroupMember& member = p.members[m];
+      const Bug bug = group_bugs.count(c) && group_bugs.at(c).first == m ? group_bugs.at(c).second : Bug::None;
+      const size_t row = *row_bytes(member.type, uint64_t(p.k));
+      auto* out = static_cast<float*>(dst[m]->get());
+      for (int col = 0; col < p.ncols; ++col)
+        for (int r = 0; r < member.n; ++r) {
+          if (bug == Bug::SkipLastRow && r == member.n - 1) continue;
+          float v = quant::dot_q8_1(member.type, static_cast<const char*>(weights[m]->get()) + size_t(r) * row,
+                                    y + size_t(col) * size_t(p.k / 32), p.k);
+          if (bug == Bug::Wrong && r == 0) v += 0.5f + std::abs(v) * 0.01f;
+          out[size_t(col) * size_t(member.n) + size_t(r)] = v;
+        }
+    }
   }
   double copy_bandwidth_gbs(size_t) override { return 1000.0; }
   std::optional<KernelAttributes> kernel_attributes(GgmlType, int, Config) override { return std::nullopt; }

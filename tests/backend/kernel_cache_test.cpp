@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <thread>
 
 #include "temper/codeobject.h"
@@ -264,6 +265,28 @@ TEST_F(KernelCacheTest, HipccCompilesEmbeddedSourcesToCodeObjects) {
   for (const auto& k : objects[0].kernels)
     if (const auto m = parse_mmvq_symbol(k.name); m && m->type == GgmlType::Q4_0 && m->ncols == 1) ++mmvq;
   EXPECT_EQ(mmvq, 30);  // 6 nwarps × 5 rows_per_block: every config, the unlaunchable ones as traps
+}
+
+// Temper's same-input group kernel compiles for AMD too, and static analysis reads it: one group unit
+// (q4_K members with q6_K ones, ncols 1) holds the 9 group configs, each with its registers, its LDS
+// for the warps' partial sums and the launch bound of its block (wave 64 on gfx90a).
+TEST_F(KernelCacheTest, HipccCompilesTheGroupKernelToCodeObjects) {
+  if (!kernel_compiler(KernelToolchain::Hip)) GTEST_SKIP() << "no hipcc";
+  KernelCache cache(KernelToolchain::Hip, "gfx90a", KernelArtifact::CodeObject);
+  const KernelPair unit{GgmlType::Q4_K, 1, GgmlType::Q6_K};
+  EXPECT_EQ(kernel_pair_name(unit), "q4_K+q6_K group ncols 1");
+  const auto paths = cache.ensure(std::span(&unit, 1));
+  EXPECT_EQ(paths.at(0).filename(), "mmvq_group_12_14_nc1.co");
+  const auto objects = load_code_objects(paths.at(0));
+  ASSERT_EQ(objects.size(), 1u);
+  std::map<int, int> by_block;  // launch bound → kernels
+  for (const auto& k : objects[0].kernels) {
+    if (k.name.find("mmvq_group") == std::string::npos) continue;
+    ++by_block[k.max_flat_workgroup_size];
+    EXPECT_GT(k.resources.vgprs, 0) << k.name;
+    EXPECT_EQ(k.resources.scratch_bytes, 0) << k.name << " spills";
+  }
+  EXPECT_EQ(by_block, (std::map<int, int>{{128, 3}, {256, 3}, {512, 3}}));  // nwarps 2, 4, 8 × rows 1, 2, 4
 }
 
 }  // namespace

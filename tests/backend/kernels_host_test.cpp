@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernels/vecdot.h"
+#include "temper/mmvq_group.h"
 #include "temper/mmvq_traits.h"
 #include "temper/quant/reference.h"
 #include "temper/types.h"
@@ -125,6 +126,41 @@ TEST(KernelsHost, ShortRowsAreCoveredOnce) {
     EXPECT_NEAR(got, ref.value, quant::tolerance_q8_1(ref)) << type_name(type);
     for (int v : visits) EXPECT_EQ(v, 1) << type_name(type);
   }
+}
+
+// A group launch deals its blocks to the members in order: every row of every member is owned by
+// exactly one block, and a block never spans two members.
+TEST(GroupBlocks, EveryMemberRowOnceInOrder) {
+  constexpr int nrows[4] = {67, 33, 22, 16};
+  for (int count = 2; count <= mmvq::kGroupMaxMembers; ++count)
+    for (int rows : mmvq::kGroupRowsPerBlock) {
+      const mmvq::GroupBlocks g = mmvq::group_blocks(nrows, count, rows);
+      std::vector<std::vector<int>> seen(static_cast<size_t>(count));
+      for (int m = 0; m < count; ++m) seen[size_t(m)].assign(size_t(nrows[m]), 0);
+      int last_member = 0;
+      for (int block = 0; block < g.blocks; ++block) {
+        const mmvq::GroupBlock b = mmvq::group_block(g.block_end, rows, block);
+        ASSERT_LT(b.member, count);
+        EXPECT_GE(b.member, last_member);
+        last_member = b.member;
+        ASSERT_LT(b.row0, nrows[b.member]) << "a block past its member's rows";
+        for (int i = 0; i < rows && b.row0 + i < nrows[b.member]; ++i) ++seen[size_t(b.member)][size_t(b.row0 + i)];
+      }
+      for (int m = 0; m < count; ++m)
+        for (int r = 0; r < nrows[m]; ++r) EXPECT_EQ(seen[size_t(m)][size_t(r)], 1) << count << " " << rows << " " << m << " " << r;
+      EXPECT_EQ(g.block_end[mmvq::kGroupMaxMembers - 1], g.blocks);  // members past the last repeat its end
+    }
+  // Known answer: 67, 33, 22 rows in blocks of 4 are 17, 9 and 6 blocks.
+  const mmvq::GroupBlocks g = mmvq::group_blocks(nrows, 3, 4);
+  EXPECT_EQ(g.blocks, 32);
+  EXPECT_EQ(g.block_end[0], 17);
+  EXPECT_EQ(g.block_end[1], 26);
+  EXPECT_EQ(mmvq::group_block(g.block_end, 4, 16).row0, 64);
+  EXPECT_EQ(mmvq::group_block(g.block_end, 4, 17).member, 1);
+  EXPECT_EQ(mmvq::group_block(g.block_end, 4, 31).row0, 20);
+  EXPECT_TRUE(mmvq::group_config_in_grid(8, 4));
+  EXPECT_FALSE(mmvq::group_config_in_grid(1, 1));
+  EXPECT_FALSE(mmvq::group_config_in_grid(2, 8));
 }
 
 }  // namespace

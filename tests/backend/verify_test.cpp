@@ -95,6 +95,26 @@ TEST(ParseLists, TypesAndNcols) {
   EXPECT_THROW(parse_variant_list("d99724f,"), Error);
 }
 
+TEST(ParseLists, Groups) {
+  using T = GgmlType;
+  EXPECT_EQ(parse_group_list("q4_K+q4_K+q6_K,q8_0+q8_0"),
+            (std::vector<std::vector<T>>{{T::Q4_K, T::Q4_K, T::Q6_K}, {T::Q8_0, T::Q8_0}}));
+  for (const char* bad : {"q4_K", "q4_K+", "+q4_K", "q4_K+q5_K+q6_K", "q4_K+q4_K+q4_K+q4_K+q4_K", "q4_K+q9_9", "q4_K+f16",
+                          "q4_K+q6_K,"}) {
+    try {
+      parse_group_list(bad);
+      ADD_FAILURE() << bad;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::BadInput) << bad;
+    }
+  }
+  try {
+    parse_group_list("q4_K+q5_K+q6_K");
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "group 'q4_K+q5_K+q6_K': 3 members of 3 types; a group launch takes 2..4 members of at most 2 types");
+  }
+}
+
 VerifyOptions small() {
   VerifyOptions o;
   o.shapes = {{5, 512}, {3, 0}};
@@ -156,6 +176,49 @@ TEST(RunVerification, RunsEachVariantAndNamesTheOneThatFails) {
   const auto j = to_json(r);
   EXPECT_EQ(j["cases"][2]["variant"], "d99724f-pipelined");
   EXPECT_FALSE(j["cases"][2]["passed"].get<bool>());
+}
+
+// Groups run every group config at widths up to 4 with members of n, n/2, n/3 rows; a member's wrong
+// or unwritten outputs fail its launch, and the report names the member.
+TEST(RunVerification, GroupsCheckEveryMemberAndNameTheOneThatFails) {
+  HostDevice dev;
+  dev.group_bugs[{4, 2}] = {2, HostDevice::Bug::SkipLastRow};
+  dev.group_bugs[{8, 4}] = {1, HostDevice::Bug::Wrong};
+  VerifyOptions o = small();
+  o.types = {GgmlType::Q4_0};
+  o.ncols = {1, 3, 8};  // 8: no group launch
+  o.variants = parse_variant_list("all");  // groups have no pipelined launch
+  o.groups = parse_group_list("q4_0+q4_0+q8_0");
+  size_t last_total = 0;
+  const VerifyReport r = run_verification(dev, o, [&](size_t, size_t t) { last_total = t; });
+  // 2 shapes × 2 widths × 9 configs × 2 variants.
+  ASSERT_EQ(r.group_cases.size(), 72u);
+  EXPECT_EQ(last_total, r.cases.size() + 72u);
+  EXPECT_EQ(dev.group_calls, 72);
+  int failed = 0;
+  for (const auto& c : r.group_cases) {
+    ASSERT_EQ(c.problem.members.size(), 3u);
+    EXPECT_EQ(c.problem.members[1].n, c.problem.members[0].n / 2);
+    EXPECT_EQ(c.problem.members[2].type, GgmlType::Q8_0);
+    EXPECT_NE(c.problem.variant, mmvq::KernelVariant::GgmlD99724fPipelined);
+    const bool bug = c.config == Config{4, 2} || c.config == Config{8, 4};
+    EXPECT_EQ(c.passed(), !bug) << config_words(c.config);
+    if (c.config == Config{4, 2}) {
+      EXPECT_EQ(c.check.unwritten, c.problem.ncols);
+    }
+    failed += !c.passed();
+  }
+  EXPECT_EQ(failed, 16);
+  EXPECT_FALSE(r.passed());
+  const std::string text = format_report(r, 100);
+  EXPECT_NE(text.find("group q4_0+q4_0+q8_0: 56/72 launches passed"), std::string::npos) << text;
+  EXPECT_NE(text.find("FAIL group q4_0 5x512 + q4_0 2x512 + q8_0 1x512 ncols=1 (nwarps 4, rows_per_block 2, 7180759): member 2"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("member 1 row 0"), std::string::npos) << text;
+  const auto j = to_json(r);
+  ASSERT_EQ(j["groups"].size(), 72u);
+  EXPECT_EQ(j["groups"][0]["members"][2]["type"], "q8_0");
 }
 
 TEST(RunVerification, CatchesUnwrittenWrongAndInfiniteOutputs) {

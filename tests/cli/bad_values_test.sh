@@ -34,6 +34,8 @@ bad "temper bench-gemv: --pipelined needs --ncols 1: the engine pipelines one-co
 bad "temper bench-gemv: --pipelined models ggml-d99724f's hooked launch; --engine ggml-7180759 has none" bench-gemv --pipelined --engine ggml-7180759
 bad "temper bench-gemv: --pipelined times Temper's kernel; it cannot go with --probe / --engine-src" bench-gemv --pipelined --probe /nonexistent
 bad "temper verify: unknown kernel variant 'pipelined' in 'd99724f,pipelined' (expected all or a list of 7180759, d99724f, d99724f-pipelined)" verify --variants d99724f,pipelined
+bad "temper verify: group 'q4_K': 1 members of 1 types; a group launch takes 2..4 members of at most 2 types" verify --groups q4_K+q6_K,q4_K
+bad "temper verify: unknown type 'q9_9'" verify --groups q4_K+q9_9
 bad "temper verify: --k: expected an integer 32..1048576, got '16'" verify --k 16
 bad "temper verify: --seed: expected an integer 1.." verify --seed -3
 bad "temper bandwidth: --bytes: expected a size such as 4096, 256M or 1G, got '1T'" bandwidth --bytes 1T

@@ -99,6 +99,24 @@ double gemv_bytes(const ShapeKey& shape, int ncols);
 double gemv_bytes(GgmlType type, int64_t n, int64_t k, int ncols);  // a plain GEMV
 uint64_t gemv_bytes(const GemvProblem& p);
 
+// A same-input group launch in Temper's own kernel (kernels/mmvq_group.h), as the hook's mul_mat_group
+// entries run a layer's q, k and v: 2..mmvq::kGroupMaxMembers GEMVs of one K reading the same
+// activation columns (ncols 1..kGroupMaxNcols), of at most two weight types. Member m (keys.h's
+// GroupMember) has plain rows (n × row_bytes) and writes ncols columns of n floats.
+struct GemvGroupProblem {
+  std::vector<GroupMember> members;
+  int k = 0;
+  int ncols = 1;
+  mmvq::KernelVariant variant = mmvq::KernelVariant::Ggml7180759;
+};
+// "q4_K 4096x4096 + q4_K 1024x4096 + q6_K 1024x4096".
+std::string group_text(const GemvGroupProblem& p);
+// The members' types in order of first appearance (A, then B); Error(BadInput) past two types, or
+// a member count outside 2..kGroupMaxMembers, or a width outside 1..kGroupMaxNcols.
+std::vector<GgmlType> group_weight_types(const GemvGroupProblem& p);
+// Bytes one group launch moves: every member's weights and outputs, the activations once.
+uint64_t gemv_bytes(const GemvGroupProblem& p);
+
 class Device;
 
 // Move-only device allocation; freed by its device.
@@ -168,6 +186,26 @@ class Device {
                                                 int per_group) {
     if (per_group == 1) return time_gemv(p, c, weight_copies, y_q8_1, dst, groups);
     fail(ErrorKind::BadInput, "device " + info().name + " times launches one by one only");
+  }
+  // Same-input groups (GemvGroupProblem): whether the device can launch `p` at `c` (a config of the
+  // group grid), one launch synchronised and checked (weights[m], dst[m]: member m's), and `count`
+  // launches timed one by one with device events, member m's weights rotating through
+  // weight_copies[i * members + m] (i = launch mod copies). A device without group kernels says no /
+  // throws Error(BadInput).
+  virtual bool has_group_kernel(const GemvGroupProblem& p, Config c) const {
+    (void)p, (void)c;
+    return false;
+  }
+  virtual void gemv_group(const GemvGroupProblem& p, Config c, std::span<const DeviceBuffer* const> weights,
+                          const DeviceBuffer& y_q8_1, std::span<DeviceBuffer* const> dst) {
+    (void)c, (void)weights, (void)y_q8_1, (void)dst;
+    fail(ErrorKind::BadInput, "device " + info().name + " has no same-input group kernel for " + group_text(p));
+  }
+  virtual std::vector<double> time_gemv_group(const GemvGroupProblem& p, Config c,
+                                              std::span<const DeviceBuffer* const> weight_copies,
+                                              const DeviceBuffer& y_q8_1, std::span<DeviceBuffer* const> dst, int count) {
+    (void)c, (void)weight_copies, (void)y_q8_1, (void)dst, (void)count;
+    fail(ErrorKind::BadInput, "device " + info().name + " has no same-input group kernel for " + group_text(p));
   }
   // Median device-to-device copy bandwidth in GB/s (10^9 B/s), counting bytes read + written.
   virtual double copy_bandwidth_gbs(size_t bytes) = 0;

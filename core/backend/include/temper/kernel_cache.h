@@ -4,6 +4,7 @@
 // the binary at build time. Results are cached on disk, keyed by arch, compiler and source hash:
 //   $TEMPER_KERNEL_CACHE, else $XDG_CACHE_HOME/temper/kernels, else ~/.cache/temper/kernels
 //     <toolchain>-<arch>-<compiler hash>-<source hash>/mmvq_<type>_nc<ncols>.{so,co}
+//                                                       mmvq_group_<type>_<type b>_nc<ncols>.{so,co}
 // so a second run is immediate. Compiles run in parallel, report progress and honour a cancel flag.
 #include <atomic>
 #include <filesystem>
@@ -24,11 +25,18 @@ enum class KernelToolchain { Hip, Cuda };
 // a C entry point, see gpu_backend.cpp), or AMD device code objects for static analysis.
 enum class KernelArtifact { SharedLibrary, CodeObject };
 
+// One translation unit: every config of the grid for (type, ncols), or with group_b set the same-input
+// group kernels (kernels/mmvq_group.h) of members of `type` and `group_b` at ncols 1..4.
 struct KernelPair {
   GgmlType type = GgmlType::Q4_0;
   int ncols = 1;
+  std::optional<GgmlType> group_b;
+  KernelPair() = default;
+  KernelPair(GgmlType t, int n, std::optional<GgmlType> b = std::nullopt) : type(t), ncols(n), group_b(b) {}
   bool operator==(const KernelPair&) const = default;
 };
+// "q4_K ncols 1", "q4_K+q6_K group ncols 1".
+std::string kernel_pair_name(const KernelPair& p);
 
 struct CompileProgress {
   int done = 0, total = 0;  // translation units (one per (type, ncols)); cached ones count as done

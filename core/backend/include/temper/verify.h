@@ -6,7 +6,8 @@
 //   2. every gemv output against the exact integer reference quant::dot_q8_1 on the activations
 //      the device quantized (downloaded), within quant::tolerance_q8_1, and loosely against
 //      quant::dot_f64 on the original floats, within quant::tolerance_f64;
-//   3. outputs poisoned with 0xFF (NaN) before every launch: each value written and finite.
+//   3. outputs poisoned with 0xFF (NaN) before every launch: each value written and finite;
+//   4. on request, same-input group launches (VerifyOptions::groups): every member's outputs as 2. and 3.
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -87,6 +88,11 @@ struct VerifyOptions {
   // Which compiled kernels of each config (mmvq::KernelVariant); empty: 7180759's. The pipelined one
   // exists at one column only and is skipped at the others.
   std::vector<mmvq::KernelVariant> variants;
+  // Same-input groups to verify as well (Temper's group kernel, kernels/mmvq_group.h): each entry the
+  // members' weight types in order (2..4 members, at most 2 types). Per shape, member m has
+  // max(1, n / (m+1)) rows of the shape's K; batch widths of `ncols` up to 4, every group config the
+  // device has, the variants above but the pipelined one (groups have none).
+  std::vector<std::vector<GgmlType>> groups;
 };
 
 struct VerifyCase : ShapeKey {
@@ -95,6 +101,14 @@ struct VerifyCase : ShapeKey {
   mmvq::KernelVariant variant = mmvq::KernelVariant::Ggml7180759;
   OutputCheck check;
   std::string error;  // a GPU fault or launch failure instead of a check
+  bool passed() const { return error.empty() && check.passed(); }
+};
+
+struct GroupVerifyCase {
+  GemvGroupProblem problem;
+  Config config;
+  OutputCheck check;  // all members' outputs; first_failure names the member
+  std::string error;
   bool passed() const { return error.empty() && check.passed(); }
 };
 
@@ -110,6 +124,7 @@ struct VerifyReport {
   uint64_t seed = 0;
   std::vector<QuantizerCase> quantizer;
   std::vector<VerifyCase> cases;
+  std::vector<GroupVerifyCase> group_cases;
   bool cancelled = false;
   std::string fault;  // the device became unusable; the run stopped here
   bool passed() const;
@@ -130,6 +145,9 @@ VerifyReport run_verification(Device& device, const VerifyOptions& options, cons
 std::vector<GgmlType> parse_type_list(const std::string& text);
 // "1,2,8" or "1-8" → ncols, each 1..8; Error(BadInput) otherwise.
 std::vector<int> parse_ncols_list(const std::string& text);
+// "q4_K+q4_K+q6_K,q8_0+q8_0" → groups of member types; Error(BadInput) naming an unknown type or a
+// group of fewer than 2 or more than 4 members or more than 2 types.
+std::vector<std::vector<GgmlType>> parse_group_list(const std::string& text);
 // A kernel variant's name: "7180759", "d99724f", "d99724f-pipelined".
 std::string_view variant_name(mmvq::KernelVariant v);
 // "d99724f,d99724f-pipelined" or "all" → variants; Error(BadInput) naming an unknown one.

@@ -1,0 +1,159 @@
+#pragma once
+// Same-input groups: the hook's group kernel (resources/engine/temper-mmvq-group.cuh, run for a
+// profile's mul_mat_group entries) in Temper's kernel library. 2..4 GEMVs that read the same q8_1
+// activations run as one launch: the grid's blocks are dealt to the members in order
+// (mmvq::group_block), each block computes rows_per_block rows of its member with the member's
+// vec_dot and reduces as mmvq does, so a member's outputs equal mmvq's at the same (nwarps,
+// rows_per_block) bit for bit. Rows past a member's end read its last row and are not written.
+// Members have at most two weight types, A and B (is_b). Compiled only into the kernel cache's group
+// units, one per (A, B, ncols) with every config of the group grid.
+#include "kernels/mmvq.h"
+#include "temper/mmvq_group.h"
+
+namespace temper::kernels {
+TEMPER_KERNELS_ABI_BEGIN
+
+struct MmvqGroupMembers {
+  const void* vx[mmvq::kGroupMaxMembers];
+  float* dst[mmvq::kGroupMaxMembers];
+  int nrows[mmvq::kGroupMaxMembers];
+  int block_end[mmvq::kGroupMaxMembers];
+  int is_b[mmvq::kGroupMaxMembers];
+};
+
+// rows_per_block rows of one member from row0: mmvq's K loop, warp exchange and reduction. `shared`
+// holds (Nwarps-1) × Ncols × Rows × warp_size floats. A device function, as the hook writes it.
+template <unsigned Type, int Ncols, int Nwarps, int Rows>
+__device__ __forceinline__ void mmvq_group_rows(const void* vx, const BlockQ8_1* y, float* dst, const int row0, const int nrows,
+                                                const uint32_t ncols_x, float* shared) {
+  constexpr int warp_size = kWarpSize;
+  constexpr mmvq::TypeTraits traits = mmvq::type_traits(Type);
+  constexpr int qk = traits.qk, qi = traits.qi, vdr = traits.vdr;
+  constexpr int blocks_per_iter = vdr * Nwarps * warp_size / qi;
+  static_assert(blocks_per_iter >= 1, "a block must consume at least one weight block per iteration");
+
+  const int tid = warp_size * threadIdx.y + threadIdx.x;
+  const int blocks_per_row_x = ncols_x / qk;
+  const int stride_col_y = ncols_x / quant::QK8_1;
+  int row_block[Rows];
+#pragma unroll
+  for (int i = 0; i < Rows; ++i) row_block[i] = min(row0 + i, nrows - 1) * blocks_per_row_x;
+
+  float tmp[Ncols][Rows] = {{0.0f}};
+  for (int kbx = tid / (qi / vdr); kbx < blocks_per_row_x; kbx += blocks_per_iter) {
+    const int kby = kbx * (qk / quant::QK8_1);
+    const int kqs = vdr * (tid % (qi / vdr));
+#pragma unroll
+    for (int j = 0; j < Ncols; ++j) {
+#pragma unroll
+      for (int i = 0; i < Rows; ++i) tmp[j][i] += vec_dot<Type>(vx, &y[j * stride_col_y + kby], row_block[i] + kbx, kqs);
+    }
+  }
+
+  auto slot = [&](int warp, int j, int i) -> float& { return shared[((warp * Ncols + j) * Rows + i) * warp_size + threadIdx.x]; };
+  if (threadIdx.y > 0) {
+#pragma unroll
+    for (int j = 0; j < Ncols; ++j) {
+#pragma unroll
+      for (int i = 0; i < Rows; ++i) slot(threadIdx.y - 1, j, i) = tmp[j][i];
+    }
+  }
+  __syncthreads();
+  if (threadIdx.y > 0) return;
+#pragma unroll
+  for (int j = 0; j < Ncols; ++j) {
+#pragma unroll
+    for (int i = 0; i < Rows; ++i) {
+#pragma unroll
+      for (int w = 0; w < Nwarps - 1; ++w) tmp[j][i] += slot(w, j, i);
+      tmp[j][i] = warp_reduce_sum<warp_size>(tmp[j][i]);
+      if (threadIdx.x == i && row0 + i < nrows) dst[j * nrows + row0 + i] = tmp[j][i];
+    }
+  }
+}
+
+template <unsigned TypeA, unsigned TypeB, int Ncols, int Nwarps, int Rows>
+__launch_bounds__(Nwarps* kWarpSize, 1) __global__
+    void mmvq_group(const MmvqGroupMembers m, const void* vy, const uint32_t ncols_x) {
+  __shared__ float shared[(Nwarps > 1 ? Nwarps - 1 : 1) * Ncols * Rows * kWarpSize];
+  const mmvq::GroupBlock b = mmvq::group_block(m.block_end, Rows, int(blockIdx.x));
+#if defined(TEMPER_CUDA_DEVICE) && __CUDA_ARCH__ >= 900
+  // The activations come from the quantizer launched just before (a no-op without PDL).
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+  const BlockQ8_1* y = static_cast<const BlockQ8_1*>(vy);
+  if (TypeA == TypeB || !m.is_b[b.member])
+    mmvq_group_rows<TypeA, Ncols, Nwarps, Rows>(m.vx[b.member], y, m.dst[b.member], b.row0, m.nrows[b.member], ncols_x, shared);
+  else if constexpr (TypeA != TypeB)
+    mmvq_group_rows<TypeB, Ncols, Nwarps, Rows>(m.vx[b.member], y, m.dst[b.member], b.row0, m.nrows[b.member], ncols_x, shared);
+}
+
+template <unsigned TypeA, unsigned TypeB, int Ncols, int Nwarps, int Rows>
+int launch_group_instance(const MmvqGroupLaunch& l) {
+  MmvqGroupMembers m = {};
+  for (int i = 0; i < l.count; ++i) {
+    m.vx[i] = l.weights[i];
+    m.dst[i] = l.dst[i];
+    m.nrows[i] = l.nrows[i];
+    m.is_b[i] = l.is_b[i];
+  }
+  const mmvq::GroupBlocks g = mmvq::group_blocks(l.nrows, l.count, Rows);
+  for (int i = 0; i < mmvq::kGroupMaxMembers; ++i) m.block_end[i] = g.block_end[i];
+  auto* kernel = &mmvq_group<TypeA, TypeB, Ncols, Nwarps, Rows>;
+  const dim3 grid(g.blocks, 1, 1), block(l.warp_size, Nwarps, 1);
+#if defined(TEMPER_GPU_CUDA)
+  // d99724f's trees launch groups with programmatic dependent launch, as their mmvq.
+  static const bool can_use_pdl = [kernel] {
+    cudaFuncAttributes attr = {};
+    return cudaFuncGetAttributes(&attr, reinterpret_cast<const void*>(kernel)) == cudaSuccess && attr.ptxVersion >= 90;
+  }();
+  if (l.variant != int(mmvq::KernelVariant::Ggml7180759) && can_use_pdl) {
+    cudaLaunchAttribute attr = {};
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.stream = static_cast<cudaStream_t>(l.stream);
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    return static_cast<int>(cudaLaunchKernelEx(&cfg, kernel, m, l.act_q8_1, uint32_t(l.k)));
+  }
+#endif
+  hipLaunchKernelGGL(kernel, grid, block, 0, static_cast<hipStream_t>(l.stream), m, l.act_q8_1, uint32_t(l.k));
+  return static_cast<int>(hipGetLastError());
+}
+
+// One group unit's dispatcher over the group grid: the launch, or a kernel's function pointer (for
+// the runtime's attributes and occupancy); kNotInstantiated / nullptr off the grid.
+template <unsigned TypeA, unsigned TypeB, int Ncols>
+struct MmvqGroupUnit {
+  static constexpr int kW = sizeof(mmvq::kGroupNwarps) / sizeof(int), kR = sizeof(mmvq::kGroupRowsPerBlock) / sizeof(int);
+  template <int W = 0, int R = 0>
+  static int launch(const MmvqGroupLaunch& l) {
+    if constexpr (W == kW) {
+      return kNotInstantiated;
+    } else if constexpr (R == kR) {
+      return launch<W + 1, 0>(l);
+    } else {
+      if (l.nwarps == mmvq::kGroupNwarps[W] && l.rows_per_block == mmvq::kGroupRowsPerBlock[R])
+        return launch_group_instance<TypeA, TypeB, Ncols, mmvq::kGroupNwarps[W], mmvq::kGroupRowsPerBlock[R]>(l);
+      return launch<W, R + 1>(l);
+    }
+  }
+  template <int W = 0, int R = 0>
+  static const void* function(int nwarps, int rows_per_block) {
+    if constexpr (W == kW) {
+      return nullptr;
+    } else if constexpr (R == kR) {
+      return function<W + 1, 0>(nwarps, rows_per_block);
+    } else {
+      constexpr int w = mmvq::kGroupNwarps[W], r = mmvq::kGroupRowsPerBlock[R];
+      if (nwarps == w && rows_per_block == r) return reinterpret_cast<const void*>(&mmvq_group<TypeA, TypeB, Ncols, w, r>);
+      return function<W, R + 1>(nwarps, rows_per_block);
+    }
+  }
+};
+
+TEMPER_KERNELS_ABI_END
+}  // namespace temper::kernels
