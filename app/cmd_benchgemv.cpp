@@ -15,6 +15,7 @@
 #include "temper/error.h"
 #include "temper/fileio.h"
 #include "temper/gpu_backend.h"
+#include "temper/mmvq_group.h"
 #include "temper/verify.h"
 
 namespace temper::cli {
@@ -37,12 +38,146 @@ nlohmann::json timing_json(const ConfigTiming& t, const GemvProblem& p, double c
 struct Options {
   int device = 0, n = 4096, k = 14336, ncols = 1;
   GemvBenchOptions bench;
-  std::string types, engine, save, csv;
+  std::string types, engine, save, csv, group;
   bool json = false, default_only = false, kernel_only = false, pipelined = false, force = false;
   EngineProbeArgs probe;
 };
 
+// `--group MEMBERS`: Temper's same-input group kernel at every group config against its members'
+// own launches, each at its best config of the grid.
+int run_benchgroup(const Options& o) {
+  std::string why;
+  const auto members = parse_members(o.group, &why);
+  if (!members) fail(ErrorKind::BadInput, "--group '" + o.group + "': " + why);
+  const GemvGroupProblem problem{*members, o.k, o.ncols, defaults::kernel_variant(o.engine)};
+  const std::vector<GgmlType> types = group_weight_types(problem);
+  for (const std::string& out : {o.save, o.csv})
+    if (!out.empty()) check_output(out, {o.force});
+  gpu::DeviceList list = gpu::list_devices(gpu_backends());
+  std::unique_ptr<Device> device = gpu::open_device(list, o.device);
+  const DeviceInfo& d = device->info();
+  {
+    std::vector<KernelPair> pairs{{types[0], o.ncols, types.back()}};
+    for (GgmlType t : types) pairs.push_back({t, o.ncols});
+    CompileProgressPrinter compile_printer(d.arch + " kernels");
+    with_compile_cancel([&] { device->prepare_kernels(pairs, std::ref(compile_printer), &g_compile_cancel); });
+  }
+  uint64_t copy_bytes = std::max<uint64_t>(256ULL << 20, 8 * device_llc_bytes(d));
+  if (d.memory_bytes) copy_bytes = std::min(copy_bytes, d.memory_bytes / 4);
+  const double copy_gbs = device->copy_bandwidth_gbs(copy_bytes);
+  std::fprintf(stderr, "%s (%s %s): copy bandwidth %.1f GB/s\n", d.name.c_str(), d.api.c_str(), d.arch.c_str(), copy_gbs);
+
+  bool any_failed = false;
+  std::vector<ConfigTiming> group;
+  std::optional<ConfigTiming> group_best;
+  int copies = 0;
+  {
+    GroupBench bench(*device, problem, o.bench);
+    copies = bench.copies();
+    for (int w : mmvq::kGroupNwarps)
+      for (int r : mmvq::kGroupRowsPerBlock) {
+        group.push_back(bench.run({w, r}));
+        const ConfigTiming& t = group.back();
+        if (!t.ok() && t.error.rfind("verification failed", 0) == 0) any_failed = true;
+        if (t.ok() && (!group_best || t.us.median < group_best->us.median)) group_best = t;
+      }
+    std::fprintf(stderr, "group: %zu configs timed\n", group.size());
+  }
+  struct Alone {
+    GemvProblem problem;
+    std::optional<ConfigTiming> best;
+  };
+  std::vector<Alone> alone;
+  double members_us = 0;
+  for (const GroupMember& m : *members) {
+    Alone a{{{m.type, m.n, o.k}, o.ncols, problem.variant}, std::nullopt};
+    GemvBench bench(*device, a.problem, o.bench);
+    for (Config c : instantiated_configs(*device, m.type, o.ncols)) {
+      const ConfigTiming t = bench.run(c);
+      if (!t.ok() && t.error.rfind("verification failed", 0) == 0) any_failed = true;
+      if (t.ok() && (!a.best || t.us.median < a.best->us.median)) a.best = t;
+    }
+    if (!a.best) fail(ErrorKind::Verification, "member " + shape_text(a.problem.shape()) + ": no config ran");
+    members_us += a.best->us.median;
+    std::fprintf(stderr, "member %s: best %s\n", shape_text(a.problem.shape()).c_str(), config_text(a.best->config, ",").c_str());
+    alone.push_back(std::move(a));
+  }
+  const double speedup = group_best ? members_us / group_best->us.median : 0;
+
+  if (!o.csv.empty()) {
+    std::string text = "members,k,ncols,nwarps,rows_per_block,us\n";
+    for (const auto& t : group)
+      if (t.ok())
+        text += members_text(*members) + "," + std::to_string(o.k) + "," + std::to_string(o.ncols) + "," +
+                std::to_string(t.config.nwarps) + "," + std::to_string(t.config.rows_per_block) + "," +
+                std::to_string(t.us.median) + "\n";
+    write_file_atomic(o.csv, text, {o.force});
+  }
+  const auto timing = [&](const ConfigTiming& t, uint64_t bytes) {
+    nlohmann::json j = {{"config", {{"nwarps", t.config.nwarps}, {"rows_per_block", t.config.rows_per_block}}}, {"ok", t.ok()}};
+    if (!t.ok()) return j["error"] = t.error, j;
+    j["us"] = stats_json(t.us);
+    j["gbs"] = t.gbs;
+    j["fraction_of_copy"] = copy_gbs > 0 ? t.gbs / copy_gbs : 0.0;
+    j["bytes"] = bytes;
+    return j;
+  };
+  if (o.json || !o.save.empty()) {
+    nlohmann::json out = {{"device", gpu::device_json(d)}, {"copy_gbs", copy_gbs}, {"engine", o.engine},
+                          {"variant", std::string(variant_name(problem.variant))}, {"members", members_text(*members)},
+                          {"k", o.k}, {"ncols", o.ncols}, {"count", o.bench.count}, {"warmup", o.bench.warmup},
+                          {"launches_per_sample", o.bench.per_sample}, {"weight_copies", copies},
+                          {"kernel", "temper group"}};
+    nlohmann::json configs = nlohmann::json::array();
+    for (const auto& t : group) configs.push_back(timing(t, gemv_bytes(problem)));
+    out["configs"] = std::move(configs);
+    if (group_best) out["best"] = timing(*group_best, gemv_bytes(problem));
+    nlohmann::json each = nlohmann::json::array();
+    for (const auto& a : alone)
+      each.push_back({{"type", std::string(type_name(a.problem.type))}, {"n", a.problem.n}, {"best", timing(*a.best, gemv_bytes(a.problem))}});
+    out["alone"] = std::move(each);
+    out["alone_us"] = members_us;
+    out["speedup"] = speedup;
+    if (!o.save.empty()) write_file_atomic(o.save, out.dump(2) + "\n", {o.force});
+    if (o.json) {
+      std::cout << out.dump(2) << "\n";
+      return any_failed ? int(ErrorKind::Verification) : 0;
+    }
+  }
+  std::printf("device: %s (%s, %s, %d %s), driver %s, runtime %s\n", d.name.c_str(), d.api.c_str(), d.arch.c_str(),
+              d.compute_units, d.api == "cuda" ? "SMs" : "CUs", d.driver_version.c_str(), d.runtime_version.c_str());
+  std::printf("measured copy bandwidth: %.1f GB/s\n", copy_gbs);
+  std::printf("group: %s, ncols %d; Temper's group kernel (the hook's mul_mat_group launch), %s; weights rotated past 2x LLC "
+              "(%d copies); median of %d samples of %d back-to-back launches after %d warm-up\n\n",
+              group_text(problem).c_str(), o.ncols, std::string(variant_name(problem.variant)).c_str(), copies, o.bench.count,
+              o.bench.per_sample, o.bench.warmup);
+  std::printf("%-8s %10s %9s %8s\n", "config", "us", "GB/s", "% copy");
+  for (const auto& t : group) {
+    if (t.ok())
+      std::printf("%-8s %10.2f %9.1f %7.1f%%\n", config_text(t.config, ",").c_str(), t.us.median, t.gbs, 100.0 * t.gbs / copy_gbs);
+    else
+      std::printf("%-8s %s\n", config_text(t.config, ",").c_str(), t.error.c_str());
+  }
+  std::printf("\nits members alone, each at its best config of the grid:\n");
+  for (const auto& a : alone)
+    std::printf("  %-24s %8.2f us (%s)\n", shape_text(a.problem.shape()).c_str(), a.best->us.median,
+                config_text(a.best->config, ",").c_str());
+  if (group_best)
+    std::printf("one group launch (%s) %.2f us against its members' launches %.2f us: x%.3f\n",
+                config_text(group_best->config, ",").c_str(), group_best->us.median, members_us, speedup);
+  return any_failed ? int(ErrorKind::Verification) : 0;
+}
+
 int run_benchgemv(const Options& o) {
+  if (!o.group.empty()) {
+    if (!o.probe.probe.empty() || !o.probe.engine_src.empty() || o.pipelined || o.default_only || !o.types.empty())
+      fail(ErrorKind::BadInput, "--group times Temper's group kernel; it cannot go with --probe / --engine-src, "
+                                "--pipelined, --default-only or --types");
+    if (o.ncols > mmvq::kGroupMaxNcols)
+      fail(ErrorKind::BadInput, "--group needs --ncols 1.." + std::to_string(mmvq::kGroupMaxNcols) +
+                                    ": the hook groups batch widths up to 4");
+    return run_benchgroup(o);
+  }
   const bool json = o.json, default_only = o.default_only;
   const int n = o.n, k = o.k, ncols = o.ncols;
   const GemvBenchOptions& options = o.bench;
@@ -251,6 +386,9 @@ const Registrar reg{
      "timed; every config including the stock one runs as its grid instantiation; probe protocol 2).\n"
      "--pipelined times Temper's kernel as the hook runs a *_pipelined profile entry (ggml-d99724f, one\n"
      "column): back to back, each launch's blocks start while the previous one ends and prefetch their rows.\n"
+     "--group TYPE:N,TYPE:N[,...] times Temper's same-input group kernel instead (the hook's mul_mat_group\n"
+     "launch: 2..4 GEMVs of --k reading the same activations, e.g. q4_K:4096,q4_K:1024,q6_K:1024 for a\n"
+     "layer's q, k and v) at every group config, against its members' own launches each at its best config.\n"
      "--csv writes one row per config timed: type,n,k,ncols,nwarps,rows_per_block,us (the median).\n"
      "--save also writes the JSON form to FILE. Exit code 5 when a config fails verification (it is\n"
      "then never the best).",
@@ -276,6 +414,9 @@ const Registrar reg{
        app.add_flag("--kernel-only", o->kernel_only, "with --probe / --engine-src: time mul_mat_vec_q alone (probe protocol 2)");
        app.add_flag("--pipelined", o->pipelined,
                     "time Temper's kernel as the hook runs a *_pipelined entry (--engine ggml-d99724f, --ncols 1)");
+       app.add_option("--group", o->group,
+                      "time Temper's same-input group kernel of these members (TYPE:N,...; --k, --ncols 1..4) instead")
+           ->type_name("MEMBERS");
        add_json(app, o->json);
        return [o] { return run_benchgemv(*o); };
      }}};

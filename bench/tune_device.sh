@@ -56,8 +56,8 @@
 #            `temper bench-gemv` of the dense token's shapes, d99724f against --pipelined, every config, back to back
 #   owngroup (not in the default) Temper's own same-input group kernel (the hook's mul_mat_group launch, issue 29
 #            item 3): `temper verify --groups` (q4_K+q4_K+q6_K as Llama-3's q, k, v and q8_0+q8_0, ncols 1-4, 7180759
-#            and d99724f) and the gpu test comparing each member's outputs with mmvq's bit for bit, which also times
-#            one group launch against its members' launches
+#            and d99724f), the gpu test comparing each member's outputs with mmvq's bit for bit, and `temper bench-gemv
+#            --group` of both fixtures' q, k, v (ncols 1, 2, 4) against the members' own launches (owngroup.md)
 #   kernels  (not in the default) Nsight Compute over llama-bench tg4 of both fixtures, without and with
 #            COST_PROFILE: each kernel timed alone, summed per token by kind (kernel_sums.py), beside tg32's period
 # Env: NCOLS (1,2,4,8), TESTS (tg128,pp2,pp4,pp8), ROUNDS (3), REPS (5), JOBS (nproc), ARCH (sm_90),
@@ -608,6 +608,24 @@ if want owngroup; then
     [[ ${PIPESTATUS[0]} == 0 ]] || exit 1
     "$work/temper/tests/backend/gpu_device_test" --gtest_filter='*Group*' 2>&1 | tail -12 | tee -a "$log" "$ev/owngroup-test.txt" >&2
     [[ ${PIPESTATUS[0]} == 0 ]] || exit 1
+    # q, k, v of Llama-3-8B (K 4096) and of Qwen3-30B-A3B (K 2048), v in q6_K or q4_K as Q4_K_M mixes them.
+    for group in q4_K:4096,q4_K:1024,q6_K:1024@4096 q4_K:4096,q4_K:1024,q4_K:1024@4096 q4_K:4096,q4_K:512,q6_K:512@2048; do
+      for nc in 1 2 4; do
+        "$temper" bench-gemv --group "${group%@*}" --k "${group#*@}" --ncols "$nc" --engine ggml-d99724f \
+          --save "$ev/owngroup-${group%@*}-${group#*@}-nc$nc.json" --force >/dev/null 2>>"$ev/owngroup.err" ||
+          { tail -3 "$ev/owngroup.err" | tee -a "$log" >&2; exit 1; }
+      done
+    done
+    python3 - "$ev" <<'EOF' | tee "$ev/owngroup.md" >&2
+import glob, json, os, sys
+print("| members (K) | ncols | group best µs (config) | % copy | members alone, each at its best µs | alone / group |")
+print("|---|---:|---:|---:|---:|---:|")
+for f in sorted(glob.glob(os.path.join(sys.argv[1], "owngroup-*-nc*.json"))):
+    j = json.load(open(f)); b = j["best"]
+    cfg = f'{b["config"]["nwarps"]}x{b["config"]["rows_per_block"]}'
+    print(f'| {j["members"]} ({j["k"]}) | {j["ncols"]} | {b["us"]["median"]:.2f} ({cfg}) | {100 * b["fraction_of_copy"]:.1f} % | '
+          f'{j["alone_us"]:.2f} | {j["speedup"]:.3f} |')
+EOF
   fi
   timed owngroup "$(ms "$t0")"
 fi

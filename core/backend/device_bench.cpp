@@ -123,6 +123,95 @@ ConfigTiming GemvBench::run(Config config) {
   return t;
 }
 
+GroupBench::GroupBench(Device& device, const GemvGroupProblem& problem, const GemvBenchOptions& options)
+    : device_(device), problem_(problem), options_(options) {
+  const std::string what = "group " + group_text(problem) + " ncols=" + std::to_string(problem.ncols);
+  group_weight_types(problem);  // member count, types and width, each a clear error
+  if (problem.k % 32 != 0) fail(ErrorKind::BadInput, what + ": k must be a multiple of 32");
+  for (const GroupMember& m : problem.members)
+    if (!quant::has_reference(m.type))
+      fail(ErrorKind::BadInput, what + ": no CPU reference for " + std::string(type_name(m.type)) + ", so it cannot be checked");
+  if (options.count < 1 || options.per_sample < 1 || options.warmup < 0)
+    fail(ErrorKind::BadInput, what + ": the sample count and launches per sample must be positive, the warm-up not negative");
+  uint64_t set_bytes = 0;
+  std::vector<size_t> member_bytes;
+  for (const GroupMember& m : problem.members) {
+    member_bytes.push_back(size_t(*row_bytes(m.type, uint64_t(problem.k))) * size_t(m.n));
+    set_bytes += member_bytes.back();
+  }
+  const uint64_t llc = options.llc_bytes ? options.llc_bytes : device_llc_bytes(device.info());
+  copies_ = rotation_copies(set_bytes, llc);
+  for (int i = 0; i < copies_; ++i)
+    for (size_t bytes : member_bytes) weights_.push_back(device.alloc(bytes));
+
+  std::vector<float> x(size_t(problem.k) * size_t(problem.ncols));
+  quant::fill_random_activations(x.data(), int64_t(x.size()), options.seed ^ 0x5DEECE66DULL);
+  DeviceBuffer x_device = device.alloc(x.size() * sizeof(float));
+  device.upload(x_device, x.data(), x.size() * sizeof(float));
+  const size_t blocks = x.size() / 32;
+  y_q8_1_ = device.alloc(blocks * sizeof(quant::BlockQ8_1));
+  device.quantize_q8_1(x_device, y_q8_1_, problem.k, problem.ncols);
+  std::vector<quant::BlockQ8_1> y(blocks);
+  device.download(y.data(), y_q8_1_, blocks * sizeof(quant::BlockQ8_1));
+
+  for (size_t m = 0; m < problem.members.size(); ++m) {
+    const GroupMember& member = problem.members[m];
+    const size_t row = *row_bytes(member.type, uint64_t(problem.k));
+    std::vector<uint8_t> w(member_bytes[m]);
+    quant::fill_random(member.type, w.data(), member.n, problem.k, options.seed + m);
+    for (int i = 0; i < copies_; ++i) device.upload(weights_[size_t(i) * problem.members.size() + m], w.data(), w.size());
+    dst_.push_back(device.alloc(size_t(member.n) * size_t(problem.ncols) * sizeof(float)));
+    std::vector<Expected> e(size_t(member.n) * size_t(problem.ncols));
+    if (options.verify)
+      for (int c = 0; c < problem.ncols; ++c)
+        for (int r = 0; r < member.n; ++r) {
+          const quant::DotQ8_1 d = quant::dot_q8_1_detail(member.type, w.data() + size_t(r) * row,
+                                                          y.data() + size_t(c) * size_t(problem.k / 32), problem.k);
+          e[size_t(c) * size_t(member.n) + size_t(r)] = {d.value, quant::tolerance_q8_1(d), d.value,
+                                                         std::numeric_limits<double>::infinity()};
+        }
+    expected_.push_back(std::move(e));
+  }
+}
+
+GroupBench::~GroupBench() = default;
+
+ConfigTiming GroupBench::run(Config config) {
+  ConfigTiming t;
+  t.config = config;
+  if (!device_.has_group_kernel(problem_, config)) {
+    t.error = "this build has no group kernel for this config";
+    return t;
+  }
+  std::vector<DeviceBuffer*> dst;
+  for (DeviceBuffer& b : dst_) dst.push_back(&b);
+  std::vector<const DeviceBuffer*> copies;
+  for (const DeviceBuffer& w : weights_) copies.push_back(&w);
+  try {
+    if (options_.verify) {
+      for (DeviceBuffer& b : dst_) device_.fill(b, 0xFF);
+      device_.gemv_group(problem_, config, std::span(copies).first(problem_.members.size()), y_q8_1_, dst);
+      for (size_t m = 0; m < dst_.size(); ++m) {
+        std::vector<float> out(expected_[m].size());
+        device_.download(out.data(), dst_[m], out.size() * sizeof(float));
+        const OutputCheck check = compare_outputs(out, expected_[m], problem_.members[m].n);
+        if (!check.passed()) {
+          t.error = "verification failed: member " + std::to_string(m) + " " + check.first_failure;
+          return t;
+        }
+      }
+    }
+    if (options_.warmup > 0) device_.time_gemv_group(problem_, config, copies, y_q8_1_, dst, options_.warmup, 1);
+    t.us = summarize(device_.time_gemv_group(problem_, config, copies, y_q8_1_, dst, options_.count, options_.per_sample));
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::BadInput) throw;
+    t.error = e.what();
+    return t;
+  }
+  t.gbs = t.us.median > 0 ? double(gemv_bytes(problem_)) / (t.us.median * 1e-6) / 1e9 : 0;
+  return t;
+}
+
 nlohmann::json stats_json(const SampleStats& s) {
   return {{"n", s.n},         {"median", s.median}, {"p10", s.p10},       {"p90", s.p90},
           {"min", s.min},     {"max", s.max},       {"ci_low", s.ci_low}, {"ci_high", s.ci_high}};

@@ -289,13 +289,14 @@ class GpuDevice final : public Device {
 
   void gemv_group(const GemvGroupProblem& p, Config c, std::span<const DeviceBuffer* const> weights,
                   const DeviceBuffer& y_q8_1, std::span<DeviceBuffer* const> dst) override {
-    time_or_run_group(p, c, weights, y_q8_1, dst, 0);
+    time_or_run_group(p, c, weights, y_q8_1, dst, 0, 1);
   }
 
   std::vector<double> time_gemv_group(const GemvGroupProblem& p, Config c, std::span<const DeviceBuffer* const> weight_copies,
-                                      const DeviceBuffer& y_q8_1, std::span<DeviceBuffer* const> dst, int count) override {
-    if (count < 1) fail(ErrorKind::Internal, "timing a group needs at least one launch");
-    return time_or_run_group(p, c, weight_copies, y_q8_1, dst, count);
+                                      const DeviceBuffer& y_q8_1, std::span<DeviceBuffer* const> dst, int samples,
+                                      int per_sample) override {
+    if (samples < 1 || per_sample < 1) fail(ErrorKind::Internal, "timing a group needs at least one launch");
+    return time_or_run_group(p, c, weight_copies, y_q8_1, dst, samples, per_sample);
   }
 
   void gemv(const GemvProblem& p, Config c, const DeviceBuffer& weights, const DeviceBuffer& y_q8_1,
@@ -476,9 +477,11 @@ class GpuDevice final : public Device {
     return *rtc_.at({type, ncols});
   }
 
-  // count 0: one launch, synchronised; else `count` launches timed one by one, weights rotating.
+  // samples 0: one launch, synchronised; else `samples` event pairs around `per_sample` launches each,
+  // weights rotating per launch.
   std::vector<double> time_or_run_group(const GemvGroupProblem& p, Config c, std::span<const DeviceBuffer* const> weights,
-                                        const DeviceBuffer& y_q8_1, std::span<DeviceBuffer* const> dst, int count) {
+                                        const DeviceBuffer& y_q8_1, std::span<DeviceBuffer* const> dst, int samples,
+                                        int per_sample) {
     const std::string what = "group " + group_text(p) + " ncols=" + std::to_string(p.ncols) + " config (" + config_words(c) + ")";
     const std::vector<GgmlType> types = group_weight_types(p);
     if (!has_group_kernel(p, c))
@@ -521,7 +524,7 @@ class GpuDevice final : public Device {
       if (rc == kernels::kNotInstantiated) fail(ErrorKind::BadInput, "this build has no group kernel for " + what);
       check(static_cast<hipError_t>(rc), "temper_rtc_group_launch", what);
     };
-    if (count == 0) {
+    if (samples == 0) {
       launch(0);
       sync(what);
       return {};
@@ -533,14 +536,15 @@ class GpuDevice final : public Device {
       timing_events_.push_back(e);
     }
     std::vector<double> us;
-    for (int i = 0; i < count; ++i) {  // one by one: a group is one kernel, its own event pair
+    size_t launches = 0;
+    for (int i = 0; i < samples; ++i) {  // the host waits for each sample: groups are timed in hundreds, not thousands
       check(hipEventRecord(timing_events_[0], stream_), "hipEventRecord", what);
-      launch(size_t(i) % sets);
+      for (int j = 0; j < per_sample; ++j) launch(launches++ % sets);
       check(hipEventRecord(timing_events_[1], stream_), "hipEventRecord", what);
-      wait(timing_events_[1], what + ", timed launch " + std::to_string(i));
+      wait(timing_events_[1], what + ", timed sample " + std::to_string(i));
       float ms = 0;
       check(hipEventElapsedTime(&ms, timing_events_[0], timing_events_[1]), "hipEventElapsedTime", what);
-      us.push_back(double(ms) * 1000.0);
+      us.push_back(double(ms) * 1000.0 / per_sample);
     }
     return us;
   }

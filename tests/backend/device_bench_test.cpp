@@ -130,5 +130,32 @@ TEST(GemvBench, OutOfMemoryIsAGpuFault) {
   }
 }
 
+// A group bench verifies every member once per config, then times sets of member copies that together
+// exceed twice the cache; a config whose member is wrong is not timed and the error names the member.
+TEST(GroupBench, VerifiesEveryMemberThenTimesRotatingCopies) {
+  HostDevice dev;  // 1 MiB of L2
+  dev.group_bugs[{8, 1}] = {1, HostDevice::Bug::Wrong};
+  const GemvGroupProblem p{{{GgmlType::Q4_0, 64}, {GgmlType::Q4_0, 32}, {GgmlType::Q8_0, 32}}, 4096, 2};
+  GemvBenchOptions o;
+  o.count = 9;
+  o.per_sample = 2;
+  GroupBench bench(dev, p, o);
+  // A set: 64 + 32 rows of 128 q4_0 blocks (18 B) and 32 of 128 q8_0 blocks (34 B) = 360448 B; 2 MiB / that.
+  EXPECT_EQ(bench.copies(), 6);
+  const ConfigTiming good = bench.run({4, 2});
+  ASSERT_TRUE(good.ok()) << good.error;
+  EXPECT_EQ(good.us.n, 9);
+  EXPECT_DOUBLE_EQ(good.us.median, 11.0);  // 5 · 4 / 2 + (0, 1, 2)
+  EXPECT_NEAR(good.gbs, double(gemv_bytes(p)) / 11e-6 / 1e9, 1e-9);
+  EXPECT_EQ(dev.group_timed_weights.size(), 18u);  // every copy of every member
+  const ConfigTiming bad = bench.run({8, 1});
+  EXPECT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error.rfind("verification failed: member 1 row 0", 0), 0u) << bad.error;
+  EXPECT_FALSE(bench.run({1, 1}).ok());  // not a group config
+  EXPECT_EQ(gemv_bytes(p), 64ull * 128 * 18 + 32 * 128 * 18 + 32 * 128 * 34 + 2 * 128 * 36 + 2 * 128 * 4);
+  EXPECT_THROW(GroupBench(dev, {{{GgmlType::Q4_0, 64}}, 4096, 1}), Error);  // one member
+  EXPECT_THROW(GroupBench(dev, {p.members, 4096, 5}), Error);              // width past 4
+}
+
 }  // namespace
 }  // namespace temper

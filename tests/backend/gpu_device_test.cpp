@@ -213,7 +213,7 @@ TEST_F(GpuDevice, GroupKernelComputesWhatMmvqDoes) {
     group_copies.push_back(&copies[i]);
     member_copies[i % members.size()].push_back(&copies[i]);
   }
-  const double group_us = median(device_->time_gemv_group(p, c, group_copies, y, dst_ptrs, 400));
+  const double group_us = median(device_->time_gemv_group(p, c, group_copies, y, dst_ptrs, 400, 1));
   double members_us = 0;
   for (size_t m = 0; m < members.size(); ++m)
     members_us +=

@@ -136,6 +136,22 @@ class HostDevice final : public Device {
         }
     }
   }
+  std::set<const void*> group_timed_weights;  // every member weight copy time_gemv_group launched on
+  std::vector<double> time_gemv_group(const GemvGroupProblem& p, Config c, std::span<const DeviceBuffer* const> weight_copies,
+                                      const DeviceBuffer&, std::span<DeviceBuffer* const>, int samples,
+                                      int per_sample) override {
+    alive();
+    if (!has_group_kernel(p, c)) fail(ErrorKind::BadInput, "no group kernel");
+    std::vector<double> us;
+    size_t launches = 0;
+    for (int i = 0; i < samples; ++i) {
+      for (int j = 0; j < per_sample; ++j, ++launches)
+        for (size_t m = 0; m < p.members.size(); ++m)
+          group_timed_weights.insert(weight_copies[(launches * p.members.size() + m) % weight_copies.size()]->get());
+      us.push_back(5.0 * c.nwarps / c.rows_per_block + (i % 3));
+    }
+    return us;
+  }
   double copy_bandwidth_gbs(size_t) override { return 1000.0; }
   std::optional<KernelAttributes> kernel_attributes(GgmlType, int, Config) override { return std::nullopt; }
 

@@ -32,6 +32,10 @@ bad "temper bench-gemv: --n: expected an integer 1..16777216, got '0'" bench-gem
 bad "temper bench-gemv: --ncols: expected an integer 1..8, got '9'" bench-gemv --ncols 9
 bad "temper bench-gemv: --pipelined needs --ncols 1: the engine pipelines one-column launches only" bench-gemv --pipelined --ncols 2
 bad "temper bench-gemv: --pipelined models ggml-d99724f's hooked launch; --engine ggml-7180759 has none" bench-gemv --pipelined --engine ggml-7180759
+bad "temper bench-gemv: --group needs --ncols 1..4: the hook groups batch widths up to 4" bench-gemv --group q4_K:64,q4_K:32 --ncols 5
+bad "temper bench-gemv: --group times Temper's group kernel; it cannot go with --probe / --engine-src, --pipelined, --default-only or --types" bench-gemv --group q4_K:64,q4_K:32 --pipelined
+bad "temper bench-gemv: --group 'q4_K:64,q4_K'" bench-gemv --group q4_K:64,q4_K
+bad "temper bench-gemv: group q4_K 64x4096: 1 members, expected 2..4" bench-gemv --group q4_K:64 --k 4096
 bad "temper bench-gemv: --pipelined times Temper's kernel; it cannot go with --probe / --engine-src" bench-gemv --pipelined --probe /nonexistent
 bad "temper verify: unknown kernel variant 'pipelined' in 'd99724f,pipelined' (expected all or a list of 7180759, d99724f, d99724f-pipelined)" verify --variants d99724f,pipelined
 bad "temper verify: group 'q4_K': 1 members of 1 types; a group launch takes 2..4 members of at most 2 types" verify --groups q4_K+q6_K,q4_K

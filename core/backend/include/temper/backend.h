@@ -188,10 +188,11 @@ class Device {
     fail(ErrorKind::BadInput, "device " + info().name + " times launches one by one only");
   }
   // Same-input groups (GemvGroupProblem): whether the device can launch `p` at `c` (a config of the
-  // group grid), one launch synchronised and checked (weights[m], dst[m]: member m's), and `count`
-  // launches timed one by one with device events, member m's weights rotating through
-  // weight_copies[i * members + m] (i = launch mod copies). A device without group kernels says no /
-  // throws Error(BadInput).
+  // group grid), one launch synchronised and checked (weights[m], dst[m]: member m's), and `samples`
+  // × `per_sample` launches, an event pair around each sample's back-to-back launches, member m's
+  // weights rotating per launch through weight_copies[i * members + m] (i = launch mod copies):
+  // microseconds per launch, one value per sample. A device without group kernels says no / throws
+  // Error(BadInput).
   virtual bool has_group_kernel(const GemvGroupProblem& p, Config c) const {
     (void)p, (void)c;
     return false;
@@ -203,8 +204,9 @@ class Device {
   }
   virtual std::vector<double> time_gemv_group(const GemvGroupProblem& p, Config c,
                                               std::span<const DeviceBuffer* const> weight_copies,
-                                              const DeviceBuffer& y_q8_1, std::span<DeviceBuffer* const> dst, int count) {
-    (void)c, (void)weight_copies, (void)y_q8_1, (void)dst, (void)count;
+                                              const DeviceBuffer& y_q8_1, std::span<DeviceBuffer* const> dst, int samples,
+                                              int per_sample) {
+    (void)c, (void)weight_copies, (void)y_q8_1, (void)dst, (void)samples, (void)per_sample;
     fail(ErrorKind::BadInput, "device " + info().name + " has no same-input group kernel for " + group_text(p));
   }
   // Median device-to-device copy bandwidth in GB/s (10^9 B/s), counting bytes read + written.

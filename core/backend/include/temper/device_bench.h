@@ -11,6 +11,7 @@
 
 #include "temper/backend.h"
 #include "temper/stats.h"
+#include "temper/verify.h"
 
 namespace temper {
 
@@ -70,6 +71,33 @@ class GemvBench {
   std::vector<uint8_t> host_weights_;    // kept only until the expected outputs exist
   std::vector<uint8_t> host_q8_1_;       // the device's quantized activations
   void prepare_expected();
+};
+
+// One same-input group (Temper's group kernel, kernels/mmvq_group.h) set up the same way: every
+// member's random valid weights in enough copies that a set of them exceeds twice the LLC, the
+// activations quantized once, each config verified (every member, tight tolerance) before it is timed.
+class GroupBench {
+ public:
+  GroupBench(Device& device, const GemvGroupProblem& problem, const GemvBenchOptions& options = {});
+  ~GroupBench();
+  GroupBench(const GroupBench&) = delete;
+  GroupBench& operator=(const GroupBench&) = delete;
+
+  // As GemvBench::run; gbs counts gemv_bytes(problem).
+  ConfigTiming run(Config config);
+
+  const GemvGroupProblem& problem() const { return problem_; }
+  int copies() const { return copies_; }
+
+ private:
+  Device& device_;
+  GemvGroupProblem problem_;
+  GemvBenchOptions options_;
+  int copies_ = 0;
+  std::vector<DeviceBuffer> weights_;  // copy i, member m at i * members + m
+  DeviceBuffer y_q8_1_;
+  std::vector<DeviceBuffer> dst_;
+  std::vector<std::vector<Expected>> expected_;  // per member, the tight check
 };
 
 // {"n", "median", "p10", "p90", "min", "max", "ci_low", "ci_high"} in microseconds.
