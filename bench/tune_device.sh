@@ -612,7 +612,7 @@ if want owngroup; then
     for group in q4_K:4096,q4_K:1024,q6_K:1024@4096 q4_K:4096,q4_K:1024,q4_K:1024@4096 q4_K:4096,q4_K:512,q6_K:512@2048; do
       for nc in 1 2 4; do
         "$temper" bench-gemv --group "${group%@*}" --k "${group#*@}" --ncols "$nc" --engine ggml-d99724f \
-          --save "$ev/owngroup-${group%@*}-${group#*@}-nc$nc.json" --force >/dev/null 2>>"$ev/owngroup.err" ||
+          --save "$ev/owngroup-$(tr ':,' '-_' <<<"${group%@*}")-k${group#*@}-nc$nc.json" --force >/dev/null 2>>"$ev/owngroup.err" ||
           { tail -3 "$ev/owngroup.err" | tee -a "$log" >&2; exit 1; }
       done
     done

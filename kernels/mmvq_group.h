@@ -17,8 +17,8 @@ struct MmvqGroupMembers {
   const void* vx[mmvq::kGroupMaxMembers];
   float* dst[mmvq::kGroupMaxMembers];
   int nrows[mmvq::kGroupMaxMembers];
-  int block_end[mmvq::kGroupMaxMembers];
   int is_b[mmvq::kGroupMaxMembers];
+  mmvq::GroupBlocks blocks;
 };
 
 // rows_per_block rows of one member from row0: mmvq's K loop, warp exchange and reduction. `shared`
@@ -76,16 +76,24 @@ template <unsigned TypeA, unsigned TypeB, int Ncols, int Nwarps, int Rows>
 __launch_bounds__(Nwarps* kWarpSize, 1) __global__
     void mmvq_group(const MmvqGroupMembers m, const void* vy, const uint32_t ncols_x) {
   __shared__ float shared[(Nwarps > 1 ? Nwarps - 1 : 1) * Ncols * Rows * kWarpSize];
-  const mmvq::GroupBlock b = mmvq::group_block(m.block_end, Rows, int(blockIdx.x));
+  const mmvq::GroupBlock b = mmvq::group_block(m.blocks, Rows, int(blockIdx.x));
+  // The member's fields by compare-and-select, not m.x[b.member]: a dynamic index into the kernel's
+  // parameters makes nvcc copy them all to a local stack frame in every block.
+  const void* vx = m.vx[0];
+  float* dst = m.dst[0];
+  int nrows = m.nrows[0], is_b = m.is_b[0];
+#pragma unroll
+  for (int i = 1; i < mmvq::kGroupMaxMembers; ++i)
+    if (b.member == i) vx = m.vx[i], dst = m.dst[i], nrows = m.nrows[i], is_b = m.is_b[i];
 #if defined(TEMPER_CUDA_DEVICE) && __CUDA_ARCH__ >= 900
   // The activations come from the quantizer launched just before (a no-op without PDL).
   asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
   const BlockQ8_1* y = static_cast<const BlockQ8_1*>(vy);
-  if (TypeA == TypeB || !m.is_b[b.member])
-    mmvq_group_rows<TypeA, Ncols, Nwarps, Rows>(m.vx[b.member], y, m.dst[b.member], b.row0, m.nrows[b.member], ncols_x, shared);
+  if (TypeA == TypeB || !is_b)
+    mmvq_group_rows<TypeA, Ncols, Nwarps, Rows>(vx, y, dst, b.row0, nrows, ncols_x, shared);
   else if constexpr (TypeA != TypeB)
-    mmvq_group_rows<TypeB, Ncols, Nwarps, Rows>(m.vx[b.member], y, m.dst[b.member], b.row0, m.nrows[b.member], ncols_x, shared);
+    mmvq_group_rows<TypeB, Ncols, Nwarps, Rows>(vx, y, dst, b.row0, nrows, ncols_x, shared);
 }
 
 template <unsigned TypeA, unsigned TypeB, int Ncols, int Nwarps, int Rows>
@@ -97,10 +105,9 @@ int launch_group_instance(const MmvqGroupLaunch& l) {
     m.nrows[i] = l.nrows[i];
     m.is_b[i] = l.is_b[i];
   }
-  const mmvq::GroupBlocks g = mmvq::group_blocks(l.nrows, l.count, Rows);
-  for (int i = 0; i < mmvq::kGroupMaxMembers; ++i) m.block_end[i] = g.block_end[i];
+  m.blocks = mmvq::group_blocks(l.nrows, l.count, Rows);
   auto* kernel = &mmvq_group<TypeA, TypeB, Ncols, Nwarps, Rows>;
-  const dim3 grid(g.blocks, 1, 1), block(l.warp_size, Nwarps, 1);
+  const dim3 grid(m.blocks.blocks, 1, 1), block(l.warp_size, Nwarps, 1);
 #if defined(TEMPER_GPU_CUDA)
   // d99724f's trees launch groups with programmatic dependent launch, as their mmvq.
   static const bool can_use_pdl = [kernel] {

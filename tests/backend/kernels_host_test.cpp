@@ -139,7 +139,7 @@ TEST(GroupBlocks, EveryMemberRowOnceInOrder) {
       for (int m = 0; m < count; ++m) seen[size_t(m)].assign(size_t(nrows[m]), 0);
       int last_member = 0;
       for (int block = 0; block < g.blocks; ++block) {
-        const mmvq::GroupBlock b = mmvq::group_block(g.block_end, rows, block);
+        const mmvq::GroupBlock b = mmvq::group_block(g, rows, block);
         ASSERT_LT(b.member, count);
         EXPECT_GE(b.member, last_member);
         last_member = b.member;
@@ -155,9 +155,9 @@ TEST(GroupBlocks, EveryMemberRowOnceInOrder) {
   EXPECT_EQ(g.blocks, 32);
   EXPECT_EQ(g.block_end[0], 17);
   EXPECT_EQ(g.block_end[1], 26);
-  EXPECT_EQ(mmvq::group_block(g.block_end, 4, 16).row0, 64);
-  EXPECT_EQ(mmvq::group_block(g.block_end, 4, 17).member, 1);
-  EXPECT_EQ(mmvq::group_block(g.block_end, 4, 31).row0, 20);
+  EXPECT_EQ(mmvq::group_block(g, 4, 16).row0, 64);
+  EXPECT_EQ(mmvq::group_block(g, 4, 17).member, 1);
+  EXPECT_EQ(mmvq::group_block(g, 4, 31).row0, 20);
   EXPECT_TRUE(mmvq::group_config_in_grid(8, 4));
   EXPECT_FALSE(mmvq::group_config_in_grid(1, 1));
   EXPECT_FALSE(mmvq::group_config_in_grid(2, 8));

@@ -34,14 +34,17 @@ TEMPER_HD constexpr GroupBlocks group_blocks(const int* nrows, int count, int ro
   return g;
 }
 
-// The member that owns `block` and that block's first row within the member.
+// The member that owns `block` and that block's first row within the member. Compares with constant
+// indices only: in a kernel, a dynamic index into its parameters makes nvcc copy them to a stack frame.
 struct GroupBlock {
   int member = 0, row0 = 0;
 };
-TEMPER_HD constexpr GroupBlock group_block(const int* block_end, int rows_per_block, int block) {
-  int m = 0;
-  while (m < kGroupMaxMembers - 1 && block >= block_end[m]) ++m;
-  return {m, (block - (m > 0 ? block_end[m - 1] : 0)) * rows_per_block};
+TEMPER_HD constexpr GroupBlock group_block(const GroupBlocks& g, int rows_per_block, int block) {
+  int m = 0, first = 0;
+#pragma unroll
+  for (int i = 0; i < kGroupMaxMembers - 1; ++i)
+    if (block >= g.block_end[i]) m = i + 1, first = g.block_end[i];
+  return {m, (block - first) * rows_per_block};
 }
 
 }  // namespace temper::mmvq
