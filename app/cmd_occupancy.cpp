@@ -13,13 +13,15 @@
 #include "temper/defaults.h"
 #include "temper/error.h"
 #include "temper/gpus.h"
+#include "temper/kernel_cache.h"
+#include "temper/mmvq_group.h"
 #include "temper/occupancy.h"
 
 namespace temper::cli {
 namespace {
 
 struct Options {
-  std::string arch, type, codeobj_dir;
+  std::string arch, type, codeobj_dir, group;
   int ncols = 0;                                            // 0: every ncols
   int regs = -1, sgprs = -1, lds = -1, threads = -1, wave = -1;  // -1: not given
   bool json = false;
@@ -87,13 +89,15 @@ void print_table(const GpuSpec& g, const std::vector<ConfigOccupancy>& rows, boo
     const auto& c = rows[i];
     const auto& r = c.resources;
     const auto& o = c.occupancy;
-    std::printf("%-8s %5d %6d %4d %7d %5d %5s %5s %7d %7d %6d %10.2f %9s  %s", std::string(type_name(c.instance.type)).c_str(),
+    const std::string label = std::string(type_name(c.instance.type)) + (c.group_b ? "+" + std::string(type_name(*c.group_b)) : "");
+    std::printf("%-8s %5d %6d %4d %7d %5d %5s %5s %7d %7d %6d %10.2f %9s  %s", label.c_str(),
                 c.instance.ncols, c.instance.config.nwarps, c.instance.config.rows_per_block, o.threads_per_block, r.vgprs,
                 amd ? std::to_string(r.agprs).c_str() : "-", amd ? std::to_string(r.sgprs).c_str() : "-", r.lds_bytes,
                 r.scratch_bytes, r.vgpr_spills + r.sgpr_spills, o.waves_per_simd, percent(o.occupancy).c_str(),
                 std::string(limiter_name(o.limiter)).c_str());
     if (!o.why.empty()) std::printf(" (%s)", o.why.c_str());
-    if (const std::string stock = stock_label(g, c.instance); !stock.empty()) std::printf("  [%s]", stock.c_str());
+    if (const std::string stock = c.group_b ? std::string() : stock_label(g, c.instance); !stock.empty())
+      std::printf("  [%s]", stock.c_str());
     if (with_runtime) std::printf("   %d%s", runtime_blocks[i], runtime_blocks[i] == o.blocks_per_cu ? "" : " (differs)");
     std::printf("\n");
   }
@@ -114,6 +118,48 @@ std::unique_ptr<Device> open_device_for(const GpuSpec& g, std::string& why_not) 
     if (devices.empty() && !backend->unavailable_reason().empty()) why_not += "; " + backend->name() + ": " + backend->unavailable_reason();
   }
   return nullptr;
+}
+
+// `--group A+B`: the same-input group kernels of members of types A and B (kernels/mmvq_group.h), AMD
+// code objects compiled on demand into the kernel cache.
+int run_group_occupancy(const Options& opt, const GpuSpec& gpu) {
+  if (!gpu.is_amd())
+    fail(ErrorKind::BadInput, "--group analyses AMD code objects; on " + gpu.arch +
+                                  " time the group kernel with `temper bench-gemv --group`");
+  if (opt.regs >= 0 || !opt.type.empty() || !opt.codeobj_dir.empty())
+    fail(ErrorKind::BadInput, "--group cannot go with --regs, --type or --codeobj-dir");
+  const size_t plus = opt.group.find('+');
+  std::vector<GgmlType> types;
+  for (const std::string& name : {opt.group.substr(0, plus), plus == std::string::npos ? std::string() : opt.group.substr(plus + 1)}) {
+    if (name.empty() && !types.empty()) break;
+    const auto t = parse_type(name);
+    if (!t || !kernel_type_supported(*t))
+      fail(ErrorKind::BadInput, "--group '" + opt.group + "': '" + name + "' is not a type with a GPU kernel (expected A or A+B, e.g. q4_K+q6_K)");
+    types.push_back(*t);
+  }
+  if (opt.ncols > mmvq::kGroupMaxNcols)
+    fail(ErrorKind::BadInput, "--group needs --ncols 1.." + std::to_string(mmvq::kGroupMaxNcols) + " (the hook groups batch widths up to 4)");
+  std::vector<KernelPair> units;
+  for (int nc = 1; nc <= mmvq::kGroupMaxNcols; ++nc)
+    if (opt.ncols == 0 || nc == opt.ncols) units.push_back({types[0], nc, types.back()});
+  KernelCache cache(KernelToolchain::Hip, gpu.arch, KernelArtifact::CodeObject);
+  CompileProgressPrinter printer(gpu.arch + " group code objects");
+  const auto paths = with_compile_cancel([&] { return cache.ensure(units, std::ref(printer), &g_compile_cancel); });
+  std::vector<CodeObject> objects;
+  for (const auto& p : paths)
+    for (auto& co : load_code_objects(p)) objects.push_back(std::move(co));
+  const auto rows = static_group_occupancy(gpu, objects);
+  const std::string source = "group code objects compiled on demand in " + cache.directory().string() + " (static)";
+  if (opt.json) {
+    nlohmann::json j = {{"gpu", gpu_json(gpu)}, {"source", source}, {"configs", nlohmann::json::array()}};
+    for (const auto& r : rows) j["configs"].push_back(to_json(r));
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  print_header(gpu);
+  std::printf("source: %s\n", source.c_str());
+  print_table(gpu, rows, false, {});
+  return 0;
 }
 
 int run_occupancy(const Options& opt) {
@@ -155,6 +201,7 @@ int run_occupancy(const Options& opt) {
   for (auto [name, value] : {std::pair{"--sgprs", opt.sgprs}, {"--lds", opt.lds}, {"--threads", opt.threads}, {"--wave", opt.wave}})
     if (value >= 0) fail(ErrorKind::BadInput, std::string(name) + " describes a kernel by hand: give --regs too");
 
+  if (!opt.group.empty()) return run_group_occupancy(opt, gpu);
   std::optional<GgmlType> type;
   if (!opt.type.empty()) type = parse_type(opt.type);
   const int ncols = opt.ncols;
@@ -260,13 +307,18 @@ const Registrar registrar{Command{
     "Ctrl-C cancels) into the kernel cache (~/.cache/temper/kernels), so the next call is immediate.\n"
     "NVIDIA registers are known only at run time: with an ARCH device present its function\n"
     "attributes are used and the runtime's own blocks per SM shown beside ours.\n"
-    "Or describe one kernel by hand: --regs N [--sgprs N] [--lds BYTES] [--threads T] [--wave 32|64].",
+    "Or describe one kernel by hand: --regs N [--sgprs N] [--lds BYTES] [--threads T] [--wave 32|64].\n"
+    "--group A+B: the same-input group kernel (the hook's mul_mat_group launch, Temper's kernels/mmvq_group.h)\n"
+    "of members of types A and B, its 9 configs at widths 1..4 (or --ncols), AMD only, compiled on demand.",
     [](CLI::App& app) {
       auto o = std::make_shared<Options>();
       app.add_option("--arch", o->arch, "gfx90a, sm_90, or a GPU id / name from `temper gpus` (mi300x, \"RX 7900 XTX\")")
           ->required();
       add_type(app, o->type, "only this ggml type (q4_0, q4_K, ...)");
       app.add_option("--ncols", o->ncols, "only this batch width")->check(integer_in(1, 8));
+      app.add_option("--group", o->group,
+                     "the same-input group kernels of members of types A and B instead (AMD; widths 1..4 or --ncols)")
+          ->type_name("A+B");
       app.add_option("--codeobj-dir", o->codeobj_dir,
                      "read AMD code objects from DIR instead (default $TEMPER_CODEOBJ_DIR, else the install's "
                      "share/temper/codeobj/ or the build's codeobj/; "

@@ -12,6 +12,7 @@
 #include "temper/fileio.h"
 #include "temper/input.h"
 #include "temper/install.h"
+#include "temper/mmvq_group.h"
 #include "temper/mmvq_traits.h"
 
 namespace temper {
@@ -372,12 +373,12 @@ std::span<const std::byte> as_bytes(const std::string& s) {
 }
 
 // Splits the template arguments of the first `mmvq<...>` in a demangled name at top-level commas.
-std::optional<std::vector<std::string>> mmvq_template_args(std::string_view name) {
-  const size_t open = name.find("mmvq<");
+std::optional<std::vector<std::string>> mmvq_template_args(std::string_view name, std::string_view kernel = "mmvq<") {
+  const size_t open = name.find(kernel);
   if (open == std::string_view::npos) return std::nullopt;
   std::vector<std::string> args(1);
   int depth = 0;
-  for (size_t i = open + 5; i < name.size(); ++i) {
+  for (size_t i = open + kernel.size(); i < name.size(); ++i) {
     const char c = name[i];
     if (c == '<' || c == '(') ++depth;
     if (c == '>' || c == ')') {
@@ -477,9 +478,66 @@ std::optional<MmvqInstance> parse_mmvq_symbol(std::string_view symbol) {
   return m;
 }
 
+std::optional<MmvqGroupInstance> parse_mmvq_group_symbol(std::string_view symbol) {
+  std::string_view s = symbol;
+  if (s.size() > 3 && s.substr(s.size() - 3) == ".kd") s.remove_suffix(3);
+  const auto args = mmvq_template_args(demangle(s), "mmvq_group<");
+  if (!args || args->size() != 5) return std::nullopt;
+  long v[5];
+  for (size_t i = 0; i < 5; ++i) {
+    const auto x = template_int((*args)[i]);
+    if (!x) return std::nullopt;
+    v[i] = *x;
+  }
+  for (int i : {0, 1})
+    if (v[i] < 0 || !find_type(static_cast<uint32_t>(v[i]))) return std::nullopt;
+  if (v[2] < 1 || v[2] > mmvq::kGroupMaxNcols || !mmvq::group_config_in_grid(int(v[3]), int(v[4]))) return std::nullopt;
+  MmvqGroupInstance g;
+  g.instance = {static_cast<GgmlType>(v[0]), int(v[2]), {int(v[3]), int(v[4])}};
+  g.type_b = static_cast<GgmlType>(v[1]);
+  return g;
+}
+
 }  // namespace temper
 
 namespace temper {
+
+namespace {
+void sort_occupancy(std::vector<ConfigOccupancy>& out) {
+  std::sort(out.begin(), out.end(), [](const ConfigOccupancy& a, const ConfigOccupancy& b) {
+    const auto key = [](const ConfigOccupancy& c) {
+      return std::tuple(static_cast<uint32_t>(c.instance.type), static_cast<uint32_t>(c.group_b.value_or(c.instance.type)),
+                        c.instance.ncols, c.instance.config.nwarps, c.instance.config.rows_per_block);
+    };
+    return key(a) < key(b);
+  });
+}
+}  // namespace
+
+std::vector<ConfigOccupancy> static_group_occupancy(const GpuSpec& gpu, std::span<const CodeObject> objects) {
+  std::vector<ConfigOccupancy> out;
+  for (const CodeObject& co : objects) {
+    if (co.arch != gpu.arch) continue;
+    for (const CodeObjectKernel& k : co.kernels) {
+      const auto g = parse_mmvq_group_symbol(k.name);
+      if (!g) continue;
+      const bool seen = std::any_of(out.begin(), out.end(), [&](const ConfigOccupancy& c) {
+        return c.instance.type == g->instance.type && c.group_b == g->type_b && c.instance.ncols == g->instance.ncols &&
+               c.instance.config == g->instance.config;
+      });
+      if (seen) continue;
+      ConfigOccupancy c;
+      c.instance = g->instance;
+      c.group_b = g->type_b;
+      c.kernel = k.name;
+      c.resources = k.resources;
+      c.occupancy = compute_occupancy(gpu, k.resources, g->instance.config.nwarps * k.resources.wave_size);
+      out.push_back(std::move(c));
+    }
+  }
+  sort_occupancy(out);
+  return out;
+}
 
 std::vector<ConfigOccupancy> static_mmvq_occupancy(const GpuSpec& gpu, std::span<const CodeObject> objects) {
   std::vector<ConfigOccupancy> out;
@@ -501,13 +559,7 @@ std::vector<ConfigOccupancy> static_mmvq_occupancy(const GpuSpec& gpu, std::span
       out.push_back(std::move(c));
     }
   }
-  std::sort(out.begin(), out.end(), [](const ConfigOccupancy& a, const ConfigOccupancy& b) {
-    const auto key = [](const ConfigOccupancy& c) {
-      return std::tuple(static_cast<uint32_t>(c.instance.type), c.instance.ncols, c.instance.config.nwarps,
-                        c.instance.config.rows_per_block);
-    };
-    return key(a) < key(b);
-  });
+  sort_occupancy(out);
   return out;
 }
 
@@ -524,6 +576,7 @@ nlohmann::json to_json(const ConfigOccupancy& c) {
       {"max_waves_per_simd", o.max_waves_per_simd}, {"occupancy", o.occupancy},
       {"limiter", std::string(limiter_name(o.limiter))}};
   if (!o.why.empty()) j["why"] = o.why;
+  if (c.group_b) j["group"] = std::string(type_name(c.instance.type)) + "+" + std::string(type_name(*c.group_b));
   return j;
 }
 

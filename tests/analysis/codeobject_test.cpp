@@ -104,6 +104,27 @@ TEST(MmvqSymbol, ParsesMangledAndDemangledNames) {
   EXPECT_FALSE(parse_mmvq_symbol("temper::kernels::quantize_q8_1<32>(float const*)"));
 }
 
+// Group kernels are told apart from mmvq and read with both types (HIP's mangling of
+// temper::kernels::mmvq_group<12u, 14u, 1, 4, 2>, as in the kernel cache's group code objects).
+TEST(MmvqSymbol, ParsesGroupKernels) {
+  const char* mangled = "_ZN6temper7kernels10mmvq_groupILj12ELj14ELi1ELi4ELi2EEEvNS0_16MmvqGroupMembersEPKvj";
+  EXPECT_FALSE(parse_mmvq_symbol(mangled));
+  auto g = parse_mmvq_group_symbol(mangled);
+  ASSERT_TRUE(g);
+  EXPECT_EQ(g->instance.type, GgmlType::Q4_K);
+  EXPECT_EQ(g->type_b, GgmlType::Q6_K);
+  EXPECT_EQ(g->instance.ncols, 1);
+  EXPECT_EQ(g->instance.config, (Config{4, 2}));
+  g = parse_mmvq_group_symbol("void temper::kernels::mmvq_group<8u, 8u, 4, 8, 4>(temper::kernels::MmvqGroupMembers, void const*, unsigned int)");
+  ASSERT_TRUE(g);
+  EXPECT_EQ(g->type_b, GgmlType::Q8_0);
+  EXPECT_EQ(g->instance.ncols, 4);
+  EXPECT_FALSE(parse_mmvq_group_symbol("temper::kernels::mmvq_group<8u, 8u, 5, 8, 4>(int)"));   // width past 4
+  EXPECT_FALSE(parse_mmvq_group_symbol("temper::kernels::mmvq_group<8u, 8u, 1, 16, 4>(int)"));  // not a group config
+  EXPECT_FALSE(parse_mmvq_group_symbol("temper::kernels::mmvq_group<8u, 5u, 1, 2, 1>(int)"));   // 5: a retired type id
+  EXPECT_FALSE(parse_mmvq_group_symbol("temper::kernels::mmvq<3u, 1, 2, 2>(int)"));
+}
+
 // ---- Real code objects from hipcc ----
 
 #ifdef TEMPER_CODEOBJ_FIXTURE_DIR

@@ -281,7 +281,11 @@ TEST_F(KernelCacheTest, HipccCompilesTheGroupKernelToCodeObjects) {
   ASSERT_EQ(objects.size(), 1u);
   std::map<int, int> by_block;  // launch bound → kernels
   for (const auto& k : objects[0].kernels) {
-    if (k.name.find("mmvq_group") == std::string::npos) continue;
+    const auto g = parse_mmvq_group_symbol(k.name);
+    if (!g) continue;
+    EXPECT_EQ(g->instance.type, GgmlType::Q4_K);
+    EXPECT_EQ(g->type_b, GgmlType::Q6_K);
+    EXPECT_EQ(k.max_flat_workgroup_size, g->instance.config.nwarps * 64);
     ++by_block[k.max_flat_workgroup_size];
     EXPECT_GT(k.resources.vgprs, 0) << k.name;
     EXPECT_EQ(k.resources.scratch_bytes, 0) << k.name << " spills";

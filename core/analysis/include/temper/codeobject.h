@@ -51,11 +51,20 @@ struct MmvqInstance {
   Config config;
 };
 std::optional<MmvqInstance> parse_mmvq_symbol(std::string_view symbol);
+// Temper's same-input group kernel (kernels/mmvq_group.h) named by a kernel symbol:
+// temper::kernels::mmvq_group<TYPE_A, TYPE_B, NCOLS, NWARPS, ROWS_PER_BLOCK>(...). The instance's type
+// is A; nullopt for other kernels.
+struct MmvqGroupInstance {
+  MmvqInstance instance;
+  GgmlType type_b = GgmlType::Q4_0;
+};
+std::optional<MmvqGroupInstance> parse_mmvq_group_symbol(std::string_view symbol);
 std::string demangle(std::string_view mangled);  // the input itself when it does not demangle
 
 // One mmvq instantiation's static occupancy on a GPU.
 struct ConfigOccupancy {
   MmvqInstance instance;
+  std::optional<GgmlType> group_b;  // a group kernel of instance.type and group_b
   std::string kernel;          // mangled name
   KernelResources resources;
   Occupancy occupancy;         // at nwarps × wave size threads per block
@@ -63,6 +72,8 @@ struct ConfigOccupancy {
 // Every mmvq instantiation compiled for `gpu.arch` in `objects`, sorted by type, ncols, nwarps,
 // rows_per_block (the first code object wins where several hold the same instantiation).
 std::vector<ConfigOccupancy> static_mmvq_occupancy(const GpuSpec& gpu, std::span<const CodeObject> objects);
+// The same for the group kernels in `objects` (group_b set), sorted the same way.
+std::vector<ConfigOccupancy> static_group_occupancy(const GpuSpec& gpu, std::span<const CodeObject> objects);
 nlohmann::json to_json(const ConfigOccupancy& c);
 
 // Where this build keeps its per-arch code objects: $TEMPER_CODEOBJ_DIR, else an installed Temper's
