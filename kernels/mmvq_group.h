@@ -96,8 +96,13 @@ __launch_bounds__(Nwarps* kWarpSize, 1) __global__
     mmvq_group_rows<TypeB, Ncols, Nwarps, Rows>(vx, y, dst, b.row0, nrows, ncols_x, shared);
 }
 
+static_assert(sizeof(MmvqGroupLaunch::weights) / sizeof(void*) == mmvq::kGroupMaxMembers, "launch.h spells out the member count");
+
 template <unsigned TypeA, unsigned TypeB, int Ncols, int Nwarps, int Rows>
 int launch_group_instance(const MmvqGroupLaunch& l) {
+  if (l.count < 2 || l.count > mmvq::kGroupMaxMembers || l.k <= 0 || l.k % mmvq::type_traits(TypeA).qk != 0 ||
+      l.k % mmvq::type_traits(TypeB).qk != 0 || !l.act_q8_1)
+    return static_cast<int>(hipErrorInvalidValue);
   MmvqGroupMembers m = {};
   for (int i = 0; i < l.count; ++i) {
     m.vx[i] = l.weights[i];

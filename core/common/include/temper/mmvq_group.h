@@ -41,7 +41,6 @@ struct GroupBlock {
 };
 TEMPER_HD constexpr GroupBlock group_block(const GroupBlocks& g, int rows_per_block, int block) {
   int m = 0, first = 0;
-#pragma unroll
   for (int i = 0; i < kGroupMaxMembers - 1; ++i)
     if (block >= g.block_end[i]) m = i + 1, first = g.block_end[i];
   return {m, (block - first) * rows_per_block};
