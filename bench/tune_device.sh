@@ -46,7 +46,9 @@
 #            PIPELINE_OVERRIDE=1 every tuned launch, TEMPER_MMVQ_PIPELINE=1, and then the profile as installed is a
 #            fourth arm) against the profile unpipelined (TEMPER_MMVQ_PIPELINE=0) and stock, llama-bench COST_TESTS,
 #            both fixtures (PF_MOE=0: the dense one). EXP_PIPELINE_ALL=1 (llama stage): bench/exp_pipeline_all_patch.py
-#            on the patched tree before its build, so that the override also pipelines groups and unfused pairs
+#            on the patched tree before its build, so that the override also pipelines groups and unfused pairs.
+#            EXP_PIPELINE_ALTS=1: bench/exp_pipeline_alts.py's variants of COST_PROFILE (gate/up fused and pipelined;
+#            the pipelined entries at Temper's pipelined-best configs) as more arms, each against the profile as installed
 #   verify   (not in the default) whether pipelined launches change what the engine computes: bench/greedy_decode.cpp
 #            (128 greedy one-column steps, a hash of each step's logits) of both fixtures, arms that must agree bit
 #            for bit: stock twice, COST_PROFILE unpipelined and pipelined (as the pipeline stage), and the pfexp build's (when built)
@@ -482,15 +484,21 @@ if want pipeline; then
   stage pipeline
   pl_profile="${COST_PROFILE:-$here/bench/profiles/h100-llama3-qwen3-groups.json}"
   pl_tests="${COST_TESTS:-$tests}"
+  # EXP_PIPELINE_ALTS=1: bench/exp_pipeline_alts.py's variants of COST_PROFILE as more arms (alt1..),
+  # each as installed, each compared with the profile as installed (the pipelined arm).
+  pl_alts=()
+  [[ "${EXP_PIPELINE_ALTS:-}" == 1 ]] && read -r -a pl_alts <<<"$(python3 "$here/bench/exp_pipeline_alts.py" "$pl_profile" "$ev/pipeline/alts")"
   pl_arm() {
     local p="" pipe=0
     [[ $1 != stock ]] && p="$pl_profile"
     [[ $1 == pipelined ]] && pipe="${PIPELINE_OVERRIDE:-}"
     [[ $1 == installed ]] && pipe=""
+    [[ $1 == alt* ]] && { p="${pl_alts[$(( ${1#alt} - 1 ))]}"; pipe=""; }
     TEMPER_MMVQ_PIPELINE=$pipe bench_one "$llama_bench" "$p" "$2" "$3.json" "$3.err"
   }
   pl_arms=(stock profile pipelined)
   [[ -n "${PIPELINE_OVERRIDE:-}" ]] && pl_arms+=(installed)
+  for i in "${!pl_alts[@]}"; do pl_arms+=("alt$((i + 1))"); done
   experiment_models
   t0=$(now)
   for m in "${models[@]}"; do
@@ -503,6 +511,10 @@ if want pipeline; then
     compare_arms "$d" "$pl_tests" gain profile pipelined "$name: the profile pipelined against the profile" "$ev/pipeline/$name-gain.md"
     [[ -n "${PIPELINE_OVERRIDE:-}" ]] && compare_arms "$d" "$pl_tests" override installed pipelined \
       "$name: every tuned launch pipelined (the override) against the profile as installed" "$ev/pipeline/$name-override.md"
+    for i in "${!pl_alts[@]}"; do
+      compare_arms "$d" "$pl_tests" "alt$((i + 1))" pipelined "alt$((i + 1))" \
+        "$name: $(basename "${pl_alts[$i]}" .json) against the profile as installed" "$ev/pipeline/$name-alt$((i + 1)).md"
+    done
   done
   timed pipeline "$(ms "$t0")"
 fi
