@@ -62,7 +62,7 @@
 #            --group` of both fixtures' q, k, v (ncols 1, 2, 4) against the members' own launches (owngroup.md)
 #   kernels  (not in the default) Nsight Compute over llama-bench tg4 of both fixtures, without and with
 #            COST_PROFILE: each kernel timed alone, summed per token by kind (kernel_sums.py), beside tg32's period
-# Env: NCOLS (1,2,4,8), TESTS (tg128,pp2,pp4,pp8), ROUNDS (3), REPS (5), JOBS (nproc), ARCH (sm_90),
+# Env: NCOLS (1,2,4,8), TESTS (tg128,pp2,pp4,pp8), ROUNDS (5), REPS (5), JOBS (nproc), ARCH (sm_90),
 # KERNEL_SET (the hook's instantiations in both builds; default q4_K,q6_K, the fixture's types: full
 # builds every type and takes longer), STOCK_BUILD (0), HAND_PROFILE (the hand stage's profile arm:
 # default the installed profile; none: the patched build without one, against STOCK_BUILD=1's), LLAMA_CMAKE_ARGS (more llama.cpp configure
