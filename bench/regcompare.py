@@ -78,16 +78,16 @@ def copy_tree(tree, dest):
 
 
 def ptxas_table(log):
-    """{mangled name: (registers, spill stores, spill loads)} from `ptxas -v` output."""
-    out, name, spills = {}, None, (0, 0)
+    """{mangled name: (registers, spill stores, spill loads, stack frame)} from `ptxas -v` output."""
+    out, name, spills = {}, None, (0, 0, 0)
     for line in log.splitlines():
         m = re.search(r"Compiling entry function '([^']+)'", line)
         if m:
-            name, spills = m.group(1), (0, 0)
+            name, spills = m.group(1), (0, 0, 0)
             continue
-        m = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", line)
+        m = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", line)
         if m:
-            spills = (int(m.group(1)), int(m.group(2)))
+            spills = (int(m.group(2)), int(m.group(3)), int(m.group(1)))
             continue
         m = re.search(r"Used (\d+) registers", line)
         if m and name:
@@ -189,6 +189,75 @@ def temper_registers(nvcc, source_dir, iq_tables_dir, work, configs):
     return out
 
 
+# Same-input groups (hook v5's temper-mmvq-group.cuh against Temper's kernels/mmvq_group.h): the (A, B)
+# units the hook generates for a Q4_K_M model's q, k, v, every group config, widths 1, 2 and 4.
+GROUP_UNITS = [(12, 14), (12, 12)]
+GROUP_GRID = [(w, r) for w in (2, 4, 8) for r in (1, 2, 4)]
+GROUP_NCOLS = (1, 2, 4)
+
+
+def group_registers(nvcc, source_dir, iq_tables_dir, hooked_root, work):
+    """({(a, b, ncols, (w, r)): ptxas row} of the hook's group kernel, the same of Temper's)."""
+    cuda = os.path.join(hooked_root, "src", "ggml-cuda")
+    flags = ["-use_fast_math", "-extended-lambda", "-DGGML_USE_CUDA", f"-I{hooked_root}/include", f"-I{hooked_root}/src", f"-I{cuda}"]
+    hook, temper = {}, {}
+    for a, b in GROUP_UNITS:
+        unit = os.path.join(cuda, f"temper-mmvq-group-{GGML_NAMES[a].lower()}" +
+                            ("" if a == b else f"-{GGML_NAMES[b].lower()}") + ".cu")
+        if not os.path.isfile(unit):
+            bad(f"{unit}: the hooked tree has no such group unit (temper engine patch writes one per type pair)")
+        for name, v in compile_ptxas(nvcc, unit, flags, work).items():
+            m = re.search(r"temper_mmvq_groupIL9ggml_type(\d+)ELS0_(\d+)ELi(\d+)ELi(\d+)ELi(\d+)E", name)
+            if m:
+                hook[(int(m.group(1)), int(m.group(2)), int(m.group(3)), (int(m.group(4)), int(m.group(5))))] = v
+    src = os.path.join(work, "temper_group_regs.cu")
+    with open(src, "w") as f:
+        f.write('#include "kernels/mmvq_group.h"\n')
+        f.write("namespace temper::kernels {\nTEMPER_KERNELS_ABI_BEGIN\n")
+        f.write("__attribute__((used)) static const void* temper_regcompare_group_kernels[] = {\n")
+        for a, b in GROUP_UNITS:
+            for nc in GROUP_NCOLS:
+                for w, r in GROUP_GRID:
+                    f.write(f"  (const void*)&mmvq_group<{a}u, {b}u, {nc}, {w}, {r}>,\n")
+        f.write("};\nTEMPER_KERNELS_ABI_END\n}\n")
+    flags = ["-DTEMPER_GPU_CUDA", f"-I{source_dir}", f"-I{source_dir}/kernels", f"-I{source_dir}/core/common/include",
+             f"-I{source_dir}/core/quant/include", f"-I{iq_tables_dir}"]
+    for name, v in compile_ptxas(nvcc, src, flags, work).items():
+        m = re.search(r"mmvq_groupILj(\d+)ELj(\d+)ELi(\d+)ELi(\d+)ELi(\d+)E", name)
+        if m:
+            temper[(int(m.group(1)), int(m.group(2)), int(m.group(3)), (int(m.group(4)), int(m.group(5))))] = v
+    return hook, temper
+
+
+def compare_groups(hook, temper):
+    """At one column registers must be equal; at every width Temper's kernel may have no stack frame or
+    spill the hook's lacks (a stack frame cost its first version up to 1.4x, docs/perf-notes.md)."""
+    failures = 0
+    print(f"\nsame-input groups: the hook's temper_mmvq_group vs Temper's mmvq_group, {ARCH} "
+          "(registers, spill stores/loads, stack frame in bytes)")
+    print(f"{'members':10} {'ncols':>5} {'config':7} {'hook':>16} {'temper':>16} {'diff':>5}  verdict")
+    for a, b in GROUP_UNITS:
+        for nc in GROUP_NCOLS:
+            for cfg in GROUP_GRID:
+                key = (a, b, nc, cfg)
+                h, t = hook.get(key), temper.get(key)
+                members = GGML_NAMES[a].lower() + ("" if a == b else "+" + GGML_NAMES[b].lower())
+                cfg_text = f"({cfg[0]},{cfg[1]})"
+                if h is None or t is None:
+                    print(f"{members:10} {nc:>5} {cfg_text:7} {'missing' if h is None else h[0]:>16} "
+                          f"{'missing' if t is None else t[0]:>16}        FAIL (not compiled)")
+                    failures += 1
+                    continue
+                diff = t[0] - h[0]
+                extra = (t[1] or t[2]) and not (h[1] or h[2]) or (t[3] > h[3])
+                ok = not extra and (nc != 1 or diff == 0)
+                verdict = "ok" if ok else "FAIL (stack frame or spills)" if extra else "FAIL (registers at one column)"
+                print(f"{members:10} {nc:>5} {cfg_text:7} {h[0]:>5} ({h[1]}/{h[2]}/{h[3]}) {t[0]:>5} ({t[1]}/{t[2]}/{t[3]}) "
+                      f"{diff:>+5}  {verdict}")
+                failures += 0 if ok else 1
+    return failures
+
+
 def read_allowed(path):
     """{(engine, type name, (nwarps, rows)): allowed |difference|} from 'engine type nwarps,rows max # why'."""
     allowed = {}
@@ -271,6 +340,11 @@ def main():
                     verdict = f"ok (equal now: its allowance of {limit} can go)"
                 print(f"{name:8} {cfg_text:7} {u[0]:>5} ({u[1]}/{u[2]}) {t[0]:>5} ({t[1]}/{t[2]}) {diff:>+5}  {verdict}")
                 failures += 0 if ok else 1
+    if a.temper:  # the hooked trees exist now: the group kernels of the last one compared
+        hooked_root = os.path.join(a.work_dir, os.path.basename(trees[engines[-1]]) + "-hooked")
+        hook, temper_groups = group_registers(nvcc, os.path.abspath(a.source_dir), os.path.abspath(a.iq_tables_dir),
+                                              hooked_root, a.work_dir)
+        failures += compare_groups(hook, temper_groups)
     print(f"\nregcompare: {failures} config(s) beyond the allowed difference" if failures else
           "\nregcompare: every compared config within the allowed difference")
     return 1 if failures else 0

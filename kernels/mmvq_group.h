@@ -136,8 +136,7 @@ int launch_group_instance(const MmvqGroupLaunch& l) {
   return static_cast<int>(hipGetLastError());
 }
 
-// One group unit's dispatcher over the group grid: the launch, or a kernel's function pointer (for
-// the runtime's attributes and occupancy); kNotInstantiated / nullptr off the grid.
+// One group unit's dispatcher over the group grid; kNotInstantiated off the grid.
 template <unsigned TypeA, unsigned TypeB, int Ncols>
 struct MmvqGroupUnit {
   static constexpr int kW = sizeof(mmvq::kGroupNwarps) / sizeof(int), kR = sizeof(mmvq::kGroupRowsPerBlock) / sizeof(int);
@@ -151,18 +150,6 @@ struct MmvqGroupUnit {
       if (l.nwarps == mmvq::kGroupNwarps[W] && l.rows_per_block == mmvq::kGroupRowsPerBlock[R])
         return launch_group_instance<TypeA, TypeB, Ncols, mmvq::kGroupNwarps[W], mmvq::kGroupRowsPerBlock[R]>(l);
       return launch<W, R + 1>(l);
-    }
-  }
-  template <int W = 0, int R = 0>
-  static const void* function(int nwarps, int rows_per_block) {
-    if constexpr (W == kW) {
-      return nullptr;
-    } else if constexpr (R == kR) {
-      return function<W + 1, 0>(nwarps, rows_per_block);
-    } else {
-      constexpr int w = mmvq::kGroupNwarps[W], r = mmvq::kGroupRowsPerBlock[R];
-      if (nwarps == w && rows_per_block == r) return reinterpret_cast<const void*>(&mmvq_group<TypeA, TypeB, Ncols, w, r>);
-      return function<W, R + 1>(nwarps, rows_per_block);
     }
   }
 };

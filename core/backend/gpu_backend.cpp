@@ -39,51 +39,53 @@ constexpr const char* kApi = "hip";
 constexpr KernelToolchain kToolchain = KernelToolchain::Hip;
 #endif
 
-// Kernels compiled at run time: one shared library per (type, ncols) from the kernel cache (every
-// config of the grid), loaded once per process and kept (kernels stay registered with the runtime).
+// Kernels compiled at run time: one shared library per kernel cache unit, loaded once per process and
+// kept (kernels stay registered with the runtime). A (type, ncols) unit holds every config of the grid;
+// a group unit (KernelPair::group_b) the group kernels of one (A, B, ncols).
 struct RtcKernels {
   int (*launch)(const void* mmvq_launch) = nullptr;
   const void* (*function)(int nwarps, int rows_per_block, int warp_size) = nullptr;
 };
+struct RtcGroupKernels {
+  int (*launch)(const void* group_launch) = nullptr;
+};
+
+// `so`'s entry point `symbol`, the library loaded once and checked to be of this Temper's ABI.
+void* rtc_symbol(const std::filesystem::path& so, const char* symbol) {
+  static std::mutex m;
+  static std::map<std::string, void*> handles;
+  std::lock_guard lock(m);
+  void*& h = handles[so.string()];
+  if (!h) {
+    h = ::dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!h) fail(ErrorKind::GpuFault, "cannot load the compiled kernels " + so.string() + ": " + ::dlerror());
+    const auto abi = reinterpret_cast<int (*)()>(::dlsym(h, "temper_rtc_abi"));
+    if (!abi || abi() != 1)
+      fail(ErrorKind::Internal, so.string() + " is not a Temper kernel library of this version (delete it to rebuild)");
+  }
+  void* f = ::dlsym(h, symbol);
+  if (!f) fail(ErrorKind::Internal, so.string() + " lacks " + symbol + " (delete it to rebuild)");
+  return f;
+}
 
 const RtcKernels& load_rtc(const std::filesystem::path& so) {
   static std::mutex m;
   static std::map<std::string, RtcKernels> loaded;
   std::lock_guard lock(m);
   if (auto it = loaded.find(so.string()); it != loaded.end()) return it->second;
-  void* h = ::dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!h) fail(ErrorKind::GpuFault, "cannot load the compiled kernels " + so.string() + ": " + ::dlerror());
-  using Abi = int (*)();
-  const auto abi = reinterpret_cast<Abi>(::dlsym(h, "temper_rtc_abi"));
   RtcKernels k;
-  k.launch = reinterpret_cast<decltype(k.launch)>(::dlsym(h, "temper_rtc_launch"));
-  k.function = reinterpret_cast<decltype(k.function)>(::dlsym(h, "temper_rtc_function"));
-  if (!abi || abi() != 1 || !k.launch || !k.function)
-    fail(ErrorKind::Internal, so.string() + " is not a Temper kernel library of this version (delete it to rebuild)");
+  k.launch = reinterpret_cast<decltype(k.launch)>(rtc_symbol(so, "temper_rtc_launch"));
+  k.function = reinterpret_cast<decltype(k.function)>(rtc_symbol(so, "temper_rtc_function"));
   return loaded.emplace(so.string(), k).first->second;
 }
-
-// A group unit's library (kernel cache KernelPair::group_b): the group kernels of one (A, B, ncols).
-struct RtcGroupKernels {
-  int (*launch)(const void* group_launch) = nullptr;
-  const void* (*function)(int nwarps, int rows_per_block, int warp_size) = nullptr;
-};
 
 const RtcGroupKernels& load_rtc_group(const std::filesystem::path& so) {
   static std::mutex m;
   static std::map<std::string, RtcGroupKernels> loaded;
   std::lock_guard lock(m);
   if (auto it = loaded.find(so.string()); it != loaded.end()) return it->second;
-  void* h = ::dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!h) fail(ErrorKind::GpuFault, "cannot load the compiled kernels " + so.string() + ": " + ::dlerror());
-  using Abi = int (*)();
-  const auto abi = reinterpret_cast<Abi>(::dlsym(h, "temper_rtc_abi"));
-  RtcGroupKernels k;
-  k.launch = reinterpret_cast<decltype(k.launch)>(::dlsym(h, "temper_rtc_group_launch"));
-  k.function = reinterpret_cast<decltype(k.function)>(::dlsym(h, "temper_rtc_group_function"));
-  if (!abi || abi() != 1 || !k.launch || !k.function)
-    fail(ErrorKind::Internal, so.string() + " is not a Temper group kernel library of this version (delete it to rebuild)");
-  return loaded.emplace(so.string(), k).first->second;
+  return loaded.emplace(so.string(), RtcGroupKernels{reinterpret_cast<int (*)(const void*)>(rtc_symbol(so, "temper_rtc_group_launch"))})
+      .first->second;
 }
 
 bool in_grid(Config c) {

@@ -67,10 +67,6 @@ extern "C" __attribute__((visibility("default"))) int temper_rtc_group_launch(co
   if (l.warp_size != temper::kernels::kWarpSize || l.ncols != @NC@) return temper::kernels::kNotInstantiated;
   return Unit::launch(l);
 }
-extern "C" __attribute__((visibility("default"))) const void* temper_rtc_group_function(int nwarps, int rows_per_block,
-                                                                                         int warp_size) {
-  return warp_size == temper::kernels::kWarpSize ? Unit::function(nwarps, rows_per_block) : nullptr;
-}
 )";
 
 uint64_t fnv1a(uint64_t h, std::string_view s) {
