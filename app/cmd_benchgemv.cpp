@@ -21,7 +21,8 @@
 namespace temper::cli {
 namespace {
 
-nlohmann::json timing_json(const ConfigTiming& t, const GemvProblem& p, double copy_gbs) {
+// `bytes`: what one launch moves (gemv_bytes of its problem).
+nlohmann::json timing_json(const ConfigTiming& t, uint64_t bytes, double copy_gbs) {
   nlohmann::json j = {{"config", {{"nwarps", t.config.nwarps}, {"rows_per_block", t.config.rows_per_block}}},
                       {"ok", t.ok()}};
   if (!t.ok()) {
@@ -31,8 +32,24 @@ nlohmann::json timing_json(const ConfigTiming& t, const GemvProblem& p, double c
   j["us"] = stats_json(t.us);
   j["gbs"] = t.gbs;
   j["fraction_of_copy"] = copy_gbs > 0 ? t.gbs / copy_gbs : 0.0;
-  j["bytes"] = gemv_bytes(p);
+  j["bytes"] = bytes;
   return j;
+}
+
+// Kernels the build lacks: compiled (or taken from the kernel cache) before any timing.
+void prepare(Device& device, const std::vector<KernelPair>& pairs) {
+  CompileProgressPrinter compile_printer(device.info().arch + " kernels");
+  with_compile_cancel([&] { device.prepare_kernels(pairs, std::ref(compile_printer), &g_compile_cancel); });
+}
+
+// The copy bandwidth of this run, the denominator of every percentage: its bytes and GB/s.
+std::pair<uint64_t, double> copy_bandwidth(Device& device) {
+  const DeviceInfo& d = device.info();
+  uint64_t copy_bytes = std::max<uint64_t>(256ULL << 20, 8 * device_llc_bytes(d));
+  if (d.memory_bytes) copy_bytes = std::min(copy_bytes, d.memory_bytes / 4);
+  const double copy_gbs = device.copy_bandwidth_gbs(copy_bytes);
+  std::fprintf(stderr, "%s (%s %s): copy bandwidth %.1f GB/s\n", d.name.c_str(), d.api.c_str(), d.arch.c_str(), copy_gbs);
+  return {copy_bytes, copy_gbs};
 }
 
 struct Options {
@@ -56,16 +73,10 @@ int run_benchgroup(const Options& o) {
   gpu::DeviceList list = gpu::list_devices(gpu_backends());
   std::unique_ptr<Device> device = gpu::open_device(list, o.device);
   const DeviceInfo& d = device->info();
-  {
-    std::vector<KernelPair> pairs{{types[0], o.ncols, types.back()}};
-    for (GgmlType t : types) pairs.push_back({t, o.ncols});
-    CompileProgressPrinter compile_printer(d.arch + " kernels");
-    with_compile_cancel([&] { device->prepare_kernels(pairs, std::ref(compile_printer), &g_compile_cancel); });
-  }
-  uint64_t copy_bytes = std::max<uint64_t>(256ULL << 20, 8 * device_llc_bytes(d));
-  if (d.memory_bytes) copy_bytes = std::min(copy_bytes, d.memory_bytes / 4);
-  const double copy_gbs = device->copy_bandwidth_gbs(copy_bytes);
-  std::fprintf(stderr, "%s (%s %s): copy bandwidth %.1f GB/s\n", d.name.c_str(), d.api.c_str(), d.arch.c_str(), copy_gbs);
+  std::vector<KernelPair> pairs{{types[0], o.ncols, types.back()}};
+  for (GgmlType t : types) pairs.push_back({t, o.ncols});
+  prepare(*device, pairs);
+  const double copy_gbs = copy_bandwidth(*device).second;
 
   bool any_failed = false;
   std::vector<ConfigTiming> group;
@@ -113,15 +124,6 @@ int run_benchgroup(const Options& o) {
                 std::to_string(t.us.median) + "\n";
     write_file_atomic(o.csv, text, {o.force});
   }
-  const auto timing = [&](const ConfigTiming& t, uint64_t bytes) {
-    nlohmann::json j = {{"config", {{"nwarps", t.config.nwarps}, {"rows_per_block", t.config.rows_per_block}}}, {"ok", t.ok()}};
-    if (!t.ok()) return j["error"] = t.error, j;
-    j["us"] = stats_json(t.us);
-    j["gbs"] = t.gbs;
-    j["fraction_of_copy"] = copy_gbs > 0 ? t.gbs / copy_gbs : 0.0;
-    j["bytes"] = bytes;
-    return j;
-  };
   if (o.json || !o.save.empty()) {
     nlohmann::json out = {{"device", gpu::device_json(d)}, {"copy_gbs", copy_gbs}, {"engine", o.engine},
                           {"variant", std::string(variant_name(problem.variant))}, {"members", members_text(*members)},
@@ -129,12 +131,12 @@ int run_benchgroup(const Options& o) {
                           {"launches_per_sample", o.bench.per_sample}, {"weight_copies", copies},
                           {"kernel", "temper group"}};
     nlohmann::json configs = nlohmann::json::array();
-    for (const auto& t : group) configs.push_back(timing(t, gemv_bytes(problem)));
+    for (const auto& t : group) configs.push_back(timing_json(t, gemv_bytes(problem), copy_gbs));
     out["configs"] = std::move(configs);
-    if (group_best) out["best"] = timing(*group_best, gemv_bytes(problem));
+    if (group_best) out["best"] = timing_json(*group_best, gemv_bytes(problem), copy_gbs);
     nlohmann::json each = nlohmann::json::array();
     for (const auto& a : alone)
-      each.push_back({{"type", std::string(type_name(a.problem.type))}, {"n", a.problem.n}, {"best", timing(*a.best, gemv_bytes(a.problem))}});
+      each.push_back({{"type", std::string(type_name(a.problem.type))}, {"n", a.problem.n}, {"best", timing_json(*a.best, gemv_bytes(a.problem), copy_gbs)}});
     out["alone"] = std::move(each);
     out["alone_us"] = members_us;
     out["speedup"] = speedup;
@@ -218,18 +220,10 @@ int run_benchgemv(const Options& o) {
       if (!instantiated_configs(*device, type, ncols).empty()) types.push_back(type);
   }
   if (types.empty()) fail(ErrorKind::BadInput, "no type to time: this build has no kernel at ncols " + std::to_string(ncols));
-  {  // Kernels the build lacks: compiled (or taken from the kernel cache) before any timing.
-    std::vector<KernelPair> pairs;
-    for (GgmlType type : types) pairs.push_back({type, ncols});
-    CompileProgressPrinter compile_printer(device->info().arch + " kernels");
-    with_compile_cancel([&] { device->prepare_kernels(pairs, std::ref(compile_printer), &g_compile_cancel); });
-  }
-
-  // The copy bandwidth of this run: the denominator of every percentage below.
-  uint64_t copy_bytes = std::max<uint64_t>(256ULL << 20, 8 * device_llc_bytes(d));
-  if (d.memory_bytes) copy_bytes = std::min(copy_bytes, d.memory_bytes / 4);
-  const double copy_gbs = device->copy_bandwidth_gbs(copy_bytes);
-  std::fprintf(stderr, "%s (%s %s): copy bandwidth %.1f GB/s\n", d.name.c_str(), d.api.c_str(), d.arch.c_str(), copy_gbs);
+  std::vector<KernelPair> pairs;
+  for (GgmlType type : types) pairs.push_back({type, ncols});
+  prepare(*device, pairs);
+  const auto [copy_bytes, copy_gbs] = copy_bandwidth(*device);
 
   struct Row {
     GgmlType type;
@@ -307,10 +301,10 @@ int run_benchgemv(const Options& o) {
     for (const auto& r : rows) {
       nlohmann::json j = {{"type", std::string(type_name(r.type))}, {"weight_copies", r.copies}};
       if (!r.error.empty()) j["error"] = r.error;
-      if (r.error.empty()) j["default"] = timing_json(r.stock, r.problem, copy_gbs);
-      if (r.best) j["best"] = timing_json(*r.best, r.problem, copy_gbs);
+      if (r.error.empty()) j["default"] = timing_json(r.stock, gemv_bytes(r.problem), copy_gbs);
+      if (r.best) j["best"] = timing_json(*r.best, gemv_bytes(r.problem), copy_gbs);
       nlohmann::json all = nlohmann::json::array();
-      for (const auto& t : r.all) all.push_back(timing_json(t, r.problem, copy_gbs));
+      for (const auto& t : r.all) all.push_back(timing_json(t, gemv_bytes(r.problem), copy_gbs));
       j["configs"] = std::move(all);
       results.push_back(std::move(j));
     }

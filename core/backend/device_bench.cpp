@@ -32,6 +32,22 @@ uint64_t device_llc_bytes(const DeviceInfo& device) {
   return llc;
 }
 
+namespace {
+// Random activations, ncols columns of k, quantized by the device into `on_device` (allocated here);
+// returns the q8_1 blocks it made.
+std::vector<quant::BlockQ8_1> quantized_activations(Device& device, int k, int ncols, uint64_t seed, DeviceBuffer& on_device) {
+  std::vector<float> x(size_t(k) * size_t(ncols));
+  quant::fill_random_activations(x.data(), int64_t(x.size()), seed ^ 0x5DEECE66DULL);
+  DeviceBuffer x_device = device.alloc(x.size() * sizeof(float));
+  device.upload(x_device, x.data(), x.size() * sizeof(float));
+  std::vector<quant::BlockQ8_1> q(x.size() / 32);
+  on_device = device.alloc(q.size() * sizeof(quant::BlockQ8_1));
+  device.quantize_q8_1(x_device, on_device, k, ncols);
+  device.download(q.data(), on_device, q.size() * sizeof(quant::BlockQ8_1));
+  return q;
+}
+}  // namespace
+
 GemvBench::GemvBench(Device& device, const GemvProblem& problem, const GemvBenchOptions& options)
     : device_(device), problem_(problem), options_(options) {
   const std::string what = std::string(type_name(problem.type)) + " n=" + std::to_string(problem.n) +
@@ -54,15 +70,7 @@ GemvBench::GemvBench(Device& device, const GemvProblem& problem, const GemvBench
   quant::fill_random(problem.type, host_weights_.data(), problem.n, problem.k, options.seed);
   for (auto& w : weights_) device.upload(w, host_weights_.data(), weight_bytes_);
 
-  std::vector<float> x(size_t(problem.k) * size_t(problem.ncols));
-  quant::fill_random_activations(x.data(), int64_t(x.size()), options.seed ^ 0x5DEECE66DULL);
-  DeviceBuffer x_device = device.alloc(x.size() * sizeof(float));
-  device.upload(x_device, x.data(), x.size() * sizeof(float));
-  const size_t q_bytes = x.size() / 32 * sizeof(quant::BlockQ8_1);
-  y_q8_1_ = device.alloc(q_bytes);
-  device.quantize_q8_1(x_device, y_q8_1_, problem.k, problem.ncols);
-  host_q8_1_.resize(q_bytes);
-  device.download(host_q8_1_.data(), y_q8_1_, q_bytes);
+  host_q8_1_ = quantized_activations(device, problem.k, problem.ncols, options.seed, y_q8_1_);
   dst_ = device.alloc(size_t(problem.n) * size_t(problem.ncols) * sizeof(float));
   if (!options.verify) host_weights_ = {};
 }
@@ -73,7 +81,7 @@ void GemvBench::prepare_expected() {
   if (!exact_.empty()) return;
   const GemvProblem& p = problem_;
   const uint64_t row = *row_bytes(p.type, uint64_t(p.k));
-  const auto* y = reinterpret_cast<const quant::BlockQ8_1*>(host_q8_1_.data());
+  const quant::BlockQ8_1* y = host_q8_1_.data();
   exact_.resize(size_t(p.n) * size_t(p.ncols));
   tolerance_.resize(exact_.size());
   for (int c = 0; c < p.ncols; ++c)
@@ -144,15 +152,7 @@ GroupBench::GroupBench(Device& device, const GemvGroupProblem& problem, const Ge
   for (int i = 0; i < copies_; ++i)
     for (size_t bytes : member_bytes) weights_.push_back(device.alloc(bytes));
 
-  std::vector<float> x(size_t(problem.k) * size_t(problem.ncols));
-  quant::fill_random_activations(x.data(), int64_t(x.size()), options.seed ^ 0x5DEECE66DULL);
-  DeviceBuffer x_device = device.alloc(x.size() * sizeof(float));
-  device.upload(x_device, x.data(), x.size() * sizeof(float));
-  const size_t blocks = x.size() / 32;
-  y_q8_1_ = device.alloc(blocks * sizeof(quant::BlockQ8_1));
-  device.quantize_q8_1(x_device, y_q8_1_, problem.k, problem.ncols);
-  std::vector<quant::BlockQ8_1> y(blocks);
-  device.download(y.data(), y_q8_1_, blocks * sizeof(quant::BlockQ8_1));
+  const std::vector<quant::BlockQ8_1> y = quantized_activations(device, problem.k, problem.ncols, options.seed, y_q8_1_);
 
   for (size_t m = 0; m < problem.members.size(); ++m) {
     const GroupMember& member = problem.members[m];

@@ -314,9 +314,29 @@ VerifyReport run_verification(Device& device, const VerifyOptions& options, cons
   if (total == 0) return report;
 
   auto cancelled = [&] { return cancel && cancel->load(); };
+  DeviceBuffer scratch;  // probe()'s, allocated before the first case
+  // One case: `run` launches and fills its check; a GPU fault or a launch the device refuses becomes
+  // the case's error. False when the device is unusable after it (report.fault set): the run stops.
+  auto record = [&](auto& cases, auto c, const auto& run) {
+    try {
+      run(c);
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::GpuFault && e.kind() != ErrorKind::BadInput) throw;
+      c.error = e.what();
+    }
+    const bool failed = !c.error.empty();
+    cases.push_back(std::move(c));
+    if (failed)
+      if (const std::string why = probe(device, scratch); !why.empty()) {
+        report.fault = why;
+        return false;
+      }
+    if (progress) progress(++done, total);
+    return true;
+  };
 
   try {
-    DeviceBuffer scratch = device.alloc(256);
+    scratch = device.alloc(256);
     for (size_t s = 0; s < options.shapes.size(); ++s) {
       const VerifyShape& shape = options.shapes[s];
       if (shape.n < 1 || shape.k < 0)
@@ -390,24 +410,13 @@ VerifyReport run_verification(Device& device, const VerifyOptions& options, cons
               vc.ncols = p.ncols;
               vc.config = config;
               vc.variant = variant;
-              try {
+              const bool usable = record(report.cases, vc, [&](VerifyCase& c) {
                 device.fill(dst, 0xFF);  // NaN everywhere: an unwritten output stays NaN
                 device.gemv(problem, config, w_device, a.q_device, dst);
                 device.download(out.data(), dst, out.size() * sizeof(float));
-                vc.check = compare_outputs(out, expected, shape.n);
-              } catch (const Error& e) {
-                if (e.kind() != ErrorKind::GpuFault && e.kind() != ErrorKind::BadInput) throw;
-                vc.error = e.what();
-                report.cases.push_back(vc);
-                if (const std::string why = probe(device, scratch); !why.empty()) {
-                  report.fault = why;
-                  return report;
-                }
-                if (progress) progress(++done, total);
-                continue;
-              }
-              report.cases.push_back(vc);
-              if (progress) progress(++done, total);
+                c.check = compare_outputs(out, expected, shape.n);
+              });
+              if (!usable) return report;
             }
           }
         }
@@ -458,27 +467,16 @@ VerifyReport run_verification(Device& device, const VerifyOptions& options, cons
             GroupVerifyCase gc;
             gc.problem = problem;
             gc.config = g.config;
-            try {
+            const bool usable = record(report.group_cases, gc, [&](GroupVerifyCase& c) {
               for (DeviceBuffer& b : dst) device.fill(b, 0xFF);
               device.gemv_group(problem, g.config, w_ptrs, a.q_device, dst_ptrs);
               for (size_t m = 0; m < group.size(); ++m) {
                 std::vector<float> out(expected[m].size());
                 device.download(out.data(), dst[m], out.size() * sizeof(float));
-                merge_member(gc.check, compare_outputs(out, expected[m], problem.members[m].n), m);
+                merge_member(c.check, compare_outputs(out, expected[m], problem.members[m].n), m);
               }
-            } catch (const Error& e) {
-              if (e.kind() != ErrorKind::GpuFault && e.kind() != ErrorKind::BadInput) throw;
-              gc.error = e.what();
-              report.group_cases.push_back(gc);
-              if (const std::string why = probe(device, scratch); !why.empty()) {
-                report.fault = why;
-                return report;
-              }
-              if (progress) progress(++done, total);
-              continue;
-            }
-            report.group_cases.push_back(gc);
-            if (progress) progress(++done, total);
+            });
+            if (!usable) return report;
           }
         }
       }

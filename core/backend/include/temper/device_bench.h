@@ -69,7 +69,7 @@ class GemvBench {
   DeviceBuffer dst_;
   std::vector<float> exact_, tolerance_;  // per output, computed lazily on the first verify
   std::vector<uint8_t> host_weights_;    // kept only until the expected outputs exist
-  std::vector<uint8_t> host_q8_1_;       // the device's quantized activations
+  std::vector<quant::BlockQ8_1> host_q8_1_;  // the device's quantized activations
   void prepare_expected();
 };
 
