@@ -234,27 +234,37 @@ int launch_instance(const MmvqLaunch& l) {
 }
 
 #if defined(TEMPER_GPU_CUDA)
-// d99724f's launch: with the programmatic-stream-serialization attribute where the loaded kernel's
-// PTX is 9.0 or newer (upstream's ggml_cuda_kernel_can_use_pdl), else a plain launch.
-template <unsigned Type, int Ncols, int Nwarps, int RowsPerBlock,
-          mmvq::KernelVariant Variant = mmvq::KernelVariant::GgmlD99724f>
-int launch_instance_pdl(const MmvqLaunch& l) {
-  auto* kernel = &mmvq<Type, Ncols, Nwarps, RowsPerBlock, Variant>;
-  static const bool can_use_pdl = [kernel] {
-    cudaFuncAttributes attr = {};
-    return cudaFuncGetAttributes(&attr, reinterpret_cast<const void*>(kernel)) == cudaSuccess && attr.ptxVersion >= 90;
-  }();
+// Whether `kernel` may launch with programmatic dependent launch: its loaded PTX is 9.0 or newer
+// (upstream's ggml_cuda_kernel_can_use_pdl). Callers keep the answer per kernel.
+inline bool pdl_capable(const void* kernel) {
+  cudaFuncAttributes attr = {};
+  return cudaFuncGetAttributes(&attr, kernel) == cudaSuccess && attr.ptxVersion >= 90;
+}
+
+// One launch through cudaLaunchKernelEx, with the programmatic-stream-serialization attribute when
+// `pdl`, else a plain one.
+template <class... Params, class... Args>
+int launch_ex(void (*kernel)(Params...), dim3 grid, dim3 block, void* stream, bool pdl, Args... args) {
   cudaLaunchAttribute attr = {};
   attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr.val.programmaticStreamSerializationAllowed = 1;
   cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3((l.nrows + RowsPerBlock - 1) / RowsPerBlock, 1, 1);
-  cfg.blockDim = dim3(l.warp_size, Nwarps, 1);
-  cfg.stream = static_cast<cudaStream_t>(l.stream);
-  cfg.attrs = can_use_pdl ? &attr : nullptr;
-  cfg.numAttrs = can_use_pdl ? 1 : 0;
-  return static_cast<int>(cudaLaunchKernelEx(&cfg, kernel, l.weights, l.act_q8_1, static_cast<const int32_t*>(nullptr),
-                                             l.dst, TEMPER_MMVQ_GEMV_ARGS(l)));
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.stream = static_cast<cudaStream_t>(stream);
+  cfg.attrs = pdl ? &attr : nullptr;
+  cfg.numAttrs = pdl ? 1 : 0;
+  return static_cast<int>(cudaLaunchKernelEx(&cfg, kernel, args...));
+}
+
+// d99724f's launch: with PDL where the kernel can use it, else a plain launch.
+template <unsigned Type, int Ncols, int Nwarps, int RowsPerBlock,
+          mmvq::KernelVariant Variant = mmvq::KernelVariant::GgmlD99724f>
+int launch_instance_pdl(const MmvqLaunch& l) {
+  auto* kernel = &mmvq<Type, Ncols, Nwarps, RowsPerBlock, Variant>;
+  static const bool can_use_pdl = pdl_capable(reinterpret_cast<const void*>(kernel));
+  return launch_ex(kernel, dim3((l.nrows + RowsPerBlock - 1) / RowsPerBlock, 1, 1), dim3(l.warp_size, Nwarps, 1), l.stream,
+                   can_use_pdl, l.weights, l.act_q8_1, static_cast<const int32_t*>(nullptr), l.dst, TEMPER_MMVQ_GEMV_ARGS(l));
 }
 #endif
 

@@ -115,22 +115,9 @@ int launch_group_instance(const MmvqGroupLaunch& l) {
   const dim3 grid(m.blocks.blocks, 1, 1), block(l.warp_size, Nwarps, 1);
 #if defined(TEMPER_GPU_CUDA)
   // d99724f's trees launch groups with programmatic dependent launch, as their mmvq.
-  static const bool can_use_pdl = [kernel] {
-    cudaFuncAttributes attr = {};
-    return cudaFuncGetAttributes(&attr, reinterpret_cast<const void*>(kernel)) == cudaSuccess && attr.ptxVersion >= 90;
-  }();
-  if (l.variant != int(mmvq::KernelVariant::Ggml7180759) && can_use_pdl) {
-    cudaLaunchAttribute attr = {};
-    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr.val.programmaticStreamSerializationAllowed = 1;
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = grid;
-    cfg.blockDim = block;
-    cfg.stream = static_cast<cudaStream_t>(l.stream);
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
-    return static_cast<int>(cudaLaunchKernelEx(&cfg, kernel, m, l.act_q8_1, uint32_t(l.k)));
-  }
+  static const bool can_use_pdl = pdl_capable(reinterpret_cast<const void*>(kernel));
+  if (l.variant != int(mmvq::KernelVariant::Ggml7180759) && can_use_pdl)
+    return launch_ex(kernel, grid, block, l.stream, true, m, l.act_q8_1, uint32_t(l.k));
 #endif
   hipLaunchKernelGGL(kernel, grid, block, 0, static_cast<hipStream_t>(l.stream), m, l.act_q8_1, uint32_t(l.k));
   return static_cast<int>(hipGetLastError());
