@@ -10,6 +10,7 @@
 #include "temper/gpus.h"
 
 namespace temper::cli {
+namespace cmd_bandwidth {  // own namespace: the commands are compiled together (unity build)
 namespace {
 
 uint64_t parse_bytes(const std::string& text) {
@@ -80,4 +81,5 @@ const Registrar reg{{"bandwidth", "measure device-to-device copy bandwidth",
                      }}};
 
 }  // namespace
+}  // namespace cmd_bandwidth
 }  // namespace temper::cli

@@ -19,6 +19,7 @@
 #include "temper/verify.h"
 
 namespace temper::cli {
+namespace cmd_benchgemv {  // own namespace: the commands are compiled together (unity build)
 namespace {
 
 // `bytes`: what one launch moves (gemv_bytes of its problem).
@@ -416,4 +417,5 @@ const Registrar reg{
      }}};
 
 }  // namespace
+}  // namespace cmd_benchgemv
 }  // namespace temper::cli

@@ -16,6 +16,7 @@
 #include "temper/quant/tensor.h"
 
 namespace temper::cli {
+namespace cmd_dequant {  // own namespace: the commands are compiled together (unity build)
 namespace {
 
 std::string supported_list() {
@@ -130,4 +131,5 @@ const Registrar registrar{Command{
     }}};
 
 }  // namespace
+}  // namespace cmd_dequant
 }  // namespace temper::cli

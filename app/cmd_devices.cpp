@@ -8,6 +8,7 @@
 #include "temper/gpus.h"
 
 namespace temper::cli {
+namespace cmd_devices {  // own namespace: the commands are compiled together (unity build)
 namespace {
 
 std::string mib(uint64_t bytes) {
@@ -71,4 +72,5 @@ const Registrar reg{{"devices", "list the GPUs this build can use",
                      }}};
 
 }  // namespace
+}  // namespace cmd_devices
 }  // namespace temper::cli

@@ -20,6 +20,7 @@
 #include "temper/gpu_backend.h"
 
 namespace temper::cli {
+namespace cmd_engine {  // own namespace: the commands are compiled together (unity build)
 namespace {
 
 // Every engine sub-command's options; each declares the ones it takes.
@@ -130,6 +131,7 @@ int run_build(const Options& o) {
 }
 
 }  // namespace
+}  // namespace cmd_engine
 
 void add_engine_probe(CLI::App& app, EngineProbeArgs& e, bool with_arch) {
   app.add_option("--probe", e.probe,
@@ -179,9 +181,10 @@ engine::ProbeOptions engine_probe_options(const EngineProbeArgs& e) {
     return o;
   }
   if (e.engine_src.empty()) fail(ErrorKind::BadInput, "expected --probe PATH or --engine-src DIR (see `temper help engine`)");
-  return engine::probe_options(e.engine_src, engine::build(e.engine_src, build_options(e), print_build_step));
+  return engine::probe_options(e.engine_src, engine::build(e.engine_src, cmd_engine::build_options(e), cmd_engine::print_build_step));
 }
 
+namespace cmd_engine {
 namespace {
 
 // --path TYPE[:mul_mat_id]=mmvq|mmq: ggml's mmvq/mmq pick forced for TYPE's MUL_MAT (or MUL_MAT_ID).
@@ -426,4 +429,5 @@ const Registrar reg{{"engine", "the tuning hook on your ggml / llama.cpp tree; t
                      define_engine}};
 
 }  // namespace
+}  // namespace cmd_engine
 }  // namespace temper::cli

@@ -11,6 +11,7 @@
 #include "temper/gpus.h"
 
 namespace temper::cli {
+namespace cmd_gpus {  // own namespace: the commands are compiled together (unity build)
 namespace {
 
 nlohmann::json to_json(const GpuSpec& g) {
@@ -122,4 +123,5 @@ const Registrar registrar{Command{
     }}};
 
 }  // namespace
+}  // namespace cmd_gpus
 }  // namespace temper::cli

@@ -16,6 +16,7 @@
 #include "temper/model.h"
 
 namespace temper::cli {
+namespace cmd_inspect {  // own namespace: the commands are compiled together (unity build)
 namespace {
 
 using json = nlohmann::ordered_json;  // keys in the documented order
@@ -262,4 +263,5 @@ const Registrar reg{Command{
     }}};
 
 }  // namespace
+}  // namespace cmd_inspect
 }  // namespace temper::cli

@@ -18,6 +18,7 @@
 #include "temper/occupancy.h"
 
 namespace temper::cli {
+namespace cmd_occupancy {  // own namespace: the commands are compiled together (unity build)
 namespace {
 
 struct Options {
@@ -336,4 +337,5 @@ const Registrar registrar{Command{
     }}};
 
 }  // namespace
+}  // namespace cmd_occupancy
 }  // namespace temper::cli

@@ -13,6 +13,7 @@
 #include "temper/plan.h"
 
 namespace temper::cli {
+namespace cmd_plan {  // own namespace: the commands are compiled together (unity build)
 namespace {
 
 using json = nlohmann::ordered_json;
@@ -118,4 +119,5 @@ const Registrar reg{Command{
     }}};
 
 }  // namespace
+}  // namespace cmd_plan
 }  // namespace temper::cli

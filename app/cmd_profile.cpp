@@ -21,6 +21,7 @@
 #include "temper/sweep.h"
 
 namespace temper::cli {
+namespace cmd_profile {  // own namespace: the commands are compiled together (unity build)
 namespace {
 
 using nlohmann::json;
@@ -504,4 +505,5 @@ const Registrar registrar{Command{
     define_profile}};
 
 }  // namespace
+}  // namespace cmd_profile
 }  // namespace temper::cli

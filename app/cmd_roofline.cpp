@@ -15,6 +15,7 @@
 #include "temper/session.h"
 
 namespace temper::cli {
+namespace cmd_roofline {  // own namespace: the commands are compiled together (unity build)
 namespace {
 
 std::string unit(double v, const char* suffix) {
@@ -113,4 +114,5 @@ const Registrar registrar{Command{
     }}};
 
 }  // namespace
+}  // namespace cmd_roofline
 }  // namespace temper::cli

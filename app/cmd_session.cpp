@@ -6,6 +6,7 @@
 #include "temper/sweep.h"
 
 namespace temper::cli {
+namespace cmd_session {  // own namespace: the commands are compiled together (unity build)
 namespace {
 
 struct Options {
@@ -56,4 +57,5 @@ const Registrar reg{{"session", "summarise a saved sweep session (devices, winne
                      }}};
 
 }  // namespace
+}  // namespace cmd_session
 }  // namespace temper::cli

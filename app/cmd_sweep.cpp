@@ -26,6 +26,7 @@
 #include "temper/verify.h"
 
 namespace temper::cli {
+namespace cmd_sweep {  // own namespace: the commands are compiled together (unity build)
 namespace {
 
 namespace fs = std::filesystem;
@@ -468,4 +469,5 @@ const Registrar reg{
      define_sweep}};
 
 }  // namespace
+}  // namespace cmd_sweep
 }  // namespace temper::cli

@@ -16,6 +16,7 @@
 #include "temper/verify.h"
 
 namespace temper::cli {
+namespace cmd_tune {  // own namespace: the commands are compiled together (unity build)
 namespace {
 
 struct Options {
@@ -226,4 +227,5 @@ const Registrar reg{
      define_tune}};
 
 }  // namespace
+}  // namespace cmd_tune
 }  // namespace temper::cli

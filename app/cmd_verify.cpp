@@ -18,6 +18,7 @@
 #include "temper/verify.h"
 
 namespace temper::cli {
+namespace cmd_verify {  // own namespace: the commands are compiled together (unity build)
 namespace {
 
 std::atomic<bool> g_cancel{false};
@@ -135,4 +136,5 @@ const Registrar reg{{"verify", "check every kernel instantiation on the device a
                      }}};
 
 }  // namespace
+}  // namespace cmd_verify
 }  // namespace temper::cli

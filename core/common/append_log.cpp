@@ -14,8 +14,6 @@
 namespace temper {
 namespace {
 
-std::string errno_text() { return std::strerror(errno); }
-
 void write_all(int fd, std::string_view data, const std::filesystem::path& path, const std::string& kind) {
   while (!data.empty()) {
     const ssize_t n = ::write(fd, data.data(), data.size());

@@ -1,5 +1,8 @@
 #include "temper/error.h"
 
+#include <cerrno>
+#include <cstring>
+
 namespace temper {
 
 const char* error_kind_name(ErrorKind kind) {
@@ -16,5 +19,7 @@ const char* error_kind_name(ErrorKind kind) {
 }
 
 void fail(ErrorKind kind, const std::string& what) { throw Error(kind, what); }
+
+std::string errno_text() { return std::strerror(errno); }
 
 }  // namespace temper

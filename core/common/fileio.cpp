@@ -20,8 +20,6 @@
 namespace temper {
 namespace {
 
-std::string errno_text() { return std::strerror(errno); }
-
 void write_all(int fd, std::string_view data, const std::filesystem::path& tmp) {
   while (!data.empty()) {
     ssize_t n = ::write(fd, data.data(), data.size());

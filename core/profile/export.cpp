@@ -146,7 +146,7 @@ std::string csv_field(const std::string& s) {
   return out + "\"";
 }
 
-std::string num(double v) {
+std::string number_text(double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.6g", v);
   return buf;
@@ -337,8 +337,8 @@ Export export_header(const Profile& p, const ExportOptions& o) {
       << "},  // " << type_name(e->key.type);
     if (e->key.launch != Launch::MulMat) h << " " << launch_name(e->key.launch);
     if (e->provenance)
-      h << " " << e->key.n << "x" << e->key.k << ": " << num(e->provenance->speedup) << "x ("
-        << num(e->provenance->speedup_low) << ".." << num(e->provenance->speedup_high) << ") vs default "
+      h << " " << e->key.n << "x" << e->key.k << ": " << number_text(e->provenance->speedup) << "x ("
+        << number_text(e->provenance->speedup_low) << ".." << number_text(e->provenance->speedup_high) << ") vs default "
         << config_text(e->default_config);
     else
       h << " bucket, imported without measurements";
@@ -369,20 +369,20 @@ Export export_csv(const Session& s) {
     const bool timed = r.status == ResultStatus::Ok && r.time_us.n > 0;
     std::string speedup, verdict;
     const Verdict* w = find_verdict(s, r);
-    if (timed && w && w->default_us > 0 && r.time_us.median > 0) speedup = num(w->default_us / r.time_us.median);
+    if (timed && w && w->default_us > 0 && r.time_us.median > 0) speedup = number_text(w->default_us / r.time_us.median);
     if (w && w->config == r.config) verdict = w->verdict;
     c << csv_field(s.id) << "," << r.device << "," << csv_field(d ? d->info.name : "") << ","
       << csv_field(d ? d->info.arch : "") << "," << type_name(r.type) << "," << r.n << "," << r.k << "," << r.ncols
       << "," << r.config.nwarps << "," << r.config.rows_per_block << "," << (r.is_default ? 1 : 0) << ","
       << (r.is_small_k ? 1 : 0) << "," << result_status_name(r.status) << ",";
     if (timed)
-      c << num(r.time_us.median) << "," << num(r.time_us.p10) << "," << num(r.time_us.p90) << "," << num(r.time_us.ci_low)
-        << "," << num(r.time_us.ci_high) << "," << r.time_us.n << "," << (r.converged ? 1 : 0) << "," << num(r.gbs)
-        << "," << num(r.ops_per_s) << ",";
+      c << number_text(r.time_us.median) << "," << number_text(r.time_us.p10) << "," << number_text(r.time_us.p90) << "," << number_text(r.time_us.ci_low)
+        << "," << number_text(r.time_us.ci_high) << "," << r.time_us.n << "," << (r.converged ? 1 : 0) << "," << number_text(r.gbs)
+        << "," << number_text(r.ops_per_s) << ",";
     else
       c << ",,,,,,,,,";
     if (r.status == ResultStatus::Ok || r.status == ResultStatus::Failed)
-      c << num(r.max_abs_error) << "," << num(r.worst_error_ratio) << ",";
+      c << number_text(r.max_abs_error) << "," << number_text(r.worst_error_ratio) << ",";
     else
       c << ",,";
     c << speedup << "," << csv_field(verdict) << "," << csv_field(r.failure) << "," << launch_name(r.launch) << ","

@@ -29,6 +29,7 @@ namespace {
 
 using detail::kValuesIq4nl;
 using detail::kValuesMxfp4;
+using detail::load_u32;
 
 void dequant_q4_0(const BlockQ4_0* x, float* y, int64_t nb) {
   for (int64_t i = 0; i < nb; ++i, y += 32) {
@@ -48,12 +49,6 @@ void dequant_q4_1(const BlockQ4_1* x, float* y, int64_t nb) {
       y[j + 16] = float(x[i].qs[j] >> 4) * d + m;
     }
   }
-}
-
-uint32_t load_u32(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;  // little-endian host assumed, as GGUF files are little-endian
 }
 
 void dequant_q5_0(const BlockQ5_0* x, float* y, int64_t nb) {

@@ -1,9 +1,11 @@
 #pragma once
 // Shared by core/quant's sources only.
 #include <cstdint>
+#include <cstring>
 #include <string>
 
 #include "temper/quant/blocks.h"
+#include "temper/quant/fp.h"
 #include "temper/types.h"
 
 namespace temper::quant::detail {
@@ -37,5 +39,22 @@ inline int scale_q3_k(int j, const uint8_t* s) {
 inline int scale_iq4_xs(int j, const BlockIQ4_XS& b) {
   return (((b.scales_l[j / 2] >> (4 * (j % 2))) & 0xF) | (((b.scales_h >> (2 * j)) & 3) << 4)) - 32;
 }
+
+inline uint16_t load_u16(const uint8_t* p) {
+  uint16_t v;
+  std::memcpy(&v, p, 2);
+  return v;
+}
+inline uint32_t load_u32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;  // little-endian host assumed, as GGUF files are little-endian
+}
+
+struct Q8 {  // a q8_1 block's scale and sum as the kernel reads them
+  float d, s;
+  const int8_t* q;
+  explicit Q8(const BlockQ8_1& b) : d(fp16_to_fp32(b.d)), s(fp16_to_fp32(b.s)), q(b.qs) {}
+};
 
 }  // namespace temper::quant::detail

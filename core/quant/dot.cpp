@@ -18,6 +18,9 @@ namespace {
 
 using detail::kValuesIq4nl;
 using detail::kValuesMxfp4;
+using detail::load_u16;
+using detail::load_u32;
+using detail::Q8;
 
 constexpr double kUnit = 0x1p-24;  // float unit roundoff
 
@@ -33,12 +36,6 @@ struct Call {
     ++acc.calls;
     if (acc.keep_calls) acc.call_values.push_back(value);
   }
-};
-
-struct Q8 {  // a q8_1 block's scale and sum as the kernel reads them
-  float d, s;
-  const int8_t* q;
-  explicit Q8(const BlockQ8_1& b) : d(fp16_to_fp32(b.d)), s(fp16_to_fp32(b.s)), q(b.qs) {}
 };
 
 // Σ over 8 bytes b0..b0+7 of f(byte) paired with q8 positions b0.. (low nibble) and b0+16.. (high).
@@ -81,11 +78,6 @@ void dot_q_1(const Block* x, const BlockQ8_1* y, int64_t nb, bool half_products,
   }
 }
 
-uint32_t load_u32(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
 
 void dot_q5_0(const BlockQ5_0* x, const BlockQ8_1* y, int64_t nb, Call call) {
   for (int64_t i = 0; i < nb; ++i) {

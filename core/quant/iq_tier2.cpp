@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "detail.h"
 #include "iq_tier2.h"
 #include "temper/error.h"
 #include "temper/quant/fp.h"
@@ -14,6 +15,10 @@
 
 namespace temper::quant {
 namespace {
+
+using detail::load_u16;
+using detail::load_u32;
+using detail::Q8;
 
 #include "iq_grids_a.inc"
 #include "iq_grids_b.inc"
@@ -58,22 +63,7 @@ int8_t iq1_value(uint64_t entry, int j) { return static_cast<int8_t>(grid_byte(e
 float sign_of(uint8_t signs, int j) { return (signs >> j) & 1 ? -1.0f : 1.0f; }
 int isign(uint8_t signs, int j) { return (signs >> j) & 1 ? -1 : 1; }
 
-uint16_t load_u16(const uint8_t* p) {
-  uint16_t v;
-  std::memcpy(&v, p, 2);
-  return v;
-}
-uint32_t load_u32(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
 
-struct Q8 {
-  float d, s;
-  const int8_t* q;
-  explicit Q8(const BlockQ8_1& b) : d(fp16_to_fp32(b.d)), s(fp16_to_fp32(b.s)), q(b.qs) {}
-};
 
 void add_call(DotQ8_1& acc, float value, double magnitude, double truncation = 0) {
   acc.value += value;

@@ -14,6 +14,7 @@
 
 #include "temper/defaults.h"
 #include "engine/probe_protocol.h"
+#include "fake_probe_options.h"
 #include "temper/engine_device.h"
 #include "temper/keys.h"
 #include "temper/quant/reference.h"
@@ -63,13 +64,6 @@ struct ScopedEnv {
 
 bool empty_dir(const fs::path& d) { return fs::is_directory(d) && fs::directory_iterator(d) == fs::directory_iterator(); }
 
-ProbeOptions fake(double timeout_s = 30) {
-  ProbeOptions o;
-  o.probe = FAKE_PROBE;
-  o.timeout_s = timeout_s;
-  return o;
-}
-
 Error error_of(const std::function<void()>& f) {
   try {
     f();
@@ -117,7 +111,7 @@ struct Gemv {
 };
 
 TEST(EngineDevice, HelloBecomesDeviceInfo) {
-  EngineDevice dev(fake());
+  EngineDevice dev(test::fake_probe(30));
   EXPECT_EQ(dev.info().api, "engine-cuda");
   EXPECT_EQ(dev.info().arch, "sm_90");
   EXPECT_EQ(dev.info().name, "Temper fake probe (CPU reference, synthetic times)");
@@ -135,7 +129,7 @@ TEST(EngineDevice, HelloBecomesDeviceInfo) {
 }
 
 TEST(EngineDevice, BuffersRoundTrip) {
-  EngineDevice dev(fake());
+  EngineDevice dev(test::fake_probe(30));
   DeviceBuffer b = dev.alloc(1000);
   std::vector<uint8_t> data(1000);
   for (size_t i = 0; i < data.size(); ++i) data[i] = uint8_t(i * 7 + 3);
@@ -161,7 +155,7 @@ TEST(EngineDevice, BuffersRoundTrip) {
 }
 
 TEST(EngineDevice, GemvMatchesTheReferenceAtStockAndOverride) {
-  EngineDevice dev(fake());
+  EngineDevice dev(test::fake_probe(30));
   Gemv g(dev);
   const Config stock = *dev.stock_config(g.p.type, g.p.ncols, g.p.k);
   EXPECT_EQ(stock, defaults::default_config("ggml-d99724f", "sm_90", g.p.type, g.p.ncols, g.p.k));
@@ -178,7 +172,7 @@ TEST(EngineDevice, GemvMatchesTheReferenceAtStockAndOverride) {
 }
 
 TEST(EngineDevice, TimesAttributesAndBandwidth) {
-  EngineDevice dev(fake());
+  EngineDevice dev(test::fake_probe(30));
   Gemv g(dev);
   const DeviceBuffer* copies[] = {&g.wd};
   const Config stock = *dev.stock_config(g.p.type, g.p.ncols, g.p.k);
@@ -197,13 +191,13 @@ TEST(EngineDevice, TimesAttributesAndBandwidth) {
 }
 
 TEST(EngineDevice, BackendHandsOutTheProbeItStarted) {
-  EngineBackend backend(fake());
+  EngineBackend backend(test::fake_probe(30));
   const auto infos = backend.devices();
   ASSERT_EQ(infos.size(), 1u);
   EXPECT_EQ(infos[0].api, "engine-cuda");
   EXPECT_NE(backend.open(0), nullptr);
   EXPECT_EQ(error_of([&] { backend.open(1); }).kind(), ErrorKind::NoDevice);
-  ProbeOptions missing = fake();
+  ProbeOptions missing = test::fake_probe(30);
   missing.probe = "/nonexistent/temper-probe";
   EngineBackend none(missing);
   EXPECT_TRUE(none.devices().empty());
@@ -211,7 +205,7 @@ TEST(EngineDevice, BackendHandsOutTheProbeItStarted) {
 }
 
 TEST(EngineDeviceErrors, MissingOrNotExecutable) {
-  ProbeOptions o = fake();
+  ProbeOptions o = test::fake_probe(30);
   o.probe = "/nonexistent/temper-probe";
   Error e = error_of([&] { EngineDevice dev(o); });
   EXPECT_EQ(e.kind(), ErrorKind::BadInput);
@@ -228,7 +222,7 @@ TEST(EngineDeviceErrors, MissingOrNotExecutable) {
 
 TEST(EngineDeviceErrors, CrashMidRequestIsAGpuFaultWithStderrAndLog) {
   EnvVar crash("FAKE_PROBE_CRASH_ON", "Gemv");
-  EngineDevice dev(fake());
+  EngineDevice dev(test::fake_probe(30));
   Gemv g(dev);
   Error e = error_of([&] { g.check(dev, Config{2, 2}); });
   EXPECT_EQ(e.kind(), ErrorKind::GpuFault);
@@ -245,7 +239,7 @@ TEST(EngineDeviceErrors, CrashMidRequestIsAGpuFaultWithStderrAndLog) {
 
 TEST(EngineDeviceErrors, HangEndsInATimeout) {
   EnvVar hang("FAKE_PROBE_HANG_AT", "3");
-  EngineDevice dev(fake(0.5));
+  EngineDevice dev(test::fake_probe(0.5));
   DeviceBuffer b = dev.alloc(64);  // request 2
   const auto start = std::chrono::steady_clock::now();
   const Error e = error_of([&] { dev.fill(b, 0); });
@@ -258,7 +252,7 @@ TEST(EngineDeviceErrors, HangEndsInATimeout) {
 
 TEST(EngineDeviceErrors, ErrorAnswerIsAGpuFaultAndTheProbeLivesOn) {
   EnvVar err("FAKE_PROBE_ERROR_ON", "Gemv");
-  EngineDevice dev(fake());
+  EngineDevice dev(test::fake_probe(30));
   Gemv g(dev);
   const Error e = error_of([&] { dev.gemv(g.p, Config{2, 2}, g.wd, g.yd, g.dst); });
   EXPECT_EQ(e.kind(), ErrorKind::GpuFault);
@@ -272,7 +266,7 @@ TEST(EngineDeviceErrors, ErrorAnswerIsAGpuFaultAndTheProbeLivesOn) {
 
 TEST(EngineDeviceErrors, OtherProtocolVersionIsRefused) {
   EnvVar v("FAKE_PROBE_PROTOCOL", "7");
-  const Error e = error_of([&] { EngineDevice dev(fake()); });
+  const Error e = error_of([&] { EngineDevice dev(test::fake_probe(30)); });
   EXPECT_EQ(e.kind(), ErrorKind::GpuFault);
   EXPECT_NE(std::string(e.what()).find("speaks protocol 7; this Temper speaks 1.." + std::to_string(temper::probe::kProtocolVersion)),
             std::string::npos)
@@ -282,10 +276,10 @@ TEST(EngineDeviceErrors, OtherProtocolVersionIsRefused) {
 // Kernel-only timing (Op::TimeKernel): the fake answers (bytes at 1000 GB/s) × the config's factor,
 // exactly; every config arrives as itself (the fake refuses nwarps 0 here), the stock one included.
 TEST(EngineDeviceKernelOnly, TimesAreTheKernelAloneForEveryConfig) {
-  ProbeOptions o = fake();
+  ProbeOptions o = test::fake_probe(30);
   o.kernel_only = true;
   EngineDevice kernel(o);
-  EngineDevice whole(fake());
+  EngineDevice whole(test::fake_probe(30));
   Gemv gk(kernel), gw(whole);
   const Config stock = defaults::default_config("ggml-d99724f", "sm_90", gk.p.type, gk.p.ncols, gk.p.k, 32);
   const double bytes_us = gemv_bytes(gk.p.type, gk.p.n, gk.p.k, gk.p.ncols) / 1e6;
@@ -307,7 +301,7 @@ TEST(EngineDeviceKernelOnly, TimesAreTheKernelAloneForEveryConfig) {
 }
 
 TEST(EngineDeviceKernelOnly, ConfigNotCompiledInIsBadInput) {
-  ProbeOptions o = fake();
+  ProbeOptions o = test::fake_probe(30);
   o.kernel_only = true;
   EngineDevice dev(o);
   Gemv g(dev);
@@ -324,11 +318,11 @@ TEST(EngineDeviceKernelOnly, ConfigNotCompiledInIsBadInput) {
 TEST(EngineDeviceKernelOnly, ProtocolOneProbeIsRefusedInOneLine) {
   EnvVar v("FAKE_PROBE_PROTOCOL", "1");
   {
-    EngineDevice old(fake());  // still fine for whole MUL_MATs
+    EngineDevice old(test::fake_probe(30));  // still fine for whole MUL_MATs
     Gemv g(old);
     g.check(old, Config{1, 1});
   }
-  ProbeOptions o = fake();
+  ProbeOptions o = test::fake_probe(30);
   o.kernel_only = true;
   const Error e = error_of([&] { EngineDevice dev(o); });
   EXPECT_EQ(e.kind(), ErrorKind::BadInput);
@@ -350,7 +344,7 @@ TEST(EngineDeviceLog, KeptOnlyWhenTheProbeFailedAndNeverInTheTempDirectory) {
     const fs::path logs = root / "cache" / "temper" / "engine" / "logs";
     fs::path log;
     {
-      EngineDevice dev(fake());
+      EngineDevice dev(test::fake_probe(30));
       Gemv g(dev);
       g.check(dev, Config{2, 2});
       log = dev.log_path();
@@ -360,7 +354,7 @@ TEST(EngineDeviceLog, KeptOnlyWhenTheProbeFailedAndNeverInTheTempDirectory) {
     EXPECT_FALSE(fs::exists(log)) << "a probe that ended well keeps no log";
     {
       EnvVar crash("FAKE_PROBE_CRASH_ON", "Gemv");
-      EngineDevice dev(fake());
+      EngineDevice dev(test::fake_probe(30));
       Gemv g(dev);
       const std::string what = error_of([&] { g.check(dev, Config{2, 2}); }).what();
       log = dev.log_path();
@@ -370,7 +364,7 @@ TEST(EngineDeviceLog, KeptOnlyWhenTheProbeFailedAndNeverInTheTempDirectory) {
     EXPECT_EQ(log.parent_path(), logs);
     {
       ScopedEnv keep("TEMPER_PROBE_LOG_DIR", (root / "kept").string());
-      { EngineDevice dev(fake()); log = dev.log_path(); }
+      { EngineDevice dev(test::fake_probe(30)); log = dev.log_path(); }
       EXPECT_EQ(log.parent_path(), root / "kept");
       EXPECT_TRUE(fs::is_regular_file(log)) << "TEMPER_PROBE_LOG_DIR keeps every log";
     }

@@ -17,6 +17,7 @@
 
 #include "cli_run.h"
 #include "temper/defaults.h"
+#include "fake_probe_options.h"
 #include "temper/engine_device.h"
 #include "temper/profile.h"
 #include "temper/sweep.h"
@@ -43,12 +44,6 @@ SweepSetup small_setup(const engine::EngineDevice& dev) {
   return setup;
 }
 
-engine::ProbeOptions fake() {
-  engine::ProbeOptions o;
-  o.probe = FAKE_PROBE;
-  return o;
-}
-
 Session sweep(engine::EngineDevice& dev, const SweepSetup& setup) {
   Device* devices[] = {&dev};
   Session s = new_session(setup, devices);
@@ -61,7 +56,7 @@ Session sweep(engine::EngineDevice& dev, const SweepSetup& setup) {
 // experts a token uses, verified against the CPU reference of the whole launch (the GLU of both
 // products; each used expert's own output), winners found and exported with their kind.
 TEST(EngineSweep, FusedAndExpertLaunchesAreVerifiedAndTunedAsTheirKind) {
-  engine::EngineDevice dev(fake());
+  engine::EngineDevice dev(test::fake_probe());
   ASSERT_TRUE(dev.runs_launch(Launch::MulMatGlu));
   SweepSetup setup = small_setup(dev);
   Shape glu = shape(GgmlType::Q4_K, 256, 512);
@@ -104,7 +99,7 @@ TEST(EngineSweep, FusedAndExpertLaunchesAreVerifiedAndTunedAsTheirKind) {
 // the faster of the two against the engine's fused stock: the fake engine's pair wins where N is a
 // multiple of 256, loses at 384.
 TEST(EngineSweep, TheUnfusedPairReplacesTheFusedEntryOnlyWhereItIsFaster) {
-  engine::EngineDevice dev(fake());
+  engine::EngineDevice dev(test::fake_probe());
   SweepSetup setup = small_setup(dev);
   setup.shapes.clear();
   for (int n : {256, 384}) {
@@ -144,7 +139,7 @@ TEST(EngineSweep, TheUnfusedPairReplacesTheFusedEntryOnlyWhereItIsFaster) {
 // A probe of protocol 2 runs plain launches only: the other kinds are skipped with the reason.
 TEST(EngineSweep, AnOlderProbeSkipsTheKindsItCannotLaunch) {
   setenv("FAKE_PROBE_PROTOCOL", "2", 1);
-  engine::EngineDevice dev(fake());
+  engine::EngineDevice dev(test::fake_probe());
   unsetenv("FAKE_PROBE_PROTOCOL");
   EXPECT_FALSE(dev.runs_launch(Launch::MulMatGlu));
   SweepSetup setup = small_setup(dev);
@@ -159,7 +154,7 @@ TEST(EngineSweep, AnOlderProbeSkipsTheKindsItCannotLaunch) {
 }
 
 TEST(EngineSweep, StockBaselineVerifiedWinnersConfirmed) {
-  engine::EngineDevice dev(fake());
+  engine::EngineDevice dev(test::fake_probe());
   const Session s = sweep(dev, small_setup(dev));
   ASSERT_EQ(s.status, "complete");
   EXPECT_TRUE(s.kernel_source.is_engine());
@@ -204,7 +199,7 @@ TEST(EngineSweep, StockBaselineVerifiedWinnersConfirmed) {
 
 TEST(EngineSweep, EngineStockDifferentFromTheTableIsNoted) {
   ::setenv("FAKE_PROBE_STOCK", "2x1", 1);
-  engine::EngineDevice dev(fake());
+  engine::EngineDevice dev(test::fake_probe());
   ::unsetenv("FAKE_PROBE_STOCK");
   SweepSetup setup = small_setup(dev);
   setup.shapes.resize(1);

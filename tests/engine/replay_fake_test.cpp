@@ -14,6 +14,7 @@
 
 #include "engine/cli_run.h"
 #include "fixtures/fixtures.h"
+#include "fake_probe_options.h"
 #include "temper/engine_device.h"
 #include "temper/engine_replay.h"
 #include "temper/error.h"
@@ -53,19 +54,13 @@ fs::path tiny_model(GgmlType type = GgmlType::Q4_0, uint64_t k_unit = 128) {
   return path;
 }
 
-engine::ProbeOptions fake() {
-  engine::ProbeOptions o;
-  o.probe = FAKE_PROBE;
-  return o;
-}
-
 struct Fixture {
   fs::path model = tiny_model(), profile = model.string() + ".profile.json";
   GgufFile file = GgufFile::open(model);
   engine::ReplayPlan plan = engine::plan_replay(file);
   Fixture() {
     // The engine's own sweep of the model's launches, and its winners approved.
-    engine::EngineDevice dev(fake());
+    engine::EngineDevice dev(test::fake_probe());
     SweepSetup setup;
     setup.shapes = sweep_shapes(file, {1});
     setup.model = model_identity(describe_model(file));
@@ -89,7 +84,7 @@ struct Fixture {
 
 // pipeline: the profile arm's pipelined launches (probe protocol 6); nullopt, the hook decides.
 engine::ReplayReport replay(const Fixture& f, std::optional<bool> pipeline = std::nullopt) {
-  engine::EngineDevice dev(fake());
+  engine::EngineDevice dev(test::fake_probe());
   engine::ReplayOptions o;
   o.profile = f.profile;
   o.tokens = 5;
@@ -156,7 +151,7 @@ struct PathFixture {
     fs::remove(profile);
   }
   engine::ReplayReport replay(int ncols, std::vector<engine::ReplayOptions::ForcedPath> paths = {}) const {
-    engine::EngineDevice dev(fake());
+    engine::EngineDevice dev(test::fake_probe());
     engine::ReplayOptions o;
     o.profile = profile;
     o.tokens = 5;
@@ -249,7 +244,7 @@ TEST(ReplayPaths, AnOldProbeAndBadRequestsAreRefusedWithOneLine) {
     }
   }
   // The probe's side: plan lines it cannot read are refused, naming the line.
-  engine::EngineDevice dev(fake());
+  engine::EngineDevice dev(test::fake_probe());
   DeviceBuffer x = dev.alloc(4096), out = dev.alloc(4096);
   const std::string head = "profile -\nx " + std::to_string(engine::EngineDevice::handle(x)) + "\nout " +
                            std::to_string(engine::EngineDevice::handle(out)) + "\n";
@@ -295,7 +290,7 @@ TEST(ReplayPaths, AMoeTokenAtThreeColumnsAndItsExpertsOnMmq) {
   const fs::path profile = fs::temp_directory_path() / ("temper-replay-moe-" + std::to_string(::getpid()) + ".json");
   save_profile(Profile{}, profile);
   const auto replay = [&](std::vector<engine::ReplayOptions::ForcedPath> paths) {
-    engine::EngineDevice dev(fake());
+    engine::EngineDevice dev(test::fake_probe());
     engine::ReplayOptions o;
     o.profile = profile;
     o.tokens = 3;
@@ -358,7 +353,7 @@ struct GroupFixture {
     return path;
   }
   engine::ReplayReport replay(std::optional<engine::GroupSetting> group, int ncols = 1) const {
-    engine::EngineDevice dev(fake());
+    engine::EngineDevice dev(test::fake_probe());
     engine::ReplayOptions o;
     o.profile = profile;
     o.tokens = 5;
@@ -376,7 +371,7 @@ TEST(ReplayGroups, TheWinningConfigGroupsEveryRunAndAgrees) {
   ASSERT_EQ(f.plan.launches.group_runs_per_token(), 2);
   // The probe's plan: k and v read q's tensor (mm+), o its own.
   {
-    engine::EngineDevice dev(fake());
+    engine::EngineDevice dev(test::fake_probe());
     engine::TokenReplayer token(dev, f.file, f.plan, 1);
     const std::string text = token.plan_text(f.profile, 1, {}, nullptr, engine::GroupSetting{4, 2});
     EXPECT_NE(text.find("group 4 2\n"), std::string::npos) << text;
@@ -432,7 +427,7 @@ TEST(ReplayGroups, AnOlderProbeIsRefusedWithOneLineAndBadLinesAreNamed) {
     EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
   }
   {  // without a group setting it replays as before: no mm+ line it could not read
-    engine::EngineDevice dev(fake());
+    engine::EngineDevice dev(test::fake_probe());
     engine::TokenReplayer token(dev, f.file, f.plan, 1);
     EXPECT_EQ(token.plan_text(f.profile, 1, {}).find("mm+"), std::string::npos);
   }
@@ -441,7 +436,7 @@ TEST(ReplayGroups, AnOlderProbeIsRefusedWithOneLineAndBadLinesAreNamed) {
   EXPECT_EQ(engine::parse_group_setting("4:2", "--group"), (engine::GroupSetting{4, 2}));
   EXPECT_TRUE(engine::parse_group_setting("off", "--group").is_off());
   for (const std::string& bad : {"3:2", "4:3", "4", "on", "4:2x"}) EXPECT_THROW(engine::parse_group_setting(bad, "--group"), Error) << bad;
-  engine::EngineDevice dev(fake());
+  engine::EngineDevice dev(test::fake_probe());
   DeviceBuffer x = dev.alloc(4096), out = dev.alloc(4096), w = dev.alloc(4096);
   const std::string head = "profile -\nx " + std::to_string(engine::EngineDevice::handle(x)) + "\nout " +
                            std::to_string(engine::EngineDevice::handle(out)) + "\n";
@@ -488,7 +483,7 @@ TEST(ReplayGroups, TheCliTakesAGroupSetting) {
 TEST(ReplayPipeline, OnRunsEveryTunedOneColumnLaunchPipelinedAndOutputsAgree) {
   const Fixture f;
   {
-    engine::EngineDevice dev(fake());
+    engine::EngineDevice dev(test::fake_probe());
     engine::TokenReplayer token(dev, f.file, f.plan, 1);
     EXPECT_NE(token.plan_text(f.profile, 1, {}, nullptr, std::nullopt, true).find("pipeline on\n"), std::string::npos);
     EXPECT_NE(token.plan_text(f.profile, 1, {}, nullptr, std::nullopt, false).find("pipeline off\n"), std::string::npos);

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "profile_helpers.h"
+#include "support/shell_run.h"
 #include "sweep/sample_session.h"
 #include "temper/error.h"
 #include "temper/fileio.h"
@@ -120,12 +121,6 @@ TEST(KernelAnvil, LargerShareDecidesACellWhateverTheOrder) {
   EXPECT_EQ(find_entry(applied, q.entries[0].key)->approval, Approval::Pending);
 }
 
-// Compiles `files` with the system compiler; returns the exit status.
-int run(const std::string& command) {
-  const int rc = std::system(command.c_str());
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
-
 TEST(Header, CompilesStandaloneAndLooksUpTheRightValues) {
   ProfileEntry bucket;  // an imported kernel-anvil cell: q4_0, N ≤ 128, K in 1025..4096
   bucket.key = {"sm_90", GgmlType::Q4_0, 128, 4096, 1};
@@ -170,18 +165,18 @@ int main(int argc, char**) {
 )";
   const std::string cxx = TEMPER_HOST_CXX;
   const std::string d = dir.string();
-  EXPECT_EQ(run(cxx + " -std=c++17 -Wall -Wextra -Werror -pedantic -fsyntax-only -x c++ " + d + "/tuning.h"), 0);
-  ASSERT_EQ(run(cxx + " -std=c++17 -Wall -Wextra -Werror -pedantic -o " + d + "/driver " + d + "/driver.cpp"), 0)
+  EXPECT_EQ(test::system_status(cxx + " -std=c++17 -Wall -Wextra -Werror -pedantic -fsyntax-only -x c++ " + d + "/tuning.h"), 0);
+  ASSERT_EQ(test::system_status(cxx + " -std=c++17 -Wall -Wextra -Werror -pedantic -o " + d + "/driver " + d + "/driver.cpp"), 0)
       << ex.content;
-  EXPECT_EQ(run(d + "/driver"), 0);
+  EXPECT_EQ(test::system_status(d + "/driver"), 0);
   // clang checks unused constants of a header compiled as the main file: none may warn.
-  if (run("command -v clang++ >/dev/null 2>&1") == 0)
-    EXPECT_EQ(run("clang++ -std=c++17 -Wall -Wextra -Werror -pedantic -fsyntax-only -x c++ " + d + "/tuning.h"), 0);
+  if (test::system_status("command -v clang++ >/dev/null 2>&1") == 0)
+    EXPECT_EQ(test::system_status("clang++ -std=c++17 -Wall -Wextra -Werror -pedantic -fsyntax-only -x c++ " + d + "/tuning.h"), 0);
   // An empty profile still makes a valid header that always says "use default".
   write_file_atomic(dir / "tuning.h", export_header(profile_of({})).content);
   std::ofstream(dir / "empty.cpp") << "#include \"tuning.h\"\nstatic_assert(temper_tuning::lookup(2, 1, 32, 1).use_default, \"\");\n"
                                       "int main() { return 0; }\n";
-  EXPECT_EQ(run(cxx + " -std=c++17 -Wall -Wextra -Werror -o " + d + "/empty " + d + "/empty.cpp"), 0);
+  EXPECT_EQ(test::system_status(cxx + " -std=c++17 -Wall -Wextra -Werror -o " + d + "/empty " + d + "/empty.cpp"), 0);
   std::filesystem::remove_all(dir);
 }
 

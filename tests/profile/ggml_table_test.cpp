@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "profile_helpers.h"
+#include "support/shell_run.h"
 #include "support/upstream_tree.h"
 #include "temper/defaults.h"
 #include "temper/fileio.h"
@@ -56,11 +57,6 @@ struct ScratchDir {
     std::filesystem::remove_all(path, ec);
   }
 };
-
-int run(const std::string& command) {
-  const int rc = std::system(command.c_str());
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
 
 // The checks, independent of the exporter's own model: expected values come from the profile's
 // entries, the report's notes and temper::defaults (the stock tables).
@@ -117,10 +113,10 @@ void expect_compiles_and_launches(const Profile& p, const GgmlTable& t, const st
   write_file_atomic(dir / "harness.cpp", h);
   const std::string cxx = TEMPER_HOST_CXX, d = dir.string();
   const std::string flags = " -std=c++17 -Wall -Wextra -Werror -pedantic ";
-  EXPECT_EQ(run(cxx + flags + "-o " + d + "/harness " + d + "/harness.cpp"), 0) << t.file.content;
-  EXPECT_EQ(run(d + "/harness"), 0);
-  if (run("command -v clang++ >/dev/null 2>&1") == 0) {
-    EXPECT_EQ(run("clang++" + flags + "-fsyntax-only " + d + "/harness.cpp"), 0);
+  EXPECT_EQ(test::system_status(cxx + flags + "-o " + d + "/harness " + d + "/harness.cpp"), 0) << t.file.content;
+  EXPECT_EQ(test::system_status(d + "/harness"), 0);
+  if (test::system_status("command -v clang++ >/dev/null 2>&1") == 0) {
+    EXPECT_EQ(test::system_status("clang++" + flags + "-fsyntax-only " + d + "/harness.cpp"), 0);
   }
   // The harness can fail: one wrong expectation does not compile.
   if (t.arches.empty()) return;
@@ -130,7 +126,7 @@ void expect_compiles_and_launches(const Profile& p, const GgmlTable& t, const st
   const size_t rows = wrong.rfind(", ", at - 1);
   wrong.replace(rows, at - rows, ", 99)");
   write_file_atomic(dir / "wrong.cpp", wrong);
-  EXPECT_NE(run(cxx + flags + "-fsyntax-only " + d + "/wrong.cpp 2>/dev/null"), 0);
+  EXPECT_NE(test::system_status(cxx + flags + "-fsyntax-only " + d + "/wrong.cpp 2>/dev/null"), 0);
 }
 
 TEST(GgmlTable, DemoSessionProfileCompilesAndLaunchesTheApprovedValues) {
@@ -407,7 +403,7 @@ TEST(GgmlTable, StockValuesAreUpstreamsOwn) {
     h << "static_assert(calc_nwarps_" << sfx << "(GGML_TYPE_Q4_0, 3) == 1, \"the approved entry\");\n"
       << "int main() { return 0; }\n";
     write_file_atomic(dir / "upstream.cpp", h.str());
-    EXPECT_EQ(run(cxx + " -std=c++17 -fsyntax-only " + d + "/upstream.cpp"), 0) << h.str();
+    EXPECT_EQ(test::system_status(cxx + " -std=c++17 -fsyntax-only " + d + "/upstream.cpp"), 0) << h.str();
   }
 }
 

@@ -145,10 +145,6 @@ double independent_q8_1(GgmlType type, const std::vector<uint8_t>& row, const st
 
 class EveryType : public ::testing::TestWithParam<GgmlType> {};
 
-std::string type_label(const ::testing::TestParamInfo<GgmlType>& info) {
-  return std::string(temper::type_name(info.param));
-}
-
 }  // namespace
 
 TEST_P(EveryType, IntegerDotMatchesIndependentEvaluation) {

@@ -16,10 +16,6 @@ namespace {
 
 class Generated : public ::testing::TestWithParam<GgmlType> {};
 
-std::string type_label(const ::testing::TestParamInfo<GgmlType>& info) {
-  return std::string(temper::type_name(info.param));
-}
-
 }  // namespace
 
 TEST_P(Generated, SeededAndDeterministic) {

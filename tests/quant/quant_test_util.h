@@ -2,7 +2,10 @@
 // Helpers shared by the quant tests.
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "temper/quant/fp.h"
 #include "temper/quant/reference.h"
@@ -11,6 +14,11 @@
 namespace quant_test {
 
 using temper::GgmlType;
+
+// A parameterised test's name: the type's ggml name.
+inline std::string type_label(const ::testing::TestParamInfo<GgmlType>& info) {
+  return std::string(temper::type_name(info.param));
+}
 
 // A zeroed block of type B.
 template <class B>

@@ -32,10 +32,6 @@ std::vector<float> floats_of(const std::string& bytes) {
 
 class GgufRoundTrip : public ::testing::TestWithParam<GgmlType> {};
 
-std::string type_label(const ::testing::TestParamInfo<GgmlType>& info) {
-  return std::string(temper::type_name(info.param));
-}
-
 }  // namespace
 
 TEST_P(GgufRoundTrip, QuantizedBlocksReadBackBitIdentical) {

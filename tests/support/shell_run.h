@@ -6,12 +6,19 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 
 #include "temper/fileio.h"
 
 namespace temper::test {
+
+// std::system(command): its exit status, or -1 when it did not exit.
+inline int system_status(const std::string& command) {
+  const int rc = std::system(command.c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
 
 struct ShellResult {
   int code = -1;

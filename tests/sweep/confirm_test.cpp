@@ -73,7 +73,7 @@ std::set<GroupKey> winning_groups(const Session& s) {
   return out;
 }
 
-fs::path temp_dir() {
+fs::path confirm_dir() {
   const fs::path dir = fs::temp_directory_path() / ("temper-confirm-test-" + std::to_string(::getpid()));
   fs::create_directories(dir);
   return dir;
@@ -292,7 +292,7 @@ TEST(Confirm, NoConfirmKeepsTheMainPassVerdicts) {
 // confirmation line) leaves complete groups without confirmation: a resume confirms each exactly
 // once, and a resume of a journal that has them measures nothing at all.
 TEST(Confirm, JournalResumeConfirmsCompleteGroupsOnceAndNeverTwice) {
-  const fs::path dir = temp_dir();
+  const fs::path dir = confirm_dir();
   const fs::path path = dir / "c.journal";
   const SweepSetup setup = two_shapes();
   FakeDevice reference_dev(clear_winner_device());
@@ -370,7 +370,7 @@ TEST(Confirm, JournalReadsVersion1AndIgnoresARepeatedConfirmation) {
   FakeDevice dev;
   Device* devices[] = {&dev};
   const Session s = new_session(two_shapes(), devices);
-  const fs::path dir = temp_dir();
+  const fs::path dir = confirm_dir();
   const fs::path path = dir / "v.journal";
   { Journal j = Journal::create(path, s); }
   // A version 1 journal (results only) as builds before confirmation wrote it.
@@ -457,7 +457,7 @@ TEST(Confirm, SessionsCarryConfirmationsThroughJsonAndOlderFilesLoad) {
   ASSERT_EQ(back.confirmations.size(), s.confirmations.size());
   EXPECT_EQ(back.confirmations[0].candidate_us.median, s.confirmations[0].candidate_us.median);
   EXPECT_TRUE(back.options.confirm);
-  const fs::path path = temp_dir() / "s.json";
+  const fs::path path = confirm_dir() / "s.json";
   save_session(s, path);
   EXPECT_EQ(to_json(load_session(path)), j);
   fs::remove_all(path.parent_path());

@@ -50,7 +50,7 @@ std::set<Key> keys(const Session& s, bool measured_only = true) {
   return out;
 }
 
-fs::path temp_dir() {
+fs::path runner_dir() {
   const fs::path dir = fs::temp_directory_path() / ("temper-runner-test-" + std::to_string(::getpid()));
   fs::create_directories(dir);
   return dir;
@@ -314,7 +314,7 @@ TEST(Sweep, DevicesRunInParallelAndTagTheirResults) {
 }
 
 TEST(Journal, RecordsEveryResultAndResumesWhereItStopped) {
-  const fs::path path = temp_dir() / "a.journal";
+  const fs::path path = runner_dir() / "a.journal";
   FakeDevice reference_dev;
   const Session whole = run(small_setup(), reference_dev);
 
@@ -357,7 +357,7 @@ TEST(Journal, RecordsEveryResultAndResumesWhereItStopped) {
 }
 
 TEST(Journal, DamageBeforeTheLastLineIsRefused) {
-  const fs::path dir = temp_dir();
+  const fs::path dir = runner_dir();
   FakeDevice dev;
   Device* devices[] = {&dev};
   const Session s = new_session(small_setup(), devices);
@@ -409,7 +409,7 @@ TEST(Journal, ResumingOnAnotherDeviceIsRefused) {
 // journal's I/O error, keeps everything it recorded, the journal still reads (at most its last line
 // torn) and a failed session save leaves the previous session file whole.
 TEST(Journal, WriteFailureStopsTheSweepAndKeepsWhatWasRecorded) {
-  const fs::path dir = temp_dir();
+  const fs::path dir = runner_dir();
   const fs::path path = dir / "full.journal", saved = dir / "full.session.json";
   const pid_t pid = ::fork();
   if (pid == 0) {

@@ -29,4 +29,7 @@ class Error : public std::runtime_error {
 
 [[noreturn]] void fail(ErrorKind kind, const std::string& what);
 
+// strerror(errno) as a string, for the message of a failed system call.
+std::string errno_text();
+
 }  // namespace temper
