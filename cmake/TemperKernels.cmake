@@ -171,7 +171,8 @@ function(temper_add_cuda_kernels)
   list(APPEND _sources ${_gen}/runtime.cu)
 
   add_library(temper_kernels_cuda STATIC ${_sources})
-  set_target_properties(temper_kernels_cuda PROPERTIES CUDA_ARCHITECTURES "${TEMPER_CUDA_ARCHS}" CUDA_STANDARD 17
+  # UNITY_BUILD OFF: each unit is one (type, ncols) instantiation with its own macros.
+  set_target_properties(temper_kernels_cuda PROPERTIES UNITY_BUILD OFF CUDA_ARCHITECTURES "${TEMPER_CUDA_ARCHS}" CUDA_STANDARD 17
                                                        CUDA_STANDARD_REQUIRED ON POSITION_INDEPENDENT_CODE ON)
   target_compile_definitions(temper_kernels_cuda PRIVATE TEMPER_GPU_CUDA)
   target_include_directories(temper_kernels_cuda PRIVATE ${PROJECT_SOURCE_DIR}/kernels ${PROJECT_SOURCE_DIR}/core/common/include
