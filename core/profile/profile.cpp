@@ -732,6 +732,16 @@ void rebase_items(const std::vector<T>& from, const std::vector<T>& to, std::vec
 
 }  // namespace
 
+namespace {
+// The same content, whatever order the entries are in (a profile read back lists them in key order).
+bool same_profile(const Profile& a, const Profile& b) {
+  Profile x = a, y = b;
+  sort_entries(x);
+  sort_entries(y);
+  return to_json(x) == to_json(y);
+}
+}  // namespace
+
 Profile rebase_profile(const Profile& from, const Profile& to, Profile theirs) {
   const auto entry_text = [](const ProfileEntry& e) {
     Profile one;
@@ -775,7 +785,7 @@ Profile update_profile(const std::filesystem::path& path, const Profile& from, c
     const bool exists = fs::exists(path, ec);
     std::optional<Profile> held;
     if (exists) held = load_profile(path);
-    const bool untouched = !held || to_json(*held) == to_json(from);
+    const bool untouched = !held || same_profile(*held, from);
     Profile now = untouched ? to : rebase_profile(from, to, *held);
     if (untouched && to_bytes) write_file_atomic(path, *to_bytes);
     else if (now.entries.empty() && now.paths.empty() && now.benches.empty()) {

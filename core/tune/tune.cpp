@@ -227,6 +227,14 @@ void check_profile_output(const fs::path& profile) {
   check_output(profile);
 }
 
+// The same profile content, whatever order its entries are in (a file read back lists them its own way).
+bool same_profile(Profile a, Profile b) {
+  const auto by_key = [](const ProfileEntry& x, const ProfileEntry& y) { return x.key < y.key; };
+  std::sort(a.entries.begin(), a.entries.end(), by_key);
+  std::sort(b.entries.begin(), b.entries.end(), by_key);
+  return to_json(a) == to_json(b);
+}
+
 // A state file's content, as a journal record keeps it: the step is skipped only while the file is
 // the one that step wrote (another model's file copied there is measured again, not trusted).
 std::string state_file_hash(const fs::path& p) {
@@ -511,7 +519,7 @@ TuneReport run_steps(const TuneOptions& o, const TuneEvents& ev) {
   auto write_installed = [&] {
     mine = rebase_profile(read_back, report.installed, mine);
     const Profile wrote = update_profile(report.profile, read_back, report.installed);
-    others_wrote = others_wrote || to_json(wrote) != to_json(report.installed);
+    others_wrote = others_wrote || !same_profile(wrote, report.installed);
     report.installed = read_back = wrote;
     installed_now = true;
   };
@@ -880,7 +888,7 @@ TuneReport run_steps(const TuneOptions& o, const TuneEvents& ev) {
         const Profile now = others_wrote ? update_profile(report.profile, read_back, rebase_profile(mine, as_found, read_back))
                                          : update_profile(report.profile, read_back, as_found, as_found_bytes);
         undone = !fs::exists(report.profile, ec)              ? path_text(report.profile) + " is removed"
-                 : to_json(now) == to_json(as_found)          ? "the previous profile is back in " + path_text(report.profile)
+                 : same_profile(now, as_found)                 ? "the previous profile is back in " + path_text(report.profile)
                                                               : "this tune's changes are taken back out of " +
                                                                     path_text(report.profile) + " (other tunes' entries stay)";
       }
