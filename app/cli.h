@@ -76,10 +76,10 @@ engine::ProbeOptions engine_probe_options(const EngineProbeArgs& e);
 // llama-bench with and without a profile (`engine bench`, `tune`): the binaries and how to run them.
 struct BenchArgs {
   std::string llama_bench, stock_bench, tests, extra;
-  int rounds = 3, repetitions = 5;
+  int rounds = 3, repetitions = 5, timeout_s = 3600;
 };
-// Declares --llama-bench (required when `required`), --stock-bench, --tests, --rounds, --repetitions
-// and --bench-args.
+// Declares --llama-bench (required when `required`), --stock-bench, --tests, --rounds, --repetitions,
+// --bench-timeout and --bench-args.
 void add_bench_args(CLI::App& app, BenchArgs& b, bool required);
 // Defined in cmd_engine.cpp; model and profile are the caller's.
 engine::BenchOptions bench_options(const BenchArgs& b);

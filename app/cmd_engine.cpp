@@ -16,6 +16,8 @@
 #include "temper/engine_device.h"
 #include "temper/engine_replay.h"
 #include "temper/error.h"
+#include "temper/format.h"
+#include "temper/input.h"
 #include "temper/gguf.h"
 #include "temper/gpu_backend.h"
 
@@ -159,6 +161,8 @@ void add_bench_args(CLI::App& app, BenchArgs& b, bool required) {
       ->check(checked_by([](const std::string& t) { engine::parse_bench_tests(t); }));
   app.add_option("--rounds", b.rounds, "llama-bench runs per arm and test, interleaved (default 3)")->check(integer_in(1, 1000));
   app.add_option("--repetitions", b.repetitions, "llama-bench -r: samples per run (default 5)")->check(integer_in(1, 1000));
+  app.add_option("--bench-timeout", b.timeout_s, "seconds one llama-bench run may take before it is stopped (default 3600)")
+      ->check(integer_in(1, 1 << 30));
   app.add_option("--bench-args", b.extra, "more llama-bench arguments for both arms, e.g. \"-ngl 99 -fa 1\"")->type_name("ARGS");
 }
 
@@ -169,6 +173,7 @@ engine::BenchOptions bench_options(const BenchArgs& a) {
   b.tests = a.tests;
   b.rounds = a.rounds;
   b.repetitions = a.repetitions;
+  b.run_timeout = std::chrono::seconds(a.timeout_s);
   std::istringstream words(a.extra);
   for (std::string w; words >> w;) b.extra_args.push_back(w);
   return b;
@@ -233,9 +238,9 @@ int run_replay(const Options& o) {
   for (const auto& n : plan.launches.launches) gemvs += n.gemvs();
   const size_t launches = plan.launches.launches.size();
   if (json_out) {
-    nlohmann::json j = {{"model", o.model}, {"device", device.info().name}, {"arch", device.info().arch},
-                        {"profile", ro.profile.string()}, {"launches_per_token", launches}, {"gemvs_per_token", gemvs},
-                        {"notes", plan.launches.notes}, {"kernel", "engine"}, {"probe", device.options().probe.string()},
+    nlohmann::json j = {{"model", path_text(o.model)}, {"device", device.info().name}, {"arch", device.info().arch},
+                        {"profile", path_text(ro.profile)}, {"launches_per_token", launches}, {"gemvs_per_token", gemvs},
+                        {"notes", plan.launches.notes}, {"kernel", "engine"}, {"probe", path_text(device.options().probe)},
                         {"forced_paths", o.paths}};
     if (!o.group.empty()) j["group"] = o.group;
     if (!o.pipeline.empty()) j["pipeline"] = o.pipeline;
@@ -317,16 +322,16 @@ int run_bench(const Options& o) {
   }
   if (o.json) {
     nlohmann::json j = to_json(r.record);
-    j["profile"] = b.profile.string();
+    j["profile"] = path_text(b.profile);
     j["recorded"] = recorded;
     j["notes"] = r.notes;
     std::printf("%s\n", j.dump(2).c_str());
   } else if (o.csv) {
-    std::printf("%s", bench_csv(r.record).c_str());
+    std::printf("%s", terminal_text(bench_csv(r.record)).c_str());
   } else if (o.md) {
-    std::printf("%s", bench_report_markdown(r.record).c_str());
+    std::printf("%s", terminal_text(bench_report_markdown(r.record)).c_str());
   } else {
-    std::printf("%s", bench_report_markdown(r.record).c_str());
+    std::printf("%s", terminal_text(bench_report_markdown(r.record)).c_str());
     if (recorded) std::printf("\nrecorded in %s (its bench record; `temper profile export --format ggml-table` carries it)\n", b.profile.c_str());
   }
   return 0;

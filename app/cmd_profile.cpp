@@ -26,7 +26,10 @@ namespace {
 
 using nlohmann::json;
 
-void out(const std::string& s) { std::fputs(s.c_str(), stdout); }
+// Text: a profile's strings (notes, device names, bench records) may hold anything; no control
+// character of theirs reaches the terminal. JSON: nlohmann escapes them itself.
+void out(const std::string& s) { std::fputs(terminal_text(s).c_str(), stdout); }
+void out_json(const std::string& s) { std::fputs(s.c_str(), stdout); }
 void err(const std::string& s) { std::fputs(s.c_str(), stderr); }
 
 // Every profile sub-command's options; each declares the ones it takes.
@@ -162,7 +165,7 @@ int run_export(const Options& o) {
   write_file_atomic(path, ex.content, {o.force});
   summary["report"] = report_json(ex.report);
   if (json_out) {
-    out(summary.dump(2) + "\n");
+    out_json(summary.dump(2) + "\n");
   } else {
     out(ex.report.text());
     out("wrote " + path + "\n");
@@ -177,7 +180,7 @@ Profile load_for_cli(const Options& o, const std::string& path) { return load_pr
 int run_show(const Options& o) {
   const Profile p = load_for_cli(o, o.files[0]);
   if (o.json) {
-    out(to_json(p).dump(2) + "\n");
+    out_json(to_json(p).dump(2) + "\n");
     return 0;
   }
   // A kernel-anvil file records no date: the time it was read is not when it was made.
@@ -229,7 +232,7 @@ int run_validate(const Options& o) {
   const auto problems = validate_profile(p);
   const auto warnings = profile_warnings(p);  // valid, but an older hook would ignore the file
   if (o.json) {
-    out(json{{"file", pos[0]}, {"valid", problems.empty()}, {"entries", p.entries.size()}, {"path_choices", p.paths.size()}, {"problems", problems}, {"warnings", warnings}}.dump(2) + "\n");
+    out_json(json{{"file", path_text(pos[0])}, {"valid", problems.empty()}, {"entries", p.entries.size()}, {"path_choices", p.paths.size()}, {"problems", problems}, {"warnings", warnings}}.dump(2) + "\n");
   } else {
     for (const auto& pr : problems) err(pos[0] + ": " + pr + "\n");
     for (const auto& w : warnings) err(pos[0] + ": warning: " + w + "\n");
@@ -269,7 +272,7 @@ int run_diff(const Options& o) {
       if (l.b) j["b"] = side(*l.b);
       paths.push_back(j);
     }
-    out(json{{"by_arch", d.by_arch}, {"arch_a", d.arch_a}, {"arch_b", d.arch_b}, {"added", d.count(DiffKind::Added)},
+    out_json(json{{"by_arch", d.by_arch}, {"arch_a", d.arch_a}, {"arch_b", d.arch_b}, {"added", d.count(DiffKind::Added)},
              {"removed", d.count(DiffKind::Removed)}, {"changed", d.count(DiffKind::Changed)},
              {"same", d.count(DiffKind::Same)}, {"lines", lines}, {"paths", paths}}
             .dump(2) +
@@ -296,7 +299,7 @@ int run_merge(const Options& o) {
     for (const auto& c : m.conflicts)
       conflicts.push_back({{"key", key_json(c.key)}, {"kept", config_json(c.kept)}, {"dropped", config_json(c.dropped)},
                            {"kept_from", c.kept_from}, {"dropped_from", c.dropped_from}, {"reason", c.reason}});
-    out(json{{"output", path_text(path)}, {"entries", m.profile.entries.size()}, {"arches", m.arches}, {"conflicts", conflicts},
+    out_json(json{{"output", path_text(path)}, {"entries", m.profile.entries.size()}, {"arches", m.arches}, {"conflicts", conflicts},
              {"paths", m.profile.paths.size()}, {"path_conflicts", m.path_conflicts}}
             .dump(2) +
         "\n");
@@ -325,7 +328,7 @@ int run_decide(const Options& o, Approval a) {
   const std::string path = o.output.empty() ? o.files[0] : o.output;
   save_profile(p, path, {o.force});
   if (o.json)
-    out(json{{"key", key_json(key)}, {"approval", std::string(approval_name(a))}, {"output", path_text(path)}}.dump(2) + "\n");
+    out_json(json{{"key", key_json(key)}, {"approval", std::string(approval_name(a))}, {"output", path_text(path)}}.dump(2) + "\n");
   else
     out(key_text(key) + ": " + std::string(approval_name(a)) + " (wrote " + path + ")\n");
   return 0;
@@ -376,7 +379,7 @@ int run_verify(const Options& o, const CLI::App& app) {
     }
     json skipped = json::array();
     for (const auto& k : r.skipped) skipped.push_back(key_json(k));
-    out(json{{"device_name", r.device_name}, {"device_arch", r.device_arch}, {"session_id", r.session_id},
+    out_json(json{{"device_name", r.device_name}, {"device_arch", r.device_arch}, {"session_id", r.session_id},
              {"still_winning", r.still_winning()}, {"lines", lines}, {"skipped", skipped}}
             .dump(2) +
         "\n");

@@ -11,6 +11,8 @@
 #include "cli.h"
 #include "temper/engine_device.h"
 #include "temper/error.h"
+#include "temper/format.h"
+#include "temper/input.h"
 #include "temper/gpu_backend.h"
 #include "temper/tune.h"
 #include "temper/verify.h"
@@ -58,7 +60,7 @@ class StepPrinter {
   }
   void note(const std::string& text) {
     end_line();
-    std::fprintf(stderr, "      note: %s\n", text.c_str());
+    std::fprintf(stderr, "      note: %s\n", terminal_text(text).c_str());
   }
 
  private:
@@ -132,8 +134,8 @@ int run_tune(const Options& o) {
     nlohmann::json steps = nlohmann::json::array();
     for (const auto& s : r.steps)
       steps.push_back({{"step", tune::step_name(s.step)}, {"outcome", s.outcome}, {"summary", s.summary}, {"seconds", s.seconds}});
-    nlohmann::json j = {{"model", o.model}, {"profile", r.profile.string()}, {"state_dir", r.state_dir.string()},
-                        {"journal", r.journal.string()}, {"session", r.session.string()}, {"steps", steps},
+    nlohmann::json j = {{"model", path_text(o.model)}, {"profile", path_text(r.profile)}, {"state_dir", path_text(r.state_dir)},
+                        {"journal", path_text(r.journal)}, {"session", path_text(r.session)}, {"steps", steps},
                         {"notes", r.notes}, {"crossover", tune::crossover_json(r.crossover)},
                         {"groups", tune::groups_json(r.groups)},
                         {"pipeline", r.pipeline ? tune::pipeline_json(*r.pipeline) : nlohmann::json()},
@@ -153,7 +155,7 @@ int run_tune(const Options& o) {
     std::printf("\nsame-input groups (q, k, v as one launch) per batch width, whole-token replays:\n%s",
                 tune::groups_text(r.groups).c_str());
   if (r.pipeline) std::printf("\npipelined launches (one column), whole-token replays:\n%s\n", tune::pipeline_text(*r.pipeline).c_str());
-  if (r.bench) std::printf("\n%s", bench_report_markdown(*r.bench).c_str());
+  if (r.bench) std::printf("\n%s", terminal_text(bench_report_markdown(*r.bench)).c_str());
   std::printf("\nprofile: %s%s\nsession: %s\n", r.profile.c_str(),
               o.output.empty() ? " (where the engine looks when TEMPER_PROFILE is unset)" : "", r.session.c_str());
   return 0;

@@ -7,6 +7,7 @@
 #include "cli.h"
 #include "temper/defaults.h"
 #include "temper/error.h"
+#include "temper/format.h"
 #include "temper/types.h"
 #include "temper/verify.h"
 
@@ -303,10 +304,10 @@ int main(int argc, char** argv) {
   try {
     return action();
   } catch (const temper::Error& e) {
-    std::fprintf(stderr, "temper %s: %s\n", name.c_str(), e.what());
+    std::fprintf(stderr, "temper %s: %s\n", name.c_str(), temper::terminal_text(e.what()).c_str());
     return e.exit_code();
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "temper %s: internal error: %s\n", name.c_str(), e.what());
+    std::fprintf(stderr, "temper %s: internal error: %s\n", name.c_str(), temper::terminal_text(e.what()).c_str());
     return 1;
   }
 }

@@ -255,6 +255,7 @@ std::optional<fs::path> hip_device_lib_dir(const fs::path& hipcc, const std::str
     if (template_bc.empty())
       fail(ErrorKind::NoDevice, installed.string() + " holds no oclc_isa_version_*.bc to make " + arch + "'s from");
     dir = kernel_cache_root() / ("rocm-device-libs-" + hex8(key));
+    ensure_private_dir(kernel_cache_root());
     if (!fs::is_directory(*dir)) {
       const fs::path tmp = dir->string() + ".tmp." + std::to_string(::getpid());
       fs::remove_all(tmp, ec);
@@ -293,9 +294,7 @@ std::optional<fs::path> kernel_compiler(KernelToolchain toolchain) {
 
 fs::path kernel_cache_root() {
   if (const char* env = std::getenv("TEMPER_KERNEL_CACHE"); env && *env) return env;
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return fs::path(xdg) / "temper" / "kernels";
-  if (const char* home = std::getenv("HOME"); home && *home) return fs::path(home) / ".cache" / "temper" / "kernels";
-  return fs::temp_directory_path() / "temper-kernels";
+  return user_cache_dir("kernels");
 }
 
 KernelCache::KernelCache(KernelToolchain toolchain, std::string arch, KernelArtifact artifact)
@@ -333,8 +332,8 @@ KernelCache::KernelCache(KernelToolchain toolchain, std::string arch, KernelArti
         std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(fnv1a(
             fnv1a(kFnvBasis, compiler_.string()), process_output({compiler_.string(), "--version"}).value_or(""))));
         known = buf;
-        fs::create_directories(memo.parent_path(), ec);
-        if (!ec) try {
+        try {
+            ensure_private_dir(memo.parent_path());
             write_file_atomic(memo, known + "\n");
           } catch (const Error&) {  // a read-only cache still works, only slower
           }
@@ -394,6 +393,9 @@ std::vector<std::string> KernelCache::command(KernelPair pair, const fs::path& s
 std::vector<fs::path> KernelCache::ensure(std::span<const KernelPair> pairs, const CompileProgressFn& progress,
                                           const std::atomic<bool>* cancel, int jobs) {
   const auto start = std::chrono::steady_clock::now();
+  // Nothing is loaded from, compiled into or run out of a folder another user could have planted.
+  ensure_private_dir(dir_.parent_path());
+  ensure_private_dir(dir_);
   std::vector<fs::path> out;
   std::vector<KernelPair> missing;
   for (const KernelPair& p : pairs) {

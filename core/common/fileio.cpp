@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <chrono>
 #include <csignal>
 #include <cstring>
@@ -61,12 +62,19 @@ void remove_stale_temps(const std::filesystem::path& path) {
   }
 }
 
-// Where writing `path` really goes: a symbolic link's target (the link itself stays a link).
+// Where writing `path` really goes: a symbolic link's target, followed link by link (a dangling
+// link's target is created; the link itself stays a link).
 std::filesystem::path write_target(const std::filesystem::path& path) {
+  namespace fs = std::filesystem;
   std::error_code ec;
-  if (!std::filesystem::is_symlink(path, ec)) return path;
-  const auto target = std::filesystem::weakly_canonical(path, ec);
-  return ec ? path : target;
+  fs::path target = path;
+  for (int hops = 0; fs::is_symlink(target, ec); ++hops) {
+    if (hops == 40) fail(ErrorKind::BadInput, path_text(path) + ": too many levels of symbolic links");
+    const fs::path next = fs::read_symlink(target, ec);
+    if (ec) return target;
+    target = next.is_absolute() ? next : target.parent_path() / next;
+  }
+  return target;
 }
 
 // A stream buffer writing straight into a file descriptor, so large outputs are never held whole.
@@ -226,7 +234,16 @@ bool written_in_place(const std::filesystem::path& path) {
 }
 
 void check_output(const std::filesystem::path& path, const WriteOptions& options) {
-  if (write_kind(path, options) == WriteKind::Direct) return;
+  if (write_kind(path, options) == WriteKind::Direct) {
+    struct stat st{};
+    if (descriptor_path(path) || ::stat(path.c_str(), &st) != 0 || !S_ISFIFO(st.st_mode)) return;
+    // A FIFO: its reader must be there now, not only when the work is done. The descriptor stays
+    // open until Temper exits, so that reader waits for the output instead of seeing its end now.
+    const int fd = ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0 && errno == ENXIO) fail(ErrorKind::BadInput, path_text(path) + " is a FIFO with no reader: start its reader first");
+    if (fd < 0) fail(ErrorKind::Io, "cannot open " + path_text(path) + ": " + errno_text());
+    return;
+  }
   // The folder the temporary sibling goes into must take it.
   const auto dir = write_target(path).parent_path();
   const auto folder = dir.empty() ? std::filesystem::path(".") : dir;
@@ -247,6 +264,38 @@ void write_file_atomic(const std::filesystem::path& path, const std::function<vo
     write(out);
     buf.flush_all();
   });
+}
+
+std::filesystem::path user_cache_dir(std::string_view name) {
+  namespace fs = std::filesystem;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return fs::path(x) / "temper" / name;
+  if (const char* h = std::getenv("HOME"); h && *h) return fs::path(h) / ".cache" / "temper" / name;
+  fail(ErrorKind::BadInput, "neither XDG_CACHE_HOME nor HOME is set: Temper keeps its " + std::string(name) +
+                                " cache in $XDG_CACHE_HOME/temper or ~/.cache/temper, never in a shared folder; set one of them");
+}
+
+void ensure_private_dir(const std::filesystem::path& dir) {
+  namespace fs = std::filesystem;
+  // Missing folders are made one by one, each private from the start.
+  std::vector<fs::path> missing;
+  for (fs::path p = dir; !p.empty() && ::access(p.c_str(), F_OK) != 0 && errno == ENOENT; p = p.parent_path()) {
+    missing.push_back(p);
+    if (p == p.parent_path()) break;
+  }
+  for (auto it = missing.rbegin(); it != missing.rend(); ++it)
+    if (::mkdir(it->c_str(), 0700) != 0 && errno != EEXIST)
+      fail(ErrorKind::Io, "cannot create the folder " + path_text(*it) + ": " + errno_text());
+  struct stat st{};
+  if (::lstat(dir.c_str(), &st) != 0) fail(ErrorKind::Io, "cache folder " + path_text(dir) + ": " + errno_text());
+  const std::string why = S_ISLNK(st.st_mode)                  ? "is a symbolic link"
+                          : S_ISREG(st.st_mode)                ? "is a file, not a folder"
+                          : !S_ISDIR(st.st_mode)               ? std::string("is ") + node_kind(st.st_mode)
+                          : st.st_uid != ::geteuid()           ? "belongs to user id " + std::to_string(st.st_uid) + ", not to you"
+                          : (st.st_mode & (S_IWGRP | S_IWOTH)) ? "can be written by other users"
+                                                               : std::string();
+  if (!why.empty())
+    fail(ErrorKind::BadInput, "cache folder " + path_text(dir) + " " + why +
+                                  ": Temper runs and writes nothing there (remove it, or point XDG_CACHE_HOME elsewhere)");
 }
 
 std::string read_file(const std::filesystem::path& path) {

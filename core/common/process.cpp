@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <thread>
 
 #include "temper/error.h"
@@ -203,12 +204,37 @@ int run_process(const std::vector<std::string>& argv, const ProcessOptions& o) {
   }
   std::string pending;
   bool cancelled = false;
+  int stopped = 0;  // kTimedOut or kOutputTooLarge: killed here
+  const auto stop = [&](int why) {
+    stopped = why;
+    ::kill(o.own_group ? -child.pid : child.pid, SIGKILL);
+  };
+  // Whether a capture may take n more bytes (else the program is stopped).
+  const auto room = [&](const std::string* into, ssize_t n) {
+    return o.max_capture == 0 || !into || into->size() + size_t(n) <= o.max_capture;
+  };
+  const auto started = std::chrono::steady_clock::now();
+  std::optional<std::chrono::steady_clock::time_point> leader_ended;
   char buf[4096];
   pollfd fds[2] = {{child.out, POLLIN, 0}, {child.err, POLLIN, 0}};  // poll skips a negative fd
-  while (fds[0].fd >= 0 || fds[1].fd >= 0) {
+  while (!stopped && (fds[0].fd >= 0 || fds[1].fd >= 0)) {
     if (o.cancel && o.cancel->load()) {
       cancelled = true;
       ::kill(o.own_group ? -child.pid : child.pid, SIGTERM);
+      break;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (o.timeout.count() > 0 && now - started > o.timeout) {
+      stop(kTimedOut);
+      break;
+    }
+    if (o.own_group && !leader_ended) {  // ended, not reaped yet (WNOWAIT): its pid stays its group's
+      siginfo_t info{};
+      if (::waitid(P_PID, id_t(child.pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == child.pid)
+        leader_ended = now;
+    }
+    if (leader_ended && now - *leader_ended > std::chrono::seconds(1)) {
+      ::kill(-child.pid, SIGKILL);  // what it left behind holding its output
       break;
     }
     const int ready = ::poll(fds, 2, 100);
@@ -223,6 +249,10 @@ int run_process(const std::vector<std::string>& argv, const ProcessOptions& o) {
         p.fd = -1;
         continue;
       }
+      if (!room(&p == &fds[1] ? o.capture_stderr : o.capture, n)) {
+        stop(kOutputTooLarge);
+        break;
+      }
       if (&p == &fds[1]) {
         o.capture_stderr->append(buf, static_cast<size_t>(n));
         continue;
@@ -234,15 +264,16 @@ int run_process(const std::vector<std::string>& argv, const ProcessOptions& o) {
       for (size_t nl; (nl = pending.find('\n')) != std::string::npos; pending.erase(0, nl + 1)) o.on_line(pending.substr(0, nl));
     }
   }
-  if (!cancelled && o.on_line && !pending.empty()) o.on_line(pending);
+  if (!cancelled && !stopped && o.on_line && !pending.empty()) o.on_line(pending);
   for (const pollfd& p : fds)  // writers still running die of SIGPIPE at their next line
     if (p.fd >= 0) ::close(p.fd);
   const int status = cancelled ? reap_cancelled(child.pid, o) : wait_for(child.pid);
   if (log >= 0) {
     if (cancelled) write_all(log, "cancelled\n", 10);
+    if (stopped) write_all(log, "stopped\n", 8);
     ::close(log);
   }
-  return cancelled ? kCancelled : exit_status(status);
+  return cancelled ? kCancelled : stopped ? stopped : exit_status(status);
 }
 
 std::optional<std::string> process_output(const std::vector<std::string>& argv, bool with_stderr) {

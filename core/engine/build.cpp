@@ -22,6 +22,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// Far above any file of a ggml tree (upstream's largest sources are a few MB; mmvq.cu about 50 KB).
+constexpr uint64_t kMaxEngineSourceBytes = uint64_t{64} << 20, kMaxMmvqSourceBytes = uint64_t{4} << 20;
 
 // The parts of a ggml tree that its CMake build reads.
 const std::array<const char*, 4> kTreeParts = {"CMakeLists.txt", "cmake", "include", "src"};
@@ -44,11 +46,7 @@ std::vector<fs::path> tree_files(const fs::path& ggml_root) {
   return out;
 }
 
-std::string default_cache_root() {
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/temper/engine";
-  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/temper/engine";
-  return (fs::temp_directory_path() / "temper-engine").string();
-}
+std::string default_cache_root() { return user_cache_dir("engine").string(); }
 
 // Runs argv (never through a shell), appending everything it prints to `log`; calls `line` per
 // output line. Error(Cancelled) when `cancel` is set meanwhile.
@@ -168,7 +166,10 @@ std::string source_hash(const Tree& tree, const BuildOptions& o) {
   h.add(hook_profile_reader());
   for (const fs::path& rel : tree_files(tree.ggml_root)) {
     h.add(rel.string());
-    h.add(read_file(tree.ggml_root / rel));
+    // Bounded: an oversized file is refused here, naming the user's file, before anything is copied.
+    const bool mmvq = tree.ggml_root / rel == tree.mmvq;
+    h.add(read_input(tree.ggml_root / rel, mmvq ? kMaxMmvqSourceBytes : kMaxEngineSourceBytes,
+                     mmvq ? "mmvq.cu" : "engine source file"));
   }
   return h.hex();
 }
@@ -228,6 +229,9 @@ BuildResult build(const fs::path& dir, const BuildOptions& o, const BuildProgres
   r.log = r.dir / "build.log";
   const fs::path stamp = r.dir / "built", probe_stamp = r.dir / "probe.hash";
   const std::string probe_digest = probe_hash();
+  // The probe built here is run: never out of a folder someone else made or can write.
+  ensure_private_dir(r.dir.parent_path());
+  ensure_private_dir(r.dir);
   std::error_code ec;
   const bool engine_ready = fs::exists(stamp, ec);
   if (engine_ready && fs::exists(r.probe, ec) && fs::exists(probe_stamp, ec) && read_file(probe_stamp) == probe_digest + "\n") {
@@ -239,6 +243,7 @@ BuildResult build(const fs::path& dir, const BuildOptions& o, const BuildProgres
   const fs::path probe_dir = r.dir / "probe";
   if (!engine_ready) {
     fs::remove_all(r.dir, ec);
+    ensure_private_dir(r.dir);
     hooked_copy(tree, src, o.set);
   }
   // The probe is Temper's own and changes apart from the engine: a new probe rebuilds only itself.

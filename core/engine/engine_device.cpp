@@ -8,6 +8,7 @@
 #include "probe_process.h"
 #include "temper/engine.h"
 #include "temper/error.h"
+#include "temper/input.h"
 
 namespace temper::engine {
 namespace {
@@ -134,7 +135,7 @@ KernelSource EngineDevice::kernel_source() const {
   k.source_path = options_.source_path;
   k.ggml_commit = options_.ggml_commit;
   k.hook_version = options_.hook_version;
-  k.probe_path = std::filesystem::absolute(options_.probe).lexically_normal().string();
+  k.probe_path = path_text(std::filesystem::absolute(options_.probe).lexically_normal());
   return k;
 }
 

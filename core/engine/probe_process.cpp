@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "temper/error.h"
+#include "temper/fileio.h"
 
 extern char** environ;
 
@@ -42,13 +43,15 @@ const char* kept_log_dir() {
 fs::path default_log() {
   static std::atomic<int> counter{0};
   fs::path dir;
-  if (const char* kept = kept_log_dir()) dir = kept;
-  else if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) dir = fs::path(x) / "temper" / "engine" / "logs";
-  else if (const char* h = std::getenv("HOME"); h && *h) dir = fs::path(h) / ".cache" / "temper" / "engine" / "logs";
-  else dir = fs::temp_directory_path() / "temper-engine" / "logs";
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) fail(ErrorKind::Io, "temper-probe log directory " + dir.string() + ": " + ec.message());
+  if (const char* kept = kept_log_dir()) {
+    dir = kept;
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) fail(ErrorKind::Io, "temper-probe log directory " + dir.string() + ": " + ec.message());
+  } else {
+    dir = user_cache_dir("engine") / "logs";
+    ensure_private_dir(dir);
+  }
   return dir / ("probe-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + ".log");
 }
 

@@ -2,7 +2,13 @@
 // kernel-anvil import, validation.
 #include "temper/profile.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <cmath>
 #include <initializer_list>
 #include <map>
@@ -692,6 +698,107 @@ void save_profile(const Profile& p, const std::filesystem::path& path, const Wri
 
 Profile load_profile(const std::filesystem::path& path, const std::string& arch_for_anvil) {
   return profile_from_json(read_json_input(path, "profile", kMaxProfileBytes), path_text(path), arch_for_anvil);
+}
+
+// ---- One profile file, several writers ----
+
+namespace {
+
+std::vector<std::string> model_names(const std::string& list) {
+  std::vector<std::string> out;
+  std::stringstream names(list);
+  for (std::string m; std::getline(names, m, ',');)
+    if (const size_t b = m.find_first_not_of(' '); b != std::string::npos) out.push_back(m.substr(b));
+  return out;
+}
+
+// Items of one kind (entries, path choices, bench records) rebased by key: `theirs` gets every item
+// `to` added or changed against `from`, and loses every item `to` removed.
+template <class T, class Key, class Text>
+void rebase_items(const std::vector<T>& from, const std::vector<T>& to, std::vector<T>& theirs, Key key, Text text) {
+  const auto find = [&](const std::vector<T>& v, const T& x) {
+    return std::find_if(v.begin(), v.end(), [&](const T& y) { return key(y) == key(x); });
+  };
+  for (const T& f : from)
+    if (find(to, f) == to.end()) std::erase_if(theirs, [&](const T& y) { return key(y) == key(f); });
+  for (const T& t : to) {
+    const auto was = find(from, t);
+    if (was != from.end() && text(*was) == text(t)) continue;
+    const auto now = std::find_if(theirs.begin(), theirs.end(), [&](const T& y) { return key(y) == key(t); });
+    if (now != theirs.end()) *now = t;
+    else theirs.push_back(t);
+  }
+}
+
+}  // namespace
+
+namespace {
+// The same content, whatever order the entries are in (a profile read back lists them in key order).
+bool same_profile(const Profile& a, const Profile& b) {
+  Profile x = a, y = b;
+  sort_entries(x);
+  sort_entries(y);
+  return to_json(x) == to_json(y);
+}
+}  // namespace
+
+Profile rebase_profile(const Profile& from, const Profile& to, Profile theirs) {
+  const auto entry_text = [](const ProfileEntry& e) {
+    Profile one;
+    one.entries = {e};
+    return to_json(one)["entries"][0].dump();
+  };
+  rebase_items(from.entries, to.entries, theirs.entries, [](const ProfileEntry& e) { return e.key; }, entry_text);
+  sort_entries(theirs);
+  rebase_items(from.paths, to.paths, theirs.paths, [](const PathChoice& c) { return c.key(); },
+               [](const PathChoice& c) { return to_json(c).dump(); });
+  std::sort(theirs.paths.begin(), theirs.paths.end(), [](const PathChoice& a, const PathChoice& b) { return a.key() < b.key(); });
+  rebase_items(from.benches, to.benches, theirs.benches, [](const BenchRecord& b) { return std::tie(b.device, b.model); },
+               [](const BenchRecord& b) { return to_json(b).dump(); });
+  for (const auto& s : to.sessions)
+    if (std::find(theirs.sessions.begin(), theirs.sessions.end(), s) == theirs.sessions.end()) theirs.sessions.push_back(s);
+  std::vector<std::string> names = model_names(theirs.model);
+  for (const auto& m : model_names(to.model))
+    if (std::find(names.begin(), names.end(), m) == names.end()) names.push_back(m);
+  theirs.model.clear();
+  for (const auto& m : names) theirs.model += (theirs.model.empty() ? "" : ", ") + m;
+  theirs.created = to.created;
+  theirs.tool_version = to.tool_version;
+  theirs.source = to.source;
+  return theirs;
+}
+
+Profile update_profile(const std::filesystem::path& path, const Profile& from, const Profile& to,
+                       const std::optional<std::string>& to_bytes) {
+  namespace fs = std::filesystem;
+  const fs::path lock_path = path.string() + ".lock";
+  const int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) fail(ErrorKind::Io, "cannot open the lock " + path_text(lock_path) + ": " + std::strerror(errno));
+  while (::flock(fd, LOCK_EX) != 0)
+    if (errno != EINTR) {
+      const int e = errno;
+      ::close(fd);
+      fail(ErrorKind::Io, "cannot lock " + path_text(lock_path) + ": " + std::strerror(e));
+    }
+  try {
+    std::error_code ec;
+    const bool exists = fs::exists(path, ec);
+    std::optional<Profile> held;
+    if (exists) held = load_profile(path);
+    const bool untouched = !held || same_profile(*held, from);
+    Profile now = untouched ? to : rebase_profile(from, to, *held);
+    if (untouched && to_bytes) write_file_atomic(path, *to_bytes);
+    else if (now.entries.empty() && now.paths.empty() && now.benches.empty()) {
+      if (exists) fs::remove(path, ec);
+    } else {
+      save_profile(now, path);
+    }
+    ::close(fd);
+    return now;
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
 }
 
 // ---- Validation ----

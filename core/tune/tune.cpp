@@ -1,6 +1,12 @@
 // `temper tune`: the steps in order, each skipped while its input is unchanged, in one journal.
 #include "temper/tune.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -52,8 +58,10 @@ namespace {
 constexpr std::string_view kMagic = "temper-tune-journal";
 constexpr int kVersion = 1;
 constexpr std::string_view kKind = "tune journal", kOwner = "temper tune";
+constexpr uint64_t kMaxProbeBytes = uint64_t{4} << 30;  // a probe with every kernel of the full set is far smaller
 
-std::string absolute_text(const fs::path& p) { return p.empty() ? std::string() : fs::absolute(p).lexically_normal().string(); }
+// A path as text for journals and messages (bytes that are not UTF-8 as \xNN: JSON takes only UTF-8).
+std::string absolute_text(const fs::path& p) { return p.empty() ? std::string() : path_text(fs::absolute(p).lexically_normal()); }
 
 std::string digest(std::initializer_list<std::string> parts) {
   ContentHash h;
@@ -186,14 +194,59 @@ std::string file_identity(const fs::path& p) {
   return absolute_text(p) + " " + std::to_string(size) + " " + std::to_string(mtime);
 }
 
+// An exclusive lock on a state folder (flock on its "tune.lock"), held while the tune runs.
+class StateLock {
+ public:
+  explicit StateLock(const fs::path& dir) {
+    const fs::path path = dir / "tune.lock";
+    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd_ < 0) fail(ErrorKind::Io, "cannot open " + path_text(path) + ": " + std::strerror(errno));
+    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      ::close(fd_);
+      fail(ErrorKind::BadInput, "another temper tune of this model and engine is running (its state folder " +
+                                    path_text(dir) + " is locked): wait for it to end, or stop it");
+    }
+  }
+  StateLock(const StateLock&) = delete;
+  StateLock& operator=(const StateLock&) = delete;
+  ~StateLock() { ::close(fd_); }
+
+ private:
+  int fd_ = -1;
+};
+
+// Tune reads the profile back and rewrites it in place several times: it must be a regular file (or
+// a new path) in a folder that takes a file; anything else is refused before the first step.
+void check_profile_output(const fs::path& profile) {
+  struct stat st{};
+  if (::stat(profile.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    fail(ErrorKind::BadInput, path_text(profile) + " is " + node_kind(st.st_mode) +
+                                  ": tune's profile must be a regular file (it is read back and merged as tune goes)");
+  std::error_code ec;
+  if (const fs::path dir = profile.parent_path(); !dir.empty()) fs::create_directories(dir, ec);
+  check_output(profile);
+}
+
+// The same profile content, whatever order its entries are in (a file read back lists them its own way).
+bool same_profile(Profile a, Profile b) {
+  const auto by_key = [](const ProfileEntry& x, const ProfileEntry& y) { return x.key < y.key; };
+  std::sort(a.entries.begin(), a.entries.end(), by_key);
+  std::sort(b.entries.begin(), b.entries.end(), by_key);
+  return to_json(a) == to_json(b);
+}
+
+// A state file's content, as a journal record keeps it: the step is skipped only while the file is
+// the one that step wrote (another model's file copied there is measured again, not trusted).
+std::string state_file_hash(const fs::path& p) {
+  std::error_code ec;
+  if (!fs::is_regular_file(p, ec)) return {};
+  return content_hash(read_input(p, kMaxJsonInputBytes, "tune state file"));
+}
+
 }  // namespace
 
 fs::path state_dir(const TuneOptions& o) {
-  fs::path root;
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) root = fs::path(x) / "temper" / "tune";
-  else if (const char* h = std::getenv("HOME"); h && *h) root = fs::path(h) / ".cache" / "temper" / "tune";
-  else root = fs::temp_directory_path() / "temper-tune";
-  return root / digest({absolute_text(o.model), absolute_text(o.engine_src.empty() ? o.probe : o.engine_src)});
+  return user_cache_dir("tune") / digest({absolute_text(o.model), absolute_text(o.engine_src.empty() ? o.probe : o.engine_src)});
 }
 
 Profile install_profile(const Profile& current, const Profile& tuned, const Session& session) {
@@ -219,11 +272,14 @@ Profile install_profile(const Profile& current, const Profile& tuned, const Sess
   return p;
 }
 
-TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
+namespace {
+
+TuneReport run_steps(const TuneOptions& o, const TuneEvents& ev) {
   if (o.model.empty()) fail(ErrorKind::BadInput, "expected a model file (MODEL.gguf)");
   if (o.engine_src.empty() == o.probe.empty())
     fail(ErrorKind::BadInput, "expected --engine-src DIR (a ggml / llama.cpp tree) or --probe PATH (a ready temper-probe), one of them");
   if (o.patch && o.engine_src.empty()) fail(ErrorKind::BadInput, "--patch needs --engine-src DIR (the tree to patch)");
+  if (!o.probe.empty()) ::close(open_input(o.probe, kMaxProbeBytes, "temper-probe").fd);  // a FIFO or a device: refused now
   if (o.bench) {  // before the long steps, not after them
     engine::check_bench_binaries(*o.bench);
     engine::parse_bench_tests(o.bench->tests);
@@ -239,11 +295,14 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
   TuneReport report;
   report.state_dir = state_dir(o);
   std::error_code ec;
-  fs::create_directories(report.state_dir, ec);
-  if (ec) fail(ErrorKind::Io, "tune state folder " + report.state_dir.string() + ": " + ec.message());
+  ensure_private_dir(report.state_dir.parent_path());
+  ensure_private_dir(report.state_dir);
+  // One tune per (model, engine) at a time: the second is refused at once, in one line.
+  const StateLock state_lock(report.state_dir);
   report.journal = report.state_dir / "tune.journal";
   report.session = report.state_dir / "sweep.session.json";
   report.profile = o.output.empty() ? engine::default_engine_profile() : o.output;
+  check_profile_output(report.profile);
   TuneLog log(report.journal, json{{"journal", kMagic}, {"journal_version", kVersion}, {"model", absolute_text(o.model)},
                                    {"engine", absolute_text(o.engine_src.empty() ? o.probe : o.engine_src)}});
   auto note = [&](const std::string& text) {
@@ -277,11 +336,11 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
   run_step(Step::Check, "the engine tree", [&](StepReport& r) -> json {
     if (o.engine_src.empty()) {
       r.outcome = "not asked";
-      r.summary = "a ready probe: " + o.probe.string();
+      r.summary = "a ready probe: " + path_text(o.probe);
       return {};
     }
     const engine::CheckReport c = engine::check(o.engine_src);
-    const std::string tree = std::string(engine::tree_kind_name(c.tree.kind)) + " tree at " + c.tree.root.string() +
+    const std::string tree = std::string(engine::tree_kind_name(c.tree.kind)) + " tree at " + path_text(c.tree.root) +
                              " (ggml commit " + (c.tree.commit.empty() ? "unknown" : c.tree.commit.substr(0, 12)) + ")";
     if (c.state == engine::HookState::Patched) {
       r.summary = tree + ", patched with hook v" + std::to_string(c.patched_version);
@@ -313,7 +372,7 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
       upgraded = " (upgraded from hook v" + std::to_string(c.patched_version) + ")";
     }
     engine::patch(o.engine_src, set);
-    r.summary = "patched" + upgraded + " " + c.tree.mmvq.string() + " (hook v" + std::to_string(engine::kHookVersion) +
+    r.summary = "patched" + upgraded + " " + path_text(c.tree.mmvq) + " (hook v" + std::to_string(engine::kHookVersion) +
                 "); re-configure and rebuild llama.cpp so your llama-bench carries it";
     note("the tree is patched now: re-run cmake's configure step and rebuild llama.cpp before benchmarking with it");
     return {};
@@ -321,9 +380,9 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
   run_step(Step::Build, "the hooked engine and temper-probe", [&](StepReport& r) -> json {
     if (o.engine_src.empty()) {
       r.outcome = "not asked";
-      r.summary = "a ready probe: " + o.probe.string();
+      r.summary = "a ready probe: " + path_text(o.probe);
       probe.probe = o.probe;
-      probe_id = content_hash(read_file(o.probe));
+      probe_id = content_hash(read_input(o.probe, kMaxProbeBytes, "temper-probe"));
       return {};
     }
     engine::BuildOptions b = o.build;
@@ -333,8 +392,8 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
     probe_id = built.hash + " " + engine::probe_hash();
     if (built.cached) r.outcome = "skipped";
     r.summary = std::string(built.cached ? "cached" : "built") + " engine " + built.hash + " for " + b.arch + " (kernel set " +
-                b.set.name + "): " + built.probe.string();
-    return {{"hash", built.hash}, {"probe", built.probe.string()}};
+                b.set.name + "): " + path_text(built.probe);
+    return {{"hash", built.hash}, {"probe", path_text(built.probe)}};
   });
 
   // The engine device, started once for the sweep and the replay, only when one of them runs.
@@ -361,10 +420,21 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
   run_step(Step::Sweep, "every launch config of the model's launches in the engine", [&](StepReport& r) -> json {
     const json* last = log.last(Step::Sweep);
     if (same_input(last, sweep_input) && fs::exists(report.session, ec)) {
-      session = read_session(report.session);
-      r.outcome = "skipped";
-      r.summary = "unchanged engine and model: " + sweep_summary(session);
-      return {};
+      // The session is trusted only as the step wrote it (records before "session_hash": its model).
+      const std::string wrote = last->value("session_hash", "");
+      std::optional<Session> kept;
+      try {
+        if (wrote.empty() || wrote == state_file_hash(report.session)) kept = read_session(report.session);
+      } catch (const Error& e) {
+        if (e.kind() != ErrorKind::BadInput) throw;
+      }
+      if (kept && kept->model.header_hash == identity.header_hash) {
+        session = std::move(*kept);
+        r.outcome = "skipped";
+        r.summary = "unchanged engine and model: " + sweep_summary(session);
+        return {};
+      }
+      note(path_text(report.session) + " is not the session this tune's sweep wrote (changed, or another model's): the sweep runs again");
     }
     const fs::path journal_path = report.state_dir / "sweep.journal";
     std::optional<Journal> journal;
@@ -391,7 +461,7 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
       fs::remove(journal_path, ec);
       journal.emplace(Journal::create(journal_path, session));
       log.append({{"step", step_name(Step::Sweep)}, {"input", sweep_input}, {"outcome", "started"},
-                  {"journal", journal_path.string()}, {"date", utc_now_iso8601()}});
+                  {"journal", path_text(journal_path)}, {"date", utc_now_iso8601()}});
     }
     std::vector<KernelPair> pairs;
     for (const PlanItem& item : session.devices.front().plan.items)
@@ -408,7 +478,8 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
     journal.reset();
     fs::remove(journal_path, ec);
     r.summary = sweep_summary(session) + (journaled ? " (" + std::to_string(journaled) + " from before the interruption)" : "");
-    return {{"input", sweep_input}, {"session", report.session.string()}, {"resumed_results", journaled}};
+    return {{"input", sweep_input}, {"session", path_text(report.session)}, {"session_hash", state_file_hash(report.session)},
+            {"resumed_results", journaled}};
   });
   const std::string arch = session_arch(session);
 
@@ -418,10 +489,13 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
                                             o.approve_all ? "all" : "significant", fmt("%.6f", o.min_speedup)});
   Profile tuned;
   run_step(Step::Approve, std::string("winners by policy (") + (o.approve_all ? "all" : "significant") + ")", [&](StepReport& r) -> json {
-    if (same_input(log.last(Step::Approve), approve_input) && fs::exists(tuned_path, ec)) {
+    const json* last = log.last(Step::Approve);
+    if (same_input(last, approve_input) && !last->value("output_hash", "").empty() &&
+        last->value("output_hash", "") == state_file_hash(tuned_path)) {
       tuned = load_profile(tuned_path);
       r.outcome = "skipped";
     } else {
+      // Made again from the session whenever the file is not the one this step wrote.
       tuned = profile_from_session(session);
       if (o.approve_all) approve_all(tuned);
       else approve_significant(tuned, o.min_speedup);
@@ -431,37 +505,50 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
     r.summary = std::to_string(tuned.entries.size()) + " winners, " + std::to_string(approved) + " approved" +
                 (o.approve_all ? std::string(" (all)") : " (CI-separated and at least " + fmt("%.0f", o.min_speedup * 100) + " % faster)");
     if (approved == 0) note("no winner was approved: the engine runs stock with this profile");
-    return {{"input", approve_input}};
+    return {{"input", approve_input}, {"output_hash", state_file_hash(tuned_path)}};
   });
 
   // ---- install ----
-  // What the file held before, put back when the replay finds the profile changes any result.
-  std::optional<std::string> previous;
-  bool installed_now = false;
+  // The profile file is shared (other tunes, other models write it meanwhile): every write re-reads it
+  // under its lock and applies only this tune's changes (update_profile). `read_back`: the file as this
+  // tune last read or wrote it; `as_found`: as it was before this tune, `mine`: that with this tune's
+  // changes alone (the replay takes them back out when the profile changes any result).
+  Profile read_back, as_found, mine;
+  std::optional<std::string> as_found_bytes;
+  bool installed_now = false, others_wrote = false;
+  auto write_installed = [&] {
+    mine = rebase_profile(read_back, report.installed, mine);
+    const Profile wrote = update_profile(report.profile, read_back, report.installed);
+    others_wrote = others_wrote || !same_profile(wrote, report.installed);
+    report.installed = read_back = wrote;
+    installed_now = true;
+  };
   run_step(Step::Install, "the profile where the engine reads it", [&](StepReport& r) -> json {
     std::optional<Profile> current;
     if (fs::exists(report.profile, ec)) {
-      previous = read_file(report.profile);
       current = load_profile(report.profile);
+      as_found_bytes = read_input(report.profile, kMaxProfileBytes, "profile");
     }
+    read_back = as_found = mine = current.value_or(Profile{});
     Profile merged = current ? install_profile(*current, tuned, session) : tuned;
     int kept = 0;
     for (const auto& e : merged.entries) kept += !find_entry(tuned, e.key);
+    report.installed = current.value_or(Profile{});
     if (current && to_json(merged) == to_json(*current)) {
       r.outcome = "skipped";
-      r.summary = report.profile.string() + " holds this profile already";
+      r.summary = path_text(report.profile) + " holds this profile already";
     } else {
       merged.created = utc_now_iso8601();
       merged.tool_version = TEMPER_VERSION;
-      if (!report.profile.parent_path().empty()) fs::create_directories(report.profile.parent_path(), ec);
-      save_profile(merged, report.profile);
-      installed_now = true;
-      r.summary = "wrote " + report.profile.string();
+      report.installed = std::move(merged);
+      write_installed();
+      r.summary = "wrote " + path_text(report.profile);
     }
+    merged = report.installed;
     r.summary += ": " + std::to_string(approved_count(merged, arch)) + " approved entries for " + arch +
                  (kept ? ", " + std::to_string(kept) + " entries of other shapes or arches kept" : std::string());
     report.installed = std::move(merged);
-    return {{"profile", report.profile.string()}};
+    return {{"profile", path_text(report.profile)}};
   });
 
   // The crossover and the group step journal each batch width they finish under `key` ("crossover_width",
@@ -544,8 +631,7 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
                                                    path_choices(report.crossover, arch, on, evidence, when), evidence.model))
         note("crossover: " + line);
       if (to_json(report.installed) == to_json(before)) return false;
-      save_profile(report.installed, report.profile);
-      installed_now = true;
+      write_installed();
       return true;
     };
     // Unchanged input: the journaled decisions, put back into the profile if it lost them.
@@ -556,7 +642,7 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
       const json& e = last->at("evidence");
       const PathEvidence evidence{e.at("source"), e.at("device_name"), e.at("device_arch"), e.at("kernel"), e.at("model")};
       if (record(device_from_json(last->at("device")), evidence, last->at("decided_at")))
-        r.summary += "; recorded again in " + report.profile.string();
+        r.summary += "; recorded again in " + path_text(report.profile);
       return {};
     }
     std::vector<WidthSamples> done;
@@ -619,7 +705,7 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
     const ProfileDevice on = profile_device(dev.info());
     const std::string when = utc_now_iso8601();
     record(on, evidence, when);
-    r.summary = crossover_summary(report.crossover) + "; recorded in " + report.profile.string();
+    r.summary = crossover_summary(report.crossover) + "; recorded in " + path_text(report.profile);
     json widths_json = json::array();
     for (const WidthSamples& w : done) widths_json.push_back(to_json(w));
     return {{"input", crossover_input}, {"widths", widths_json}, {"decided_at", when},
@@ -678,8 +764,7 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
       Profile before = report.installed;
       install_groups(report.installed, group_keys(report.groups, plans, arch, on), entries);
       if (to_json(report.installed) == to_json(before)) return false;
-      save_profile(report.installed, report.profile);
-      installed_now = true;
+      write_installed();
       return true;
     };
     if (same_input(last, groups_input)) {
@@ -689,7 +774,7 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
       r.outcome = "skipped";
       r.summary = "unchanged engine and profile: " + summary();
       if (record(device_from_json(last->at("device")), evidence_from_json(last->at("evidence")), last->at("decided_at")))
-        r.summary += "; recorded again in " + report.profile.string();
+        r.summary += "; recorded again in " + path_text(report.profile);
       return {};
     }
     std::vector<GroupWidthSamples> done;
@@ -764,7 +849,7 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
     const ProfileDevice on = profile_device(dev.info());
     const std::string when = utc_now_iso8601();
     record(on, evidence, when);
-    r.summary = summary() + "; recorded in " + report.profile.string();
+    r.summary = summary() + "; recorded in " + path_text(report.profile);
     json widths_json = json::array();
     for (const GroupWidthSamples& w : done) widths_json.push_back(to_json(w));
     return {{"input", groups_input}, {"widths", widths_json}, {"decided_at", when},
@@ -797,11 +882,15 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
     const engine::ReplayReport rr = engine::run_replay(engine_device(), file, plan, ro, ev.replay);
     if (!rr.differences.empty()) {  // the profile changes what the engine computes: never left installed
       const engine::ReplayDifference& d = rr.differences.front();
-      std::string undone = report.profile.string() + " held this profile before this run and is left as it is: do not run with it";
-      if (installed_now) {
-        if (previous) write_file_atomic(report.profile, *previous);
-        else fs::remove(report.profile, ec);
-        undone = previous ? "the previous profile is back in " + report.profile.string() : report.profile.string() + " is removed";
+      std::string undone = path_text(report.profile) + " held this profile before this run and is left as it is: do not run with it";
+      if (installed_now) {  // this tune's changes taken back out; what other tunes wrote meanwhile stays
+        // Nobody else wrote: the file as it was, byte for byte; else this tune's changes undone in theirs.
+        const Profile now = others_wrote ? update_profile(report.profile, read_back, rebase_profile(mine, as_found, read_back))
+                                         : update_profile(report.profile, read_back, as_found, as_found_bytes);
+        undone = !fs::exists(report.profile, ec)              ? path_text(report.profile) + " is removed"
+                 : same_profile(now, as_found)                 ? "the previous profile is back in " + path_text(report.profile)
+                                                              : "this tune's changes are taken back out of " +
+                                                                    path_text(report.profile) + " (other tunes' entries stay)";
       }
       fail(ErrorKind::Verification, "the replay found " + std::to_string(rr.differences.size()) +
                                         " launches whose output differs with the profile (first: launch " + std::to_string(d.index) +
@@ -856,8 +945,7 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
       install_pipelined(report.installed, candidates, d.approved ? pipeline_entries(candidates, plan.launches, d, evidence, when)
                                                                  : std::vector<ProfileEntry>{});
       if (to_json(report.installed) == to_json(before)) return false;
-      save_profile(report.installed, report.profile);
-      installed_now = true;
+      write_installed();
       return true;
     };
     if (same_input(last, pipeline_input)) {
@@ -869,7 +957,7 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
       const std::vector<ProfileEntry> candidates =
           pipeline_candidates(plan.launches, without_pipelined(report.installed), arch, on, last->at("engine_version"));
       if (record(candidates, d, evidence_from_json(last->at("evidence")), last->at("decided_at")))
-        r.summary += "; recorded again in " + report.profile.string();
+        r.summary += "; recorded again in " + path_text(report.profile);
       return {};
     }
     engine::EngineDevice& dev = engine_device();
@@ -952,7 +1040,7 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
     evidence.kernel = kernel;
     const std::string when = utc_now_iso8601();
     record(candidates, d, evidence, when);
-    r.summary = pipeline_text(d) + "; recorded in " + report.profile.string();
+    r.summary = pipeline_text(d) + "; recorded in " + path_text(report.profile);
     return {{"input", pipeline_input}, {"samples", to_json(samples)}, {"decided_at", when}, {"device", device_json(on)},
             {"engine_version", engine_version}, {"evidence", evidence_json(evidence)}};
   });
@@ -982,7 +1070,7 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
       for (const json& j : log.after_last(Step::Bench)) {
         if (!j.contains("bench_run") || j["bench_run"].value("index", -1) != int(done.size())) break;
         const json& run = j["bench_run"];
-        engine::LlamaBenchRow row = engine::parse_llama_bench_json("[" + run["row"].dump() + "]", "tune journal").front();
+        engine::LlamaBenchRow row = engine::parse_llama_bench_json("[" + run["row"].dump() + "]", "tune journal " + path_text(report.journal)).front();
         done.push_back({int(done.size()), row, run.value("engine_line", "")});
       }
       if (!done.empty()) {
@@ -997,15 +1085,37 @@ TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
     be.run_done = [&](const engine::BenchRunDone& d) {
       log.append({{"bench_run", {{"index", d.index}, {"row", row_json(d.row)}, {"engine_line", d.engine_line}}}});
     };
+    be.restarted = [&](const std::string& why) {  // the runs journaled before no longer count
+      note(why);
+      log.append({{"step", step_name(Step::Bench)}, {"input", input}, {"outcome", "started"}, {"date", utc_now_iso8601()}});
+    };
     engine::BenchResult result = engine::run_bench(b, be, done);
     for (const auto& n : result.notes) note(n);
     add_bench_record(report.installed, result.record);
-    save_profile(report.installed, report.profile);
+    write_installed();
     report.bench = result.record;
-    r.summary = bench_summary(result.record) + "; recorded in " + report.profile.string();
+    r.summary = bench_summary(result.record) + "; recorded in " + path_text(report.profile);
     return {{"input", input}};
   });
   return report;
+}
+
+}  // namespace
+
+TuneReport run_tune(const TuneOptions& o, const TuneEvents& ev) {
+  // A journal record that does not read (damaged, or edited by hand) is one line naming the folder
+  // whose removal starts the tune afresh.
+  std::string what;
+  try {
+    return run_steps(o, ev);
+  } catch (const nlohmann::json::exception& e) {
+    what = "tune journal: a record that does not read: " + std::string(e.what());
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::BadInput || std::string_view(e.what()).find("tune journal") == std::string_view::npos) throw;
+    what = e.what();
+  }
+  fail(ErrorKind::BadInput, what + " (the tune's state folder " + path_text(state_dir(o)) +
+                                " is damaged: delete it to start this tune afresh)");
 }
 
 }  // namespace temper::tune

@@ -146,6 +146,38 @@ TEST(Process, IgnoredSigtermIsFollowedBySigkill) {
 
 // die_with_parent: the program has PR_SET_PDEATHSIG SIGKILL (without it, none), and dies when the
 // process that ran it is killed with -9.
+// Issue 51 (12): a program is bounded in time and in output, and its end ends the wait even when
+// something it left behind keeps its output open.
+TEST(Process, TimeoutOutputBoundAndLeftoversHoldingTheOutput) {
+  ProcessOptions o;
+  std::string out;
+  o.capture = &out;
+  o.own_group = true;
+  o.timeout = std::chrono::milliseconds(300);
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(run_process({"sleep", "30"}, o), kTimedOut);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+
+  o.timeout = std::chrono::milliseconds(0);
+  o.max_capture = 1 << 20;
+  EXPECT_EQ(run_process({"yes"}, o), kOutputTooLarge);
+  EXPECT_LE(out.size(), size_t(1) << 20);
+  std::string err;
+  o.capture_stderr = &err;
+  out.clear();
+  EXPECT_EQ(run_process({"sh", "-c", "yes >&2"}, o), kOutputTooLarge);
+  EXPECT_LE(err.size(), size_t(1) << 20);
+
+  // The shell ends at once; the sleep it started holds stdout for 30 s: not waited for.
+  o.max_capture = 0;
+  o.capture_stderr = nullptr;
+  out.clear();
+  t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(run_process({"sh", "-c", "sleep 30 & echo started; exit 3"}, o), 3);
+  EXPECT_EQ(out, "started\n");
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
+}
+
 TEST(Process, DieWithParentSetsPdeathsigAndTheChildDiesWithIt) {
   EXPECT_EQ(process_output({PDEATHSIG_CHILD}).value_or("").substr(0, 2), "0 ");
   ProcessOptions o;

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <set>
@@ -112,6 +113,61 @@ TEST_F(RobustIo, OverwriteKeepsPermissionsAndWritesThroughLinks) {
   ASSERT_EQ(::stat(secret.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0600u);
   EXPECT_EQ(names(), (std::set<std::string>{"link.json", "secret.json"}));
+}
+
+// Issue 51 (13): a dangling link was replaced by a plain file; its target is written, the link stays.
+TEST_F(RobustIo, ADanglingLinkIsWrittenThrough) {
+  fs::create_symlink("target.json", dir_ / "dangling.json");
+  write_file_atomic(dir_ / "dangling.json", "through");
+  EXPECT_TRUE(fs::is_symlink(dir_ / "dangling.json"));
+  EXPECT_EQ(read_file(dir_ / "target.json"), "through");
+  fs::create_symlink("dangling.json", dir_ / "chain.json");  // a link to a link
+  write_file_atomic(dir_ / "chain.json", "again");
+  EXPECT_TRUE(fs::is_symlink(dir_ / "chain.json"));
+  EXPECT_EQ(read_file(dir_ / "target.json"), "again");
+  fs::create_symlink("loop.json", dir_ / "loop.json");
+  std::string what;
+  EXPECT_EQ(kind_of([&] { write_file_atomic(dir_ / "loop.json", "x"); }, &what), ErrorKind::Io);  // a loop: one line, nothing written
+  EXPECT_NE(what.find("loop.json: Too many levels of symbolic links"), std::string::npos) << what;
+}
+
+// Issue 51 (2): cache folders are the user's own, made private; never a fixed folder under /tmp.
+TEST_F(RobustIo, CacheFoldersArePrivateAndTheUsersOwn) {
+  const char* home = std::getenv("HOME");
+  const std::string saved_home = home ? home : "";
+  ::setenv("XDG_CACHE_HOME", (dir_ / "xdg").c_str(), 1);
+  EXPECT_EQ(user_cache_dir("engine"), dir_ / "xdg" / "temper" / "engine");
+  ::unsetenv("XDG_CACHE_HOME");
+  ::setenv("HOME", dir_.c_str(), 1);
+  EXPECT_EQ(user_cache_dir("tune"), dir_ / ".cache" / "temper" / "tune");
+  ::unsetenv("HOME");
+  std::string what;
+  EXPECT_EQ(kind_of([&] { user_cache_dir("engine"); }, &what), ErrorKind::BadInput);
+  EXPECT_NE(what.find("neither XDG_CACHE_HOME nor HOME is set"), std::string::npos) << what;
+  if (home) ::setenv("HOME", saved_home.c_str(), 1);
+
+  const fs::path made = dir_ / "a" / "b" / "c";
+  ensure_private_dir(made);
+  for (const fs::path& p : {dir_ / "a", dir_ / "a" / "b", made}) {
+    struct stat st{};
+    ASSERT_EQ(::lstat(p.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 07777, 0700u) << p;
+  }
+  ensure_private_dir(made);  // again: nothing to do
+  ASSERT_EQ(::chmod(made.c_str(), 0777), 0);
+  EXPECT_EQ(kind_of([&] { ensure_private_dir(made); }, &what), ErrorKind::BadInput);
+  EXPECT_NE(what.find(made.string() + " can be written by other users"), std::string::npos) << what;
+  fs::create_directory_symlink(made, dir_ / "link");
+  EXPECT_EQ(kind_of([&] { ensure_private_dir(dir_ / "link"); }, &what), ErrorKind::BadInput);
+  EXPECT_NE(what.find("is a symbolic link"), std::string::npos) << what;
+  write_file_atomic(dir_ / "file", "x");
+  EXPECT_EQ(kind_of([&] { ensure_private_dir(dir_ / "file"); }, &what), ErrorKind::BadInput);
+  EXPECT_NE(what.find("is a file, not a folder"), std::string::npos) << what;
+  // Another user's folder (root's /, when the tests do not run as root).
+  if (::geteuid() != 0) {
+    EXPECT_EQ(kind_of([&] { ensure_private_dir("/"); }, &what), ErrorKind::BadInput);
+    EXPECT_NE(what.find("belongs to user id 0, not to you"), std::string::npos) << what;
+  }
 }
 
 // (11) Temporaries of killed writers stayed forever; only stale ones of our own pattern go.

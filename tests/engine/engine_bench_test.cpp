@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -17,6 +18,7 @@
 #include "temper/engine_bench.h"
 #include "temper/error.h"
 #include "temper/fileio.h"
+#include "temper/format.h"
 #include "temper/stats.h"
 
 using namespace temper;
@@ -271,6 +273,131 @@ TEST(EngineBenchCli, InterruptStopsTheRunAndRecordsNothing) {
   EXPECT_NE(test::slurp(out).find("bench cancelled (Ctrl-C); nothing was recorded"), std::string::npos) << test::slurp(out);
   EXPECT_LT(lines_of(d.log).size(), 6u);
   EXPECT_EQ(load_profile(d.profile).benches.size(), 0u);
+}
+
+
+// ---- A hostile llama-bench (issue 51): every output bounded and validated, never a crash ----
+
+TEST(BenchHostile, EmptyArrayHugeCountsAndLongLinesAreOneLine) {
+  // "[]": no result (it crashed on rows.front() of none).
+  EXPECT_NE(error_of([] { engine::parse_llama_bench_json("[]", "run"); }).find("run: no result"), std::string::npos);
+  EXPECT_NE(error_of([] { engine::parse_llama_bench_json("[]\n", "run"); }).find("run: no result"), std::string::npos);
+  // A 40,000-character engine line (std::regex overflowed the stack on it) and counts past int.
+  const std::string tail = " (sm_90, device 0), 2 for sm_90; ignored 0";
+  const std::string long_name = "temper: profile /p.json: 6 entries for " + std::string(40000, 'x') + tail;
+  EXPECT_EQ(engine::engine_line_entries(long_name), 8);
+  EXPECT_EQ(engine::engine_line_arch(long_name), "sm_90");
+  EXPECT_EQ(engine::find_engine_line("a\n" + long_name + "\n"), "");  // longer than the hook writes: not its line
+  EXPECT_EQ(engine::engine_line_entries("temper: profile /p.json: 99999999999999999999 entries for sm_90 (device 0); x"), -1);
+  EXPECT_EQ(engine::engine_line_entries("temper: profile /p.json: 6 entries for G (sm_90, device 0), 99999999999999 for sm_90;"), -1);
+  const std::string parens = "temper: profile /p.json: 1 entries for " + std::string(20000, '(') + " (" + std::string(20000, ' ');
+  EXPECT_EQ(engine::engine_line_entries(parens), -1);
+}
+
+TEST(BenchHostile, SamplesBoundedAndFinite) {
+  const auto row = [](const std::string& samples) {
+    return std::string(R"([{"gpu_info": "G", "n_prompt": 0, "n_gen": 128, )") + samples + "}]";
+  };
+  std::string many = "\"samples_ts\": [1";
+  for (int i = 0; i < 20000; ++i) many += ",1";
+  EXPECT_NE(error_of([&] { engine::parse_llama_bench_json(row(many + "]"), "run"); }).find("20001 samples (at most 10000"),
+            std::string::npos);
+  // An infinite speed (tokens/s from a sample of 1e-320 ns) or one past any GPU is no measurement.
+  EXPECT_NE(error_of([&] { engine::parse_llama_bench_json(row("\"samples_ns\": [1e-320]"), "run"); }).find("tokens/s (expected"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { engine::parse_llama_bench_json(row("\"samples_ts\": [1e300]"), "run"); }).find("tokens/s (expected"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { engine::parse_llama_bench_json(std::string(17 << 20, ' '), "run"); }).find("bytes of output (at most"),
+            std::string::npos);
+  const std::string long_name = R"([{"gpu_info": ")" + std::string(5000, 'g') + R"(", "n_prompt": 0, "n_gen": 1, "samples_ts": [1]}])";
+  EXPECT_NE(error_of([&] { engine::parse_llama_bench_json(long_name, "run"); }).find("\"gpu_info\": 5000 characters"), std::string::npos);
+}
+
+TEST(BenchHostile, TerminalTextEscapesControls) {
+  EXPECT_EQ(terminal_text("a\x1b[2Jb\n\tc\x7f"), "a\\x1b[2Jb\n\tc\\x7f");
+  EXPECT_EQ(terminal_text("csi \xc2\x9b" "31m é"), "csi \\xc2\\x9b31m é");
+}
+
+// The whole command against the stand-in playing each hostile llama-bench: exit 2 or 4 with one line,
+// fast, nothing recorded.
+TEST(BenchHostile, CommandSurvivesEveryHostileStandIn) {
+  const BenchDir d;
+  const fs::path out = d.dir / "stdout.json";
+  const auto run = [&](const test::Env& env, std::vector<std::string> more = {}) {
+    more.insert(more.end(), {"--tests", "tg128", "--rounds", "1"});
+    return temper(d.args(more), d.env(env));
+  };
+  std::ofstream(out) << "[]";
+  test::CliRun r = run({{"FAKE_LLAMA_BENCH_STDOUT", out.string()}});
+  EXPECT_EQ(r.code, 2) << r.output;  // was SIGSEGV
+  EXPECT_NE(r.output.find("no result"), std::string::npos) << r.output;
+  // A 40,000-character line on stderr: ignored, so the profile arm "printed no line" (was a stack overflow).
+  r = run({{"FAKE_LLAMA_BENCH_UNPATCHED", "1"}, {"FAKE_LLAMA_BENCH_STDERR", "temper: profile " + std::string(40000, 'x')}});
+  EXPECT_EQ(r.code, 2) << r.output.substr(0, 300);
+  EXPECT_NE(r.output.find("printed no `temper: profile` line"), std::string::npos) << r.output.substr(0, 300);
+  // An entry count past int (was "internal error: stoi"); the stock arm apart, so only the profile arm reads it.
+  r = run({{"FAKE_LLAMA_BENCH_UNPATCHED", "1"},
+           {"FAKE_LLAMA_BENCH_STDERR", "temper: profile /p: 99999999999999999999 entries for sm_90 (device 0); x"}},
+          {"--stock-bench", FAKE_LLAMA_BENCH});
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("the engine did not use the profile"), std::string::npos) << r.output;
+  // A million samples for -r 5.
+  r = run({{"FAKE_LLAMA_BENCH_SAMPLES", "20000"}});
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("samples (at most 10000"), std::string::npos) << r.output;
+  r = run({{"FAKE_LLAMA_BENCH_SAMPLES", "6"}});
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("6 samples for -r 5"), std::string::npos) << r.output;
+  // Output without end: stopped at the bound, not held in memory.
+  auto t0 = std::chrono::steady_clock::now();
+  r = run({{"FAKE_LLAMA_BENCH_FLOOD", std::to_string(1L << 30)}});
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("printed more than 16 MiB and was stopped"), std::string::npos) << r.output;
+  // A run past --bench-timeout is stopped.
+  t0 = std::chrono::steady_clock::now();
+  r = run({{"FAKE_LLAMA_BENCH_SLEEP_MS", "20000"}}, {"--bench-timeout", "1"});
+  EXPECT_EQ(r.code, 4) << r.output;
+  EXPECT_NE(r.output.find("ran longer than 1 s and was stopped"), std::string::npos) << r.output;
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
+  // A child left holding stdout open after llama-bench ended: Temper does not wait for it.
+  t0 = std::chrono::steady_clock::now();
+  r = run({{"FAKE_LLAMA_BENCH_LINGER_MS", "60000"}});
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(20));
+  // Escape sequences in the GPU's name never reach the terminal.
+  r = run({{"FAKE_LLAMA_BENCH_GPU", "GPU\\u001b]0;owned\\u0007\\u001b[2J"}});  // as JSON escapes them
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(r.output.find('\x1b'), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("GPU\\x1b]0;owned\\x07\\x1b[2J"), std::string::npos) << r.output;
+  EXPECT_EQ(load_profile(d.profile).benches.size(), 2u);  // the two good runs recorded, none of the others
+}
+
+// A bench resumed on another GPU than its journaled runs starts again instead of refusing for ever.
+TEST(BenchHostile, ResumedOnAnotherGpuStartsAgain) {
+  const BenchDir d;
+  engine::BenchOptions o;
+  o.llama_bench = FAKE_LLAMA_BENCH;
+  o.model = fixtures::path(fixtures::Fixture::MiniLlama);
+  o.profile = d.profile;
+  o.tests = "tg128";
+  o.rounds = 2;
+  o.repetitions = 2;
+  engine::LlamaBenchRow row;
+  row.gpu_info = "NVIDIA A100-SXM4-80GB";
+  row.n_gen = 128;
+  row.samples_ts = {90, 91};
+  std::vector<std::string> restarts;
+  engine::BenchEvents ev;
+  ev.restarted = [&](const std::string& why) { restarts.push_back(why); };
+  ::setenv("FAKE_LLAMA_BENCH_LOG", d.log.string().c_str(), 1);
+  const engine::BenchResult r = engine::run_bench(o, ev, {{0, row, ""}});
+  ::unsetenv("FAKE_LLAMA_BENCH_LOG");
+  ASSERT_EQ(restarts.size(), 1u);
+  EXPECT_NE(restarts[0].find("ran on NVIDIA A100-SXM4-80GB, llama-bench now runs on NVIDIA H100 80GB HBM3"), std::string::npos)
+      << restarts[0];
+  EXPECT_EQ(r.record.device, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(lines_of(d.log).size(), 5u);  // the one that told, then all 4 again
+  EXPECT_NEAR(r.record.tests[0].speedup, 1.10, 0.01);
 }
 
 // ---- The statistics ----

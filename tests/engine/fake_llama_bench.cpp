@@ -15,6 +15,13 @@
 //   FAKE_LLAMA_BENCH_GPU=NAME     gpu_info (default "NVIDIA H100 80GB HBM3")
 //   FAKE_LLAMA_BENCH_SLEEP_MS=MS  real wall time per invocation (so a test can interrupt one)
 //   FAKE_LLAMA_BENCH_PIPELINE_GAIN=X  what approved *_pipelined entries multiply the speed by (default 1.08)
+// A hostile llama-bench (what Temper must survive, issue 51):
+//   FAKE_LLAMA_BENCH_STDOUT=FILE  FILE's bytes on stdout instead of the results (exit 0)
+//   FAKE_LLAMA_BENCH_STDERR=TEXT  one more line on stderr, after the hook's
+//   FAKE_LLAMA_BENCH_FLOOD=BYTES  that many bytes of filler on stdout before anything else
+//   FAKE_LLAMA_BENCH_SAMPLES=N    N samples a test, whatever -r asks
+//   FAKE_LLAMA_BENCH_LINGER_MS=MS a child left behind holding stdout and stderr open MS ms after the stand-in ends
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -178,6 +185,27 @@ int main(int argc, char** argv) {
 
   if (const int ms = std::atoi(env("FAKE_LLAMA_BENCH_SLEEP_MS", "0").c_str()); ms > 0)
     std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+  if (const std::string extra = env("FAKE_LLAMA_BENCH_STDERR"); !extra.empty()) std::fprintf(stderr, "%s\n", extra.c_str());
+  if (const int ms = std::atoi(env("FAKE_LLAMA_BENCH_LINGER_MS", "0").c_str()); ms > 0) {
+    std::fflush(nullptr);
+    if (::fork() == 0) {  // holds the pipes open after its parent has ended
+      std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+      ::_exit(0);
+    }
+  }
+  if (const long flood = std::atol(env("FAKE_LLAMA_BENCH_FLOOD", "0").c_str()); flood > 0) {
+    ::signal(SIGPIPE, SIG_DFL);
+    const std::string chunk(65536, ' ');
+    for (long left = flood; left > 0; left -= long(chunk.size()))
+      if (std::fwrite(chunk.data(), 1, size_t(std::min<long>(left, long(chunk.size()))), stdout) == 0) return 1;
+  }
+  if (const std::string file = env("FAKE_LLAMA_BENCH_STDOUT"); !file.empty()) {
+    std::ifstream in(file, std::ios::binary);
+    const std::string text((std::istreambuf_iterator<char>(in)), {});
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return 0;
+  }
+  if (const int n = std::atoi(env("FAKE_LLAMA_BENCH_SAMPLES", "0").c_str()); n > 0) reps = n;
 
   std::vector<Test> tests;
   auto add = [&](int p, int n) {

@@ -5,6 +5,9 @@
 // re-sweeps, and the install rule that keeps other models' entries.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -15,12 +18,14 @@
 #include <map>
 #include <set>
 #include <thread>
+#include <tuple>
 
 #include "engine/cli_run.h"
 #include "engine/probe_protocol.h"
 #include "fixtures/fixtures.h"
 #include "support/upstream_tree.h"
 #include "temper/engine.h"
+#include "temper/engine_build.h"
 #include "temper/fileio.h"
 #include "temper/gguf.h"
 #include "temper/groups.h"
@@ -730,6 +735,314 @@ ProfileEntry entry(const std::string& arch, int n, Config c, Approval a = Approv
   e.default_config = {4, 1};
   e.approval = a;
   return e;
+}
+
+// ---- Issue 51: the shared profile, the caches and the state tune trusts ----
+
+// Rebasing: the writer's own change (added, replaced, removed) lands in what the file holds now,
+// whatever another writer put there meanwhile.
+TEST(TuneShared, RebaseAppliesOnlyTheWritersChange) {
+  Profile from;
+  from.model = "a.gguf";
+  from.entries = {entry("sm_90", 128, {2, 2}), entry("sm_90", 256, {2, 2})};
+  Profile to = from;
+  to.entries = {entry("sm_90", 128, {4, 1}), entry("sm_90", 512, {2, 1})};  // 128 changed, 256 removed, 512 added
+  to.model = "a.gguf, b.gguf";
+  Profile theirs = from;
+  theirs.entries.push_back(entry("sm_90", 384, {8, 1}));  // another tune's, meanwhile
+  theirs.model = "a.gguf, c.gguf";
+  const Profile p = rebase_profile(from, to, theirs);
+  ASSERT_EQ(p.entries.size(), 3u);
+  EXPECT_EQ(p.entries[0].key.n, 128);
+  EXPECT_EQ(p.entries[0].config, (Config{4, 1}));
+  EXPECT_EQ(p.entries[1].key.n, 384);
+  EXPECT_EQ(p.entries[2].key.n, 512);
+  EXPECT_EQ(p.model, "a.gguf, c.gguf, b.gguf");
+  // Undoing the change takes out only the writer's part.
+  const Profile undone = rebase_profile(to, from, p);
+  ASSERT_EQ(undone.entries.size(), 3u);
+  EXPECT_EQ(undone.entries[0].config, (Config{2, 2}));
+  EXPECT_EQ(undone.entries[1].key.n, 256);
+  EXPECT_EQ(undone.entries[2].key.n, 384);
+}
+
+// Two processes updating one profile file at once, each from the copy it read first: every entry
+// of both survives every round (before the lock and the re-read, the later writer dropped the other's).
+TEST(TuneShared, UpdatesUnderTheLockKeepEveryWritersEntries) {
+  const fs::path dir = fs::temp_directory_path() / ("temper-shared-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path path = dir / "engine-profile.json";
+  for (int trial = 0; trial < 20; ++trial) {
+    fs::remove(path);
+    std::vector<pid_t> kids;
+    for (int w = 0; w < 2; ++w) {
+      const pid_t pid = ::fork();
+      if (pid == 0) {
+        Profile mine, base;  // both start from the empty file, then write 5 times, one entry more each time
+        for (int i = 0; i < 5; ++i) {
+          mine.entries.push_back(entry(w ? "sm_80" : "sm_90", 128 * (i + 1), {2, 1}));
+          base = update_profile(path, base, mine);
+          mine = base;
+        }
+        ::_exit(0);
+      }
+      kids.push_back(pid);
+    }
+    for (pid_t k : kids) ASSERT_EQ(test::wait_code(k), 0);
+    const Profile p = load_profile(path);
+    ASSERT_EQ(p.entries.size(), 10u) << "trial " << trial;
+  }
+  fs::remove_all(dir);
+}
+
+// The whole tune, twice at once for two models on one default profile, 20 trials: every entry each
+// tune approved and installed is in the file when both have ended.
+TEST(TuneShared, ConcurrentTunesOfTwoModelsKeepEveryEntry) {
+  const TuneDir d;
+  fixtures::Options k;
+  k.k_quants = true;  // q4_K / q6_K where the other has q4_0 / q8_0: no key in common
+  const fs::path other = d.dir / "small-llama-k.gguf";
+  fixtures::writer(fixtures::Fixture::SmallLlama, k).write(other);
+  const auto args = [&](const fs::path& model, const fs::path& out) {
+    return std::vector<std::string>{"tune", model.string(), "--probe", FAKE_PROBE, "--ncols", "1", "--replay-tokens", "2",
+                                    "--replay-rounds", "1", "--llama-bench", FAKE_LLAMA_BENCH, "--tests", "tg128",
+                                    "--rounds", "1", "--repetitions", "2", "-o", out.string()};
+  };
+  const auto state_profile = [&](const fs::path& model) {
+    tune::TuneOptions o;
+    o.model = model;
+    o.probe = FAKE_PROBE;
+    ::setenv("XDG_CACHE_HOME", (d.dir / "cache").c_str(), 1);
+    const fs::path s = tune::state_dir(o) / "profile.json";
+    ::unsetenv("XDG_CACHE_HOME");
+    return s;
+  };
+  for (int trial = 0; trial < 20; ++trial) {
+    const fs::path out = d.dir / ("shared-" + std::to_string(trial) + ".json");
+    const fs::path log_a = d.dir / "a.txt", log_b = d.dir / "b.txt";
+    const pid_t a = test::spawn_temper(args(d.model, out), d.env(), log_a, log_a);
+    const pid_t b = test::spawn_temper(args(other, out), d.env(), log_b, log_b);
+    ASSERT_EQ(test::wait_code(a), 0) << test::slurp(log_a);
+    ASSERT_EQ(test::wait_code(b), 0) << test::slurp(log_b);
+    const Profile p = load_profile(out);
+    for (const fs::path& model : {d.model, other}) {
+      const Profile tuned = load_profile(state_profile(model));
+      ASSERT_FALSE(tuned.entries.empty());
+      for (const auto& e : tuned.entries)
+        EXPECT_NE(find_entry(p, e.key), nullptr) << "trial " << trial << ": " << model.filename() << " lost " << key_text(e.key);
+    }
+    EXPECT_EQ(p.benches.size(), 2u) << "trial " << trial;  // each model's bench record
+    EXPECT_NE(p.model.find("small-llama.gguf"), std::string::npos) << p.model;
+    EXPECT_NE(p.model.find("small-llama-k.gguf"), std::string::npos) << p.model;
+  }
+}
+
+// A second tune of the same model and engine while one runs is refused at once, in one line.
+TEST(TuneShared, TheSameModelTwiceAtOnceIsRefused) {
+  const TuneDir d;
+  const fs::path state = d.state();
+  fs::create_directories(state);
+  fs::permissions(d.dir / "cache", fs::perms::owner_all);
+  fs::permissions(d.dir / "cache" / "temper", fs::perms::owner_all);
+  fs::permissions(state.parent_path(), fs::perms::owner_all);
+  fs::permissions(state, fs::perms::owner_all);
+  const int fd = ::open((state / "tune.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::flock(fd, LOCK_EX), 0);  // as the running tune holds it
+  const test::CliRun r = test::run_temper(d.args({{"--ncols", "1"}}), d.env());
+  ::close(fd);
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_EQ(r.output, "temper tune: another temper tune of this model and engine is running (its state folder " + state.string() +
+                          " is locked): wait for it to end, or stop it\n");
+  EXPECT_FALSE(fs::exists(d.gemv_log));  // nothing measured
+}
+
+// No HOME and no XDG_CACHE_HOME: one line, no cache under /tmp. A state folder planted as a link or
+// left writable by others is refused before anything is written there.
+TEST(TuneShared, CachesArePrivateAndNeverInAFixedTmpFolder) {
+  const TuneDir d;
+  test::CliRun r = test::run_temper(d.args({{"--ncols", "1"}, {"-o", (d.dir / "p.json").string()}}),
+                                    {{"HOME", ""}, {"XDG_CACHE_HOME", ""}, {"XDG_CONFIG_HOME", (d.dir / "config").string()}});
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("neither XDG_CACHE_HOME nor HOME is set"), std::string::npos) << r.output;
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+  EXPECT_FALSE(fs::exists(d.gemv_log));
+  // Made private (a tune refused for its -o, a folder, after the state folder was made).
+  r = test::run_temper(d.args({{"--ncols", "1"}, {"-o", d.dir.string()}}), d.env());
+  EXPECT_EQ(r.code, 2) << r.output;
+  const fs::path state = d.state();
+  ASSERT_TRUE(fs::is_directory(state));
+  EXPECT_EQ(fs::status(state).permissions() & fs::perms::all, fs::perms::owner_all);
+  EXPECT_EQ(fs::status(state.parent_path()).permissions() & fs::perms::all, fs::perms::owner_all);
+  // A link planted where the state folder goes: refused, its target untouched.
+  fs::remove_all(state);
+  const fs::path target = d.dir / "elsewhere";
+  fs::create_directories(target);
+  fs::create_directory_symlink(target, state);
+  r = test::run_temper(d.args({{"--ncols", "1"}}), d.env());
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("cache folder " + state.string() + " is a symbolic link"), std::string::npos) << r.output;
+  EXPECT_TRUE(fs::is_empty(target));
+  // Writable by others.
+  fs::remove(state);
+  fs::create_directories(state);
+  fs::permissions(state, fs::perms::all);
+  r = test::run_temper(d.args({{"--ncols", "1"}}), d.env());
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("can be written by other users"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(state / "tune.journal"));
+}
+
+// The profile (-o or where the engine looks) and --probe: a FIFO, a folder, a read-only file are refused
+// at once, before the sweep (a FIFO hung tune for ever).
+TEST(TuneShared, AnOutputOrProbeThatIsNotAFileIsRefusedAtOnce) {
+  const TuneDir d;
+  const fs::path fifo = d.dir / "fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const fs::path read_only = d.dir / "ro.json";
+  std::ofstream(read_only) << "{}";
+  fs::permissions(read_only, fs::perms::owner_read);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (const auto& [opt, value, why] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"-o", fifo.string(), " is a FIFO: tune's profile must be a regular file"},
+           {"-o", d.dir.string(), " is a directory: tune's profile must be a regular file"},
+           {"-o", read_only.string(), " is read-only"},
+           {"--probe", fifo.string(), ": not a regular file (a FIFO)"}}) {
+    const test::CliRun r = test::run_temper(d.args({{"--ncols", "1"}, {opt, value}}), d.env());
+    EXPECT_EQ(r.code, 2) << opt << " " << value << ": " << r.output;
+    EXPECT_NE(r.output.find(value + why), std::string::npos) << r.output;
+    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+  }
+  // The default profile path a FIFO.
+  fs::create_directories(d.profile.parent_path());
+  ASSERT_EQ(::mkfifo(d.profile.c_str(), 0600), 0);
+  const test::CliRun r = test::run_temper(d.args({{"--ncols", "1"}}), d.env());
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find(d.profile.string() + " is a FIFO"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(d.gemv_log));  // no sweep
+  // `sweep -o FIFO` without a reader: refused at once, not after the sweep.
+  const test::CliRun s = test::run_temper({"sweep", "--shape", "q4_K:4096:4096", "--probe", FAKE_PROBE, "--ncols", "1", "-o",
+                                           fifo.string()}, d.env());
+  EXPECT_EQ(s.code, 2) << s.output;
+  EXPECT_NE(s.output.find(fifo.string() + " is a FIFO with no reader"), std::string::npos) << s.output;
+  EXPECT_FALSE(fs::exists(d.gemv_log));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(30));
+}
+
+// Paths that are not UTF-8 (model, probe, -o): tune completes; JSON says the odd bytes as \xNN.
+TEST(TuneShared, NonUtf8PathsWork) {
+  const TuneDir d;
+  const fs::path model = d.dir / "mod\xff" "el.gguf", probe = d.dir / "pro\xfe" "be", out = d.dir / "out\xfd.json";
+  fs::copy_file(d.model, model);
+  fs::copy_file(FAKE_PROBE, probe);
+  const test::CliRun r = test::run_temper({"tune", model.string(), "--json", "--probe", probe.string(), "--ncols", "1",
+                                           "--replay-tokens", "2", "--replay-rounds", "1", "-o", out.string()}, d.env(), true);
+  ASSERT_EQ(r.code, 0) << r.output;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["profile"], (d.dir / "out\\xfd.json").string());
+  EXPECT_GT(load_profile(out).entries.size(), 0u);
+  EXPECT_EQ(test::run_temper({"profile", "validate", out.string(), "--json"}, d.env()).code, 0);
+}
+
+// Another model's profile.json copied into the state folder is not trusted: approve runs again and the
+// installed profile keeps this model's approved winners.
+TEST(TuneShared, AnotherModelsStateFileIsNotTrusted) {
+  const TuneDir d;
+  fixtures::Options k;
+  k.k_quants = true;
+  const fs::path other = d.dir / "small-llama-k.gguf";
+  fixtures::writer(fixtures::Fixture::SmallLlama, k).write(other);
+  const auto args = [&](const fs::path& model) {
+    return std::vector<std::string>{"tune", model.string(), "--json", "--probe", FAKE_PROBE, "--ncols", "1",
+                                    "--replay-tokens", "2", "--replay-rounds", "1"};
+  };
+  ASSERT_EQ(test::run_temper(args(d.model), d.env()).code, 0);
+  ASSERT_EQ(test::run_temper(args(other), d.env()).code, 0);
+  const Profile mine = load_profile(d.state() / "profile.json");
+  tune::TuneOptions o;
+  o.model = other;
+  o.probe = FAKE_PROBE;
+  ::setenv("XDG_CACHE_HOME", (d.dir / "cache").c_str(), 1);
+  const fs::path other_state = tune::state_dir(o);
+  ::unsetenv("XDG_CACHE_HOME");
+  fs::copy_file(other_state / "profile.json", d.state() / "profile.json", fs::copy_options::overwrite_existing);
+  fs::copy_file(other_state / "sweep.session.json", d.state() / "sweep.session.json", fs::copy_options::overwrite_existing);
+  const test::CliRun r = test::run_temper(args(d.model), d.env(), true);
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(outcomes(json::parse(r.out))["sweep"], "done");
+  EXPECT_EQ(outcomes(json::parse(r.out))["approve"], "done");
+  const Profile p = load_profile(d.profile);
+  for (const auto& e : mine.entries)
+    if (e.approval == Approval::Approved) {
+      const ProfileEntry* kept = find_entry(p, e.key);
+      ASSERT_NE(kept, nullptr) << key_text(e.key);
+      EXPECT_EQ(kept->approval, Approval::Approved) << key_text(e.key);
+    }
+}
+
+// A journal record that does not read: exit 2, one line naming the state folder to delete.
+TEST(TuneShared, ADamagedJournalRecordNamesTheFolder) {
+  const TuneDir d;
+  const std::map<std::string, std::string> small = {{"--ncols", "1"}, {"--tests", "tg128"}, {"--rounds", "1"}};
+  ASSERT_TRUE(d.run(small).is_object());
+  const fs::path journal = d.state() / "tune.journal";
+  json replay;
+  std::ifstream in(journal);
+  for (std::string l; std::getline(in, l);)
+    if (const json j = json::parse(l); j.value("step", "") == "replay") replay = j;
+  ASSERT_TRUE(replay.is_object());
+  replay["result"] = "garbled";
+  std::ofstream(journal, std::ios::app) << replay.dump() << "\n";
+  const test::CliRun r = test::run_temper(d.args(small), d.env());
+  EXPECT_EQ(r.code, 2) << r.output;  // was exit 1, an internal error
+  EXPECT_NE(r.output.find("\ntemper tune: tune journal: a record that does not read: "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("(the tune's state folder " + d.state().string() + " is damaged: delete it to start this tune afresh)\n"),
+            std::string::npos) << r.output;
+}
+
+// `engine build` (what `sweep --engine-src` and tune run): an oversized mmvq.cu is refused naming the
+// user's file before anything is read whole or copied; a cache folder others can write, or none at
+// all without HOME, is refused before anything in it is run.
+TEST(TuneShared, EngineBuildRefusesHugeSourcesAndUnsafeCaches) {
+  const TuneDir d;
+  const fs::path tree = d.dir / "ggml", mmvq = tree / "src" / "ggml-cuda" / "mmvq.cu";
+  fs::create_directories(mmvq.parent_path());
+  std::ofstream(tree / "CMakeLists.txt") << "project(ggml)\n";
+  std::ofstream(mmvq) << "// mmvq\n";
+  engine::BuildOptions o = engine::build_options("sm_90", "ci");
+  o.cache_root = d.dir / "engine-cache";
+  const auto error_of = [&] {
+    try {
+      engine::build(tree, o);
+    } catch (const Error& e) {
+      return std::make_pair(e.kind(), std::string(e.what()));
+    }
+    return std::make_pair(ErrorKind::Internal, std::string("(no error)"));
+  };
+  fs::create_directories(o.cache_root);
+  fs::permissions(o.cache_root, fs::perms::all);
+  auto [kind, what] = error_of();
+  EXPECT_EQ(kind, ErrorKind::BadInput) << what;
+  EXPECT_NE(what.find("cache folder " + o.cache_root.string() + " can be written by other users"), std::string::npos) << what;
+  EXPECT_TRUE(fs::is_empty(o.cache_root));
+  fs::remove(o.cache_root);
+  // Without HOME and XDG_CACHE_HOME: no fixed folder under /tmp.
+  o.cache_root.clear();
+  const std::string home = std::getenv("HOME") ? std::getenv("HOME") : "";
+  ::unsetenv("HOME");
+  ::unsetenv("XDG_CACHE_HOME");
+  std::tie(kind, what) = error_of();
+  if (!home.empty()) ::setenv("HOME", home.c_str(), 1);
+  EXPECT_EQ(kind, ErrorKind::BadInput) << what;
+  EXPECT_NE(what.find("neither XDG_CACHE_HOME nor HOME is set"), std::string::npos) << what;
+  // A 5 MB mmvq.cu (a sparse file): refused, the user's path named, nothing cached.
+  o.cache_root = d.dir / "engine-cache";
+  ASSERT_EQ(::truncate(mmvq.c_str(), 5 << 20), 0);
+  std::tie(kind, what) = error_of();
+  EXPECT_EQ(kind, ErrorKind::BadInput) << what;
+  EXPECT_NE(what.find(mmvq.string()), std::string::npos) << what;
+  EXPECT_FALSE(fs::exists(o.cache_root));
 }
 
 TEST(TuneInstall, MeasuredShapesReplacedOthersKept) {

@@ -45,6 +45,16 @@ const char* node_kind(unsigned mode);
 // and it leaves a handler someone else installed alone.
 void ignore_file_size_signal();
 
+// The user's own cache folder NAME ("engine", "kernels", "tune"): $XDG_CACHE_HOME/temper/NAME, else
+// ~/.cache/temper/NAME; Error(BadInput) when neither variable is set (never a shared folder like /tmp,
+// where another user could plant what Temper runs).
+std::filesystem::path user_cache_dir(std::string_view name);
+
+// Creates `dir` and its missing parents private to the user (0700), then checks that `dir` is a
+// folder, not a symbolic link, owned by this user and writable by nobody else: Error(BadInput)
+// naming it otherwise. Called before anything in a cache folder is run, loaded or written.
+void ensure_private_dir(const std::filesystem::path& dir);
+
 // Reads a whole file; Error(Io) naming the path on failure.
 std::string read_file(const std::filesystem::path& path);
 

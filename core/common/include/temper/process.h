@@ -33,12 +33,20 @@ struct ProcessOptions {
   // SIGKILL when the thread that started it ends (PR_SET_PDEATHSIG): Temper killed, even with -9,
   // leaves the program no time to outlive it.
   bool die_with_parent = false;
+  // Above zero: the program (its group with own_group) is killed when it runs longer than this, and
+  // run_process returns kTimedOut.
+  std::chrono::milliseconds timeout{0};
+  // Above zero: a program that prints more than this many bytes into capture or capture_stderr is
+  // killed (its group with own_group), and run_process returns kOutputTooLarge; what was kept stays.
+  size_t max_capture = 0;
 };
 
-constexpr int kCancelled = -1;
+constexpr int kCancelled = -1, kTimedOut = -2, kOutputTooLarge = -3;
 
 // Runs argv to its end (stdin /dev/null, SIGPIPE and SIGINT at their defaults, no signal blocked);
-// its exit status, 128 + N when signal N killed it, or kCancelled.
+// its exit status, 128 + N when signal N killed it, kCancelled, kTimedOut or kOutputTooLarge. With
+// own_group, the program's end ends the wait: whatever it left running in its group that still
+// holds its output open is killed a second later.
 // Error(Io) "cannot run PROGRAM: why" when it cannot be started (not found, not executable).
 int run_process(const std::vector<std::string>& argv, const ProcessOptions& options = {});
 

@@ -4,6 +4,7 @@
 // median tokens/s of each arm and the speedup with a 95 % CI (docs/llama-cpp.md). The result is a
 // BenchRecord, which a profile carries (temper/profile.h).
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -56,6 +57,8 @@ struct BenchOptions {
   int rounds = 3;                     // runs per arm and test, interleaved
   int repetitions = 5;                // llama-bench -r: samples per run
   std::vector<std::string> extra_args;  // appended to every llama-bench command line (-ngl 99, -fa 1, ...)
+  // One run taking longer is stopped (Error(GpuFault)); its output is bounded too (16 MiB a stream).
+  std::chrono::seconds run_timeout{3600};
   const std::atomic<bool>* cancel = nullptr;  // set: the running llama-bench is stopped, Error(Cancelled)
 };
 
@@ -74,6 +77,9 @@ struct BenchRunDone {
 struct BenchEvents {
   std::function<void(const BenchProgress&)> progress;
   std::function<void(const BenchRunDone&)> run_done;
+  // The journaled runs were dropped (made on another GPU than the one llama-bench runs on now): the
+  // bench starts again from its first run.
+  std::function<void(const std::string& why)> restarted;
 };
 
 struct BenchResult {

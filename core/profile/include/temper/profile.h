@@ -262,6 +262,20 @@ bool is_kernel_anvil_json(const nlohmann::json& j);
 void save_profile(const Profile& p, const std::filesystem::path& path, const WriteOptions& options = {});  // atomic
 Profile load_profile(const std::filesystem::path& path, const std::string& arch_for_anvil = {});
 
+// ---- One profile file, several writers (two tunes of two models on one default profile) ----
+// `theirs` with the changes that turn `from` into `to`: entries and path choices (by key) and bench
+// records (by device and model) added, replaced or removed; sessions and model names added. What
+// `theirs` holds that the change does not touch (another writer's entries) stays.
+Profile rebase_profile(const Profile& from, const Profile& to, Profile theirs);
+// The change from `from` to `to` applied to what `path` holds now, under an exclusive lock
+// (flock on PATH.lock): read again, rebased, written atomically; the file is removed when nothing is
+// left in it. Returns what was written. A writer never overwrites a stale copy: entries others
+// saved since `from` stay. When the file holds `from` itself (nobody else wrote), `to` is written as
+// it is, as `to_bytes` when given (a file put back byte for byte). Error(BadInput) when `path` exists
+// and is not a valid profile.
+Profile update_profile(const std::filesystem::path& path, const Profile& from, const Profile& to,
+                       const std::optional<std::string>& to_bytes = std::nullopt);
+
 // Range and consistency problems (values, known types, K a whole number of blocks, arch, ncols,
 // threads per block, provenance). Empty when the profile is valid.
 std::vector<std::string> validate_profile(const Profile& p);
