@@ -159,9 +159,24 @@ const Variant kVariants[] = {{"gfx906.co", "gfx906", "mi50", 64},        {"gfx90
                              {"gfx90a.co", "gfx90a", "mi210", 64},       {"gfx1030.co", "gfx1030", "rx6900xt", 32},
                              {"host-gfx906.o", "gfx906", "mi50", 64}};
 
+// Compiled by clang-19 (the targets Debian's hipcc lacks): CDNA3's unified file with AGPRs, RDNA3.5 with
+// the 1024-VGPR file (gfx1150) and the 1.5x one (gfx1151), RDNA4.
+const Variant kNewerVariants[] = {{"gfx942.co", "gfx942", "mi300x", 64},
+                                  {"gfx1150.co", "gfx1150", "radeon-890m", 32},
+                                  {"gfx1151.co", "gfx1151", "radeon-8060s", 32},
+                                  {"gfx1201.co", "gfx1201", "rx9070xt", 32}};
+
+std::vector<Variant> fixture_variants() {
+  std::vector<Variant> v(std::begin(kVariants), std::end(kVariants));
+#ifdef TEMPER_NEWER_CLANG_FIXTURES
+  v.insert(v.end(), std::begin(kNewerVariants), std::end(kNewerVariants));
+#endif
+  return v;
+}
+
 TEST(CodeObject, AgreesWithTheCompilersResourceReport) {
   REQUIRE_FIXTURES();
-  for (const Variant& v : kVariants) {
+  for (const Variant& v : fixture_variants()) {
     SCOPED_TRACE(v.file);
     const auto objects = load_code_objects(kFixtures / v.file);
     ASSERT_EQ(objects.size(), 1u);
