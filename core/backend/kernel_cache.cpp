@@ -289,7 +289,6 @@ std::optional<fs::path> hip_device_lib_dir(const fs::path& hipcc, const std::str
 }
 
 bool prefers_newer_clang(std::string_view arch) {
-  if (arch == "gfx1100" || arch == "gfx1101" || arch == "gfx1102" || arch == "gfx1103") return true;
   return std::any_of(std::begin(kNewerTargets), std::end(kNewerTargets),
                      [&](const NewerTarget& t) { return t.arch == arch && t.clang <= 19; });
 }

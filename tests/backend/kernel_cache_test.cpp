@@ -214,10 +214,10 @@ class NewerClangTest : public KernelCacheTest {
   std::string path_;
 };
 
-TEST_F(NewerClangTest, TargetsHipccLacksAndRdna3PreferIt) {
-  for (const char* arch : {"gfx942", "gfx941", "gfx1150", "gfx1151", "gfx1152", "gfx1200", "gfx1201", "gfx1100", "gfx1103"})
+TEST_F(NewerClangTest, TheTargetsHipccLacksPreferIt) {
+  for (const char* arch : {"gfx942", "gfx941", "gfx1150", "gfx1151", "gfx1152", "gfx1200", "gfx1201"})
     EXPECT_TRUE(prefers_newer_clang(arch)) << arch;
-  for (const char* arch : {"gfx906", "gfx90a", "gfx940", "gfx1030", "gfx1153", "gfx950", "sm_90"})
+  for (const char* arch : {"gfx906", "gfx90a", "gfx940", "gfx1030", "gfx1100", "gfx1103", "gfx1153", "gfx950", "sm_90"})
     EXPECT_FALSE(prefers_newer_clang(arch)) << arch;  // hipcc's, or newer than clang 19
   EXPECT_EQ(kernel_newer_clang(), bin_ / "clang++");
   fs::remove(bin_ / "ld.lld");  // clang-19 without lld-19 cannot link a code object

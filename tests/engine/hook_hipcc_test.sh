@@ -17,11 +17,10 @@ temper=$(cd "$(dirname "$1")" && pwd)/$(basename "$1") hipcc=$2 source=$3 llvm=$
 if [ -z "$hipcc" ] || [ ! -x "$hipcc" ]; then echo "SKIPPED: no hipcc"; exit 77; fi
 . "$(dirname "$0")/patched_upstream.sh"
 patched_upstream "$temper" "$out"
-# Temper's own q4_K code objects for both targets with the same hipcc (to compare below; without
-# TEMPER_HIPCC gfx1100 would go to clang-19 where installed), and with them gfx1100's device libraries
-# where the installed ROCm lacks them: the folder Temper makes.
+# Temper's own q4_K code objects for both targets (to compare below), and with them gfx1100's device
+# libraries where the installed ROCm lacks them: the folder Temper makes.
 for arch in gfx1030 gfx1100; do
-  TEMPER_HIPCC="$hipcc" TEMPER_KERNEL_CACHE="$out/kcache" TEMPER_CODEOBJ_DIR="$out/none" "$temper" occupancy --arch $arch --type q4_K > /dev/null
+  TEMPER_KERNEL_CACHE="$out/kcache" TEMPER_CODEOBJ_DIR="$out/none" "$temper" occupancy --arch $arch --type q4_K > /dev/null
 done
 libs=$(find "$out/kcache" -maxdepth 1 -type d -name 'rocm-device-libs-*')
 version=$("$hipcc" --version 2>/dev/null)

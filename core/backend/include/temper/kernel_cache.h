@@ -69,8 +69,8 @@ std::optional<std::filesystem::path> hip_device_lib_dir(const std::filesystem::p
 
 // AMD targets whose code objects come from kernel_newer_clang() when there is one: those Debian's hipcc
 // (clang 15) does not know and clang 19 does — gfx941, gfx942 (CDNA3), gfx1150-gfx1152 (RDNA3.5), gfx1200,
-// gfx1201 (RDNA4) — and RDNA3's gfx1100-gfx1103, where clang 19 allocates registers as the ROCm 6 compilers
-// users build llama.cpp with do, not as clang 15 (docs/perf-notes.md).
+// gfx1201 (RDNA4). RDNA3 stays hipcc's: there clang 15 compiles Temper's kernel and upstream's to the same
+// registers, clang 19 not (docs/perf-notes.md).
 bool prefers_newer_clang(std::string_view arch);
 // The clang++ that compiles those: $TEMPER_HIP_CLANG (a path that is not an executable counts as none), else
 // clang++-19 on PATH or /usr/lib/llvm-19/bin/clang++ (Debian 12: packages clang-19 and lld-19), with an ld.lld
