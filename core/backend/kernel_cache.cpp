@@ -170,10 +170,11 @@ void make_isa_version_bc(const fs::path& tools, const fs::path& template_bc, con
                          const fs::path& dir) {
   const fs::path out = dir / ("oclc_isa_version_" + arch.substr(3) + ".bc");
   if (fs::is_regular_file(out)) return;
-  // llvm-dis and llvm-as beside the compiler's clang (hipcc's llvm-15), else that clang itself, which reads
-  // and writes bitcode and IR as well (clang-19 comes without the llvm tools).
+  // llvm-dis and llvm-as beside the compiler's clang (hipcc's llvm-15); where neither is (clang-19 comes
+  // without the llvm tools) that clang itself, which reads and writes bitcode and IR as well.
   const bool own_tools = executable(tools / "llvm-dis") && executable(tools / "llvm-as");
-  if (!own_tools && !executable(tools / "clang"))
+  const bool no_tools = !executable(tools / "llvm-dis") && !executable(tools / "llvm-as");
+  if (!own_tools && !(no_tools && executable(tools / "clang")))
     for (const char* tool : {"llvm-dis", "llvm-as"})
       if (!executable(tools / tool))
         fail(ErrorKind::NoDevice, "compiling " + arch + " needs a ROCm device library this ROCm lacks; Temper makes it " +
