@@ -306,6 +306,8 @@ const Registrar registrar{Command{
     "AMD targets are analysed statically from code objects, so no GPU is needed: this build's, or\n"
     "when it has none for ARCH, compiled now with hipcc (ncols 1, or --ncols N; progress on stderr,\n"
     "Ctrl-C cancels) into the kernel cache (~/.cache/temper/kernels), so the next call is immediate.\n"
+    "gfx942 (MI300X), gfx1150/gfx1151 (Strix Point / Halo), gfx1200/gfx1201 (RDNA4), which Debian's\n"
+    "hipcc does not know, are compiled with clang-19 (Debian packages clang-19, lld-19).\n"
     "NVIDIA registers are known only at run time: with an ARCH device present its function\n"
     "attributes are used and the runtime's own blocks per SM shown beside ours.\n"
     "Or describe one kernel by hand: --regs N [--sgprs N] [--lds BYTES] [--threads T] [--wave 32|64].\n"

@@ -11,8 +11,17 @@ calc_rows_per_block, GENERIC table). With --temper, the extracted copy is first 
 the instantiation the engine bridge launches), and the whole ncols-1 grid is compared. The trees
 themselves are only read.
 
+With --amd-arch gfxNNN (gfx942, gfx1151, gfx1201, ...: the targets Debian's hipcc lacks) the same
+comparison is made for AMD with clang++-19 (--clang): both sides compiled `-x hip --cuda-device-only` with
+the installed HIP 5.2 headers, ggml's HIP definitions and the test stand-ins for what HIP 5.2 lacks
+(tests/engine/hip-standins), the ROCm device libraries of Temper's kernel cache (--device-libs: the folder
+`temper occupancy --arch ARCH` makes, with the arch's ISA-version library), registers read from the
+compiler's own report (-Rpass-analysis=kernel-resource-usage: VGPRs, AGPRs, scratch). Always hooked
+(--temper), over the 24 grid configs the hooked HIP build instantiates (no nwarps 32), for --types.
+Static facts of code objects, not measurements.
+
 Exit: 0 all within the allowed difference, 1 a difference beyond it (or a new spill), 2 bad
-arguments or input, 77 skipped (no nvcc, no upstream tree, or the generated IQ tables missing).
+arguments or input, 77 skipped (no nvcc / clang-19, no upstream tree, or the generated IQ tables missing).
 """
 import argparse
 import os
@@ -106,7 +115,7 @@ def compile_ptxas(nvcc, src, flags, work):
     return ptxas_table(p.stdout + p.stderr)
 
 
-def upstream_registers(nvcc, tree, work, temper_bin):
+def upstream_registers(nvcc, tree, work, temper_bin, types=None, configs=None, amd=None):
     """{(type id, (nwarps, rows)): (registers, spill stores, spill loads)} of upstream's kernel."""
     root = os.path.join(work, os.path.basename(tree) + ("-hooked" if temper_bin else ""))
     if temper_bin:
@@ -138,11 +147,11 @@ def upstream_registers(nvcc, tree, work, temper_bin):
             bad(f"{cuda}/mmvq.cu: the hooked mul_mat_vec_q template was not found after patching")
         flags = "false, " * m.group(1).count("bool")
         instances = [(tid, cfg, f"mul_mat_vec_q<GGML_TYPE_{GGML_NAMES[tid]}, 1, false, {flags}{cfg[0]}, {cfg[1]}>")
-                     for _, tid in TYPES for cfg in GRID]
+                     for _, tid in types or TYPES for cfg in configs or GRID]
     else:
         instances = [(tid, cfg, f"mul_mat_vec_q<GGML_TYPE_{GGML_NAMES[tid]}, 1, false, {str(small_k).lower()}>")
                      for _, tid in TYPES for small_k, cfg in STOCK_CONFIGS]
-    src = os.path.join(work, os.path.basename(root) + "_regs.cu")
+    src = os.path.join(work, os.path.basename(root) + ("_regs.hip" if amd else "_regs.cu"))
     with open(src, "w") as f:
         f.write(f'#include "{head}"\n')
         f.write("// Taking each kernel's address instantiates exactly the configs compared.\n")
@@ -150,8 +159,11 @@ def upstream_registers(nvcc, tree, work, temper_bin):
         for _, _, inst in instances:
             f.write(f"  (const void*)&{inst},\n")
         f.write("};\n")
-    flags = ["-use_fast_math", "-extended-lambda", "-DGGML_USE_CUDA", f"-I{root}/include", f"-I{root}/src", f"-I{cuda}"]
-    table = compile_ptxas(nvcc, src, flags, work)
+    if amd:
+        table = amd.compile(src, amd.upstream_flags(root, cuda), work)
+    else:
+        flags = ["-use_fast_math", "-extended-lambda", "-DGGML_USE_CUDA", f"-I{root}/include", f"-I{root}/src", f"-I{cuda}"]
+        table = compile_ptxas(nvcc, src, flags, work)
     out = {}
     for name, v in table.items():
         if temper_bin:
@@ -165,21 +177,59 @@ def upstream_registers(nvcc, tree, work, temper_bin):
     return out
 
 
-def temper_registers(nvcc, source_dir, iq_tables_dir, work, configs):
+def remarks_table(log):
+    """{mangled name: (VGPRs, spill bytes (scratch), AGPRs)} from clang's kernel-resource-usage remarks."""
+    out, name, fields = {}, None, {}
+    for line in log.splitlines():
+        m = re.search(r"remark: Function Name: (\S+)", line)
+        if m:
+            name, fields = m.group(1), {}
+            out[name] = (0, 0, 0)
+            continue
+        m = re.search(r"remark:\s+([A-Za-z ]+?)(?: \[[^\]]*\])?: (\d+) \[", line)
+        if m and name:
+            fields[m.group(1)] = int(m.group(2))
+            out[name] = (fields.get("VGPRs", 0), fields.get("ScratchSize", 0), fields.get("AGPRs", 0))
+    return out
+
+
+class Amd:
+    """Compiles HIP device code for one AMD arch with clang++-19 and reads registers from its remarks."""
+
+    def __init__(self, clang, arch, device_libs, standins):
+        self.clang, self.arch, self.device_libs, self.standins = clang, arch, device_libs, standins
+
+    def compile(self, src, flags, work, std="c++17"):
+        obj = src.rsplit(".", 1)[0] + f".{self.arch}.co"
+        cmd = [self.clang, "-x", "hip", f"-std={std}", "-O3", "-DNDEBUG", f"--offload-arch={self.arch}", "--cuda-device-only",
+               "--no-gpu-bundle-output", f"--rocm-device-lib-path={self.device_libs}",
+               "-Rpass-analysis=kernel-resource-usage", "-c", src, "-o", obj] + flags
+        p = subprocess.run(cmd, cwd=work, capture_output=True, text=True)
+        if p.returncode != 0:
+            print("\n".join(l for l in (p.stdout + p.stderr).splitlines() if "remark" not in l)[:4000], file=sys.stderr)
+            bad(f"{os.path.basename(self.clang)} failed on {src} for {self.arch}")
+        return remarks_table(p.stderr)
+
+    def upstream_flags(self, root, cuda):
+        return ["-DGGML_USE_HIP", "-DGGML_HIP_GRAPHS", "-DGGML_HIP_NO_VMM", f"-I{self.standins}", "-include",
+                "rocm6-additions.h", f"-I{root}/include", f"-I{root}/src", f"-I{cuda}"]
+
+
+def temper_registers(nvcc, source_dir, iq_tables_dir, work, configs, types=None, amd=None):
     src = os.path.join(work, "temper_regs.cu")
     with open(src, "w") as f:
         f.write('#include "kernels/mmvq.h"\n')
         f.write("namespace temper::kernels {\nTEMPER_KERNELS_ABI_BEGIN\n")
         f.write("__attribute__((used)) static const void* temper_regcompare_kernels[] = {\n")
         for (variant, _), _ in sorted(ENGINES.values()):
-            for _, tid in TYPES:
+            for _, tid in types or TYPES:
                 for w, r in configs:
                     f.write(f"  (const void*)&mmvq<{tid}u, 1, {w}, {r}, mmvq::KernelVariant::{variant}>,\n")
         f.write("};\nTEMPER_KERNELS_ABI_END\n}\n")
-    # The flags of temper_kernels_cuda (cmake/TemperKernels.cmake, Release).
-    flags = ["-DTEMPER_GPU_CUDA", f"-I{source_dir}", f"-I{source_dir}/kernels", f"-I{source_dir}/core/common/include", f"-I{source_dir}/core/quant/include",
+    # The flags of temper_kernels_cuda (cmake/TemperKernels.cmake, Release); on AMD the kernel cache's.
+    flags = [f"-I{source_dir}", f"-I{source_dir}/kernels", f"-I{source_dir}/core/common/include", f"-I{source_dir}/core/quant/include",
              f"-I{iq_tables_dir}"]
-    table = compile_ptxas(nvcc, src, flags, work)
+    table = amd.compile(src, flags, work, std="c++20") if amd else compile_ptxas(nvcc, src, ["-DTEMPER_GPU_CUDA"] + flags, work)
     out = {}
     for name, v in table.items():
         # mmvq<type, 1, nwarps, rows, (mmvq::KernelVariant)v>
@@ -275,6 +325,39 @@ def read_allowed(path):
     return allowed
 
 
+def find_clang(given):
+    if given:
+        if not (os.path.isfile(given) and os.access(given, os.X_OK)):
+            bad(f"--clang {given}: not an executable")
+        return given
+    for c in [shutil.which("clang++-19"), "/usr/lib/llvm-19/bin/clang++"]:
+        if c and os.path.isfile(c) and os.access(c, os.X_OK):
+            return c
+    return None
+
+
+def amd_device_libs(temper_bin, arch, work):
+    """The ROCm device-library folder Temper's kernel cache makes for `arch` (compiling q4_K's code objects
+    into a cache in the work folder): what Temper's own code objects for the arch are compiled with."""
+    cache = os.path.join(work, "kernel-cache")
+    env = dict(os.environ, TEMPER_KERNEL_CACHE=cache, TEMPER_CODEOBJ_DIR=os.path.join(work, "none"))
+    env.pop("TEMPER_HIPCC", None)
+    p = subprocess.run([temper_bin, "occupancy", "--arch", arch, "--type", "q4_K", "--json"], env=env,
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        bad(f"temper occupancy --arch {arch} failed: {(p.stderr or p.stdout).strip()}")
+    n = arch[3:]
+    for name in sorted(os.listdir(cache)):
+        folder = os.path.join(cache, name)
+        if name.startswith("rocm-device-libs-") and os.path.isfile(os.path.join(folder, f"oclc_isa_version_{n}.bc")):
+            return folder
+    for d in [os.environ.get("TEMPER_ROCM_DEVICE_LIBS", "")] + [os.path.join("/usr/lib", m, "amdgcn", "bitcode")
+                                                                for m in sorted(os.listdir("/usr/lib"))]:
+        if d and os.path.isfile(os.path.join(d, f"oclc_isa_version_{n}.bc")):
+            return d
+    bad(f"no ROCm device-library folder with oclc_isa_version_{n}.bc after `temper occupancy --arch {arch}`")
+
+
 def main():
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -289,11 +372,33 @@ def main():
     ap.add_argument("--nvcc")
     ap.add_argument("--temper", help="the temper CLI: patch upstream with its tuning hook and compare the whole "
                     "ncols-1 grid (default: stock upstream, its two default-table configs)")
+    ap.add_argument("--amd-arch", help="compare AMD code for this arch with clang-19 instead of sm_90 with nvcc "
+                    "(gfx942, gfx1151, gfx1201, ...; needs --temper)")
+    ap.add_argument("--clang", help="the clang++ for --amd-arch (default clang++-19 on PATH or /usr/lib/llvm-19/bin)")
+    ap.add_argument("--types", help="only these tier-1 types, comma-separated (default all 13)")
     a = ap.parse_args()
 
-    nvcc = find_nvcc(a.nvcc)
-    if not nvcc:
-        skip("nvcc not found (PATH, /usr/local/cuda/bin)")
+    types = TYPES
+    if a.types:
+        names = a.types.split(",")
+        unknown = [n for n in names if n not in dict(TYPES)]
+        if unknown:
+            bad(f"--types: {', '.join(unknown)} not among the tier-1 types ({', '.join(n for n, _ in TYPES)})")
+        types = [(n, tid) for n, tid in TYPES if n in names]
+    amd = None
+    if a.amd_arch:
+        if not re.fullmatch(r"gfx[0-9a-f]{3,4}", a.amd_arch):
+            bad(f"--amd-arch {a.amd_arch}: expected an AMD arch name like gfx942 or gfx1151")
+        if not a.temper:
+            bad("--amd-arch compares the hooked grid: give --temper too")
+        clang = find_clang(a.clang)
+        if not clang:
+            skip("clang++-19 not found (Debian: packages clang-19 and lld-19)")
+        nvcc = None
+    else:
+        nvcc = find_nvcc(a.nvcc)
+        if not nvcc:
+            skip("nvcc not found (PATH, /usr/local/cuda/bin)")
     if not a.upstream_dir:
         skip("no upstream trees: TEMPER_UPSTREAM is not set (nor --upstream-dir)")
     engines = a.engine or sorted(ENGINES)
@@ -308,17 +413,25 @@ def main():
     allowed = read_allowed(a.allowed)
     configs = GRID if a.temper else [cfg for _, cfg in STOCK_CONFIGS]
     os.makedirs(a.work_dir, exist_ok=True)
+    target = ARCH
+    if a.amd_arch:
+        # The hooked HIP build instantiates the 24 configs that launch at wave 64 too (one HIP build serves
+        # GCN/CDNA and RDNA): no nwarps 32.
+        configs = [cfg for cfg in GRID if cfg[0] != 32]
+        standins = os.path.join(os.path.abspath(a.source_dir), "tests", "engine", "hip-standins")
+        amd = Amd(clang, a.amd_arch, amd_device_libs(a.temper, a.amd_arch, a.work_dir), standins)
+        target = f"{a.amd_arch} ({subprocess.run([clang, '--version'], capture_output=True, text=True).stdout.splitlines()[0]}, static)"
 
     temper = temper_registers(nvcc, os.path.abspath(a.source_dir), os.path.abspath(a.iq_tables_dir), a.work_dir,
-                              configs)
+                              configs, types, amd)
     failures = 0
     for engine in engines:
         variant, variant_value = ENGINES[engine][0]
-        up = upstream_registers(nvcc, trees[engine], a.work_dir, a.temper)
-        print(f"\n{engine}{' (hooked)' if a.temper else ''} vs Temper's mmvq<..., {variant}>, {ARCH}, ncols 1 "
-              "(registers, spill stores/loads in bytes)")
+        up = upstream_registers(nvcc, trees[engine], a.work_dir, a.temper, types, configs, amd)
+        print(f"\n{engine}{' (hooked)' if a.temper else ''} vs Temper's mmvq<..., {variant}>, {target}, ncols 1 "
+              + ("(VGPRs, scratch bytes/AGPRs)" if amd else "(registers, spill stores/loads in bytes)"))
         print(f"{'type':8} {'config':7} {'upstream':>14} {'temper':>14} {'diff':>5}  verdict")
-        for name, tid in TYPES:
+        for name, tid in types:
             for cfg in configs:
                 u, t = up.get((tid, cfg)), temper.get((variant_value, tid, cfg))
                 cfg_text = f"({cfg[0]},{cfg[1]})"
@@ -328,19 +441,21 @@ def main():
                     failures += 1
                     continue
                 diff = t[0] - u[0]
-                limit = allowed.get((engine, name, cfg), 0)
-                new_spill = (t[1] or t[2]) and not (u[1] or u[2])
-                ok = abs(diff) <= limit and not new_spill
+                limit = allowed.get((engine if not amd else f"{engine}@{a.amd_arch}", name, cfg), 0)
+                new_spill = (t[1] and not u[1]) if amd else ((t[1] or t[2]) and not (u[1] or u[2]))
+                ok = abs(diff) <= limit and not new_spill and (not amd or t[2] <= u[2])
                 verdict = "ok" if ok else "FAIL"
                 if ok and diff:
                     verdict = f"ok (allowed {limit})"
                 elif new_spill:
                     verdict = "FAIL (spills)"
+                elif amd and t[2] > u[2]:
+                    verdict = "FAIL (AGPRs)"
                 if ok and not diff and limit:
                     verdict = f"ok (equal now: its allowance of {limit} can go)"
                 print(f"{name:8} {cfg_text:7} {u[0]:>5} ({u[1]}/{u[2]}) {t[0]:>5} ({t[1]}/{t[2]}) {diff:>+5}  {verdict}")
                 failures += 0 if ok else 1
-    if a.temper:  # the hooked trees exist now: the group kernels of the last one compared
+    if a.temper and not amd:  # the hooked trees exist now: the group kernels of the last one compared
         hooked_root = os.path.join(a.work_dir, os.path.basename(trees[engines[-1]]) + "-hooked")
         hook, temper_groups = group_registers(nvcc, os.path.abspath(a.source_dir), os.path.abspath(a.iq_tables_dir),
                                               hooked_root, a.work_dir)

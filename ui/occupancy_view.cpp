@@ -8,6 +8,7 @@
 #include <QPushButton>
 #include <QTableWidget>
 #include <QThread>
+#include <QTimer>
 #include <QVBoxLayout>
 #include <algorithm>
 #include <set>
@@ -18,6 +19,10 @@
 #include "temper/quant/reference.h"
 
 namespace temper::ui {
+namespace {
+constexpr int kColumns = 10;
+constexpr int kAgprColumn = 3, kBlocksColumn = 6, kLimiterColumn = 9;
+}  // namespace
 
 OccupancyView::OccupancyView(SessionDocument* doc, QWidget* parent) : QWidget(parent), doc_(doc) {
   codeobj_dir_ = QString::fromStdString(default_codeobj_dir().string());
@@ -38,7 +43,7 @@ OccupancyView::OccupancyView(SessionDocument* doc, QWidget* parent) : QWidget(pa
   cancelCompile_->setToolTip(QStringLiteral("Stop compiling code objects"));
   cancelCompile_->hide();
   table_ = new QTableWidget;
-  table_->setColumnCount(9);
+  table_->setColumnCount(kColumns);
   setVocabulary(false);
   table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   table_->verticalHeader()->hide();
@@ -55,6 +60,9 @@ OccupancyView::OccupancyView(SessionDocument* doc, QWidget* parent) : QWidget(pa
   noteRow->addWidget(cancelCompile_);
   lay->addLayout(noteRow);
   lay->addWidget(table_, 1);
+  compileTick_ = new QTimer(this);
+  compileTick_->setInterval(1000);
+  connect(compileTick_, &QTimer::timeout, this, &OccupancyView::showCompileProgress);
   connect(target_, &QComboBox::currentIndexChanged, this, &OccupancyView::rebuild);
   connect(cancelCompile_, &QPushButton::clicked, this, [this] { compileCancel_ = true; });
   connect(dirButton, &QPushButton::clicked, this, [this] {
@@ -90,7 +98,11 @@ void OccupancyView::compileOnDemand(const std::string& arch, GgmlType type, int 
   if (!g) return;
   compileCancel_ = false;
   compileKey_ = key;
-  compileNote_ = QStringLiteral("Compiling %1 code objects for %2 ncols %3…").arg(qstr(arch), qstr(type_name(type))).arg(ncols);
+  compileWhat_ = QStringLiteral("%1 code objects for %2 ncols %3").arg(qstr(arch), qstr(type_name(type))).arg(ncols);
+  compileNote_ = QStringLiteral("Compiling %1…").arg(compileWhat_);
+  compileProgress_ = CompileProgress{};
+  sinceProgress_.start();
+  compileTick_->start();
   cancelCompile_->show();
   auto post = [this](auto fn) { QMetaObject::invokeMethod(this, std::move(fn), Qt::QueuedConnection); };
   const GpuSpec spec = *g;
@@ -101,9 +113,11 @@ void OccupancyView::compileOnDemand(const std::string& arch, GgmlType type, int 
       KernelCache cache(KernelToolchain::Hip, arch, KernelArtifact::CodeObject);
       const KernelPair pair{type, ncols};
       const auto paths = cache.ensure(std::span(&pair, 1), [&](const CompileProgress& p) {
-        const QString text = QStringLiteral("Compiling %1 code objects for %2 ncols %3: %4")
-                                 .arg(qstr(arch), qstr(type_name(type))).arg(ncols).arg(qstr(compile_progress_text(p)));
-        post([this, text] { compileNote_ = text; note_->setText(text); });
+        post([this, p] {
+          compileProgress_ = p;
+          sinceProgress_.restart();
+          showCompileProgress();
+        });
       }, &compileCancel_);
       found = static_mmvq_occupancy(spec, load_code_objects(paths.at(0)));
     } catch (const std::exception& e) {
@@ -113,6 +127,7 @@ void OccupancyView::compileOnDemand(const std::string& arch, GgmlType type, int 
       compiler_->wait();
       delete compiler_;
       compiler_ = nullptr;
+      compileTick_->stop();
       cancelCompile_->hide();
       compiled_.insert(key);  // also after a failure: the note says why, no endless retries
       auto& all = cache_[arch];
@@ -122,6 +137,16 @@ void OccupancyView::compileOnDemand(const std::string& arch, GgmlType type, int 
     });
   });
   compiler_->start();
+}
+
+void OccupancyView::showCompileProgress() {
+  if (!compiler_) return;
+  CompileProgress p = compileProgress_;  // as the CLI prints it, moved on by the time since it came
+  const double since = double(sinceProgress_.elapsed()) / 1000;
+  p.elapsed_s += since;
+  if (p.eta_s > 0) p.eta_s = std::max(1.0, p.eta_s - since);
+  compileNote_ = QStringLiteral("Compiling %1: %2").arg(compileWhat_, qstr(compile_progress_text(p)));
+  note_->setText(compileNote_);
 }
 
 void OccupancyView::setTarget(const QString& arch) {
@@ -162,17 +187,20 @@ void OccupancyView::setVocabulary(bool nvidia) {
       {"config", "config", "nwarps × rows_per_block; the default and the winner are marked"},
       {"threads", "threads", "threads per block"},
       {"registers", "VGPR / SGPR", "registers per thread (AMD: vector / scalar registers)"},
+      {"", "AGPR", "accumulation registers per lane (CDNA's matrix registers; counted in the VGPRs on CDNA2/3, "
+                   "where they share one file; 0 on GCN and RDNA)"},
       {"shared B", "LDS B", "static shared memory (AMD: LDS) per block, bytes"},
       {"local B", "scratch B", "local memory (AMD: scratch) per thread, bytes"},
       {"blocks/SM", "blocks/CU", "resident blocks per SM (AMD: per compute unit)"},
       {"warps/SM", "waves/SIMD", "resident warps per SM of its maximum (AMD: waves per SIMD)"},
       {"occupancy", "occupancy", "resident warps (waves) of the maximum"},
       {"limiter", "limiter", "the resource that caps the resident blocks"}};
-  for (int c = 0; c < 9; ++c) {
+  for (int c = 0; c < kColumns; ++c) {
     auto* item = new QTableWidgetItem(QString::fromUtf8(nvidia ? columns[c].cuda : columns[c].amd));
     item->setToolTip(QString::fromUtf8(columns[c].tip));
     table_->setHorizontalHeaderItem(c, item);
   }
+  table_->setColumnHidden(kAgprColumn, nvidia);
 }
 
 namespace {
@@ -194,7 +222,7 @@ void OccupancyView::fillRow(int row, Config c, const QString& mark, const Kernel
   const bool nv = g.is_nvidia();
   auto set = [&](int col, const QString& text) {
     auto* item = new QTableWidgetItem(text);
-    if (col > 0 && col < 8) item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);  // numbers; the limiter is words
+    if (col > 0 && col < kLimiterColumn) item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);  // numbers; the limiter is words
     table_->setItem(row, col, item);
   };
   set(0, mark.isEmpty() ? configText(c) : QStringLiteral("%1 · %2").arg(configText(c), mark));
@@ -206,19 +234,20 @@ void OccupancyView::fillRow(int row, Config c, const QString& mark, const Kernel
   }
   set(1, QString::number(o.threads_per_block));
   set(2, nv ? QString::number(k.vgprs) : QStringLiteral("%1 / %2").arg(k.vgprs).arg(k.sgprs));
-  set(3, QString::number(k.lds_bytes));
-  set(4, QString::number(k.scratch_bytes));
-  set(5, QString::number(o.blocks_per_cu));
+  set(kAgprColumn, nv ? QString() : QString::number(k.agprs));
+  set(4, QString::number(k.lds_bytes));
+  set(5, QString::number(k.scratch_bytes));
+  set(kBlocksColumn, QString::number(o.blocks_per_cu));
   // CUDA counts warps per SM (its sub-partitions together); AMD waves per SIMD.
   const int per = nv ? std::max(1, g.simds_per_cu) : 1;
-  set(6, QStringLiteral("%1 / %2").arg(o.waves_per_simd * per, 0, 'f', nv ? 0 : 1).arg(o.max_waves_per_simd * per));
-  set(7, QStringLiteral("%1%").arg(100 * o.occupancy, 0, 'f', 0));
-  set(8, limiterText(o.limiter, nv) + (o.why.empty() ? QString() : QStringLiteral(": ") + qstr(o.why)));
+  set(7, QStringLiteral("%1 / %2").arg(o.waves_per_simd * per, 0, 'f', nv ? 0 : 1).arg(o.max_waves_per_simd * per));
+  set(8, QStringLiteral("%1%").arg(100 * o.occupancy, 0, 'f', 0));
+  set(kLimiterColumn, limiterText(o.limiter, nv) + (o.why.empty() ? QString() : QStringLiteral(": ") + qstr(o.why)));
 }
 
 // Blocks count per CU, per WGP on RDNA (docs/occupancy.md), per SM on NVIDIA.
 void OccupancyView::setUnitHeader(const GpuSpec& g) {
-  table_->horizontalHeaderItem(5)->setText(QStringLiteral("blocks/%1").arg(qstr(occupancy_unit(g).name)));
+  table_->horizontalHeaderItem(kBlocksColumn)->setText(QStringLiteral("blocks/%1").arg(qstr(occupancy_unit(g).name)));
 }
 
 void OccupancyView::rebuild() {

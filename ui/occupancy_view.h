@@ -12,7 +12,12 @@
 #include "session_doc.h"
 #include "temper/codeobject.h"
 
+#include <QElapsedTimer>
+
+#include "temper/kernel_cache.h"
+
 class QComboBox;
+class QTimer;
 class QLabel;
 class QPushButton;
 class QTableWidget;
@@ -34,7 +39,8 @@ class OccupancyView : public QWidget {
 
  private:
   void rebuild();
-  // Headers in the vendor's words (CUDA: SM, warps, shared memory; AMD: CU, waves/SIMD, LDS, VGPR/SGPR).
+  // Headers in the vendor's words (CUDA: SM, warps, shared memory; AMD: CU, waves/SIMD, LDS, VGPR/SGPR,
+  // and an AGPR column, which CUDA has no counterpart of and hides).
   void setVocabulary(bool nvidia);
   // `mark`: "default", "★ winner" or "" (shown with the config, as the CLI marks them).
   void fillRow(int row, Config c, const QString& mark, const KernelResources& k, const Occupancy& o, const GpuSpec& g);
@@ -45,6 +51,8 @@ class OccupancyView : public QWidget {
   // in the background (progress in the note, Cancel); rebuild() shows them once there.
   void compileOnDemand(const std::string& arch, GgmlType type, int ncols);
   void stopCompile();
+  // The compile note from the last report, its elapsed time and ETA moved on to now.
+  void showCompileProgress();
 
   SessionDocument* doc_;
   QComboBox* target_;
@@ -57,6 +65,10 @@ class OccupancyView : public QWidget {
   QThread* compiler_ = nullptr;
   std::atomic<bool> compileCancel_{false};
   QString compileNote_;                   // progress or failure of the last on-demand compile
+  QString compileWhat_;                   // "gfx942 code objects for q4_K ncols 1"
+  CompileProgress compileProgress_;       // the compiler's last report, and how long ago it came:
+  QElapsedTimer sinceProgress_;           // a timer ticks the elapsed time and the ETA in between
+  QTimer* compileTick_;
   std::string compileKey_;                // "arch/type/ncols" it is about
   std::set<std::string> compiled_;        // "arch/type/ncols" already merged into cache_
 };

@@ -170,12 +170,17 @@ void make_isa_version_bc(const fs::path& tools, const fs::path& template_bc, con
                          const fs::path& dir) {
   const fs::path out = dir / ("oclc_isa_version_" + arch.substr(3) + ".bc");
   if (fs::is_regular_file(out)) return;
-  for (const char* tool : {"llvm-dis", "llvm-as"})
-    if (!executable(tools / tool))
-      fail(ErrorKind::NoDevice, "compiling " + arch + " needs a ROCm device library this ROCm lacks; Temper makes it " +
-                                    "with " + tool + ", which is not in " + tools.string() +
-                                    " (Debian: package llvm-15)");
-  const std::string unique = "." + std::to_string(::getpid());  // callers hold hip_device_lib_dir's lock
+  // llvm-dis and llvm-as beside the compiler's clang (hipcc's llvm-15); where neither is (clang-19 comes
+  // without the llvm tools) that clang itself, which reads and writes bitcode and IR as well.
+  const bool own_tools = executable(tools / "llvm-dis") && executable(tools / "llvm-as");
+  const bool no_tools = !executable(tools / "llvm-dis") && !executable(tools / "llvm-as");
+  if (!own_tools && !(no_tools && executable(tools / "clang")))
+    for (const char* tool : {"llvm-dis", "llvm-as"})
+      if (!executable(tools / tool))
+        fail(ErrorKind::NoDevice, "compiling " + arch + " needs a ROCm device library this ROCm lacks; Temper makes it " +
+                                      "with " + tool + ", which is not in " + tools.string() +
+                                      " (Debian: package llvm-15)");
+  const std::string unique = "." + std::to_string(::getpid());  // callers hold device_libs_mutex()
   const fs::path ll = dir / (arch + unique + ".ll"), bc = out.string() + unique + ".tmp";
   const fs::path log = dir / (arch + unique + ".log");
   std::error_code ec;
@@ -187,7 +192,11 @@ void make_isa_version_bc(const fs::path& tools, const fs::path& template_bc, con
       fail(ErrorKind::Internal, "making " + out.string() + " failed (" + argv[0] + "): " + why);
     }
   };
-  step({(tools / "llvm-dis").string(), template_bc.string(), "-o", ll.string()});
+  const std::string clang = (tools / "clang").string();
+  const std::vector<std::string> clang_ir = {"-target", "amdgcn-amd-amdhsa", "-nogpulib", "-O0", "-emit-llvm"};
+  auto with = [](std::vector<std::string> a, const std::vector<std::string>& b) { return a.insert(a.end(), b.begin(), b.end()), a; };
+  step(own_tools ? std::vector<std::string>{(tools / "llvm-dis").string(), template_bc.string(), "-o", ll.string()}
+                 : with(with({clang}, clang_ir), {"-S", template_bc.string(), "-o", ll.string()}));
   static const std::regex constant(R"(@__oclc_ISA_version\b[^\n]*constant i32 (\d+))");
   std::string text = read_file(ll);
   std::smatch m;
@@ -197,10 +206,50 @@ void make_isa_version_bc(const fs::path& tools, const fs::path& template_bc, con
   }
   text.replace(size_t(m.position(1)), size_t(m.length(1)), std::to_string(amd_isa_version(arch)));
   write_file_atomic(ll, text);
-  step({(tools / "llvm-as").string(), ll.string(), "-o", bc.string()});
+  step(own_tools ? std::vector<std::string>{(tools / "llvm-as").string(), ll.string(), "-o", bc.string()}
+                 : with(with({clang}, clang_ir), {"-c", ll.string(), "-o", bc.string()}));
   fs::rename(bc, out, ec);
   cleanup();
   if (!fs::is_regular_file(out)) fail(ErrorKind::Io, "cannot write " + out.string() + ": " + ec.message());
+}
+
+// Held while a device-library folder is looked up or made (make_isa_version_bc's files are per process).
+std::mutex& device_libs_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+// One folder per installed library set and clang, in the kernel cache: links to every installed library
+// (`installed`), plus `arch`'s ISA-version library made with the clang tools in `tools` (once, by whichever
+// process comes first).
+fs::path device_lib_folder(const fs::path& installed, const fs::path& tools, const std::string& arch) {
+  std::vector<std::string> names;
+  fs::path template_bc;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(installed, ec))
+    if (e.path().extension() == ".bc") {
+      names.push_back(e.path().filename().string());
+      const bool isa = names.back().rfind("oclc_isa_version_", 0) == 0;
+      if (isa && (template_bc.empty() || names.back() < template_bc.filename().string())) template_bc = e.path();
+    }
+  std::sort(names.begin(), names.end());
+  uint64_t key = fnv1a(fnv1a(kFnvBasis, installed.string()), tools.string());
+  for (const auto& n : names) key = fnv1a(key, n);
+  if (template_bc.empty())
+    fail(ErrorKind::NoDevice, installed.string() + " holds no oclc_isa_version_*.bc to make " + arch + "'s from");
+  const fs::path dir = kernel_cache_root() / ("rocm-device-libs-" + hex8(key));
+  ensure_private_dir(kernel_cache_root());
+  if (!fs::is_directory(dir)) {
+    const fs::path tmp = dir.string() + ".tmp." + std::to_string(::getpid());
+    fs::remove_all(tmp, ec);
+    fs::create_directories(tmp, ec);
+    for (const auto& n : names) fs::create_symlink(installed / n, tmp / n, ec);
+    if (ec) fail(ErrorKind::Io, "cannot fill " + tmp.string() + ": " + ec.message());
+    fs::rename(tmp, dir, ec);  // another process may have won the race: then its folder is used
+    if (ec) fs::remove_all(tmp, ec);
+  }
+  make_isa_version_bc(tools, template_bc, arch, dir);
+  return dir;
 }
 
 }  // namespace
@@ -217,9 +266,8 @@ int amd_isa_version(std::string_view arch) {
 }
 
 std::optional<fs::path> hip_device_lib_dir(const fs::path& hipcc, const std::string& arch) {
-  static std::mutex m;
   static std::map<std::pair<fs::path, std::string>, std::optional<fs::path>> known;
-  std::lock_guard lock(m);
+  std::lock_guard lock(device_libs_mutex());
   if (auto it = known.find({hipcc, arch}); it != known.end()) return it->second;
   // What the driver would run, without running it: the libraries it links, or why it cannot.
   const std::string dry = process_output({hipcc.string(), "-x", "hip", "--offload-arch=" + arch, "--cuda-device-only",
@@ -237,37 +285,48 @@ std::optional<fs::path> hip_device_lib_dir(const fs::path& hipcc, const std::str
       fail(ErrorKind::NoDevice, "hipcc finds no ROCm device library for " + arch +
                                     " and does not say where its others are:\n  " +
                                     dry.substr(0, dry.find('\n', dry.find("error"))));
-    const fs::path installed = lib[1].str(), tools = clang[1].str();
-    // One folder per installed library set and clang: links to every installed library, plus the
-    // generated ISA-version files (made once, by whichever process comes first).
-    std::vector<std::string> names;
-    fs::path template_bc;
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator(installed, ec))
-      if (e.path().extension() == ".bc") {
-        names.push_back(e.path().filename().string());
-        const bool isa = names.back().rfind("oclc_isa_version_", 0) == 0;
-        if (isa && (template_bc.empty() || names.back() < template_bc.filename().string())) template_bc = e.path();
-      }
-    std::sort(names.begin(), names.end());
-    uint64_t key = fnv1a(fnv1a(kFnvBasis, installed.string()), tools.string());
-    for (const auto& n : names) key = fnv1a(key, n);
-    if (template_bc.empty())
-      fail(ErrorKind::NoDevice, installed.string() + " holds no oclc_isa_version_*.bc to make " + arch + "'s from");
-    dir = kernel_cache_root() / ("rocm-device-libs-" + hex8(key));
-    ensure_private_dir(kernel_cache_root());
-    if (!fs::is_directory(*dir)) {
-      const fs::path tmp = dir->string() + ".tmp." + std::to_string(::getpid());
-      fs::remove_all(tmp, ec);
-      fs::create_directories(tmp, ec);
-      for (const auto& n : names) fs::create_symlink(installed / n, tmp / n, ec);
-      if (ec) fail(ErrorKind::Io, "cannot fill " + tmp.string() + ": " + ec.message());
-      fs::rename(tmp, *dir, ec);  // another process may have won the race: then its folder is used
-      if (ec) fs::remove_all(tmp, ec);
-    }
-    make_isa_version_bc(tools, template_bc, arch, *dir);
+    dir = device_lib_folder(lib[1].str(), clang[1].str(), arch);
   }
   return known[{hipcc, arch}] = dir;
+}
+
+bool prefers_newer_clang(std::string_view arch) {
+  return std::any_of(std::begin(kNewerTargets), std::end(kNewerTargets),
+                     [&](const NewerTarget& t) { return t.arch == arch && t.clang <= 19; });
+}
+
+std::optional<fs::path> kernel_newer_clang() {
+  std::optional<fs::path> clang;
+  if (const char* env = std::getenv("TEMPER_HIP_CLANG"); env && *env)
+    clang = executable(env) ? std::optional<fs::path>(env) : std::nullopt;
+  else if (!(clang = on_path("clang++-19", {})) && executable("/usr/lib/llvm-19/bin/clang++"))
+    clang = "/usr/lib/llvm-19/bin/clang++";
+  std::error_code ec;
+  if (clang && !executable(fs::canonical(*clang, ec).parent_path() / "ld.lld")) return std::nullopt;  // lld-19
+  return clang;
+}
+
+fs::path clang_device_lib_dir(const fs::path& clang, const std::string& arch) {
+  std::lock_guard lock(device_libs_mutex());
+  std::vector<fs::path> candidates;
+  if (const char* env = std::getenv("TEMPER_ROCM_DEVICE_LIBS"); env && *env) {
+    candidates.push_back(env);
+  } else {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator("/usr/lib", ec))  // Debian: /usr/lib/<multiarch>/amdgcn/bitcode
+      if (e.is_directory(ec)) candidates.push_back(e.path() / "amdgcn" / "bitcode");
+    std::sort(candidates.begin(), candidates.end());
+    candidates.push_back("/opt/rocm/amdgcn/bitcode");
+  }
+  const auto found = std::find_if(candidates.begin(), candidates.end(),
+                                  [](const fs::path& d) { return fs::is_regular_file(d / "hip.bc"); });
+  if (found == candidates.end())
+    fail(ErrorKind::NoDevice, "compiling " + arch + " needs ROCm's device libraries (hip.bc), found in none of " +
+                                  candidates.front().string() + (candidates.size() > 1 ? ", ..." : "") +
+                                  " (Debian: package rocm-device-libs; or set TEMPER_ROCM_DEVICE_LIBS)");
+  if (fs::is_regular_file(*found / ("oclc_isa_version_" + arch.substr(3) + ".bc"))) return *found;
+  std::error_code ec;
+  return device_lib_folder(*found, fs::canonical(clang, ec).parent_path(), arch);
 }
 
 bool kernel_type_supported(GgmlType type) {
@@ -303,8 +362,12 @@ KernelCache::KernelCache(KernelToolchain toolchain, std::string arch, KernelArti
     fail(ErrorKind::BadInput, "kernel arch '" + arch_ + "': expected a name like gfx90a or sm_90");
   if (artifact_ == KernelArtifact::CodeObject && toolchain_ != KernelToolchain::Hip)
     fail(ErrorKind::Internal, "code objects for static analysis exist for AMD (HIP) only");
-  const auto compiler = kernel_compiler(toolchain_);
   const bool hip = toolchain_ == KernelToolchain::Hip;
+  const char* hipcc_env = std::getenv("TEMPER_HIPCC");
+  wants_newer_clang_ = hip && artifact_ == KernelArtifact::CodeObject && prefers_newer_clang(arch_) && !(hipcc_env && *hipcc_env);
+  auto compiler = wants_newer_clang_ ? kernel_newer_clang() : std::nullopt;
+  newer_clang_ = compiler.has_value();
+  if (!compiler) compiler = kernel_compiler(toolchain_);  // a ROCm hipcc may know the target: ensure() asks it
   if (!compiler)
     fail(ErrorKind::NoDevice, std::string("compiling ") + arch_ + " kernels needs " + (hip ? "hipcc" : "nvcc") +
                                   ", which is not installed (set " + (hip ? "TEMPER_HIPCC" : "TEMPER_NVCC") +
@@ -381,6 +444,7 @@ std::vector<std::string> KernelCache::command(KernelPair pair, const fs::path& s
       c.insert(c.end(), {"-fPIC", "-shared"});
     else
       c.insert(c.end(), {"--cuda-device-only", "-c"});
+    if (newer_clang_) c.push_back("--no-gpu-bundle-output");  // a bare code object: clang-19 has no bundler
   } else {
     c.insert(c.end(), {"-x", "cu", "-std=c++17", "-O3", "-DNDEBUG", "-DTEMPER_GPU_CUDA", "-arch=" + arch_,
                        "-Xcompiler", "-fPIC", "-shared", "-cudart", "shared"});
@@ -406,10 +470,28 @@ std::vector<fs::path> KernelCache::ensure(std::span<const KernelPair> pairs, con
     if (!cached(p) && std::find(missing.begin(), missing.end(), p) == missing.end()) missing.push_back(p);
   }
   // Before any progress: a target the compiler does not know is one line, not a started compile.
-  if (!missing.empty() && toolchain_ == KernelToolchain::Hip) device_libs_ = hip_device_lib_dir(compiler_, arch_);
+  if (!missing.empty() && toolchain_ == KernelToolchain::Hip) try {
+      device_libs_ = newer_clang_ ? clang_device_lib_dir(compiler_, arch_) : hip_device_lib_dir(compiler_, arch_);
+    } catch (const Error& e) {
+      const auto t = std::find_if(std::begin(kNewerTargets), std::end(kNewerTargets), [&](const NewerTarget& n) { return n.arch == arch_; });
+      if (!wants_newer_clang_ || e.kind() != ErrorKind::BadInput || t == std::end(kNewerTargets)) throw;
+      const char* env = std::getenv("TEMPER_HIP_CLANG");
+      fail(ErrorKind::BadInput, arch_ + " (" + std::string(t->family) + "): the installed hipcc does not know this target; " +
+                                    "Debian 12's packages clang-19 and lld-19 compile its code objects (apt-get install " +
+                                    "clang-19 lld-19" +
+                                    (env && *env ? std::string("; TEMPER_HIP_CLANG=") + env + " is not a clang++ with ld.lld beside it"
+                                                 : std::string()) + ")");
+    }
+  const int n = std::max(1, std::min<int>(jobs > 0 ? jobs : int(std::max(1u, std::thread::hardware_concurrency())),
+                                          int(missing.size())));
+  // Until the first unit is done, the ETA comes from how long one unit took in the last compile here.
+  const fs::path unit_seconds = kernel_cache_root() / "unit-seconds";
+  double known_unit_s = 0;
+  std::ifstream(unit_seconds) >> known_unit_s;
   CompileProgress state;
   state.total = int(pairs.size());
   state.done = state.cached = int(pairs.size() - missing.size());
+  if (known_unit_s > 0) state.eta_s = known_unit_s * double((missing.size() + size_t(n) - 1) / size_t(n));
   if (progress) progress(state);
   if (missing.empty()) return out;
 
@@ -436,6 +518,8 @@ std::vector<fs::path> KernelCache::ensure(std::span<const KernelPair> pairs, con
   std::atomic<size_t> next{0};
   std::string failure;
   bool cancelled = false;
+  double unit_total_s = 0;  // wall seconds of the units compiled, each on its own
+  int unit_count = 0;
   auto compile_all = [&] {
     for (size_t i; (i = next++) < missing.size();) {
       {
@@ -459,10 +543,13 @@ std::vector<fs::path> KernelCache::ensure(std::span<const KernelPair> pairs, con
       const fs::path tmpdir = dir_ / (stem + unique + ".tmpdir");
       std::error_code e;
       fs::create_directories(tmpdir, e);
+      const auto unit_start = std::chrono::steady_clock::now();
       const int rc = run_compiler(command(p, src, tmp), log, tmpdir, cancel);
       fs::remove_all(tmpdir, e);
       std::lock_guard lock(m);
       if (rc == 0) {
+        unit_total_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - unit_start).count();
+        ++unit_count;
         fs::rename(tmp, final_path, e);
         fs::remove(log, e);
         ++state.done;
@@ -493,13 +580,15 @@ std::vector<fs::path> KernelCache::ensure(std::span<const KernelPair> pairs, con
       if (failure.empty()) failure = std::string("kernel compilation for ") + arch_ + ": " + e.what();
     }
   };
-  const int n = std::max(1, std::min<int>(jobs > 0 ? jobs : int(std::max(1u, std::thread::hardware_concurrency())),
-                                          int(missing.size())));
   std::vector<std::thread> threads;
   for (int t = 0; t < n; ++t) threads.emplace_back(worker);
   for (auto& t : threads) t.join();
   if (cancelled || (cancel && cancel->load())) fail(ErrorKind::Cancelled, "kernel compilation cancelled");
   if (!failure.empty()) fail(ErrorKind::Internal, failure);
+  if (unit_count > 0) try {
+      write_file_atomic(unit_seconds, std::to_string(unit_total_s / unit_count) + "\n");
+    } catch (const Error&) {  // a read-only cache only loses the first ETA
+    }
   return out;
 }
 

@@ -159,9 +159,24 @@ const Variant kVariants[] = {{"gfx906.co", "gfx906", "mi50", 64},        {"gfx90
                              {"gfx90a.co", "gfx90a", "mi210", 64},       {"gfx1030.co", "gfx1030", "rx6900xt", 32},
                              {"host-gfx906.o", "gfx906", "mi50", 64}};
 
+// Compiled by clang-19 (the targets Debian's hipcc lacks): CDNA3's unified file with AGPRs, RDNA3.5 with
+// the 1024-VGPR file (gfx1150) and the 1.5x one (gfx1151), RDNA4.
+const Variant kNewerVariants[] = {{"gfx942.co", "gfx942", "mi300x", 64},
+                                  {"gfx1150.co", "gfx1150", "radeon-890m", 32},
+                                  {"gfx1151.co", "gfx1151", "radeon-8060s", 32},
+                                  {"gfx1201.co", "gfx1201", "rx9070xt", 32}};
+
+std::vector<Variant> fixture_variants() {
+  std::vector<Variant> v(std::begin(kVariants), std::end(kVariants));
+#ifdef TEMPER_NEWER_CLANG_FIXTURES
+  v.insert(v.end(), std::begin(kNewerVariants), std::end(kNewerVariants));
+#endif
+  return v;
+}
+
 TEST(CodeObject, AgreesWithTheCompilersResourceReport) {
   REQUIRE_FIXTURES();
-  for (const Variant& v : kVariants) {
+  for (const Variant& v : fixture_variants()) {
     SCOPED_TRACE(v.file);
     const auto objects = load_code_objects(kFixtures / v.file);
     ASSERT_EQ(objects.size(), 1u);
@@ -196,6 +211,37 @@ TEST(CodeObject, AgreesWithTheCompilersResourceReport) {
   }
 }
 
+#ifdef TEMPER_NEWER_CLANG_FIXTURES
+// clang-19's code objects: gfx942's matrix kernel keeps its accumulators in AGPRs of the unified file (counted
+// in .vgpr_count), and the same heavy kernel is limited harder by gfx1150's 1024-VGPR file than by gfx1151's
+// 1.5x one.
+TEST(CodeObject, NewerTargetsFromClang19) {
+  auto find = [](const CodeObject& co, const std::string& name) -> const CodeObjectKernel& {
+    for (const auto& k : co.kernels)
+      if (k.name == name) return k;
+    throw std::runtime_error("no kernel " + name);
+  };
+  const auto gfx942 = load_code_objects(kFixtures / "gfx942.co").at(0);
+  EXPECT_EQ(gfx942.arch, "gfx942");
+  const auto& mfma = find(gfx942, "mfma");
+  EXPECT_GT(mfma.resources.agprs, 0);
+  EXPECT_GE(mfma.resources.vgprs, mfma.resources.agprs);
+  EXPECT_EQ(mfma.resources.wave_size, 64);
+  const std::string heavy = "_ZN6temper7kernels4mmvqILj12ELi8ELi2ELi8EEEvPKfS3_Pfi";  // mmvq<12u, 8, 2, 8>
+  const auto gfx1150 = load_code_objects(kFixtures / "gfx1150.co").at(0);
+  const auto gfx1151 = load_code_objects(kFixtures / "gfx1151.co").at(0);
+  const auto& k1150 = find(gfx1150, heavy);
+  const auto& k1151 = find(gfx1151, heavy);
+  ASSERT_GT(k1150.resources.vgprs, 128);  // beyond 1024 / 8: the file sizes part
+  EXPECT_EQ(k1150.resources.wave_size, 32);
+  const Occupancy o1150 = compute_occupancy(*find_gpu("gfx1150"), k1150.resources, 64);
+  const Occupancy o1151 = compute_occupancy(*find_gpu("gfx1151"), k1151.resources, 64);
+  EXPECT_EQ(o1150.register_granule, 16);
+  EXPECT_EQ(o1151.register_granule, 24);
+  EXPECT_LT(o1150.register_waves_per_simd, o1151.register_waves_per_simd);
+}
+#endif
+
 TEST(CodeObject, FindsTheFixtureKernelsAndTheirFeatures) {
   REQUIRE_FIXTURES();
   auto find = [](const CodeObject& co, const std::string& name) -> const CodeObjectKernel& {
@@ -220,8 +266,12 @@ TEST(CodeObject, FindsTheFixtureKernelsAndTheirFeatures) {
     }
   EXPECT_EQ(mmvq, 4);
   // A directory: every device code object under it (host objects are read only when named).
-  EXPECT_EQ(load_code_objects(kFixtures).size(), std::size(kVariants) - 1);
-  EXPECT_EQ(code_object_archs(kFixtures), (std::vector<std::string>{"gfx1030", "gfx906", "gfx908", "gfx90a"}));
+  EXPECT_EQ(load_code_objects(kFixtures).size(), fixture_variants().size() - 1);  // the host object is skipped
+  std::vector<std::string> archs{"gfx1030", "gfx906", "gfx908", "gfx90a"};
+#ifdef TEMPER_NEWER_CLANG_FIXTURES
+  archs = {"gfx1030", "gfx1150", "gfx1151", "gfx1201", "gfx906", "gfx908", "gfx90a", "gfx942"};
+#endif
+  EXPECT_EQ(code_object_archs(kFixtures), archs);
   // The per-arch layout kernels/ writes: <dir>/<arch>/*.co.
   const fs::path tree = fs::path(::testing::TempDir()) / "temper_codeobj_tree";
   fs::remove_all(tree);

@@ -108,7 +108,7 @@ TEST(GpuDatabase, EmbeddedCopyEqualsTheFile) {
 
 TEST(GpuDatabase, CoversTheRequiredArchitectures) {
   for (const char* arch : {"gfx906", "gfx908", "gfx90a", "gfx942", "gfx1030", "gfx1100", "gfx1101", "gfx1102",
-                           "gfx1103", "gfx1151", "gfx1200", "gfx1201", "sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120"})
+                           "gfx1103", "gfx1150", "gfx1151", "gfx1200", "gfx1201", "sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120"})
     EXPECT_NE(find_gpu(arch), nullptr) << arch;
 }
 
@@ -137,6 +137,11 @@ TEST(GpuDatabase, FindsByIdArchAndName) {
   EXPECT_EQ(find_gpus("7900").size(), 3u);
   EXPECT_EQ(find_gpu("gfx1103")->id, "radeon-780m");
   EXPECT_EQ(find_gpu("780m")->compute_units, 12);
+  EXPECT_EQ(find_gpu("gfx1150")->id, "radeon-890m");
+  EXPECT_EQ(find_gpu("gfx1151")->id, "radeon-8060s");
+  EXPECT_EQ(find_gpu("8050S")->compute_units, 32);
+  EXPECT_EQ(find_gpu("gfx1150")->registers_per_simd, 32768);  // no 1.5x VGPR file on gfx1150, unlike gfx1151
+  EXPECT_EQ(find_gpu("gfx1151")->registers_per_simd, 49152);
   EXPECT_EQ(find_gpu("gfx9999"), nullptr);
   EXPECT_EQ(find_gpu(""), nullptr);
 }
@@ -170,6 +175,11 @@ TEST(GpuDatabase, MatchesRuntimeDevices) {
   EXPECT_EQ(id(match_device(device("AMD Radeon Graphics", "gfx1103", 12))), "radeon-780m");
   EXPECT_EQ(id(match_device(device("AMD Radeon 760M", "gfx1103", 4))), "radeon-760m");
   EXPECT_EQ(id(match_device(device("AMD Radeon Graphics", "gfx1103", 4))), "not in database");
+  // Strix Point and Strix Halo (issue 50): the CU count tells each pair apart, in CUs or in WGPs.
+  EXPECT_EQ(id(match_device(device("AMD Radeon Graphics", "gfx1150", 16))), "radeon-890m");
+  EXPECT_EQ(id(match_device(device("AMD Radeon 880M", "gfx1150", 6))), "radeon-880m");
+  EXPECT_EQ(id(match_device(device("AMD Radeon Graphics", "gfx1151", 40))), "radeon-8060s");
+  EXPECT_EQ(id(match_device(device("AMD Radeon Graphics", "gfx1151", 16))), "radeon-8050s");
   // Unknown arch, or a cut-down part whose CU count matches no entry: not in the database.
   EXPECT_EQ(match_device(device("NVIDIA GeForce RTX 2080", "sm_75", 46)), nullptr);
   EXPECT_EQ(match_device(device("NVIDIA H100 NVL", "sm_90", 120, 94)), nullptr);

@@ -3,7 +3,7 @@
 # --json` for gfx1100-gfx1103 with an empty kernel cache (Debian 12's ROCm 5.2 device libraries lack
 # their ISA-version bitcode: Temper makes it in the cache), each giving wave32 configs with
 # registers; gfx1100's code objects hold RDNA3's dot instruction (v_dot4_i32_iu8) and no gfx9/gfx10.3
-# one; a target the compiler does not know is refused in one line naming the clang that knows it.
+# one; without clang-19 a target hipcc does not know is refused in one line naming the Debian packages.
 # About 5 s of hipcc per arch. Usage: rdna3_occupancy_test.sh TEMPER LLVM_BIN_DIR OUT_DIR
 set -eu
 temper=$1 llvm=$2 out=$3
@@ -39,12 +39,19 @@ iu8=$(grep -c 'v_dot4_i32_iu8' "$out/gfx1100.s" || true)
 i8=$(grep -cE 'v_dot4c?_i32_i8' "$out/gfx1100.s" || true)
 echo "gfx1100 q4_K code object: $iu8 v_dot4_i32_iu8, $i8 v_dot4(c)_i32_i8"
 [ "$iu8" -gt 0 ] && [ "$i8" -eq 0 ]
-# A target this compiler may not know (clang 15 does not): refused in one line naming the clang
-# and ROCm that know it; a newer compiler simply analyses it.
-if "$temper" occupancy --arch gfx1151 --type q4_K > "$out/gfx1151.out" 2>&1; then
-  echo "this compiler knows gfx1151"
-else
-  cat "$out/gfx1151.out"
-  [ "$(wc -l < "$out/gfx1151.out")" -eq 1 ] && grep -q "does not know the target (RDNA3.5); clang 17 or later" "$out/gfx1151.out"
-fi
+# Without clang-19 (TEMPER_HIP_CLANG pointing nowhere): a target Debian's hipcc does not know is refused
+# in one line naming the Debian packages that compile it, exit 2, before anything is compiled; gfx1100
+# (hipcc's) is unaffected.
+rc=0
+TEMPER_HIP_CLANG="$out/no-clang" "$temper" occupancy --arch gfx1151 --type q4_K > "$out/gfx1151.out" 2>&1 || rc=$?
+cat "$out/gfx1151.out"
+[ "$rc" -eq 2 ] && [ "$(wc -l < "$out/gfx1151.out")" -eq 1 ]
+grep -q "^temper occupancy: gfx1151 (RDNA3.5): the installed hipcc does not know this target; Debian 12's packages clang-19 and lld-19 compile" "$out/gfx1151.out"
+TEMPER_HIP_CLANG="$out/no-clang" "$temper" occupancy --arch gfx1100 --type q4_K --json > "$out/gfx1100-hipcc.json"
+python3 - "$out/gfx1100-hipcc.json" <<'EOF'
+import json, sys
+configs = json.load(open(sys.argv[1]))["configs"]
+assert len(configs) == 27 and all(c["wave_size"] == 32 and c["vgprs"] > 0 for c in configs), configs
+print("gfx1100 without clang-19: 27 wave32 configs, VGPRs", sorted({c["vgprs"] for c in configs}))
+EOF
 echo "RDNA3 occupancy on this toolchain: ok"

@@ -147,6 +147,143 @@ TEST_F(KernelCacheTest, BadArchAndMissingCompilerAreClearErrors) {
   }
 }
 
+// Before the first unit is done, the ETA is the last compile's time per unit times the units ahead of
+// each job; the compile then records its own time per unit for the next.
+TEST_F(KernelCacheTest, FirstEtaComesFromTheLastCompilesTimePerUnit) {
+  fake_nvcc("echo built > \"$out\"");
+  fs::create_directories(kernel_cache_root());
+  std::ofstream(kernel_cache_root() / "unit-seconds") << "10\n";
+  KernelCache cache(KernelToolchain::Cuda, "sm_90", KernelArtifact::SharedLibrary);
+  std::vector<CompileProgress> seen;
+  cache.ensure(kPairs, [&](const CompileProgress& p) { seen.push_back(p); }, nullptr, 2);
+  ASSERT_EQ(seen.size(), 4u);
+  EXPECT_EQ(seen[0].done, 0);
+  EXPECT_DOUBLE_EQ(seen[0].eta_s, 20);  // 3 units on 2 jobs: two rounds of 10 s
+  EXPECT_NE(compile_progress_text(seen[0]).find("0/3 kernels compiled, 0 s, about 20 s left"), std::string::npos)
+      << compile_progress_text(seen[0]);
+  double recorded = -1;
+  std::ifstream(kernel_cache_root() / "unit-seconds") >> recorded;
+  EXPECT_GE(recorded, 0);
+  EXPECT_LT(recorded, 10);  // the stand-in's own time, not the old value
+}
+
+// The AMD targets Debian's hipcc lacks: their code objects come from clang-19 ($TEMPER_HIP_CLANG here, a
+// stand-in beside a stand-in ld.lld and clang), bare (--no-gpu-bundle-output), with the installed device
+// libraries ($TEMPER_ROCM_DEVICE_LIBS) plus the ISA-version library made by that clang in the cache.
+class NewerClangTest : public KernelCacheTest {
+ protected:
+  void SetUp() override {
+    KernelCacheTest::SetUp();
+    bin_ = dir_ / "llvm-19" / "bin";
+    fs::create_directories(bin_);
+    fs::create_directories(dir_ / "bitcode");
+    for (const char* lib : {"hip.bc", "ocml.bc"}) std::ofstream(dir_ / "bitcode" / lib) << lib;
+    std::ofstream(dir_ / "bitcode" / "oclc_isa_version_1010.bc")
+        << "@__oclc_ISA_version = linkonce_odr protected local_unnamed_addr addrspace(4) constant i32 10100, align 4\n";
+    // clang++: records its arguments, writes the -o file; clang: -S copies bitcode to IR, -c IR to bitcode.
+    script(bin_ / "clang++", "[ \"$1\" = --version ] && { echo 'Debian clang version 19.1.7'; exit 0; }\n"
+                             "echo \"$*\" >> '" + (dir_ / "calls.txt").string() + "'\n"
+                             "out=; prev=; for a in \"$@\"; do [ \"$prev\" = -o ] && out=$a; prev=$a; done\n"
+                             "echo code object > \"$out\"");
+    script(bin_ / "clang", "in=; out=; prev=; for a in \"$@\"; do case $a in *.bc|*.ll) [ \"$prev\" = -o ] || in=$a;; esac;"
+                           " [ \"$prev\" = -o ] && out=$a; prev=$a; done\ncp \"$in\" \"$out\"");
+    script(bin_ / "ld.lld", "exit 0");
+    ::setenv("TEMPER_HIP_CLANG", (bin_ / "clang++").c_str(), 1);
+    ::setenv("TEMPER_ROCM_DEVICE_LIBS", (dir_ / "bitcode").c_str(), 1);
+    ::unsetenv("TEMPER_HIPCC");
+    path_ = std::getenv("PATH") ? std::getenv("PATH") : "";
+  }
+  void TearDown() override {
+    ::setenv("PATH", path_.c_str(), 1);
+    ::unsetenv("TEMPER_HIP_CLANG");
+    ::unsetenv("TEMPER_ROCM_DEVICE_LIBS");
+    ::unsetenv("TEMPER_HIPCC");
+    KernelCacheTest::TearDown();
+  }
+  void script(const fs::path& p, const std::string& body) {
+    std::ofstream(p) << "#!/bin/sh\n" << body << "\n";
+    fs::permissions(p, fs::perms::owner_all);
+  }
+  std::string last_call() const {
+    std::ifstream in(dir_ / "calls.txt");
+    std::string line, last;
+    while (std::getline(in, line)) last = line;
+    return last;
+  }
+  fs::path bin_;
+  std::string path_;
+};
+
+TEST_F(NewerClangTest, TheTargetsHipccLacksPreferIt) {
+  for (const char* arch : {"gfx942", "gfx941", "gfx1150", "gfx1151", "gfx1152", "gfx1200", "gfx1201"})
+    EXPECT_TRUE(prefers_newer_clang(arch)) << arch;
+  for (const char* arch : {"gfx906", "gfx90a", "gfx940", "gfx1030", "gfx1100", "gfx1103", "gfx1153", "gfx950", "sm_90"})
+    EXPECT_FALSE(prefers_newer_clang(arch)) << arch;  // hipcc's, or newer than clang 19
+  EXPECT_EQ(kernel_newer_clang(), bin_ / "clang++");
+  fs::remove(bin_ / "ld.lld");  // clang-19 without lld-19 cannot link a code object
+  EXPECT_FALSE(kernel_newer_clang());
+  ::setenv("TEMPER_HIP_CLANG", (dir_ / "no-such-clang").c_str(), 1);
+  EXPECT_FALSE(kernel_newer_clang());
+}
+
+TEST_F(NewerClangTest, CompilesBareCodeObjectsWithTheMadeIsaVersionLibrary) {
+  KernelCache cache(KernelToolchain::Hip, "gfx1151", KernelArtifact::CodeObject);
+  const KernelPair q4_k{GgmlType::Q4_K, 1};
+  const auto paths = cache.ensure(std::span(&q4_k, 1));
+  ASSERT_TRUE(fs::is_regular_file(paths.at(0)));
+  const std::string call = last_call();
+  EXPECT_NE(call.find("--offload-arch=gfx1151"), std::string::npos) << call;
+  EXPECT_NE(call.find("--cuda-device-only"), std::string::npos) << call;
+  EXPECT_NE(call.find("--no-gpu-bundle-output"), std::string::npos) << call;
+  const size_t at = call.find("--rocm-device-lib-path=");
+  ASSERT_NE(at, std::string::npos) << call;
+  const fs::path libs = call.substr(at + 23, call.find(' ', at) - at - 23);
+  EXPECT_EQ(libs.parent_path(), kernel_cache_root());
+  EXPECT_EQ(fs::read_symlink(libs / "hip.bc"), dir_ / "bitcode" / "hip.bc");
+  std::ifstream in(libs / "oclc_isa_version_1151.bc");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("addrspace(4) constant i32 11501, align 4"), std::string::npos) << text;
+  // Loadable kernels stay hipcc's (the build's, else one on PATH): Debian's HIP runtime cannot run these
+  // GPUs anyway. The cache key is the compiler's: another directory.
+  script(dir_ / "hipcc", "echo fake hipcc");
+  ::setenv("PATH", (dir_.string() + ":" + path_).c_str(), 1);
+  EXPECT_NE(KernelCache(KernelToolchain::Hip, "gfx1151", KernelArtifact::SharedLibrary).directory(), cache.directory());
+  EXPECT_EQ(KernelCache(KernelToolchain::Hip, "gfx1151", KernelArtifact::CodeObject).directory(), cache.directory());
+}
+
+// Without clang-19, a hipcc that does not know the target (Debian's) gives one line naming the Debian
+// packages, as a BadInput (exit 2), before anything compiles.
+TEST_F(NewerClangTest, WithoutClang19OneLineNamesThePackages) {
+  ::setenv("TEMPER_HIP_CLANG", (dir_ / "no-such-clang").c_str(), 1);
+  script(dir_ / "hipcc", "echo 'Debian clang version 15.0.6'\necho \"clang: error: invalid target ID 'gfx1201'\"");
+  ::setenv("TEMPER_HIPCC", (dir_ / "hipcc").c_str(), 1);
+  ::setenv("PATH", (dir_.string() + ":" + std::getenv("PATH")).c_str(), 1);
+  // With TEMPER_HIPCC set hipcc is asked (the message names the clang and ROCm that know the target) ...
+  KernelCache explicit_hipcc(KernelToolchain::Hip, "gfx1201", KernelArtifact::CodeObject);
+  const KernelPair q4_k{GgmlType::Q4_K, 1};
+  try {
+    explicit_hipcc.ensure(std::span(&q4_k, 1));
+    FAIL() << "gfx1201 was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("does not know the target (RDNA4); clang 18 or later"), std::string::npos) << e.what();
+  }
+  // ... without it, the build's hipcc (Debian's, else the stand-in on PATH); when that does not know the
+  // target, the line names clang-19.
+  ::unsetenv("TEMPER_HIPCC");
+  KernelCache cache(KernelToolchain::Hip, "gfx1201", KernelArtifact::CodeObject);
+  try {
+    cache.ensure(std::span(&q4_k, 1));
+    FAIL() << "gfx1201 was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::BadInput);
+    EXPECT_EQ(std::string(e.what()), "gfx1201 (RDNA4): the installed hipcc does not know this target; Debian 12's packages "
+                                     "clang-19 and lld-19 compile its code objects (apt-get install clang-19 lld-19; "
+                                     "TEMPER_HIP_CLANG=" + (dir_ / "no-such-clang").string() +
+                                     " is not a clang++ with ld.lld beside it)");
+  }
+  EXPECT_EQ(calls(), 0);
+}
+
 TEST(KernelCacheText, ProgressLine) {
   CompileProgress p;
   p.done = 3, p.total = 7, p.cached = 2, p.elapsed_s = 12, p.eta_s = 19.6;

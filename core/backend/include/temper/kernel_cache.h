@@ -41,7 +41,7 @@ std::string kernel_pair_name(const KernelPair& p);
 struct CompileProgress {
   int done = 0, total = 0;  // translation units (one per (type, ncols)); cached ones count as done
   int cached = 0;           // of `done`, found in the cache
-  double elapsed_s = 0, eta_s = 0;
+  double elapsed_s = 0, eta_s = 0;  // eta_s before a unit is done: the last compile's seconds per unit (0: unknown)
   std::string current;      // "q4_K ncols 1" just finished
 };
 using CompileProgressFn = std::function<void(const CompileProgress&)>;
@@ -67,9 +67,27 @@ int amd_isa_version(std::string_view arch);
 // ROCm versions that know it, when the compiler does not know `arch`.
 std::optional<std::filesystem::path> hip_device_lib_dir(const std::filesystem::path& hipcc, const std::string& arch);
 
+// AMD targets whose code objects come from kernel_newer_clang() when there is one: those Debian's hipcc
+// (clang 15) does not know and clang 19 does — gfx941, gfx942 (CDNA3), gfx1150-gfx1152 (RDNA3.5), gfx1200,
+// gfx1201 (RDNA4). RDNA3 stays hipcc's: there clang 15 compiles Temper's kernel and upstream's to the same
+// registers, clang 19 not (docs/perf-notes.md).
+bool prefers_newer_clang(std::string_view arch);
+// The clang++ that compiles those: $TEMPER_HIP_CLANG (a path that is not an executable counts as none), else
+// clang++-19 on PATH or /usr/lib/llvm-19/bin/clang++ (Debian 12: packages clang-19 and lld-19), with an ld.lld
+// beside its clang. nullopt when there is none.
+std::optional<std::filesystem::path> kernel_newer_clang();
+// The ROCm device-library folder that clang++ (which finds no ROCm on Debian by itself) compiles `arch` with:
+// the installed libraries ($TEMPER_ROCM_DEVICE_LIBS, else /usr/lib/<multiarch>/amdgcn/bitcode, else
+// /opt/rocm/amdgcn/bitcode) when they have the arch's ISA-version library, else a folder in the kernel cache
+// with them plus that library, made with the compiler's own clang (or llvm-dis/llvm-as beside it).
+std::filesystem::path clang_device_lib_dir(const std::filesystem::path& clang, const std::string& arch);
+
 class KernelCache {
  public:
-  // Throws Error(NoDevice) naming the missing compiler. arch: "gfx90a", "sm_90".
+  // Throws Error(NoDevice) naming the missing compiler. arch: "gfx90a", "sm_90". AMD code objects for a
+  // prefers_newer_clang() arch come from kernel_newer_clang() unless $TEMPER_HIPCC names a hipcc; without
+  // one, from hipcc where it knows the arch (ROCm 6), else ensure() fails with Error(BadInput) in one line
+  // naming the Debian packages that give it.
   KernelCache(KernelToolchain toolchain, std::string arch, KernelArtifact artifact);
 
   // Where (type, ncols) lives once compiled (it may not exist yet).
@@ -91,6 +109,8 @@ class KernelCache {
   std::filesystem::path compiler_;
   std::filesystem::path dir_;      // this key's cache directory
   std::filesystem::path sources_;  // the embedded sources, written out once per source hash
+  bool wants_newer_clang_ = false;                    // code objects of a prefers_newer_clang() arch, no TEMPER_HIPCC
+  bool newer_clang_ = false;                          // compiler_ is kernel_newer_clang(), not hipcc
   std::optional<std::filesystem::path> device_libs_;  // HIP: hip_device_lib_dir(), once compiling
   std::vector<std::string> command(KernelPair pair, const std::filesystem::path& src,
                                    const std::filesystem::path& out) const;
