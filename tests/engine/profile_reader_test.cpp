@@ -1,4 +1,4 @@
-// Issue 32 (findings 1, 6, 7): the engine's profile reader, resources/engine/temper-mmvq-profile.h,
+// Issue 32 (findings 1, 6, 7): the engine's profile reader, hook/src/temper-mmvq-profile.h,
 // compiled for the host. The shared corpus (tests/profile/corpus/) goes through it and through what
 // `temper profile validate` runs (load_profile + validate_profile), and both must reach the same
 // verdict on every file: refused whole, or read with the same entries flagged and the same entries
