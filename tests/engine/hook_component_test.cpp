@@ -94,6 +94,23 @@ TEST(HookFamilies, TheStandInsAreTheirFamilies) {
   }
 }
 
+// ik_llama.cpp is no family (docs/engine.md says which anchors and structure differ): its tree
+// ($TEMPER_UPSTREAM/ik_llama.cpp, read only) is refused naming the first anchor, nothing written.
+TEST(HookFamilies, IkLlamaCppIsRefusedNamingAnAnchor) {
+  std::string why;
+  const fs::path tree = test::upstream_tree("ik_llama.cpp", &why);
+  if (tree.empty()) GTEST_SKIP() << "SKIPPED: " << why;
+  const engine::CheckReport c = engine::check(tree);
+  EXPECT_FALSE(c.applies);
+  EXPECT_EQ(c.family, "");
+  EXPECT_NE(c.problem.find("anchor not found: "), std::string::npos) << c.problem;
+  // Its kernel template is not there for any family, whatever the first refusal names.
+  const std::string mmvq = read_file(tree / "ggml/src/ggml-cuda/mmvq.cu");
+  for (const engine::HookFamily& f : engine::hook_families())
+    for (const hc::Edit& e : hc::edits(f.name, "mmvq.cu"))
+      if (e.name == "mul_mat_vec_q's template and __launch_bounds__") EXPECT_EQ(mmvq.find(e.anchor), std::string::npos) << f.name;
+}
+
 // ---- --dry-run: the diff patch -p1 applies to a pristine copy gives what patch writes ----
 
 // Every file under `dir` but the undo record, by relative path, with its bytes.
