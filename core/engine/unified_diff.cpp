@@ -10,7 +10,7 @@ namespace {
 constexpr int kContext = 3;
 
 // Each line with its newline (the last may have none).
-std::vector<std::string_view> lines_of(std::string_view s) {
+std::vector<std::string_view> split_lines(std::string_view s) {
   std::vector<std::string_view> out;
   for (size_t at = 0; at < s.size();) {
     const size_t nl = s.find('\n', at);
@@ -76,7 +76,7 @@ void add_line(std::string& out, char mark, std::string_view line) {
 
 std::string unified_diff(std::string_view before, std::string_view after, const std::string& old_name,
                          const std::string& new_name) {
-  const std::vector<std::string_view> a = lines_of(before), b = lines_of(after);
+  const std::vector<std::string_view> a = split_lines(before), b = split_lines(after);
   const std::vector<Step> steps = edit_script(a, b);
   std::string out;
   const int total = int(steps.size());
