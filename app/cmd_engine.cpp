@@ -33,7 +33,7 @@ struct Options {
   std::vector<std::string> paths;  // --path TYPE[:mul_mat_id]=mmvq|mmq
   std::string group;               // --group W:R|off (the profile arm's same-input groups)
   std::string pipeline;            // --pipeline on|off (the profile arm's pipelined launches)
-  bool json = false, undo = false;
+  bool json = false, undo = false, dry_run = false;
   BenchArgs bench;
   bool md = false, csv = false, no_record = false;
 };
@@ -48,7 +48,11 @@ int run_check(const Options& o) {
                         {"undoable", r.undoable}, {"undo_problem", r.undo_problem},
                         {"types", r.types}, {"hook_version", engine::kHookVersion},
                         {"group_hooks", r.group_hooks}, {"group_problem", r.group_problem},
-                        {"pipeline_hooks", r.pipeline_hooks}};
+                        {"pipeline_hooks", r.pipeline_hooks}, {"family", r.family}};
+    for (const engine::HookFamily& f : engine::hook_families())
+      if (f.name == r.family)
+        j["family_row"] = {{"tested", f.tested}, {"types", f.types}, {"groups", f.groups}, {"pipelining", f.pipelining},
+                           {"mul_mat_path", f.mul_mat_path}, {"moe_cap", f.moe_cap}};
     std::printf("%s\n", j.dump(2).c_str());
   } else {
     std::printf("%s tree at %s (ggml commit %s)\n", std::string(engine::tree_kind_name(r.tree.kind)).c_str(),
@@ -61,11 +65,13 @@ int run_check(const Options& o) {
                   "(restore it from your version control, e.g. `git checkout -- %s` in %s)\n",
                   r.patched_version, r.undo_problem.c_str(), r.tree.mmvq.lexically_relative(r.tree.root).string().c_str(),
                   r.tree.root.string().c_str());
-    else if (r.applies)
+    else if (r.applies) {
+      for (const engine::HookFamily& f : engine::hook_families())
+        if (f.name == r.family) std::printf("family %s (hook/families.txt): %s\n", f.name.c_str(), engine::hook_family_row(f).c_str());
       std::printf("the hook (v%d) applies: %zu mmvq types; same-input groups: %s; pipelined launches: %s\n", engine::kHookVersion,
                   r.types.size(), r.group_hooks ? "yes (ggml-cuda.cu's three places found)" : ("no: " + r.group_problem).c_str(),
                   r.pipeline_hooks ? "yes" : "no (this mmvq.cu's kernel does not wait for its predecessor)");
-    else
+    } else
       std::printf("the hook does not apply: %s\n", r.problem.c_str());
     if (r.state == engine::HookState::Patched)
       std::printf("same-input groups: %s; pipelined launches: %s\n", r.group_hooks ? "patched into ggml-cuda.cu" : "not in this tree's hook",
@@ -75,6 +81,11 @@ int run_check(const Options& o) {
 }
 
 int run_patch(const Options& o) {
+  if (o.dry_run) {
+    const std::string diff = engine::dry_run(o.dir, engine::kernel_set(o.probe.kernel_set));
+    std::fwrite(diff.data(), 1, diff.size(), stdout);
+    return 0;
+  }
   if (o.undo) {
     engine::undo(o.dir);
     std::printf("restored %s byte for byte; the hook's files are removed (re-run cmake's configure step)\n",
@@ -353,7 +364,9 @@ Action define_engine(CLI::App& app) {
   };
   add_json(*sub("check", "whether Temper's tuning hook applies to DIR (exit 2 when it does not)", run_check), o->json);
   CLI::App* patch = sub("patch", "apply the hook to DIR in place (or --undo it)", run_patch);
-  patch->add_flag("--undo", o->undo, "restore mmvq.cu byte for byte and remove the hook's files");
+  CLI::Option* undo = patch->add_flag("--undo", o->undo, "restore mmvq.cu byte for byte and remove the hook's files");
+  patch->add_flag("--dry-run", o->dry_run, "print the unified diff patching would make (`patch -p1` in DIR applies it); change nothing")
+      ->excludes(undo);
   kernel_set(patch);
   CLI::App* build = sub("build", "a private hooked build of DIR's ggml with temper-probe, in Temper's cache", run_build);
   build->add_option("--arch", o->probe.arch, "the arch to build for (default: this machine's first GPU)")->type_name("ARCH");
@@ -403,12 +416,15 @@ Action define_engine(CLI::App& app) {
 const Registrar reg{{"engine", "the tuning hook on your ggml / llama.cpp tree; the engine build Temper times",
                      "temper engine check DIR [--json]\n"
                      "    What tree DIR is (standalone ggml or a llama.cpp checkout, ggml commit from .git) and whether\n"
-                     "    Temper's tuning hook applies to its src/ggml-cuda/mmvq.cu. Exit 0 when it applies (or is\n"
+                     "    Temper's tuning hook applies to its src/ggml-cuda/mmvq.cu: its upstream family and what the\n"
+                     "    hook gives that family (hook/families.txt). Exit 0 when it applies (or is\n"
                      "    applied already), 2 when it does not.\n"
-                     "temper engine patch DIR [--kernel-set full|all|ncols1|ci] [--undo]\n"
+                     "temper engine patch DIR [--kernel-set full|all|ncols1|ci] [--undo|--dry-run]\n"
                      "    Applies the hook in place, atomically (nothing is written when an anchor has moved), so your\n"
                      "    own build launches the approved configs of a Temper profile (TEMPER_PROFILE=path, else\n"
-                     "    ~/.config/temper/engine-profile.json). --undo restores mmvq.cu byte for byte.\n"
+                     "    ~/.config/temper/engine-profile.json). --undo restores mmvq.cu byte for byte. --dry-run\n"
+                     "    prints the unified diff it would make instead (`patch -p1` in DIR applies it; the undo\n"
+                     "    record under .temper-hook/ is not part of it) and changes nothing.\n"
                      "temper engine build DIR [--arch sm_90|gfx90a] [--kernel-set full|all|ncols1|ci] [--jobs N] [--cache DIR] [--json]\n"
                      "    A private hooked copy of DIR's ggml in Temper's cache, built for one arch (this machine's\n"
                      "    first GPU unless --arch) with FlashAttention and NCCL off, plus temper-probe. Cached by\n"

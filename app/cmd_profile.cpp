@@ -229,7 +229,9 @@ int run_show(const Options& o) {
 int run_validate(const Options& o) {
   const auto& pos = o.files;
   const Profile p = load_for_cli(o, pos[0]);
-  const auto problems = validate_profile(p);
+  std::vector<std::string> problems = validate_profile(p);
+  // The engine's reader is the reference: a Temper profile Temper accepts must read there alike.
+  if (problems.empty() && p.source == kSourceTemper) problems = engine_reader_problems(pos[0]);
   const auto warnings = profile_warnings(p);  // valid, but an older hook would ignore the file
   if (o.json) {
     out_json(json{{"file", path_text(pos[0])}, {"valid", problems.empty()}, {"entries", p.entries.size()}, {"path_choices", p.paths.size()}, {"problems", problems}, {"warnings", warnings}}.dump(2) + "\n");

@@ -1,5 +1,5 @@
 #pragma once
-// Same-input groups: the hook's group kernel (resources/engine/temper-mmvq-group.cuh, run for a
+// Same-input groups: the hook's group kernel (hook/src/temper-mmvq-group.cuh, run for a
 // profile's mul_mat_group entries) in Temper's kernel library. 2..4 GEMVs that read the same q8_1
 // activations run as one launch: the grid's blocks are dealt to the members in order
 // (mmvq::group_block), each block computes rows_per_block rows of its member with the member's

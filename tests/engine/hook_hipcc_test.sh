@@ -38,7 +38,7 @@ cd "$tree"
 flags="-x hip -std=c++17 -O3 -DNDEBUG -DGGML_USE_HIP -DGGML_HIP_GRAPHS -DGGML_HIP_NO_VMM -I$standins
        -include rocm6-additions.h -Iinclude -Isrc -Isrc/ggml-cuda -c"
 mkdir -p "$out/probe"
-cp "$source/resources/engine/temper-probe.cu" "$source/resources/engine/temper-mmvq-api.h" "$source/core/engine/probe_protocol.h" "$out/probe/"
+cp "$source/resources/engine/temper-probe.cu" "$source/hook/src/temper-mmvq-api.h" "$source/core/engine/probe_protocol.h" "$out/probe/"
 objs="" running=0 cores=$(nproc 2>/dev/null || echo 2)
 compile() {  # OBJECT ARGS...: in the background, one per core; the command and its output in OBJECT.log
   obj=$1; shift

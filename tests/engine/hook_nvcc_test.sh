@@ -31,7 +31,7 @@ pids="$pids $!"
 (cd "$old_tree" && "$nvcc" $flags src/ggml-cuda/mmvq.cu -o "$out/mmvq-7180759.o" > "$out/mmvq-7180759.log" 2>&1) &
 pids="$pids $!"
 mkdir -p "$out/probe"
-cp "$source/resources/engine/temper-probe.cu" "$source/resources/engine/temper-mmvq-api.h" "$source/core/engine/probe_protocol.h" "$out/probe/"
+cp "$source/resources/engine/temper-probe.cu" "$source/hook/src/temper-mmvq-api.h" "$source/core/engine/probe_protocol.h" "$out/probe/"
 "$nvcc" -c -std=c++17 -arch=sm_90 -Iinclude -I"$out/probe" "$out/probe/temper-probe.cu" -o "$out/probe.o" > "$out/probe.log" 2>&1 &
 pids="$pids $!"
 rc=0

@@ -1,4 +1,4 @@
-// Issue 32 (findings 1, 6, 7): the engine's profile reader, resources/engine/temper-mmvq-profile.h,
+// Issue 32 (findings 1, 6, 7): the engine's profile reader, hook/src/temper-mmvq-profile.h,
 // compiled for the host. The shared corpus (tests/profile/corpus/) goes through it and through what
 // `temper profile validate` runs (load_profile + validate_profile), and both must reach the same
 // verdict on every file: refused whole, or read with the same entries flagged and the same entries
@@ -150,6 +150,32 @@ TEST(ProfileReader, TheCorpusReadsTheSameAsProfileValidate) {
   EXPECT_GE(files, 119);
   EXPECT_GE(refused, 76);
   EXPECT_GE(malformed_files, 30);
+}
+
+// `temper profile validate` asks the engine's reader, compiled into core (engine_reader_problems), last:
+// what it refuses or skips, in its own words, on every corpus file; nothing on a valid one.
+TEST(ProfileReader, ValidateAsksTheEnginesReaderCompiledIntoCore) {
+  EXPECT_EQ(engine_reader_problems(kCorpus / "refused-paths-object.json"),
+            std::vector<std::string>{"the engine refuses it: \"paths\" is not an array"});
+  int skipped = 0;
+  for (const auto& f : fs::directory_iterator(kCorpus)) {
+    SCOPED_TRACE(f.path().filename().string());
+    const tp::Profile engine = tp::read(f.path().string(), temper_types);
+    const std::vector<std::string> problems = engine_reader_problems(f.path());
+    if (!engine.error.empty()) {
+      EXPECT_EQ(problems, std::vector<std::string>{"the engine refuses it: " + engine.error});
+      continue;
+    }
+    std::vector<std::string> expected;
+    for (size_t i = 0; i < engine.entries.size(); ++i)
+      if (!engine.entries[i].problem.empty()) expected.push_back("entry " + std::to_string(i) + ": the engine skips it: " + engine.entries[i].problem);
+    for (size_t i = 0; i < engine.paths.size(); ++i)
+      if (!engine.paths[i].problem.empty()) expected.push_back("path choice " + std::to_string(i) + ": the engine skips it: " + engine.paths[i].problem);
+    EXPECT_EQ(problems, expected);
+    if (f.path().filename().string().rfind("valid-", 0) == 0) EXPECT_TRUE(problems.empty());
+    skipped += !expected.empty();
+  }
+  EXPECT_GE(skipped, 30);  // the malformed-* files
 }
 
 // Every corpus file through the reader's parse alone under a memory limit of 64 MiB of address

@@ -1,4 +1,4 @@
-// libFuzzer target: the engine's profile reader (resources/engine/temper-mmvq-profile.h, compiled
+// libFuzzer target: the engine's profile reader (hook/src/temper-mmvq-profile.h, compiled
 // for the host) over arbitrary bytes, differentially against what `temper profile validate` runs.
 // Any input must be refused by both or read by both with the same entries and path choices, the same
 // ones flagged as malformed and the same ones approved; the two differences docs/profile-format.md

@@ -1,8 +1,8 @@
 #pragma once
 // Temper's own type facts in the form the engine's profile reader asks for: the tests (and the
 // reader fuzzer) feed Temper's types where the hooked engine feeds ggml's. `Facts` is the
-// temper_profile::TypeFacts of whichever reader version is included (today's, or hook v3's kept in
-// tests/engine/hook-v3/): both have id, mmvq and block.
+// temper_profile::TypeFacts of whichever reader version is included (today's, or an older hook's
+// when tests/engine/reader-golden/generate.cpp is built against it): all have id, mmvq and block.
 #include <string>
 
 #include "temper/types.h"

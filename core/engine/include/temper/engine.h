@@ -1,8 +1,9 @@
 #pragma once
 // The engine bridge: Temper's tuning hook for a user's ggml / llama.cpp tree (docs/engine.md).
-// The hook edits src/ggml-cuda/mmvq.cu by anchors on upstream's own names (never a diff), so it
-// applies to every upstream version whose anchors are in place (7180759 .. d99724f are tested) and
-// refuses, naming the anchor, where one has moved. The patched kernel takes (nwarps, rows_per_block)
+// The hook (hook/ in Temper's source) edits src/ggml-cuda/mmvq.cu by anchors on upstream's own
+// names: each upstream family (hook/families.txt, which names the tested commits) has its edit
+// lists, so it applies to every tree whose anchors are in place and refuses, naming the anchor,
+// where one has moved. The patched kernel takes (nwarps, rows_per_block)
 // as template parameters; generated translation units instantiate the grid; a run-time choice per
 // exact (type, N, K, ncols) — a Temper profile, or temper-probe's override — picks one.
 #include <filesystem>
@@ -20,6 +21,20 @@ namespace temper::engine {
 // 6: pipelined one-column launches (mul_mat_vec_q's temper_pipe, where the kernel waits for its predecessor);
 // 7: the profile's *_pipelined entries pipeline the launches they name (v6 pipelines only by override).
 constexpr int kHookVersion = 7;
+
+// A family of upstream trees the hook patches alike, and what the hook gives them (a row of
+// hook/families.txt).
+struct HookFamily {
+  std::string name;                 // "ggml-halve-iters"
+  std::vector<std::string> tested;  // where it is tested, "tree@commit"
+  int types = 0;                    // mmvq's types at the tested commit
+  bool groups = false;              // same-input groups (ggml-cuda.cu patched)
+  bool pipelining = false;          // pipelined one-column launches
+  bool mul_mat_path = false;        // MUL_MAT's mmvq/mmq choice wrapped (ggml_cuda_should_use_mmvq)
+  bool moe_cap = false;             // MUL_MAT_ID's mmvq batch cap wrapped (get_mmvq_mmid_max_batch)
+};
+const std::vector<HookFamily>& hook_families();  // in the order a tree is tried against them
+std::string hook_family_row(const HookFamily& f);  // "types 23, groups yes, pipelining yes, ..."
 
 enum class TreeKind { Ggml, LlamaCpp };
 
@@ -58,10 +73,11 @@ std::string_view kernel_set_names();            // "full|all|ncols1|ci|TYPE,TYPE
 // The hooked tree's files: the patched mmvq.cu and the generated ones (name relative to the
 // ggml-cuda folder, content).
 struct Patch {
+  std::string family;  // the tree's family (HookFamily::name)
   std::string mmvq;
   std::vector<std::pair<std::string, std::string>> files;
   std::vector<std::string> types;  // the types mmvq.cu supports, as upstream names them
-  bool halve_iters = false;        // the d99724f-era launch template (small_k, halve_iters)
+  bool halve_iters = false;        // the launch template takes small_k and halve_iters (family ggml-halve-iters)
   // Which of ggml's mmvq/mmq decisions the hook wraps (hook v4; TEMPER_MMVQ_PATH_HOOKS in the
   // generated header): kPathHookMulMat, kPathHookMulMatId. A tree without the function lacks the bit.
   int path_hooks = 0;
@@ -71,7 +87,7 @@ struct Patch {
   int group_hooks = 0;
   std::string group_problem;
   // Pipelined launches (hook v6; TEMPER_MMVQ_PIPELINE_HOOKS): 1 when mul_mat_vec_q waits for the
-  // previous kernel (ggml_cuda_pdl_sync, d99724f) and so can let the next one launch early, else 0.
+  // previous kernel (ggml_cuda_pdl_sync, family ggml-halve-iters) and so can let the next one launch early, else 0.
   int pipeline_hooks = 0;
 };
 // A pipelined instantiation's bits (temper-mmvq.cuh): 1 the next kernel may launch as each block
@@ -79,7 +95,7 @@ struct Patch {
 constexpr int kPipelineEarlyLaunch = 1;
 constexpr int kPipelinePrefetch = 2;
 constexpr int kPipelineBits = kPipelineEarlyLaunch | kPipelinePrefetch;
-constexpr int kPathHookMulMat = 1;    // ggml_cuda_should_use_mmvq (d99724f; 7180759 decides inline)
+constexpr int kPathHookMulMat = 1;    // ggml_cuda_should_use_mmvq (family ggml-halve-iters; ggml-small-k decides inline)
 constexpr int kPathHookMulMatId = 2;  // get_mmvq_mmid_max_batch: MUL_MAT_ID's mmvq batch cap
 constexpr int kGroupHookEvaluate = 1;  // ggml-cuda.cu's graph evaluation launches same-input groups
 constexpr int kGroupHookOrder = 2;     // its graph_optimize puts each run's MUL_MATs next to each other
@@ -100,6 +116,7 @@ struct CheckReport {
   int patched_version = 0;       // hook version found in a patched file
   bool applies = false;          // stock and every anchor found
   std::string problem;           // why it does not apply
+  std::string family;            // stock and applies: the tree's family (HookFamily::name)
   std::vector<std::string> types;
   int group_hooks = 0;           // stock: what patch would give ggml-cuda.cu (kGroupHook*); patched: what it has
   std::string group_problem;     // why groups would not apply (an anchor of ggml-cuda.cu missing)
@@ -118,13 +135,17 @@ CheckReport check(const std::filesystem::path& dir);
 // Hook v5 also patches ggml-cuda.cu (kept as .temper-hook/ggml-cuda.cu.orig, written before mmvq.cu,
 // restored before it); returns the group hooks it wrote (0: ggml-cuda.cu left as it is).
 int patch(const std::filesystem::path& dir, const KernelSet& set);
+// What patch would change, as a unified diff against the tree's root (`patch -p1` in the root applies
+// it): mmvq.cu, ggml-cuda.cu and the hook's new files; the undo record (.temper-hook/) is left out.
+// Writes nothing; refuses what patch refuses.
+std::string dry_run(const std::filesystem::path& dir, const KernelSet& set);
 // Restores mmvq.cu byte for byte and removes the files the hook added: only files of the hook's
 // own naming in the ggml-cuda folder, each unchanged since it was written (its recorded hash).
 // Everything is verified first; Error(BadInput) when the tree is not patched, mmvq.cu or a hook
 // file changed since, or the manifest lists anything else (then nothing is touched).
 void undo(const std::filesystem::path& dir);
 
-// The hook's own sources, embedded at build time (resources/engine/).
+// The hook's own sources, embedded at build time (hook/src/; the probe's, resources/engine/).
 std::string_view hook_header();
 std::string_view hook_api();  // the hook's C interface, shared by the hook and temper-probe
 std::string_view hook_runtime();

@@ -16,7 +16,7 @@
 namespace temper::engine {
 
 // Where the hooked engine looks when TEMPER_PROFILE is unset: $XDG_CONFIG_HOME/temper/engine-profile.json,
-// else ~/.config/temper/engine-profile.json (resources/engine/temper-mmvq-runtime.cu).
+// else ~/.config/temper/engine-profile.json (hook/src/temper-mmvq-runtime.cu).
 std::filesystem::path default_engine_profile();
 
 inline constexpr std::string_view kDefaultBenchTests = "tg128,pp2,pp4,pp8";

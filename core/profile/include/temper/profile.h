@@ -288,6 +288,12 @@ const ProfileEntry* applied_group(const Profile& p, const std::string& arch, con
                                   const std::vector<GroupMember>& members, int k, int ncols);
 // validate_profile's problems as Error(BadInput) naming the first (and how many more there are).
 void require_valid_profile(const Profile& p, const std::string& where);
+// The engine's own reader (hook/src/temper-mmvq-profile.h, what a patched llama.cpp runs, compiled into
+// core as the reference for what a profile means) on a Temper profile file: "the engine refuses it: WHY"
+// when it would ignore the whole file, "entry N: the engine skips it: WHY" per entry (and "path choice
+// N: ...") it would not apply as malformed; empty when the engine reads every entry. `temper profile validate` asks it after
+// validate_profile.
+std::vector<std::string> engine_reader_problems(const std::filesystem::path& file);
 
 // ---- Exports ----
 // What an export did with each entry, for the user (CLI) and the GUI. Emitted entries are listed
