@@ -193,7 +193,7 @@ int run_show(const Options& o) {
       place = here;
       out("\n" + (e.key.arch.empty() ? std::string("(no arch)") : e.key.arch) + ", " +
           (e.key.device.any() ? std::string("every device of the arch") : device_text(e.key.device, e.key.arch)) + "\n");
-      std::snprintf(buf, sizeof buf, "  %-18s %-26s %5s %7s %7s %-9s %s\n", "launch", "shape", "ncols", "config", "default",
+      std::snprintf(buf, sizeof buf, "  %-19s %-26s %5s %7s %7s %-9s %s\n", "launch", "shape", "ncols", "config", "default",
                     "approval", "speedup [CI] / source");
       out(buf);
     }
@@ -210,7 +210,7 @@ int run_show(const Options& o) {
                                                                   (launch_has_ids(e.key.launch)
                                                                        ? " experts " + std::to_string(e.key.used) + "/" + std::to_string(e.key.experts)
                                                                        : std::string());
-    std::snprintf(buf, sizeof buf, "  %-18s %-26s %5d %7s %7s %-9s %s%s\n", std::string(launch_name(e.key.launch)).c_str(),
+    std::snprintf(buf, sizeof buf, "  %-19s %-26s %5d %7s %7s %-9s %s%s\n", std::string(launch_name(e.key.launch)).c_str(),
                   shape.c_str(), e.key.ncols, config_text(e.config).c_str(),
                   e.default_config.nwarps ? config_text(e.default_config).c_str() : "?", std::string(approval_name(e.approval)).c_str(),
                   tail.c_str(), e.bucketed ? " (bucket)" : "");
