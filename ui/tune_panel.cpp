@@ -132,16 +132,7 @@ TunePanel::TunePanel(SessionDocument* doc, QWidget* parent) : QWidget(parent), d
   token_head_ = new QLabel(QStringLiteral("Where a token's GEMV time goes: after the replay step."));
   token_head_->setWordWrap(true);
   token_head_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-  token_ = new QTableWidget(0, 7);
-  token_->setHorizontalHeaderLabels({QStringLiteral("Launch"), QStringLiteral("Per token"), QStringLiteral("Stock µs"),
-                                     QStringLiteral("Profile µs"), QStringLiteral("At copy BW µs"), QStringLiteral("Stock % of copy BW"),
-                                     QStringLiteral("Overhead µs/launch")});
-  token_->horizontalHeaderItem(4)->setToolTip(QStringLiteral("the launches' weight bytes at the measured copy bandwidth: the floor"));
-  token_->horizontalHeaderItem(6)->setToolTip(QStringLiteral("stock µs beyond the bytes' time, per launch: ramp, tail and launch cost"));
-  token_->verticalHeader()->hide();
-  token_->setEditTriggers(QAbstractItemView::NoEditTriggers);
-  token_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-  token_->setMinimumHeight(90);
+  token_ = replayBreakdownTable();
   connect(runner_, &TuneRunner::replayReady, this, &TunePanel::showReplay);
   crossover_head_ = new QLabel(QStringLiteral("mmvq or mmq per type and batch width: after the crossover step (batch widths above 1)."));
   crossover_head_->setWordWrap(true);
@@ -200,7 +191,6 @@ TunePanel::TunePanel(SessionDocument* doc, QWidget* parent) : QWidget(parent), d
   // run, how it goes, every step, the bench with its samples, then what the replays found. Each
   // table is as tall as its rows, so nothing draws over another whatever a status line says.
   steps_->horizontalHeader()->setSectionResizeMode(3, QHeaderView::Stretch);
-  token_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
   for (QTableView* t : std::initializer_list<QTableView*>{steps_, bench_view_, token_, crossover_, groups_}) {
     t->setMinimumHeight(0);
     fitToPage(t);

@@ -221,6 +221,17 @@ TunePlace tune_place(const Profile& p) {
   return place;
 }
 
+QTableWidget* replayBreakdownTable() {
+  auto* t = pageTable(7, {QStringLiteral("Launch"), QStringLiteral("Per token"), QStringLiteral("Stock µs"), QStringLiteral("Profile µs"),
+                          QStringLiteral("Copy BW µs"), QStringLiteral("% of BW"), QStringLiteral("µs/launch over")});
+  t->horizontalHeaderItem(4)->setToolTip(QStringLiteral("the launches' weight bytes at the measured copy bandwidth: the floor"));
+  t->horizontalHeaderItem(5)->setToolTip(QStringLiteral("stock's share of the copy bandwidth"));
+  t->horizontalHeaderItem(6)->setToolTip(QStringLiteral("stock µs beyond the bytes' time, per launch: ramp, tail and launch cost"));
+  t->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
+  t->horizontalHeader()->setStretchLastSection(false);
+  return t;
+}
+
 void showReplayBreakdown(QTableWidget* token, QLabel* head, const QJsonObject& r) {
   const QJsonArray shares = r.value(QStringLiteral("breakdown")).toArray();
   token->setRowCount(0);
@@ -280,13 +291,16 @@ TuneView::TuneView(QWidget* parent) : QWidget(parent) {
   decisions_->horizontalHeader()->setSectionResizeMode(2, QHeaderView::Stretch);
   decisions_->horizontalHeader()->setStretchLastSection(false);
   token_head_ = headLabel();
-  token_ = pageTable(7, {QStringLiteral("Launch kind"), QStringLiteral("Entries approved"), QStringLiteral("Launches / token"),
-                         QStringLiteral("Stock µs"), QStringLiteral("Profile µs"), QStringLiteral("Saved µs"), QStringLiteral("Share of the saving")});
+  token_ = pageTable(7, {QStringLiteral("Launch kind"), QStringLiteral("Approved"), QStringLiteral("Per token"),
+                         QStringLiteral("Stock µs"), QStringLiteral("Profile µs"), QStringLiteral("Saved µs"), QStringLiteral("Share")});
+  token_->horizontalHeaderItem(1)->setToolTip(QStringLiteral("entries of this launch kind approved, of those measured"));
+  token_->horizontalHeaderItem(2)->setToolTip(QStringLiteral("launches of this kind one decode token makes"));
+  token_->horizontalHeaderItem(6)->setToolTip(QStringLiteral("this kind's share of the µs the profile saves a token"));
+  token_->horizontalHeaderItem(0)->setToolTip(QStringLiteral("the engine's launch kind"));
+  token_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
+  token_->horizontalHeader()->setStretchLastSection(false);
   replay_head_ = headLabel();
-  replay_ = pageTable(7, {QStringLiteral("Launch"), QStringLiteral("Per token"), QStringLiteral("Stock µs"), QStringLiteral("Profile µs"),
-                          QStringLiteral("At copy BW µs"), QStringLiteral("Stock % of copy BW"), QStringLiteral("Overhead µs/launch")});
-  replay_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
-  replay_->horizontalHeader()->setStretchLastSection(false);
+  replay_ = replayBreakdownTable();
   heatmap_head_ = headLabel();
   heatmap_ = pageTable(2, {QStringLiteral("Launch kind"), QStringLiteral("Shape")});
 

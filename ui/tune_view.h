@@ -122,6 +122,7 @@ class TuneComparison : public QWidget {
 // The replay's breakdown (docs/json.md, engine replay "breakdown") in `table`, its sums in `head`:
 // each launch shape's stock and profile µs per token against its bytes at the measured copy bandwidth.
 void showReplayBreakdown(QTableWidget* table, QLabel* head, const QJsonObject& replay);
+QTableWidget* replayBreakdownTable();  // its table: launch, per token, stock, profile, copy-bandwidth floor, ...
 // A QTableWidget that shows all its rows and never scrolls sideways (the page scrolls instead).
 QTableWidget* pageTable(int columns, const QStringList& headers);
 // Makes `t` such a table: as wide as the page, as tall as its rows (wrapped text included), kept so
