@@ -187,25 +187,47 @@ int run_show(const Options& o) {
   const bool anvil = p.source == kSourceKernelAnvil;
   out("profile (" + p.source + "), " + (anvil ? std::string("no creation date recorded") : "created " + p.created) +
       ", model " + (p.model.empty() ? "-" : p.model) + ", " + std::to_string(p.entries.size()) + " entries\n");
-  char buf[512];
-  std::snprintf(buf, sizeof buf, "%-8s %-8s %7s %7s %5s %7s %7s %-9s %s\n", "arch", "type", "n", "k", "ncols", "config",
-                "default", "approval", "speedup [CI] / source");
-  out(buf);
+  // Entries per (arch, device), each with its launch kind; a whole-token gain (groups, pipelining) is
+  // said as the step's, not as one shape's.
+  char buf[768];
+  std::string place;
   for (const auto& e : p.entries) {
-    std::string cfg = config_text(e.config);
-    std::string def = e.default_config.nwarps ? config_text(e.default_config) : "?";
+    const std::string here = e.key.arch + " " + device_text(e.key.device, e.key.arch);
+    if (here != place) {
+      place = here;
+      out("\n" + (e.key.arch.empty() ? std::string("(no arch)") : e.key.arch) + ", " +
+          (e.key.device.any() ? std::string("every device of the arch") : device_text(e.key.device, e.key.arch)) + "\n");
+      std::snprintf(buf, sizeof buf, "  %-19s %-26s %5s %7s %7s %-9s %s\n", "launch", "shape", "ncols", "config", "default",
+                    "approval", "speedup [CI] / source");
+      out(buf);
+    }
     std::string tail = "imported (no provenance)";
     if (e.provenance) {
-      char t[256];
-      std::snprintf(t, sizeof t, "%.3f [%.3f, %.3f] %s on %s", e.provenance->speedup, e.provenance->speedup_low,
-                    e.provenance->speedup_high, e.provenance->session_id.c_str(), e.provenance->device_name.c_str());
-      tail = t;
+      const std::string whole = whole_token_evidence(e);
+      tail = format_number("%.3f", e.provenance->speedup) + " [" + format_number("%.3f", e.provenance->speedup_low) + ", " +
+             format_number("%.3f", e.provenance->speedup_high) + "] " +
+             (whole.empty() ? "this launch, " : "whole token (" + whole + ", the step's gain, not this shape's), ") +
+             e.provenance->session_id;
     }
-    std::snprintf(buf, sizeof buf, "%-8s %-8s %7d %7d %5d %7s %7s %-9s %s%s\n", e.key.arch.c_str(),
-                  std::string(type_name(e.key.type)).c_str(), e.key.n, e.key.k, e.key.ncols, cfg.c_str(), def.c_str(),
-                  std::string(approval_name(e.approval)).c_str(), tail.c_str(),
-                  e.bucketed ? " (bucket)" : launch_is_group(e.key.launch) ? (" (group " + members_text(e.key.members) + ")").c_str() : "");
+    const std::string shape = launch_is_group(e.key.launch) ? members_text(e.key.members) + " k " + std::to_string(e.key.k)
+                                                            : shape_text(plain_shape(e.key)) +
+                                                                  (launch_has_ids(e.key.launch)
+                                                                       ? " experts " + std::to_string(e.key.used) + "/" + std::to_string(e.key.experts)
+                                                                       : std::string());
+    std::snprintf(buf, sizeof buf, "  %-19s %-26s %5d %7s %7s %-9s %s%s\n", std::string(launch_name(e.key.launch)).c_str(),
+                  shape.c_str(), e.key.ncols, config_text(e.config).c_str(),
+                  e.default_config.nwarps ? config_text(e.default_config).c_str() : "?", std::string(approval_name(e.approval)).c_str(),
+                  tail.c_str(), e.bucketed ? " (bucket)" : "");
     out(buf);
+  }
+  // The llama-bench records: with and without the profile, per test, with the CI.
+  for (const auto& b : p.benches) {
+    const bool current = b.profile_fingerprint == approved_fingerprint(p, b.arch);
+    out("\nllama-bench " + b.date + " on " + b.device + (b.arch.empty() ? "" : " (" + b.arch + ")") + ", " + b.model + ", " +
+        std::to_string(b.rounds) + " runs x " + std::to_string(b.repetitions) + " repetitions per arm" +
+        (current ? "" : "; recorded for an older state of this profile (its approvals changed since)") + "\n");
+    out(bench_markdown(b));
+    if (!b.engine_line.empty()) out("the engine said: " + b.engine_line + "\n");
   }
   if (p.paths.empty()) return 0;
   // mmvq or mmq at batch widths 2..8: what the hooked engine runs instead of ggml's own pick.
@@ -214,7 +236,7 @@ int run_show(const Options& o) {
                 "approval", "speedup [CI] / device");
   out(buf);
   for (const auto& c : p.paths) {
-    std::string tail = c.device.any() ? "every device of the arch" : device_text(c.device);
+    std::string tail = c.device.any() ? "every device of the arch" : device_text(c.device, c.arch);
     if (c.evidence)
       tail = format_number("%.3f", c.evidence->speedup) + " [" + format_number("%.3f", c.evidence->speedup_low) + ", " +
              format_number("%.3f", c.evidence->speedup_high) + "] " + tail;

@@ -37,9 +37,18 @@ ExportDialog::ExportDialog(SessionDocument* doc, ExportTargets targets, QWidget*
             {QStringLiteral("Profile: ggml table for a llama.cpp pull request"), QStringLiteral(".mmvq-table.h")}};
   auto* lay = new QVBoxLayout(this);
   lay->addWidget(new QLabel(QStringLiteral("Profiles hold the approved entries for the current device's arch.")));
-  for (auto& it : items_) {
-    it.box = new QCheckBox(it.label);
-    it.box->setChecked(true);
+  // A profile format that cannot carry anything here (kernel-anvil with configs it cannot express) is
+  // left unticked, with the reason beside it: a default export never fails.
+  const std::pair<int, ProfileFormat> profiles[] = {{ProfileTemper, ProfileFormat::Temper}, {ProfileAnvil, ProfileFormat::KernelAnvil},
+                                                    {ProfileHeader, ProfileFormat::Header}, {ProfileGgmlTable, ProfileFormat::GgmlTable}};
+  for (int i = 0; i < int(items_.size()); ++i) {
+    Item& it = items_[size_t(i)];
+    QString problem;
+    for (const auto& [item, format] : profiles)
+      if (item == i) problem = profileExportProblem(*doc, format);
+    it.box = new QCheckBox(problem.isEmpty() ? it.label : QStringLiteral("%1 — not applicable: %2").arg(it.label, problem));
+    it.box->setToolTip(problem);
+    it.box->setChecked(problem.isEmpty());
     lay->addWidget(it.box);
   }
   // The folder the user chose last, else the session's own; never a silent default like home.
@@ -57,9 +66,23 @@ ExportDialog::ExportDialog(SessionDocument* doc, ExportTargets targets, QWidget*
   row->addWidget(dir_, 1);
   row->addWidget(browse);
   lay->addLayout(row);
+  summary_ = new QLabel;
+  summary_->setWordWrap(true);
+  summary_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  lay->addWidget(summary_);
+  // Each export's full report (every merged or dropped entry) one click away.
+  details_button_ = new QPushButton(QStringLiteral("Show details"));
+  details_button_->setCheckable(true);
+  details_button_->hide();
+  lay->addWidget(details_button_, 0, Qt::AlignLeft);
   log_ = new QPlainTextEdit;
   log_->setReadOnly(true);
+  log_->hide();
   lay->addWidget(log_, 1);
+  connect(details_button_, &QPushButton::toggled, log_, [this](bool on) {
+    log_->setVisible(on);
+    details_button_->setText(on ? QStringLiteral("Hide details") : QStringLiteral("Show details"));
+  });
   auto* box = new QDialogButtonBox(QDialogButtonBox::Close);
   auto* go = box->addButton(QStringLiteral("Export"), QDialogButtonBox::ActionRole);
   connect(go, &QPushButton::clicked, this, [this] { exportChecked(); });
@@ -72,6 +95,8 @@ ExportDialog::ExportDialog(SessionDocument* doc, ExportTargets targets, QWidget*
 
 void ExportDialog::setDirectory(const QString& dir) { dir_->setText(dir); }
 QString ExportDialog::directory() const { return dir_->text(); }
+bool ExportDialog::isChecked(int item) const { return items_[size_t(item)].box->isChecked(); }
+void ExportDialog::setChecked(int item, bool on) { items_[size_t(item)].box->setChecked(on); }
 void ExportDialog::setAllChecked(bool on) {
   for (auto& it : items_) it.box->setChecked(on);
 }
@@ -80,15 +105,19 @@ QString ExportDialog::fileFor(int item) const {
   return QDir(dir_->text()).filePath(fileStem(*doc_) + items_[size_t(item)].suffix);
 }
 
+QString ExportDialog::summaryText() const { return summary_->text(); }
+
 QString ExportDialog::exportChecked() {
-  QStringList log;
+  QStringList log, summary;
+  int written = 0, tried = 0;
   if (dir_->text().trimmed().isEmpty()) {
-    log_->setPlainText(QStringLiteral("Choose the folder to export into first."));
-    return log_->toPlainText();
+    summary_->setText(QStringLiteral("Choose the folder to export into first."));
+    return summary_->text();
   }
   QSettings().setValue(QStringLiteral("export/dir"), dir_->text());
   for (int i = 0; i < itemCount(); ++i) {
     if (!items_[size_t(i)].box->isChecked()) continue;
+    ++tried;
     const QString path = fileFor(i);
     try {
       if (!doc_->hasSession()) fail(ErrorKind::BadInput, "no session is open");
@@ -118,15 +147,23 @@ QString ExportDialog::exportChecked() {
           exportTableCsv(*targets_.shapes, path);
           break;
       }
+      ++written;
       log << QStringLiteral("wrote %1").arg(path);
       if (!extra.trimmed().isEmpty()) log << QStringLiteral("  ") + extra.trimmed().replace(QLatin1Char('\n'), QStringLiteral("\n  "));
+      // The summary: one line per file, with the report's own summary line (its last) for a profile.
+      const QStringList lines = extra.trimmed().split(QLatin1Char('\n'), Qt::SkipEmptyParts);
+      summary << QStringLiteral("✓ %1: %2%3").arg(items_[size_t(i)].label, QFileInfo(path).fileName(),
+                                                  lines.isEmpty() ? QString() : QStringLiteral(" — ") + lines.last().trimmed());
     } catch (const std::exception& e) {
       log << QStringLiteral("FAILED %1: %2").arg(items_[size_t(i)].label, QString::fromStdString(e.what()));
+      summary << QStringLiteral("✗ %1 was not written: %2").arg(items_[size_t(i)].label, QString::fromStdString(e.what()));
     }
   }
-  const QString text = log.join(QLatin1Char('\n'));
-  log_->setPlainText(text);
-  return text;
+  summary.prepend(QStringLiteral("Wrote %1 of %2 files into %3.").arg(written).arg(tried).arg(dir_->text()));
+  summary_->setText(summary.join(QLatin1Char('\n')));
+  log_->setPlainText(log.join(QLatin1Char('\n')));
+  details_button_->setVisible(!log.isEmpty());
+  return summary_->text() + QStringLiteral("\n\n") + log_->toPlainText();
 }
 
 }  // namespace temper::ui

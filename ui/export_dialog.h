@@ -8,6 +8,8 @@
 
 class QAbstractItemModel;
 class QCheckBox;
+class QLabel;
+class QPushButton;
 class QLineEdit;
 class QPlainTextEdit;
 
@@ -26,8 +28,12 @@ class ExportDialog : public QDialog {
   void setDirectory(const QString& dir);
   QString directory() const;
   void setAllChecked(bool on);
-  // Writes every checked item; returns the report text (also shown in the dialog). Errors are listed, not thrown.
+  // Writes every checked item; returns the summary (a line per file, shown in the dialog) and, after a
+  // blank line, the full reports (behind "Show details"). Errors are listed, not thrown.
   QString exportChecked();
+  QString summaryText() const;
+  bool isChecked(int item) const;
+  void setChecked(int item, bool on);
   // The file an item goes to, e.g. "<dir>/llama-3-8b-sm_90.temper-profile.json".
   QString fileFor(int item) const;
   int itemCount() const { return int(items_.size()); }
@@ -42,6 +48,8 @@ class ExportDialog : public QDialog {
   QLineEdit* dir_;
   std::vector<Item> items_;
   QPlainTextEdit* log_;
+  QLabel* summary_;
+  QPushButton* details_button_;
 };
 
 }  // namespace temper::ui

@@ -218,10 +218,18 @@ QString cellTooltip(const Session& s, const HeatCell& c) {
   t += QStringLiteral("<br>%1 GB/s").arg(r->gbs, 0, 'f', 0);
   if (const SessionDevice* d = find_device(s, r->device); d && d->copy_bandwidth_gbs > 0)
     t += QStringLiteral(" (%1% of copy)").arg(100.0 * r->gbs / d->copy_bandwidth_gbs, 0, 'f', 1);
+  // In the device's vendor's words: NVIDIA counts warps per SM sub-partition, AMD waves per SIMD.
+  const SessionDevice* dev = find_device(s, r->device);
+  const bool nvidia = dev && dev->info.arch.rfind("sm_", 0) == 0;
   if (auto occ = result_occupancy(s, *r))
-    t += QStringLiteral("<br>occupancy %1 waves/SIMD of %2 (%3-limited), %4 regs")
-             .arg(occ->waves_per_simd, 0, 'f', 1).arg(occ->max_waves_per_simd)
-             .arg(qstr(limiter_name(occ->limiter))).arg(r->kernel->registers);
+    t += QStringLiteral("<br>occupancy %1 %2 of %3 (%4-limited), %5 regs")
+             .arg(occ->waves_per_simd, 0, 'f', 1)
+             .arg(nvidia ? QStringLiteral("warps per SM sub-partition") : QStringLiteral("waves/SIMD"))
+             .arg(occ->max_waves_per_simd)
+             .arg(nvidia && occ->limiter == OccupancyLimiter::Waves ? QStringLiteral("warps")
+                  : nvidia && occ->limiter == OccupancyLimiter::Lds  ? QStringLiteral("shared-memory")
+                                                                      : qstr(limiter_name(occ->limiter)))
+             .arg(r->kernel->registers);
   else
     t += QStringLiteral("<br>occupancy: not recorded");
   t += QStringLiteral("<br>verification: max |err| %1 (%2% of tolerance)")

@@ -110,7 +110,7 @@ void HeatmapWidget::paintHeatmap(QPainter& p, QSize size) const {
         p.setBrush(Qt::NoBrush);
         p.drawRect(r.adjusted(3, 3, -3, -3));
       }
-      if (sel.config && *sel.config == c.config) {
+      if (sel.config && *sel.config == c.config && !property("exporting").toBool()) {  // an exported image shows no selection
         p.setPen(QPen(pal.color(QPalette::Highlight), 3, Qt::DashLine));
         p.setBrush(Qt::NoBrush);
         p.drawRect(r.adjusted(6, 6, -6, -6));

@@ -19,6 +19,9 @@
 #include <QMessageBox>
 #include <QMimeData>
 #include <QProgressBar>
+#include <QRegularExpression>
+#include <QAbstractSpinBox>
+#include <QWheelEvent>
 #include <QScrollArea>
 #include <QSettings>
 #include <QSplitter>
@@ -44,7 +47,9 @@
 #include "occupancy_view.h"
 #include "roofline_view.h"
 #include "sweep_panel.h"
+#include "exports.h"
 #include "tune_panel.h"
+#include "tune_view.h"
 #include "temper/error.h"
 #include "temper/input.h"
 
@@ -82,6 +87,29 @@ bool looksLikeGguf(const QString& path) {
   }
 }
 
+// A page that scrolls down, never sideways: its width is the tab's.
+QScrollArea* scrolledPage(QWidget* page) {
+  auto* s = new QScrollArea;
+  s->setWidget(page);
+  s->setWidgetResizable(true);
+  s->setFrameShape(QFrame::NoFrame);
+  s->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  return s;
+}
+
+// Spin boxes and combo boxes take the wheel only once the user has clicked or tabbed into them:
+// scrolling a form over them scrolls the form and changes nothing.
+class WheelGuard : public QObject {
+ public:
+  using QObject::QObject;
+  bool eventFilter(QObject* o, QEvent* e) override {
+    auto* w = qobject_cast<QWidget*>(o);
+    if (e->type() != QEvent::Wheel || !w || w->hasFocus()) return false;
+    if (QWidget* parent = w->parentWidget()) QApplication::sendEvent(parent, e);  // the page scrolls instead
+    return true;
+  }
+};
+
 // One clear line for a file that could not be opened: which file and what was wrong. Temper's own
 // errors already say both; anything else (the standard library's text) is put in those words.
 QString openErrorText(const QString& path, const std::exception& e) {
@@ -94,6 +122,47 @@ QString openErrorText(const QString& path, const std::exception& e) {
   else if (!dynamic_cast<const Error*>(&e))
     why = QStringLiteral("unexpected error: ") + why;
   return why.contains(name) ? why : path + QStringLiteral(": ") + why;
+}
+
+// What a user reads first when a file does not open: a plain sentence about the file, naming it; the
+// reader's precise line (openErrorText) is its detail.
+QString plainOpenError(const QString& path, const std::exception& e, const QString& detail) {
+  const QString name = QFileInfo(path).fileName();
+  const QFileInfo info(path);
+  const auto* te = dynamic_cast<const Error*>(&e);
+  const QString what = QString::fromStdString(e.what());
+  if (!info.exists() && !info.isSymLink()) return QStringLiteral("%1 does not exist (any more): it may have been moved or deleted.").arg(name);
+  if (info.isDir()) return QStringLiteral("%1 is a folder: open a GGUF model, a session, a tuning profile or a tune journal in it.").arg(name);
+  if (!info.isFile()) return QStringLiteral("%1 is not a regular file (a pipe or a device, FIFO): Temper opens files only.").arg(name);
+  if (dynamic_cast<const std::bad_alloc*>(&e)) return QStringLiteral("%1 is too large to open.").arg(name);
+  if (!info.isReadable()) return QStringLiteral("Temper may not read %1: its permissions do not allow it.").arg(name);
+  if (info.size() == 0) return QStringLiteral("%1 is empty: it holds no model, session, profile or journal.").arg(name);
+  if (te && te->kind() == ErrorKind::Io) return QStringLiteral("%1 could not be read from the disk.").arg(name);
+  if (looksLikeGguf(path)) {
+    // The reader names the byte where the header stopped making sense: at the end, the file is cut short.
+    const QRegularExpressionMatch m = QRegularExpression(QStringLiteral("byte (\\d+)")).match(what);
+    const bool at_end = m.hasMatch() && m.captured(1).toLongLong() + 4096 >= info.size();
+    if (at_end || what.contains(QStringLiteral("expected at most")) || what.contains(QStringLiteral("end of file")))
+      return QStringLiteral("This GGUF file is cut short: %1 ends before its own header says it does, as a download that "
+                            "stopped early would (%2 bytes on disk).").arg(name).arg(info.size());
+    return QStringLiteral("This GGUF file is damaged: %1's header holds a value no GGUF writer makes.").arg(name);
+  }
+  if (what.contains(QStringLiteral("byte 0: magic")) || detail.contains(QStringLiteral("not JSON")) || detail.contains(QStringLiteral("not valid JSON")) ||
+      what.contains(QStringLiteral("parse error")) || what.contains(QStringLiteral("invalid JSON")))
+    return QStringLiteral("%1 is not a file Temper reads: not a GGUF model, and not a session, profile or journal "
+                          "(those are JSON).").arg(name);
+  if (what.contains(QStringLiteral("newer")))
+    return QStringLiteral("%1 was written by a newer Temper: update Temper to open it.").arg(name);
+  return QStringLiteral("%1 is not a session, profile or journal this Temper can read: one of its fields is not what it expects.").arg(name);
+}
+
+// A file's JSON object when it is one (a profile or a session), else null; never throws.
+nlohmann::json jsonOf(const QString& path) {
+  try {
+    return read_json_input(fsPath(path), "file");
+  } catch (const std::exception&) {
+    return nullptr;
+  }
 }
 }  // namespace
 
@@ -137,13 +206,12 @@ MainWindow::MainWindow(std::vector<std::unique_ptr<Backend>> backends, QWidget* 
   tabs_->addTab(occupancy_, QStringLiteral("Occupancy"));
   tabs_->addTab(distribution_, QStringLiteral("Samples"));
   tabs_->addTab(approval_, QStringLiteral("Approval"));
-  // Its form, steps and bench side by side need more than the default window leaves the centre:
-  // scrolled there, rather than squeezing the model dock.
-  auto* tuneScroll = new QScrollArea;
-  tuneScroll->setWidget(tune_);
-  tuneScroll->setWidgetResizable(true);
-  tuneScroll->setFrameShape(QFrame::NoFrame);
-  tabs_->addTab(tuneScroll, QStringLiteral("Tune && bench"));
+  // The tune pages are one column as wide as the tab: they scroll down, never sideways.
+  tabs_->addTab(scrolledPage(tune_), QStringLiteral("Tune && bench"));
+  tune_view_ = new TuneView;
+  tabs_->addTab(scrolledPage(tune_view_), QStringLiteral("Tune result"));
+  tune_compare_ = new TuneComparison;
+  tabs_->addTab(scrolledPage(tune_compare_), QStringLiteral("Compare tunes"));
   auto* central = new QWidget;
   auto* cl = new QVBoxLayout(central);
   cl->addWidget(header_);
@@ -215,6 +283,23 @@ MainWindow::MainWindow(std::vector<std::unique_ptr<Backend>> backends, QWidget* 
     status_->setText(text);
     progress_->hide();
   });
+  // A finished live tune shows as any opened one: its journal (steps, replay) and the profile it installed.
+  connect(tune_->runner(), &TuneRunner::tuneDone, this, [this](const QString& journal) {
+    try {
+      showTune(journal);
+    } catch (const std::exception& e) {
+      status_->setText(QStringLiteral("The tune finished, but its journal does not read: %1").arg(QString::fromStdString(e.what())));
+    }
+  });
+  auto* guard = new WheelGuard(this);
+  for (QAbstractSpinBox* spin : findChildren<QAbstractSpinBox*>()) {
+    spin->setFocusPolicy(Qt::StrongFocus);
+    spin->installEventFilter(guard);
+  }
+  for (QComboBox* combo : findChildren<QComboBox*>()) {
+    combo->setFocusPolicy(Qt::StrongFocus);
+    combo->installEventFilter(guard);
+  }
 
   QSettings st;
   resize(1400, 860);
@@ -234,6 +319,12 @@ void MainWindow::buildMenus() {
   open->setShortcut(QKeySequence::Open);
   QAction* demo = file->addAction(QStringLiteral("Open &demo session"), this, [this] { openDemo(); });
   demo->setEnabled(hasDemo());
+  file->addAction(QStringLiteral("Compare with &tune…"), this, [this] {
+    const QString path = QFileDialog::getOpenFileName(this, QStringLiteral("Compare with tune"),
+                                                      QSettings().value(QStringLiteral("open/dir")).toString(),
+                                                      QStringLiteral("Profiles and tune journals (*.json *.journal);;All files (*)"));
+    if (!path.isEmpty()) compareTuneWith(path);
+  });
   file->addAction(QStringLiteral("&Compare with session…"), this, [this] {
     const QString path = QFileDialog::getOpenFileName(this, QStringLiteral("Compare with session"),
                                                       QSettings().value(QStringLiteral("open/dir")).toString(),
@@ -266,7 +357,7 @@ void MainWindow::buildMenus() {
 
   QMenu* view = menuBar()->addMenu(QStringLiteral("&View"));
   view->setObjectName(QStringLiteral("ViewMenu"));
-  const char* tabs[] = {"&Heatmap", "&Roofline", "&Occupancy", "&Samples", "&Approval", "&Tune && bench"};
+  const char* tabs[] = {"&Heatmap", "&Roofline", "&Occupancy", "&Samples", "&Approval", "&Tune && bench", "Tune r&esult", "&Compare tunes"};
   for (int i = 0; i < int(std::size(tabs)); ++i) {
     QAction* a = view->addAction(QString::fromUtf8(tabs[i]), this, [this, i] { tabs_->setCurrentIndex(i); });
     a->setShortcut(QKeySequence(QStringLiteral("Ctrl+%1").arg(i + 1)));
@@ -306,9 +397,14 @@ void MainWindow::updateTitle() {
 
 QString MainWindow::statusText() const { return status_->text(); }
 
-void MainWindow::showError(const QString& title, const QString& text) {
+void MainWindow::showError(const QString& title, const QString& text, const QString& detail) {
+  last_error_detail_ = detail;
   status_->setText(title + QStringLiteral(": ") + text);
-  if (interactive_) QMessageBox::critical(this, title, text);
+  status_->setToolTip(detail);
+  if (!interactive_) return;
+  QMessageBox box(QMessageBox::Critical, title, text, QMessageBox::Ok, this);
+  if (!detail.isEmpty()) box.setDetailedText(detail);  // one click away ("Show Details…")
+  box.exec();
 }
 
 bool MainWindow::confirmDiscard() {
@@ -374,8 +470,12 @@ bool MainWindow::openPath(const QString& path, QString* error) {
   }
   if (!confirmDiscard()) return false;
   try {
+    const nlohmann::json j = looksLikeGguf(path) || looks_like_tune_journal(path) ? nlohmann::json() : jsonOf(path);
     if (path.endsWith(QStringLiteral(".gguf"), Qt::CaseInsensitive) || looksLikeGguf(path)) {
       doc_->setModel(open_model(fsPath(path)));
+    } else if (looks_like_tune_journal(path) ||
+               (j.is_object() && !j.contains("results") && (j.contains("entries") || is_kernel_anvil_json(j)))) {
+      showTune(path);
     } else {
       // Without the GPU that recorded it, nothing could add to a session: it opens read-only.
       doc_->openSession(path, !sweep_panel_->hasDevices());
@@ -384,9 +484,40 @@ bool MainWindow::openPath(const QString& path, QString* error) {
     status_->setText(QStringLiteral("Opened %1").arg(path));
     return true;
   } catch (const std::exception& e) {
-    const QString msg = openErrorText(path, e);
+    const QString detail = openErrorText(path, e);
+    const QString msg = plainOpenError(path, e, detail);
     if (error) *error = msg;
-    showError(QStringLiteral("Cannot open %1").arg(QFileInfo(path).fileName()), msg);
+    showError(QStringLiteral("Cannot open %1").arg(QFileInfo(path).fileName()), msg, detail);
+    return false;
+  }
+}
+
+void MainWindow::showTune(const QString& path) {
+  TuneRecord t = looks_like_tune_journal(path) ? read_tune_journal(path) : read_tune_profile(path);
+  // The engine sweep behind a journal opens as the session too: its heatmap and roofline per shape.
+  if (!t.session_path.isEmpty() && !doc_->hasUnsavedResults()) {
+    try {
+      doc_->openSession(t.session_path, true);
+    } catch (const std::exception&) {  // the tune stands without it
+    }
+  }
+  tune_view_->setTune(std::move(t));
+  tabs_->setCurrentWidget(tune_view_->parentWidget()->parentWidget());
+}
+
+bool MainWindow::compareTuneWith(const QString& path, QString* error) {
+  try {
+    if (!tune_view_->hasTune()) fail(ErrorKind::BadInput, "open a tune first (a profile or a tune journal), then compare another with it");
+    const TuneRecord other = looks_like_tune_journal(path) ? read_tune_journal(path) : read_tune_profile(path);
+    tune_compare_->setTunes(tune_view_->tune(), other);
+    tabs_->setCurrentWidget(tune_compare_->parentWidget()->parentWidget());
+    status_->setText(QStringLiteral("Comparing the tune with %1").arg(path));
+    return true;
+  } catch (const std::exception& e) {
+    const QString detail = openErrorText(path, e);
+    const QString msg = plainOpenError(path, e, detail);
+    if (error) *error = msg;
+    showError(QStringLiteral("Cannot compare with %1").arg(QFileInfo(path).fileName()), msg, detail);
     return false;
   }
 }
@@ -406,6 +537,12 @@ bool MainWindow::openDemo(QString* error) {
   if (!confirmDiscard()) return false;
   try {
     doc_->openSessionFromJson(f.readAll(), QStringLiteral("demo session"), true);
+    // The product's main result first: a real tune recorded on an H200, beside one on an H100.
+    QFile h200(QStringLiteral(":/demo-tune-h200.json")), h100(QStringLiteral(":/demo-tune-h100.json"));
+    if (h200.open(QIODevice::ReadOnly) && h100.open(QIODevice::ReadOnly)) {
+      tune_view_->setTune(read_tune_profile_json(h200.readAll(), QStringLiteral("demo tune on an NVIDIA H200")));
+      tune_compare_->setTunes(tune_view_->tune(), read_tune_profile_json(h100.readAll(), QStringLiteral("demo tune on an NVIDIA H100")));
+    }
     status_->setText(QStringLiteral("Demo session: %1").arg(doc_->provenanceText()));
     return true;
   } catch (const std::exception& e) {
@@ -457,9 +594,9 @@ void MainWindow::offerDemoIfFirstLaunch() {
 
 void MainWindow::openDialog() {
   const QString dir = QSettings().value(QStringLiteral("open/dir")).toString();
-  const QString path = QFileDialog::getOpenFileName(this, QStringLiteral("Open model or session"), dir,
-                                                    QStringLiteral("Models and sessions (*.gguf *.json);;GGUF models (*.gguf);;"
-                                                                   "Sessions (*.json);;All files (*)"));
+  const QString path = QFileDialog::getOpenFileName(this, QStringLiteral("Open model, session or tune"), dir,
+                                                    QStringLiteral("Models, sessions and tunes (*.gguf *.json *.journal);;GGUF models (*.gguf);;"
+                                                                   "Sessions and profiles (*.json);;Tune journals (*.journal);;All files (*)"));
   if (path.isEmpty()) return;
   QSettings().setValue(QStringLiteral("open/dir"), QFileInfo(path).absolutePath());
   openPath(path);
@@ -603,7 +740,7 @@ QStringList MainWindow::saveScreenshots(const QString& dir) {
     const QString path = QDir(dir).filePath(name);
     if (w->grab().save(path, "PNG")) written << path;
   };
-  const char* names[] = {"heatmap", "roofline", "occupancy", "samples", "approval"};  // the tune tab shows nothing until a run
+  const char* names[] = {"heatmap", "roofline", "occupancy", "samples", "approval", "tune-and-bench", "tune-result", "tune-comparison"};
   for (int i = 0; i < tabs_->count() && i < int(std::size(names)); ++i) {
     tabs_->setCurrentIndex(i);
     shoot(this, QStringLiteral("main-%1.png").arg(QString::fromLatin1(names[i])));

@@ -27,7 +27,9 @@ class ModelPanel;
 class OccupancyView;
 class RooflineView;
 class SweepPanel;
+class TuneComparison;
 class TunePanel;
+class TuneView;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -44,11 +46,19 @@ class MainWindow : public QMainWindow {
   DistributionView* distribution() const { return distribution_; }
   ApprovalPanel* approval() const { return approval_; }
   TunePanel* tunePanel() const { return tune_; }
+  // A finished tune (a profile, a tune journal, or the live tune when it ends) and two side by side.
+  TuneView* tuneView() const { return tune_view_; }
+  TuneComparison* tuneComparison() const { return tune_compare_; }
+  // Shows the tune in `path` (a profile or a tune journal) beside the open one in the comparison tab.
+  bool compareTuneWith(const QString& path, QString* error = nullptr);
+  // The technical detail behind the last error's plain sentence (the dialog's "Show Details…").
+  QString lastErrorDetail() const { return last_error_detail_; }
   QTabWidget* tabs() const { return tabs_; }
   QString headerText() const;
   QString statusText() const;  // the status line: what was opened, or why it could not be
 
-  // Opens a GGUF model or a session; errors become a dialog (or, with `quiet`, are returned).
+  // Opens a GGUF model, a session, a tuning profile or a tune journal; errors become a dialog (or,
+  // with `error`, are returned): a plain sentence first, the reader's precise line as its detail.
   bool openPath(const QString& path, QString* error = nullptr);
   bool openDemo(QString* error = nullptr);
   // Opens a second session beside the current one in the comparison window (e.g. an engine sweep
@@ -94,7 +104,8 @@ class MainWindow : public QMainWindow {
   void addRecent(const QString& path);
   void rebuildRecentMenu();
   void updateTitle();
-  void showError(const QString& title, const QString& text);
+  void showError(const QString& title, const QString& text, const QString& detail = {});
+  void showTune(const QString& path);  // Error when it does not read
   void loadApprovalsDialog();
 
   SessionDocument* doc_;
@@ -107,6 +118,9 @@ class MainWindow : public QMainWindow {
   DistributionView* distribution_;
   ApprovalPanel* approval_;
   TunePanel* tune_;
+  TuneView* tune_view_;
+  TuneComparison* tune_compare_;
+  QString last_error_detail_;
   QTabWidget* tabs_;
   QLabel* header_;
   QLabel* status_;

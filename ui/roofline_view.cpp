@@ -5,11 +5,14 @@
 #include <QKeyEvent>
 #include <QLegendMarker>
 #include <QLineSeries>
+#include <QMenu>
 #include <QMouseEvent>
 #include <QRubberBand>
 #include <QToolTip>
 #include <QWheelEvent>
 #include <cmath>
+
+#include "exports.h"
 
 namespace temper::ui {
 
@@ -90,6 +93,9 @@ RooflineView::RooflineView(SessionDocument* doc, QWidget* parent) : QChartView(p
   setToolTip(QStringLiteral("Drag: zoom to a rectangle · wheel or +/-: zoom · right or middle drag, arrows: pan · "
                             "double-click or 0: everything"));
   band_ = new QRubberBand(QRubberBand::Rectangle, viewport());
+  // Right-drag pans: its menu ("Save image…") opens on a right click that did not move.
+  setContextMenuPolicy(Qt::PreventContextMenu);
+  addSaveImageAction(this, QStringLiteral("roofline.png"));
   connect(doc, &SessionDocument::sessionChanged, this, &RooflineView::rebuild);
   connect(doc, &SessionDocument::resultsChanged, this, &RooflineView::rebuild);
   connect(doc, &SessionDocument::selectionChanged, this, &RooflineView::updateSelection);
@@ -155,6 +161,7 @@ void RooflineView::rebuild() {
   }
   if (xmax <= 0) xmin = 1, xmax = 10, ymin = 1e11, ymax = 1e12;
   xmin /= 2, xmax *= 2;
+  double roof_top = 0;
   // Ceilings: bandwidths sloped (ops/s = bytes/s × ops/byte), compute peaks flat.
   for (const auto& c : roof.ceilings) {
     auto* l = new QLineSeries;
@@ -167,8 +174,11 @@ void RooflineView::rebuild() {
     l->setPen(QPen(ceilingColor(c), c.in_roof ? 2.5 : 1.5, c.measured ? Qt::SolidLine : Qt::DashLine));
     l->attachAxis(ax);
     l->attachAxis(ay);
-    ymax = std::max(ymax, std::max(y0, y1));
+    // The y axis ends above the data and the bandwidth roofs over it, not at a compute peak far
+    // above a GEMV's reach (the int8 peak put every point in the lower third).
+    if (bw) roof_top = std::max(roof_top, y1);
   }
+  const double top = std::max(ymax, std::min(roof_top, ymax * 20)) * 3;
   for (size_t i = 0; i < points_.size(); ++i) {
     auto* s = points_[i].series;
     chart->addSeries(s);
@@ -188,7 +198,7 @@ void RooflineView::rebuild() {
   selected_->attachAxis(ax);
   selected_->attachAxis(ay);
   ax->setRange(lg(xmin), lg(xmax));
-  ay->setRange(lg(std::max(ymin / 3, 1.0)), lg(ymax * 3));
+  ay->setRange(lg(std::max(ymin / 3, 1.0)), lg(top));
   chart->legend()->setAlignment(Qt::AlignRight);
   showChart(chart);
   updateSelection();
@@ -293,6 +303,12 @@ void RooflineView::mouseMoveEvent(QMouseEvent* e) {
 }
 
 void RooflineView::mouseReleaseEvent(QMouseEvent* e) {
+  if (dragging_ == Qt::RightButton && (e->pos() - press_).manhattanLength() <= 3) {
+    dragging_ = Qt::NoButton;
+    QMenu::exec(actions(), e->globalPosition().toPoint(), nullptr, this);
+    e->accept();
+    return;
+  }
   if (dragging_ == Qt::LeftButton) {
     band_->hide();
     if ((e->pos() - press_).manhattanLength() > 6) {

@@ -28,6 +28,8 @@
 #include <sstream>
 
 #include "sweep_panel.h"
+#include "exports.h"
+#include "tune_view.h"
 #include "temper/error.h"
 #include "temper/verify.h"
 
@@ -127,22 +129,10 @@ TunePanel::TunePanel(SessionDocument* doc, QWidget* parent) : QWidget(parent), d
   steps_->horizontalHeader()->setStretchLastSection(true);
   for (int c = 0; c < 3; ++c) steps_->horizontalHeader()->setSectionResizeMode(c, QHeaderView::ResizeToContents);
   for (tune::Step s : tune::kSteps) steps_->setItem(int(s), 0, new QTableWidgetItem(QString::fromLatin1(tune::step_name(s).data())));
-  // Every step in view at once.
-  steps_->setMinimumHeight(steps_->horizontalHeader()->sizeHint().height() +
-                           int(std::size(tune::kSteps)) * steps_->verticalHeader()->defaultSectionSize() + 2 * steps_->frameWidth());
   token_head_ = new QLabel(QStringLiteral("Where a token's GEMV time goes: after the replay step."));
   token_head_->setWordWrap(true);
   token_head_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-  token_ = new QTableWidget(0, 7);
-  token_->setHorizontalHeaderLabels({QStringLiteral("Launch"), QStringLiteral("Per token"), QStringLiteral("Stock µs"),
-                                     QStringLiteral("Profile µs"), QStringLiteral("At copy BW µs"), QStringLiteral("Stock % of copy BW"),
-                                     QStringLiteral("Overhead µs/launch")});
-  token_->horizontalHeaderItem(4)->setToolTip(QStringLiteral("the launches' weight bytes at the measured copy bandwidth: the floor"));
-  token_->horizontalHeaderItem(6)->setToolTip(QStringLiteral("stock µs beyond the bytes' time, per launch: ramp, tail and launch cost"));
-  token_->verticalHeader()->hide();
-  token_->setEditTriggers(QAbstractItemView::NoEditTriggers);
-  token_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-  token_->setMinimumHeight(90);
+  token_ = replayBreakdownTable();
   connect(runner_, &TuneRunner::replayReady, this, &TunePanel::showReplay);
   crossover_head_ = new QLabel(QStringLiteral("mmvq or mmq per type and batch width: after the crossover step (batch widths above 1)."));
   crossover_head_->setWordWrap(true);
@@ -188,7 +178,8 @@ TunePanel::TunePanel(SessionDocument* doc, QWidget* parent) : QWidget(parent), d
   // release without deleting (LeakSanitizer found it in every window).
   chart_ = new QChartView(new QChart);
   chart_->setRenderHint(QPainter::Antialiasing);
-  chart_->setMinimumSize(320, 240);
+  chart_->setMinimumSize(320, 280);
+  addSaveImageAction(chart_, QStringLiteral("bench-samples.png"));
   connect(bench_view_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
           [this](const QModelIndex& i) { showSamples(i.row()); });
   connect(bench_, &QAbstractItemModel::modelReset, this, [this] {
@@ -196,39 +187,35 @@ TunePanel::TunePanel(SessionDocument* doc, QWidget* parent) : QWidget(parent), d
     showSamples(bench_->rowCount() > 0 ? 0 : -1);
   });
 
-  // Left: what to run and how it goes; right: the bench, its table above the samples.
-  auto* left = new QWidget;
-  auto* ll = new QVBoxLayout(left);
-  ll->addLayout(form);
-  ll->addLayout(buttons);
-  ll->addWidget(steps_, 1);
-  ll->addWidget(progress_);
-  ll->addWidget(status_);
-  ll->addWidget(token_head_);
-  ll->addWidget(token_, 1);
-  ll->addWidget(crossover_head_);
-  ll->addWidget(crossover_);
-  ll->addWidget(groups_head_);
-  ll->addWidget(groups_);
-  ll->addWidget(pipeline_);
-  auto* right = new QWidget;
-  auto* rl = new QVBoxLayout(right);
-  rl->addWidget(bench_head_);
-  auto* benchSplit = new QSplitter(Qt::Vertical);
-  benchSplit->addWidget(bench_view_);
-  benchSplit->addWidget(chart_);
-  benchSplit->setStretchFactor(0, 1);
-  benchSplit->setStretchFactor(1, 2);
-  rl->addWidget(benchSplit, 1);
-  auto* split = new QSplitter;
-  split->addWidget(left);
-  split->addWidget(right);
-  split->setStretchFactor(0, 3);
-  split->setStretchFactor(1, 2);
+  // One column, top to bottom, as wide as the tab (the tab scrolls down, never sideways): what to
+  // run, how it goes, every step, the bench with its samples, then what the replays found. Each
+  // table is as tall as its rows, so nothing draws over another whatever a status line says.
+  steps_->horizontalHeader()->setSectionResizeMode(3, QHeaderView::Stretch);
+  for (QTableView* t : std::initializer_list<QTableView*>{steps_, bench_view_, token_, crossover_, groups_}) {
+    t->setMinimumHeight(0);
+    fitToPage(t);
+  }
+  crossover_->verticalHeader()->setVisible(true);  // its rows are named there
   auto* l = new QVBoxLayout(this);
-  l->addWidget(split);
+  l->addLayout(form);
+  l->addLayout(buttons);
+  l->addWidget(progress_);
+  l->addWidget(status_);
+  l->addWidget(steps_);
+  l->addWidget(bench_head_);
+  l->addWidget(bench_view_);
+  l->addWidget(chart_);
+  l->addWidget(token_head_);
+  l->addWidget(token_);
+  l->addWidget(crossover_head_);
+  l->addWidget(crossover_);
+  l->addWidget(groups_head_);
+  l->addWidget(groups_);
+  l->addWidget(pipeline_);
+  l->addStretch(1);
 
   connect(runner_, &TuneRunner::stepStarted, this, [this](int step, const QString& what) {
+    running_step_ = step;
     steps_->setItem(step, 1, new QTableWidgetItem(QStringLiteral("running…")));
     steps_->setItem(step, 3, new QTableWidgetItem(what));
     progress_->setRange(0, 0);
@@ -236,6 +223,7 @@ TunePanel::TunePanel(SessionDocument* doc, QWidget* parent) : QWidget(parent), d
     Q_EMIT progressText(status_->text(), 0, 0);
   });
   connect(runner_, &TuneRunner::stepFinished, this, [this](int step, const QString& outcome, const QString& summary, double s) {
+    running_step_ = -1;
     steps_->setItem(step, 1, new QTableWidgetItem(outcome));
     steps_->setItem(step, 2, new QTableWidgetItem(QStringLiteral("%1 s").arg(s, 0, 'f', 1)));
     steps_->setItem(step, 3, new QTableWidgetItem(summary));
@@ -270,6 +258,13 @@ TunePanel::TunePanel(SessionDocument* doc, QWidget* parent) : QWidget(parent), d
     progress_->setValue(0);
     const QString text = cancelled ? QStringLiteral("Cancelled: %1").arg(message) : message;
     status_->setText(text);
+    // The step that was running says how it ended, not "running…" for ever.
+    if (running_step_ >= 0) {
+      steps_->setItem(running_step_, 1, new QTableWidgetItem(cancelled ? QStringLiteral("cancelled") : QStringLiteral("failed")));
+      steps_->setItem(running_step_, 3, new QTableWidgetItem(message));
+      steps_->item(running_step_, 3)->setToolTip(message);
+      running_step_ = -1;
+    }
     Q_EMIT finished(text);
     if (!cancelled && interactive_) QMessageBox::warning(this, QStringLiteral("Tune"), message);
   });
@@ -305,45 +300,7 @@ QChart* TunePanel::samplesChart() const { return chart_->chart(); }
 QString TunePanel::tokenTimeHead() const { return token_head_->text(); }
 
 void TunePanel::showReplay(const QByteArray& replay_json) {
-  const QJsonObject r = QJsonDocument::fromJson(replay_json).object();
-  const QJsonArray shares = r.value(QStringLiteral("breakdown")).toArray();
-  token_->setRowCount(0);
-  double stock = 0, profiled = 0, ideal = 0;
-  auto number = [](double v, int decimals) {
-    auto* item = new QTableWidgetItem(QString::number(v, 'f', decimals));
-    item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
-    return item;
-  };
-  for (const QJsonValue& v : shares) {  // largest stock time first, as the replay orders them
-    const QJsonObject s = v.toObject();
-    QString launch = QStringLiteral("%1 %2 %3×%4").arg(s.value(QStringLiteral("kind")).toString(), s.value(QStringLiteral("type")).toString())
-                         .arg(s.value(QStringLiteral("n")).toInteger()).arg(s.value(QStringLiteral("k")).toInteger());
-    if (s.value(QStringLiteral("experts")).toInteger() > 0)
-      launch += QStringLiteral(" (%1 of %2 experts)").arg(s.value(QStringLiteral("experts_used")).toInteger()).arg(s.value(QStringLiteral("experts")).toInteger());
-    const int row = token_->rowCount();
-    token_->insertRow(row);
-    token_->setItem(row, 0, new QTableWidgetItem(launch));
-    token_->setItem(row, 1, number(double(s.value(QStringLiteral("launches_per_token")).toInteger()), 0));
-    token_->setItem(row, 2, number(s.value(QStringLiteral("stock_us")).toDouble(), 1));
-    token_->setItem(row, 3, number(s.value(QStringLiteral("profiled_us")).toDouble(), 1));
-    token_->setItem(row, 4, number(s.value(QStringLiteral("ideal_us")).toDouble(), 1));
-    token_->setItem(row, 5, number(s.value(QStringLiteral("percent_of_copy_bandwidth")).toDouble(), 0));
-    token_->setItem(row, 6, number(s.value(QStringLiteral("overhead_us_per_launch")).toDouble(), 2));
-    stock += s.value(QStringLiteral("stock_us")).toDouble();
-    profiled += s.value(QStringLiteral("profiled_us")).toDouble();
-    ideal += s.value(QStringLiteral("ideal_us")).toDouble();
-  }
-  if (shares.isEmpty()) {
-    token_head_->setText(QStringLiteral("Where a token's GEMV time goes: this replay has no per-launch breakdown."));
-    return;
-  }
-  // Percent of copy bandwidth: the bytes' time over the time taken (100 % = the launches read at copy speed).
-  token_head_->setText(QStringLiteral("Where a token's GEMV time goes (each launch shape's launches of a token timed on their own, in the "
-                                      "engine): %1 µs stock, %2 µs with the profile; their bytes take %3 µs at the measured copy bandwidth "
-                                      "(%4 GB/s), so stock reaches %5 % of it and the profile %6 %.")
-                           .arg(stock, 0, 'f', 1).arg(profiled, 0, 'f', 1).arg(ideal, 0, 'f', 1)
-                           .arg(r.value(QStringLiteral("copy_bandwidth_gbs")).toDouble(), 0, 'f', 0)
-                           .arg(stock > 0 ? 100 * ideal / stock : 0, 0, 'f', 0).arg(profiled > 0 ? 100 * ideal / profiled : 0, 0, 'f', 0));
+  showReplayBreakdown(token_, token_head_, QJsonDocument::fromJson(replay_json).object());
 }
 QString TunePanel::groupsHead() const { return groups_head_->text(); }
 

@@ -116,6 +116,7 @@ class TunePanel : public QWidget {
   QLabel* bench_head_;
   QChartView* chart_;
   bool interactive_ = true;
+  int running_step_ = -1;  // the step started and not finished (int(tune::Step)), -1: none
 };
 
 }  // namespace temper::ui

@@ -38,6 +38,7 @@ class TuneRunner : public QObject {
   void groupsReady(const QByteArray& groups_json);  // the group step's decisions (docs/json.md, tune "groups")
   void pipelineReady(const QByteArray& pipeline_json);  // the pipeline step's decision (docs/json.md, tune "pipeline")
   void finished(const QString& summary);  // tune or bench done
+  void tuneDone(const QString& journal);  // a tune finished: its journal (which names the profile it installed)
   void failed(const QString& message, bool cancelled);
 
  private:

@@ -81,7 +81,7 @@ std::string bench_markdown(const BenchRecord& r) {
   for (const auto& t : r.tests) {
     std::vector<std::string> row = {cell(gpu_name(r.device)), cell(model_name(r.model_type))};
     if (show_ubatch) row.push_back(std::to_string(t.n_ubatch));
-    row.insert(row.end(), {llama_test_name(t), fixed(t.stock_ts), fixed(t.profiled_ts), fixed(t.speedup),
+    row.insert(row.end(), {llama_test_name(t), fixed(t.stock_ts), fixed(t.profiled_ts), fixed(t.speedup, "%.3f"),
                            "[" + fixed(t.speedup_low, "%.3f") + ", " + fixed(t.speedup_high, "%.3f") + "]"});
     rows.push_back(std::move(row));
   }

@@ -354,6 +354,11 @@ GgmlTableArch build_arch(const std::string& arch, const std::vector<const Profil
       if (fresh) it->second = row_sum(shapes, e->config, s);
       if (it->second.us < best.us - 1e-9) best = it->second, cell.value = e->config;
     }
+    // A row whose speedup CI reaches 1.000 is not evidence of a gain: upstream's value stays.
+    const bool spans_one = cell.value != cell.stock && !(best.hi > 0 && stock.lo / best.hi > 1);
+    const RowSum unproven = best;
+    const Config tried = cell.value;
+    if (spans_one) best = stock, cell.value = cell.stock;
     cell.stock_us_per_token = stock.us, cell.stock_ci_low = stock.lo, cell.stock_ci_high = stock.hi;
     cell.table_us_per_token = best.us, cell.table_ci_low = best.lo, cell.table_ci_high = best.hi;
     cell.unmeasured = best.unmeasured;
@@ -391,7 +396,11 @@ GgmlTableArch build_arch(const std::string& arch, const std::vector<const Profil
         continue;
       }
       std::string reason = "one value per type and ncols: ";
-      if (keeper == members.end())
+      if (spans_one)
+        reason += "upstream's " + config_text(cell.value) + " stays, since the row's speedup CI with " +
+                  config_text(tried) + " reaches 1.000 ([" + num(stock.lo / unproven.hi, "%.3f") + ", " +
+                  num(unproven.lo > 0 ? stock.hi / unproven.lo : 0, "%.3f") + "] over " + where + ")";
+      else if (keeper == members.end())
         reason += "upstream's " + config_text(cell.value) + " stays, since this shape's " + config_text(e->config) +
                   " at every shape of the row costs " + net_text(sums[e->config]);
       else
@@ -495,17 +504,53 @@ std::string join_unique(const std::vector<std::string>& v, const std::string& no
   return s.empty() ? none : s;
 }
 
+// What the hooked engine ran for a bench record beyond what the table carries: approved entries of
+// `arch` the table cannot express or keeps another value for, and approved path choices.
+std::vector<std::string> beyond_table(const std::string& arch, const Profile& p, int lost_shapes) {
+  int groups = 0, pipelined = 0, unfused = 0, other = 0, paths = 0;
+  for (const auto& e : p.entries) {
+    if (e.approval != Approval::Approved || e.key.arch != arch) continue;
+    if (launch_is_group(e.key.launch)) ++groups;
+    else if (launch_is_pipelined(e.key.launch)) ++pipelined;
+    else if (launch_is_unfused(e.key.launch)) ++unfused;
+    else if (dropped_reason(e, arch)) ++other;
+  }
+  for (const auto& c : p.paths) paths += c.approval == Approval::Approved && c.arch == arch && c.path == MatPath::Mmq;
+  std::vector<std::string> out;
+  auto add = [&](int n, const std::string& what) {
+    if (n > 0) out.push_back(std::to_string(n) + " " + what);
+  };
+  add(groups, "same-input groups");
+  add(pipelined, "pipelined launches");
+  add(unfused, "unfused gate/up pairs");
+  add(paths, "mmq path choices");
+  add(other, "other entries the table cannot express");
+  add(lost_shapes, "shapes whose approved config the table does not keep");
+  return out;
+}
+
 // The profile's llama-bench record for this arch (temper engine bench), in compare-llama-bench's
-// shape, when it describes the profile as it is now.
-void emit_bench(std::ostream& o, const std::string& arch, const Profile& p) {
+// shape, when it describes the profile as it is now and measured nothing the table does not carry;
+// otherwise what it measured, said plainly, and no numbers that would pass for the table's.
+void emit_bench(std::ostream& o, const std::string& arch, const Profile& p, int lost_shapes) {
   o << "#### llama-bench\n\n";
   if (const BenchRecord* b = current_bench(p, arch)) {
+    const std::vector<std::string> beyond = beyond_table(arch, p, lost_shapes);
+    if (!beyond.empty()) {
+      std::string what;
+      for (const auto& x : beyond) what += (what.empty() ? "" : ", ") + x;
+      o << "The profile's llama-bench record (" << plain(b->device) << ", " << plain(b->model)
+        << ") measured the whole profile in the hooked engine, including " << plain(what)
+        << ", which this table does not carry: its numbers are not this table's and are left out. Before "
+           "submitting, build llama.cpp with the table and compare against master with llama-bench and "
+           "scripts/compare-llama-bench.py.\n\n";
+      return;
+    }
     std::string report = bench_report_markdown(*b);
     for (size_t at; (at = report.find("*/")) != std::string::npos;) report.replace(at, 2, "* /");  // inside a C comment
-    o << report << "\nThese are whole-model numbers of the hooked engine loading this profile (every approved config "
-                   "at its exact shape). The table above carries one value per (type, ncols, K side): before "
-                   "submitting, build llama.cpp with it and compare against master with llama-bench and "
-                   "scripts/compare-llama-bench.py.\n\n";
+    o << report << "\nThese are whole-model numbers of the hooked engine loading this profile, whose approved "
+                   "configs this table carries at every shape. Before submitting, build llama.cpp with the table "
+                   "and compare against master with llama-bench and scripts/compare-llama-bench.py.\n\n";
     return;
   }
   const bool stale = std::any_of(p.benches.begin(), p.benches.end(), [&](const BenchRecord& b) { return b.arch == arch; });
@@ -587,7 +632,7 @@ void emit_evidence(std::ostream& o, const GgmlTableArch& a, const Profile& p, co
     }
   }
   o << "\nEvery other (type, ncols) keeps upstream's MMVQ_PARAMETERS_" << a.stock_table << " value.\n\n";
-  emit_bench(o, a.arch, p);
+  emit_bench(o, a.arch, p, int(lost.size()));
 }
 
 }  // namespace

@@ -216,7 +216,7 @@ ProfileDiff diff_profiles(const Profile& a, const Profile& b) {
   if (places_a.size() == 1 && places_b.size() == 1 && *places_a.begin() != *places_b.begin()) {
     d.by_arch = false;
     auto text = [](const std::pair<std::string, ProfileDevice>& p) {
-      return p.second.any() ? p.first : p.first + " " + device_text(p.second);
+      return p.second.any() ? p.first : p.first + " " + device_text(p.second, p.first);
     };
     d.arch_a = text(*places_a.begin());
     d.arch_b = text(*places_b.begin());

@@ -21,6 +21,7 @@
 #include "temper/estimate.h"
 #include "temper/input.h"
 #include "temper/fileio.h"
+#include "temper/format.h"
 
 namespace temper {
 
@@ -53,17 +54,39 @@ ProfileDevice profile_device(const DeviceInfo& info) {
   return {info.name, info.compute_units, info.memory_bytes >> 20};
 }
 
-std::string device_text(const ProfileDevice& d) {
-  return d.any() ? "any device" : d.name + " (" + std::to_string(d.compute_units) + " CUs)";
+std::string_view compute_units_word(std::string_view arch, std::string_view device_name) {
+  if (!arch.empty()) return arch.rfind("sm_", 0) == 0 ? "SMs" : "CUs";
+  return device_name.rfind("NVIDIA", 0) == 0 ? "SMs" : "CUs";
 }
 
-std::string key_text(const ProfileKey& key) {
+std::string device_text(const ProfileDevice& d, std::string_view arch) {
+  return d.any() ? "any device"
+                 : d.name + " (" + std::to_string(d.compute_units) + " " + std::string(compute_units_word(arch, d.name)) + ")";
+}
+
+namespace {
+// The key as text; `display` false: the words approved_fingerprint has always hashed (every device's
+// units as "CUs"), so a bench record's fingerprint stays valid whatever the display says.
+std::string key_words(const ProfileKey& key, bool display) {
   const std::string shape = launch_is_group(key.launch)
                                 ? "group " + members_text(key.members) + " k " + std::to_string(key.k)
                                 : shape_text(key);
+  const std::string device = key.device.any() ? std::string()
+                             : display        ? device_text(key.device, key.arch)
+                                              : key.device.name + " (" + std::to_string(key.device.compute_units) + " CUs)";
   return (key.arch.empty() ? "(no arch)" : key.arch) + " " + shape + " ncols " + std::to_string(key.ncols) +
-         (key.device.any() ? "" : " on " + device_text(key.device));
+         (device.empty() ? "" : " on " + device);
 }
+std::string path_words(const PathChoice& c, bool display) {
+  const std::string device = c.device.any() ? std::string()
+                             : display      ? device_text(c.device, c.arch)
+                                            : c.device.name + " (" + std::to_string(c.device.compute_units) + " CUs)";
+  return (c.arch.empty() ? "(no arch)" : c.arch) + " " + std::string(type_name(c.type)) + " " + std::string(launch_name(c.launch)) +
+         " ncols " + std::to_string(c.ncols) + (device.empty() ? "" : " on " + device);
+}
+}  // namespace
+
+std::string key_text(const ProfileKey& key) { return key_words(key, true); }
 
 ProfileKey group_profile_key(std::string arch, const std::vector<GroupMember>& members, int k, int ncols, ProfileDevice device) {
   ProfileKey key(std::move(arch), ShapeKey{group_type(members), int(std::min<int64_t>(group_n(members), INT32_MAX)), k,
@@ -73,9 +96,49 @@ ProfileKey group_profile_key(std::string arch, const std::vector<GroupMember>& m
   return key;
 }
 
-std::string path_choice_text(const PathChoice& c) {
-  return (c.arch.empty() ? "(no arch)" : c.arch) + " " + std::string(type_name(c.type)) + " " + std::string(launch_name(c.launch)) +
-         " ncols " + std::to_string(c.ncols) + (c.device.any() ? "" : " on " + device_text(c.device));
+std::string path_choice_text(const PathChoice& c) { return path_words(c, true); }
+
+std::string whole_token_evidence(const ProfileEntry& e) {
+  if (!e.provenance) return {};
+  const std::string& engine = e.provenance->engine;
+  if (engine == "replay") return "token replay";
+  if (engine.rfind("llama-bench", 0) == 0) return engine;
+  return {};
+}
+
+std::vector<LaunchKindTime> token_time_by_launch(const Profile& p, const std::string& arch, const ProfileDevice& device) {
+  std::map<Launch, LaunchKindTime> kinds;
+  for (const auto& e : p.entries) {
+    if (e.key.arch != arch || !(e.key.device == device) || e.key.ncols != 1 || !e.provenance || !whole_token_evidence(e).empty()) continue;
+    const Provenance& pv = *e.provenance;
+    LaunchKindTime& k = kinds[e.key.launch];
+    k.launch = e.key.launch;
+    ++k.entries;
+    const bool on = e.approval == Approval::Approved;
+    k.approved += on;
+    k.launches_per_token += pv.calls_per_token;
+    k.bytes_per_token += pv.bytes_per_token;
+    k.stock_us += pv.default_us * double(pv.calls_per_token);
+    k.profile_us += (on ? pv.tuned_us : pv.default_us) * double(pv.calls_per_token);
+  }
+  std::vector<LaunchKindTime> out;
+  for (const auto& [launch, k] : kinds) out.push_back(k);
+  std::stable_sort(out.begin(), out.end(), [](const LaunchKindTime& a, const LaunchKindTime& b) { return a.stock_us > b.stock_us; });
+  return out;
+}
+
+std::string left_out_reason(const ProfileEntry& e, double min_speedup) {
+  if (e.approval == Approval::Approved) return {};
+  if (e.approval == Approval::Rejected) return "rejected" + (e.note.empty() ? std::string() : ": " + e.note);
+  if (!e.provenance) return "pending, not measured (an import)";
+  const Provenance& pv = *e.provenance;
+  if (pv.speedup_low <= 1)
+    return "pending: not significant (speedup " + format_number("%.3f", pv.speedup) + ", its 95 % CI [" +
+           format_number("%.3f", pv.speedup_low) + ", " + format_number("%.3f", pv.speedup_high) + "] reaches 1.000)";
+  if (pv.speedup < 1 + min_speedup)
+    return "pending: " + format_number("%.1f", (pv.speedup - 1) * 100) + " % faster, below the " +
+           format_number("%.0f", min_speedup * 100) + " % that approval asks";
+  return "pending: not decided yet";
 }
 
 std::vector<std::string> profile_arches(const Profile& p) {
@@ -138,11 +201,11 @@ std::string approved_fingerprint(const Profile& p, const std::string& arch) {
   ContentHash h;
   for (const auto& e : p.entries)  // sorted by key
     if (e.approval == Approval::Approved && (arch.empty() || e.key.arch == arch))
-      h.add(key_text(e.key) + " " + config_text(e.config));
+      h.add(key_words(e.key, false) + " " + config_text(e.config));
   // Approved path choices change what the engine launches too (a profile without any hashes as before).
   for (const PathChoice* c : sorted_paths(p))
     if (c->approval == Approval::Approved && (arch.empty() || c->arch == arch))
-      h.add("path " + path_choice_text(*c) + " " + std::string(mat_path_name(c->path)));
+      h.add("path " + path_words(*c, false) + " " + std::string(mat_path_name(c->path)));
   return h.hex();
 }
 

@@ -28,13 +28,24 @@ check 0 "validate paths" "$temper" profile validate "$paths"
 has "$out/stdout" "valid, 1 entries, 4 path choices" "validate counts path choices"
 check 0 "show paths" "$temper" profile show "$paths"
 has "$out/stdout" "4 path choices (mmvq or mmq)" "show lists path choices"
+# A real tune (issue 49): launch kinds, experts, the whole-token gains said as the step's, the
+# llama-bench records with their CI, and NVIDIA's SMs.
+h200=$fixtures/../../../bench/profiles/h200-llama3-qwen3-pipelined.json
+check 0 "show a tune" "$temper" profile show "$h200"
+has "$out/stdout" "mul_mat_pipelined" "show names the launch kind"
+has "$out/stdout" "q4_K 768x2048 experts 8/128" "show names MoE expert entries"
+has "$out/stdout" "whole token (llama-bench tg128, the step's gain, not this shape's)" "show says a pipelined gain is the step's"
+has "$out/stdout" "llama-bench 2026-11-28T12:45:31Z on NVIDIA H200 (sm_90), llama3-8b-q4_k_m.gguf" "show prints the bench records"
+has "$out/stdout" "| tg128 |    267.69 |      314.12 |   1.173 | [1.161, 1.182] |" "show prints the bench table with its CI"
+has "$out/stdout" "sm_90, NVIDIA H200 (132 SMs)" "show speaks NVIDIA's words"
+if grep -q "CUs" "$out/stdout"; then echo "FAIL: show says CUs for an NVIDIA device"; fails=$((fails + 1)); fi
 # Same-input groups (mul_mat_group, hook v5): valid, their own rules named by field, refused
 # members naming entry and field, kept by the Temper export and left out, with the reason, by the others.
 groups=$fixtures/../corpus/valid-groups.json
 check 0 "validate groups" "$temper" profile validate "$groups"
 has "$out/stdout" "valid, 4 entries" "validate reads group entries"
 check 2 "validate a group whose n is not its members' sum" "$temper" profile validate "$fixtures/../corpus/malformed-group-n-not-the-sum.json"
-has "$out/stderr" "group q4_K:4096,q4_K:1024,q4_K:1024 k 4096 ncols 1 on NVIDIA H100 80GB HBM3 (132 CUs): n: 6000 is not the sum" \
+has "$out/stderr" "group q4_K:4096,q4_K:1024,q4_K:1024 k 4096 ncols 1 on NVIDIA H100 80GB HBM3 (132 SMs): n: 6000 is not the sum" \
   "the problem names the group and its field"
 check 2 "validate members that are not TYPE:N" "$temper" profile validate "$fixtures/../corpus/refused-group-members-syntax.json"
 has "$out/stderr" '$.entries[1].members: expected TYPE:N' "the refusal names the entry and the field"

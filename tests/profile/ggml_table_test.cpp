@@ -341,7 +341,7 @@ TEST(GgmlTable, EvidenceCarriesTheCurrentLlamaBenchRecord) {
   const GgmlTable t = build_ggml_table(p);
   EXPECT_NE(t.evidence.find("#### llama-bench"), std::string::npos);
   EXPECT_NE(t.evidence.find("| Microbatch size | Test  | t/s stock | t/s profile | Speedup | 95 % CI"), std::string::npos) << t.evidence;
-  EXPECT_NE(t.evidence.find("| tg128 |    100.10 |      105.05 |    1.05 | [1.046, 1.053] |"), std::string::npos) << t.evidence;
+  EXPECT_NE(t.evidence.find("| tg128 |    100.10 |      105.05 |   1.050 | [1.046, 1.053] |"), std::string::npos) << t.evidence;
   EXPECT_NE(t.evidence.find("`temper: profile /p.json: 1 entries for sm_90"), std::string::npos);
   EXPECT_EQ(t.file.content.find("*/"), t.file.content.rfind("*/"));  // the evidence's comment ends once
   // Approving the q6_K entry changes what the engine launches: the record no longer describes it.
@@ -350,6 +350,31 @@ TEST(GgmlTable, EvidenceCarriesTheCurrentLlamaBenchRecord) {
   const std::string stale = build_ggml_table(p).evidence;
   EXPECT_NE(stale.find("predates its current approvals: re-run `temper engine bench`"), std::string::npos) << stale;
   EXPECT_EQ(stale.find("| tg128 |"), std::string::npos);
+}
+
+// Issue 49: the evidence claims only what the table carries. A record that measured a same-input
+// group (or pipelining, or an mmq path) is not the table's: its numbers are left out and the text says
+// what it measured. A row whose speedup CI reaches 1.000 keeps upstream's value and says why.
+TEST(GgmlTable, EvidenceClaimsOnlyWhatTheTableCarries) {
+  ProfileEntry group = approved(measured("sm_90", GgmlType::Q4_K, 6144, 4096, 1, {4, 2}, {4, 1}, 1.1));
+  group.key = group_profile_key("sm_90", {{GgmlType::Q4_K, 4096}, {GgmlType::Q4_K, 1024}, {GgmlType::Q4_K, 1024}}, 4096, 1);
+  Profile p = profile_of({approved(measured("sm_90", GgmlType::Q4_K, 14336, 4096, 1, {4, 4}, {4, 1}, 1.2, 5000)), group});
+  add_bench_record(p, test::bench_record(p));
+  const GgmlTable t = build_ggml_table(p);
+  EXPECT_NE(t.evidence.find("measured the whole profile in the hooked engine, including 1 same-input groups"), std::string::npos)
+      << t.evidence;
+  EXPECT_EQ(t.evidence.find("| tg128 |"), std::string::npos) << t.evidence;
+  EXPECT_EQ(t.evidence.find("1.050"), std::string::npos);
+
+  // 1 % faster with CIs that overlap: not a gain the table may claim.
+  const Profile close = profile_of({approved(measured("sm_90", GgmlType::Q6_K, 4096, 14336, 1, {2, 1}, {4, 1}, 1.01))});
+  const GgmlTable c = build_ggml_table(close);
+  ASSERT_EQ(c.arches.size(), 1u);
+  EXPECT_EQ(c.arches[0].value(GgmlType::Q6_K, 1, false), c.arches[0].cells.at(0).stock);
+  EXPECT_EQ(c.file.report.emitted(), 0);
+  bool said = false;
+  for (const auto& n : c.file.report.notes) said = said || n.reason.find("reaches 1.000") != std::string::npos;
+  EXPECT_TRUE(said) << c.file.report.text();
 }
 
 // Wherever the profile has no entry, the export agrees with upstream's own calc_nwarps and

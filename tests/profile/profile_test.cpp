@@ -308,6 +308,21 @@ TEST(ProfilePaths, RoundTripSortedSchemaValidationAndFingerprint) {
   EXPECT_EQ(approved_fingerprint(p, "gfx942"), approved_fingerprint(none, "gfx942"));
 }
 
+// Vendor words (issue 49): an NVIDIA device counts SMs, an AMD one CUs; the fingerprint a bench
+// record keeps stays what it was, so the real H200 tune's record still describes its profile.
+TEST(ProfileText, DevicesInTheirVendorsWordsAndFingerprintsUnchanged) {
+  EXPECT_EQ(device_text({"NVIDIA H200", 132, 0}, "sm_90"), "NVIDIA H200 (132 SMs)");
+  EXPECT_EQ(device_text({"NVIDIA H200", 132, 0}), "NVIDIA H200 (132 SMs)");
+  EXPECT_EQ(device_text({"AMD Instinct MI300X", 304, 0}, "gfx942"), "AMD Instinct MI300X (304 CUs)");
+  ProfileKey key("gfx942", ShapeKey{GgmlType::Q4_K, 4096, 4096}, 1, ProfileDevice{"AMD Instinct MI300X", 304, 0});
+  EXPECT_EQ(key_text(key), "gfx942 q4_K 4096x4096 ncols 1 on AMD Instinct MI300X (304 CUs)");
+  for (const char* name : {"h200-llama3-qwen3-pipelined.json", "h100-llama3-qwen3-groups.json"}) {
+    const Profile p = load_profile(std::string(TEMPER_SOURCE_DIR) + "/bench/profiles/" + name);
+    ASSERT_FALSE(p.benches.empty()) << name;
+    EXPECT_EQ(approved_fingerprint(p, "sm_90"), p.benches.back().profile_fingerprint) << name;
+  }
+}
+
 TEST(ProfileBench, MarkdownInCompareLlamaBenchsShapeAndCsvOfEverySample) {
   const Profile p = mixed_profile();
   const BenchRecord r = bench_record(p);
@@ -315,8 +330,13 @@ TEST(ProfileBench, MarkdownInCompareLlamaBenchsShapeAndCsvOfEverySample) {
   EXPECT_EQ(md,
             "| GPU                   | Model           | Microbatch size | Test  | t/s stock | t/s profile | Speedup | 95 % CI        |\n"
             "|:----------------------|:----------------|----------------:|:------|----------:|------------:|--------:|:---------------|\n"
-            "| NVIDIA H100 80GB HBM3 | llama 8B Q4_K_M |             512 | tg128 |    100.10 |      105.05 |    1.05 | [1.046, 1.053] |\n"
-            "| NVIDIA H100 80GB HBM3 | llama 8B Q4_K_M |               4 | pp128 |    100.10 |      105.05 |    1.05 | [1.046, 1.053] |\n");
+            "| NVIDIA H100 80GB HBM3 | llama 8B Q4_K_M |             512 | tg128 |    100.10 |      105.05 |   1.050 | [1.046, 1.053] |\n"
+            "| NVIDIA H100 80GB HBM3 | llama 8B Q4_K_M |               4 | pp128 |    100.10 |      105.05 |   1.050 | [1.046, 1.053] |\n");
+  // A small loss reads as one, never rounded up to "1.00" (issue 49).
+  BenchRecord loss = r;
+  loss.tests.resize(1);
+  loss.tests[0].speedup = 0.996, loss.tests[0].speedup_low = 0.990, loss.tests[0].speedup_high = 1.002;
+  EXPECT_NE(bench_markdown(loss).find("|   0.996 | [0.990, 1.002] |"), std::string::npos) << bench_markdown(loss);
   const std::string csv = bench_csv(r);
   EXPECT_EQ(csv.substr(0, csv.find('\n')), "test,llama_bench_test,n_ubatch,arm,round,repetition,tokens_per_s");
   EXPECT_NE(csv.find("\npp4,pp128,4,profile,2,1,104.900000\n"), std::string::npos) << csv;
@@ -532,7 +552,7 @@ TEST(ProfileDiff, AddedRemovedChangedAndSpeedupChanges) {
   for (auto& e : h200.entries) e.key.arch = "sm_90", e.key.device = {"NVIDIA H200", 132, 143771};
   const ProfileDiff devices = diff_profiles(h100, h200);
   EXPECT_FALSE(devices.by_arch);
-  EXPECT_EQ(devices.arch_b, "sm_90 NVIDIA H200 (132 CUs)");
+  EXPECT_EQ(devices.arch_b, "sm_90 NVIDIA H200 (132 SMs)");
   EXPECT_EQ(devices.count(DiffKind::Same), 1);
   EXPECT_EQ(devices.count(DiffKind::Changed), 1);
   // Merged, both devices' entries stay: no conflict, since the device is part of the key.
@@ -581,7 +601,7 @@ TEST(ProfilePaths, FingerprintCountsApprovedPathChoicesOnly) {
   EXPECT_EQ(approved_fingerprint(p, "gfx942"), approved_fingerprint(Profile{}, "gfx942"));  // another arch's state
   p.paths[0].ncols = 4;
   EXPECT_NE(approved_fingerprint(p, "sm_90"), with);
-  EXPECT_EQ(path_choice_text(p.paths[0]), "sm_90 q4_K mul_mat ncols 4 on H100 (132 CUs)");
+  EXPECT_EQ(path_choice_text(p.paths[0]), "sm_90 q4_K mul_mat ncols 4 on H100 (132 SMs)");
 }
 
 TEST(ProfilePaths, MergeKeepsEveryDevicesRecordsAndTheNewerDecision) {
@@ -600,7 +620,7 @@ TEST(ProfilePaths, MergeKeepsEveryDevicesRecordsAndTheNewerDecision) {
   EXPECT_EQ(m.profile.paths[1].approval, Approval::Approved);  // a decision beats pending
   EXPECT_EQ(m.profile.paths[2].device.name, "H200");
   ASSERT_EQ(m.path_conflicts.size(), 2u);
-  EXPECT_NE(m.path_conflicts[0].find("sm_90 q4_K mul_mat ncols 8 on H100 (132 CUs): kept mmq rejected"), std::string::npos)
+  EXPECT_NE(m.path_conflicts[0].find("sm_90 q4_K mul_mat ncols 8 on H100 (132 SMs): kept mmq rejected"), std::string::npos)
       << m.path_conflicts[0];
   EXPECT_NE(m.text().find("3 path choices, 2 conflicts"), std::string::npos) << m.text();
 }
@@ -620,7 +640,7 @@ TEST(ProfilePaths, DiffShowsChangedPaths) {
                                                                   {{GgmlType::Q6_K, 4}, DiffKind::Added},
                                                                   {{GgmlType::Q6_K, 8}, DiffKind::Changed}}));
   const std::string text = d.text();
-  EXPECT_NE(text.find("path changed: sm_90 q6_K mul_mat ncols 8 on H100 (132 CUs)  a: mmq approved  b: mmq pending"), std::string::npos)
+  EXPECT_NE(text.find("path changed: sm_90 q6_K mul_mat ncols 8 on H100 (132 SMs)  a: mmq approved  b: mmq pending"), std::string::npos)
       << text;
   EXPECT_NE(text.find("paths: 1 added, 0 removed, 1 changed, 1 same"), std::string::npos) << text;
   EXPECT_EQ(diff_profiles(a, a).text().find("path changed"), std::string::npos);
@@ -849,7 +869,7 @@ TEST(ProfileGroups, MergeKeepsEachDevicesGroupsAndDiffNamesThem) {
   EXPECT_EQ(applied_group(m.profile, "sm_90", {"H100", 132, 0}, kQkv, 4096, 1)->config, (Config{8, 4}));  // measured faster
   EXPECT_EQ(applied_group(m.profile, "sm_90", {"H100", 132, 0}, kQkvMixed, 4096, 1)->config, (Config{8, 1}));
   ASSERT_EQ(m.conflicts.size(), 1u);
-  EXPECT_EQ(key_text(m.conflicts[0].key), "sm_90 group q4_K:4096,q4_K:1024,q4_K:1024 k 4096 ncols 1 on H100 (132 CUs)");
+  EXPECT_EQ(key_text(m.conflicts[0].key), "sm_90 group q4_K:4096,q4_K:1024,q4_K:1024 k 4096 ncols 1 on H100 (132 SMs)");
   const ProfileDiff d = diff_profiles(a, m.profile);
   EXPECT_EQ(d.count(DiffKind::Added), 1);
   EXPECT_EQ(d.count(DiffKind::Changed), 1);

@@ -50,7 +50,11 @@ struct ProfileDevice {
   }
 };
 ProfileDevice profile_device(const DeviceInfo& info);
-std::string device_text(const ProfileDevice& d);  // "NVIDIA H100 80GB HBM3 (132 CUs)", "any device"
+// The vendor's word for its compute units: "SMs" for an NVIDIA arch ("sm_90"), "CUs" for an AMD one;
+// without an arch, from the device's name ("NVIDIA ..." is NVIDIA's).
+std::string_view compute_units_word(std::string_view arch, std::string_view device_name = {});
+// "NVIDIA H100 80GB HBM3 (132 SMs)", "AMD Instinct MI300X (304 CUs)", "any device".
+std::string device_text(const ProfileDevice& d, std::string_view arch = {});
 
 // What an entry is keyed by. Ordered: arch, device, type id, n, k, launch kind, members, ncols.
 // A same-input group (launch MulMatGroup) is keyed by its members too: its type and n are
@@ -79,7 +83,7 @@ struct ProfileKey : ShapeKey {
 // A same-input group's key: launch MulMatGroup, type group_type(members), n group_n(members).
 ProfileKey group_profile_key(std::string arch, const std::vector<GroupMember>& members, int k, int ncols,
                              ProfileDevice device = {});
-// "sm_90 q4_K 14336x4096 ncols 1", with " on NVIDIA H100 80GB HBM3 (132 CUs)" for a device's entry;
+// "sm_90 q4_K 14336x4096 ncols 1", with " on NVIDIA H100 80GB HBM3 (132 SMs)" for a device's entry;
 // a group: "sm_90 group q4_K:4096,q4_K:1024,q4_K:1024 k 4096 ncols 1".
 std::string key_text(const ProfileKey& key);
 
@@ -196,7 +200,7 @@ struct Profile {
   std::vector<PathChoice> paths;
 };
 
-// "sm_90 q4_K mul_mat ncols 8", with " on NVIDIA H100 80GB HBM3 (132 CUs)" for a device's record.
+// "sm_90 q4_K mul_mat ncols 8", with " on NVIDIA H100 80GB HBM3 (132 SMs)" for a device's record.
 std::string path_choice_text(const PathChoice& c);
 
 // 16 hex digits over the approved entries and path choices of `arch` (every arch when empty): what
@@ -216,6 +220,30 @@ std::string bench_csv(const BenchRecord& r);
 // The table with what a reader needs to trust it, as markdown: device, both builds, the engine's
 // line, rounds and repetitions, how the CI is made; then bench_markdown().
 std::string bench_report_markdown(const BenchRecord& r);
+
+// What an entry's provenance speedup measured: "" for one launch shape (the sweep's entries), else the
+// whole token it was decided on: "token replay" (same-input groups: whole-token GEMV replays) or
+// "llama-bench tg128" (pipelined launches: the profile without vs with them). A whole-token gain is
+// the profile's, shared by every entry the step installed, never one shape's.
+std::string whole_token_evidence(const ProfileEntry& e);
+
+// ---- A tune at a glance (temper-gui's tune view) ----
+// One decode token's GEMV time per launch kind on one (arch, device), from the entries measured per
+// launch at ncols 1: calls per token times the default's median (stock) and the approved config's
+// (with the profile; the default's where the entry is not approved). Whole-token entries (groups,
+// pipelining) are not per launch and not counted here. Largest stock time first.
+struct LaunchKindTime {
+  Launch launch = Launch::MulMat;
+  int entries = 0, approved = 0;
+  int64_t launches_per_token = 0;
+  uint64_t bytes_per_token = 0;
+  double stock_us = 0, profile_us = 0;  // µs per token
+  double saved_us() const { return stock_us - profile_us; }
+};
+std::vector<LaunchKindTime> token_time_by_launch(const Profile& p, const std::string& arch, const ProfileDevice& device);
+// Why an entry is not in what the engine runs, in words: "" when approved; "rejected" (with its
+// note); pending: its CI reaching 1.000, a gain below `min_speedup`, or no measurement.
+std::string left_out_reason(const ProfileEntry& e, double min_speedup = kDefaultMinSpeedup);
 
 // Arches present in a profile, sorted, unique.
 std::vector<std::string> profile_arches(const Profile& p);
@@ -402,7 +430,7 @@ struct PathDiffLine {
 };
 struct ProfileDiff {
   bool by_arch = true;           // false: each holds one (arch, device) and they differ (two GPUs)
-  std::string arch_a, arch_b;    // when !by_arch: where each side was measured ("sm_90 NVIDIA H100 ... (132 CUs)")
+  std::string arch_a, arch_b;    // when !by_arch: where each side was measured ("sm_90 NVIDIA H100 ... (132 SMs)")
   std::vector<DiffLine> lines;   // every key of either side, sorted
   // Path choices by key (by type, launch and ncols when !by_arch); changed: path or approval.
   std::vector<PathDiffLine> paths;
