@@ -38,6 +38,7 @@
 #include <filesystem>
 #include <new>
 
+#include "fs_path.h"
 #include "approval_panel.h"
 #include "comparison_view.h"
 #include "distribution_view.h"
@@ -69,9 +70,6 @@ namespace temper::ui {
 namespace {
 const char* kDemoResource = ":/demo-session.json";
 constexpr int kLayoutVersion = 1;  // 1: model and sweep docks tabbed on the left (older layouts are not restored)
-
-// The path as the file system spells it (a name that is not valid UTF-8 survives).
-std::filesystem::path fsPath(const QString& path) { return QFile::encodeName(path).toStdString(); }
 
 // Sniffs the magic through the one input path (a FIFO or a device never blocks the window); anything
 // that cannot be read is left to the session reader, whose error names the file and the problem.

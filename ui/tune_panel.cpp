@@ -27,6 +27,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "fs_path.h"
 #include "sweep_panel.h"
 #include "exports.h"
 #include "tune_view.h"
@@ -36,7 +37,6 @@
 namespace temper::ui {
 
 namespace {
-std::filesystem::path fsPath(const QString& s) { return std::filesystem::path(s.toStdString()); }
 
 // A path edit with a Choose… button beside it.
 QWidget* pathRow(QLineEdit* edit, QWidget* parent, bool folder, const QString& title) {

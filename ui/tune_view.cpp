@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "fs_path.h"
 #include "models/bench_model.h"
 #include "session_doc.h"
 #include "temper/error.h"
@@ -29,8 +30,6 @@
 namespace temper::ui {
 
 namespace {
-
-std::filesystem::path fsPath(const QString& s) { return std::filesystem::path(s.toStdString()); }
 
 QString ci3(double v, double lo, double hi) {
   return QStringLiteral("%1 [%2, %3]").arg(v, 0, 'f', 3).arg(lo, 0, 'f', 3).arg(hi, 0, 'f', 3);
