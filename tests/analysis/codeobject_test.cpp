@@ -232,7 +232,7 @@ TEST(CodeObject, NewerTargetsFromClang19) {
   const auto gfx1151 = load_code_objects(kFixtures / "gfx1151.co").at(0);
   const auto& k1150 = find(gfx1150, heavy);
   const auto& k1151 = find(gfx1151, heavy);
-  ASSERT_GT(k1150.resources.vgprs, 128);  // beyond 1024 / 8: the file sizes part
+  ASSERT_GT(k1150.resources.vgprs, 96);  // beyond 1536 / 16: both files limit, differently (98: 9 vs 12 waves)
   EXPECT_EQ(k1150.resources.wave_size, 32);
   const Occupancy o1150 = compute_occupancy(*find_gpu("gfx1150"), k1150.resources, 64);
   const Occupancy o1151 = compute_occupancy(*find_gpu("gfx1151"), k1151.resources, 64);
