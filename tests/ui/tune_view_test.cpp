@@ -211,7 +211,15 @@ class TestTuneView : public QObject {
     TunePanel panel(&doc);
     panel.setInteractive(false);
     panel.setModelPath(model);
-    panel.setProbe(dir.filePath(QStringLiteral("no-such-probe")));
+    // A probe that exists (a missing one is refused before any step) but fails when the step runs it.
+    const QString probe = dir.filePath(QStringLiteral("failing-probe"));
+    {
+      QFile f(probe);
+      QVERIFY(f.open(QIODevice::WriteOnly));
+      f.write("#!/bin/sh\necho 'not a temper-probe' >&2\nexit 3\n");
+    }
+    QVERIFY(QFile::setPermissions(probe, QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner));
+    panel.setProbe(probe);
     panel.setNcols(QStringLiteral("1"));
     panel.setOutput(dir.filePath(QStringLiteral("p.json")));
     QSignalSpy done(&panel, &TunePanel::finished);
