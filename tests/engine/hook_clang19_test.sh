@@ -30,7 +30,7 @@ flags="-x hip -std=c++17 -O3 -DNDEBUG -DGGML_USE_HIP -DGGML_HIP_GRAPHS -DGGML_HI
        -include rocm6-additions.h -Iinclude -Isrc -Isrc/ggml-cuda --cuda-device-only --no-gpu-bundle-output
        --rocm-device-lib-path=$libs -c"
 mkdir -p "$out/probe"
-cp "$source/resources/engine/temper-probe.cu" "$source/resources/engine/temper-mmvq-api.h" "$source/core/engine/probe_protocol.h" "$out/probe/"
+cp "$source/resources/engine/temper-probe.cu" "$source/hook/src/temper-mmvq-api.h" "$source/core/engine/probe_protocol.h" "$out/probe/"
 objs="" running=0 cores=$(nproc 2>/dev/null || echo 2)
 compile() {  # OBJECT ARGS...: in the background, one per core; the command and its output in OBJECT.log
   obj=$1; shift
