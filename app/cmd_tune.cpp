@@ -31,6 +31,9 @@ struct Options {
   double min_group_gain = tune::kDefaultMinGroupGain;
   double min_pipeline_gain = tune::kDefaultMinPipelineGain;
   int replay_tokens = 40, replay_rounds = 5;
+  std::string token_probe;
+  int token_rounds = 5, token_tokens = 64, token_families = 4, token_greedy = 128;
+  double min_token_gain = tune::kDefaultMinTokenGain;
   BenchArgs bench;
 };
 
@@ -89,6 +92,12 @@ int run_tune(const Options& o) {
   t.output = o.output;
   t.replay_tokens = o.replay_tokens;
   t.replay_rounds = o.replay_rounds;
+  t.token_probe = o.token_probe;
+  t.token_rounds = o.token_rounds;
+  t.token_tokens = o.token_tokens;
+  t.token_families = o.token_families;
+  t.token_greedy = o.token_greedy;
+  t.min_token_gain = o.min_token_gain;
   if (!o.probe.engine_src.empty()) {
     std::string arch = o.probe.arch;
     if (arch.empty()) {  // this machine's first GPU, as `temper engine build` picks it
@@ -121,6 +130,7 @@ int run_tune(const Options& o) {
   ev.crossover = [&](int done, int total) { printer.progress(size_t(done), size_t(total), "crossover replays", 0); };
   ev.groups = [&](int done, int total) { printer.progress(size_t(done), size_t(total), "group replays", 0); };
   ev.pipeline = [&](int done, int total) { printer.progress(size_t(done), size_t(total), "pipeline replays", 0); };
+  ev.token = [&](int done, int total) { printer.progress(size_t(done), size_t(total), "token probe windows", 0); };
   ev.bench = [&](const engine::BenchProgress& p) { printer.progress(size_t(p.done), size_t(p.total), p.current, p.eta_s); };
   tune::TuneReport r;
   try {
@@ -141,6 +151,14 @@ int run_tune(const Options& o) {
                         {"pipeline", r.pipeline ? tune::pipeline_json(*r.pipeline) : nlohmann::json()},
                         {"replay", r.replay ? *r.replay : nlohmann::json()},
                         {"bench", r.bench ? to_json(*r.bench) : nlohmann::json()}};
+    nlohmann::json coordinates = nlohmann::json::array();
+    for (const tune::TokenCoordinate& c : r.token) coordinates.push_back(tune::to_json(c));
+    j["token"] = {{"coordinates", coordinates},
+                  {"prediction", r.token_prediction ? tune::to_json(*r.token_prediction) : nlohmann::json()}};
+    // The tg speedup two ways: predicted by the token probe, measured by llama-bench.
+    j["prediction"] = {{"token", r.token_prediction ? nlohmann::json(r.token_prediction->speedup) : nlohmann::json()},
+                       {"bench", r.token_prediction && r.token_prediction->bench_speedup > 0
+                                     ? nlohmann::json(r.token_prediction->bench_speedup) : nlohmann::json()}};
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
@@ -155,6 +173,20 @@ int run_tune(const Options& o) {
     std::printf("\nsame-input groups (q, k, v as one launch) per batch width, whole-token replays:\n%s",
                 tune::groups_text(r.groups).c_str());
   if (r.pipeline) std::printf("\npipelined launches (one column), whole-token replays:\n%s\n", tune::pipeline_text(*r.pipeline).c_str());
+  if (!r.token.empty() || r.token_prediction) {
+    std::printf("\nlaunch families decided by whole tokens in the engine's graph (token probe):\n");
+    for (const tune::TokenCoordinate& c : r.token)
+      std::printf("  %-15s %3d entries, %8.1f µs a token stock: %s\n", c.kind.c_str(), c.entries, c.weight_us, c.why.c_str());
+  }
+  if (const auto& p = r.token_prediction) {
+    std::printf("  tg%d predicted x%.3f [%.3f, %.3f] (token probe: %.1f -> %.1f µs a token)", p->tokens, p->speedup, p->low, p->high,
+                p->stock_us, p->profile_us);
+    if (p->bench_speedup > 0) std::printf(", measured x%.3f (llama-bench)", p->bench_speedup);
+    std::printf("\n");
+    if (p->greedy_steps > 0)
+      std::printf("  greedy decoding, %d steps: %s tokens as stock, logits %s\n", p->greedy_steps,
+                  p->greedy_identical ? "the same" : "OTHER", p->finite ? "finite" : "NOT FINITE");
+  }
   if (r.bench) std::printf("\n%s", terminal_text(bench_report_markdown(*r.bench)).c_str());
   std::printf("\nprofile: %s%s\nsession: %s\n", r.profile.c_str(),
               o.output.empty() ? " (where the engine looks when TEMPER_PROFILE is unset)" : "", r.session.c_str());
@@ -191,6 +223,23 @@ Action define_tune(CLI::App& app) {
   add_output(app, o->output, "the profile (default: where the engine looks, ~/.config/temper/engine-profile.json)");
   app.add_option("--replay-tokens", o->replay_tokens, "decode replay: tokens per round (default 40)")->check(integer_in(1, 1 << 20));
   app.add_option("--replay-rounds", o->replay_rounds, "decode replay: rounds (default 5)")->check(integer_in(1, 1 << 20));
+  app.add_option("--token-probe", o->token_probe,
+                 "token step: a ready temper-token-probe (default: built from --engine-src, a llama.cpp tree, against the "
+                 "libraries beside --llama-bench)");
+  app.add_option("--token-rounds", o->token_rounds, "token step: interleaved rounds per decision and for the prediction (default 5)")
+      ->check(integer_in(1, 1000));
+  app.add_option("--token-tokens", o->token_tokens, "token step: tokens per timed window while deciding (default 64)")
+      ->check(integer_in(1, 1 << 16));
+  app.add_option("--token-families", o->token_families,
+                 "token step: how many launch families (heaviest first) the token decides (default 4; 0: only the prediction)")
+      ->check(integer_in(0, 16));
+  app.add_option("--token-greedy", o->token_greedy, "token step: greedy steps compared, stock vs the profile (default 128; 0: none)")
+      ->check(integer_in(0, 1 << 16));
+  app.add_option("--min-token-gain", o->min_token_gain,
+                 "token step: take the engine's own config (or groups off) for a launch family when its CI lower bound beats "
+                 "the replay's choice by this fraction per token (default 0.005: 0.5 %)")
+      ->type_name("FRACTION")
+      ->check(fraction);
   add_bench_args(app, o->bench, false);
   add_json(app, o->json);
   return [o] { return run_tune(*o); };
@@ -222,7 +271,16 @@ const Registrar reg{
      "             their rows to L2); the replay checks every output is bit for bit unchanged, llama-bench's\n"
      "             first tg test (the profile without vs with them) decides: installed as *_pipelined entries\n"
      "             when its CI lower bound beats off by --min-pipeline-gain\n"
-     " 11 bench    with --llama-bench: your llama-bench with and without the profile (engine bench)\n"     "One journal in ~/.cache/temper/tune/<model and engine>/: each step records its input and is skipped\n"
+     " 11 token    with batch width 1 in --ncols and a token probe (built from a llama.cpp --engine-src against\n"
+     "             the libraries beside --llama-bench, or --token-probe): real decode tokens through the engine's\n"
+     "             graph, the profile switched between windows in one process. The --token-families heaviest launch\n"
+     "             families are each timed as tuned and at the engine's own config (groups: off), --token-rounds\n"
+     "             interleaved; the engine's wins when its CI lower bound beats the tuned by --min-token-gain.\n"
+     "             Then stock vs the final profile: the predicted tg speedup, and --token-greedy steps of greedy\n"
+     "             decoding compared (same tokens, finite logits)\n"
+     " 12 bench    with --llama-bench: your llama-bench with and without the profile (engine bench), its tg\n"
+     "             speedup beside the token step's prediction\n"
+     "One journal in ~/.cache/temper/tune/<model and engine>/: each step records its input and is skipped\n"
      "while it is unchanged (an updated llama.cpp tree builds a new engine and re-sweeps; a re-run on the\n"
      "same tree only re-benches). Killed or Ctrl-C'd (exit 7), the same command goes on where it stopped:\n"
      "nothing journaled is measured again. --probe P takes a ready temper-probe instead of building one.",

@@ -31,6 +31,8 @@
 #include "temper/plan.h"
 #include "temper/groups.h"
 #include "temper/pipeline.h"
+#include "temper/token.h"
+#include "temper/token_probe.h"
 
 namespace temper::tune {
 namespace fs = std::filesystem;
@@ -48,6 +50,7 @@ std::string_view step_name(Step s) {
     case Step::Groups: return "groups";
     case Step::Pipeline: return "pipeline";
     case Step::Replay: return "replay";
+    case Step::Token: return "token";
     case Step::Bench: return "bench";
   }
   return "?";
@@ -531,6 +534,13 @@ TuneReport run_steps(const TuneOptions& o, const TuneEvents& ev) {
     }
     read_back = as_found = mine = current.value_or(Profile{});
     Profile merged = current ? install_profile(*current, tuned, session) : tuned;
+    // What the token step took back stays taken back while the sweep's choice is the one it measured
+    // (the token step measures it again whenever its input changes).
+    if (current)
+      for (ProfileEntry& e : merged.entries)
+        if (const ProfileEntry* was = find_entry(*current, e.key);
+            was && token_rejected(*was) && e.approval == Approval::Approved && was->config == e.config)
+          e.approval = was->approval, e.note = was->note, e.decided_at = was->decided_at;
     int kept = 0;
     for (const auto& e : merged.entries) kept += !find_entry(tuned, e.key);
     report.installed = current.value_or(Profile{});
@@ -1044,6 +1054,178 @@ TuneReport run_steps(const TuneOptions& o, const TuneEvents& ev) {
     return {{"input", pipeline_input}, {"samples", to_json(samples)}, {"decided_at", when}, {"device", device_json(on)},
             {"engine_version", engine_version}, {"evidence", evidence_json(evidence)}};
   });
+  // ---- token: the heaviest launch families decided by whole decode tokens in the engine's graph ----
+  // The bench's tg test is what the prediction measures (its N tokens a window); tg128 without one.
+  int predict_tokens = 128;
+  if (o.bench)
+    for (const BenchTest& t : engine::parse_bench_tests(o.bench->tests))
+      if (t.n_gen > 0 && t.n_prompt == 0) {
+        predict_tokens = int(t.n_gen);
+        break;
+      }
+  const std::string token_settings =
+      json{{"rounds", o.token_rounds}, {"tokens", o.token_tokens}, {"families", o.token_families}, {"greedy", o.token_greedy},
+           {"min_gain", fmt("%.6f", o.min_token_gain)}, {"predict", predict_tokens}}.dump();
+  run_step(Step::Token, "the heaviest launch families confirmed or changed by whole tokens in the engine's graph; the tg prediction",
+           [&](StepReport& r) -> json {
+    if (std::find(o.ncols.begin(), o.ncols.end(), 1) == o.ncols.end()) {
+      r.outcome = "not asked";
+      r.summary = "no batch width 1 in --ncols (decode's tokens are one column)";
+      return {};
+    }
+    // The probe: a ready one, else built from the llama.cpp tree against llama-bench's libraries.
+    fs::path token_exe = o.token_probe;
+    std::string token_probe_id;
+    if (token_exe.empty()) {
+      std::string why_not;
+      if (!o.bench) why_not = "needs --llama-bench (the token probe links that build's libraries) or --token-probe";
+      else if (o.engine_src.empty() || !fs::is_regular_file(o.engine_src / "include" / "llama.h", ec))
+        why_not = "the engine tree is not a llama.cpp tree (no include/llama.h): nothing decodes a token";
+      if (!why_not.empty()) {
+        r.outcome = "not asked";
+        r.summary = why_not;
+        return {};
+      }
+      engine::TokenProbeBuild b;
+      b.llama_tree = o.engine_src;
+      b.lib_dir = fs::absolute(o.bench->llama_bench).parent_path();
+      b.out_dir = report.state_dir / "token-probe";
+      b.cancel = &cancel;
+      const engine::TokenProbeBuilt built = engine::build_token_probe(b);
+      token_exe = built.exe;
+      token_probe_id = built.hash;
+    } else {
+      token_probe_id = content_hash(read_input(token_exe, kMaxProbeBytes, "token probe"));
+    }
+    device.reset();  // the token probe runs the engine itself: the GPU to itself
+    const std::string input = digest({"token 1", token_probe_id, approved_fingerprint(report.installed, arch),
+                                      identity.header_hash, token_settings});
+    const json* last = log.last(Step::Token);
+    // Skipped while the input is the same, or the profile is still what this step left it as.
+    auto replay_decisions = [&](const json& record) {
+      Profile p = report.installed;
+      for (const json& c : record.at("coordinates")) {
+        const TokenCoordinate tc = token_coordinate_from_json(c);
+        report.token.push_back(tc);
+        p = with_token_option(p, arch, tc.kind, tc.options[size_t(tc.chosen)], tc.why);
+      }
+      if (record.contains("prediction")) report.token_prediction = token_prediction_from_json(record.at("prediction"));
+      if (to_json(p) == to_json(report.installed)) return false;
+      report.installed = std::move(p);
+      write_installed();
+      return true;
+    };
+    if (last && last->value("settings", "") == digest({token_probe_id, identity.header_hash, token_settings}) &&
+        (same_input(last, input) || last->value("output_fingerprint", "") == approved_fingerprint(report.installed, arch))) {
+      r.outcome = "skipped";
+      const bool again = replay_decisions(*last);
+      r.summary = "unchanged engine and profile: " + token_text(report.token, report.token_prediction ? &*report.token_prediction : nullptr) +
+                  (again ? "; recorded again in " + path_text(report.profile) : "");
+      return {};
+    }
+    // Coordinates journaled by an unfinished run of the same input are kept.
+    std::vector<TokenCoordinate> done;
+    if (same_input(last, input, "started")) {
+      for (const json& j : log.after_last(Step::Token))
+        if (j.contains("token_coordinate")) done.push_back(token_coordinate_from_json(j["token_coordinate"]));
+      if (!done.empty()) {
+        r.outcome = "resumed";
+        note("resuming the token step: " + std::to_string(done.size()) + " launch families journaled before are kept");
+      }
+    }
+    if (done.empty())
+      log.append({{"step", step_name(Step::Token)}, {"input", input}, {"outcome", "started"}, {"date", utc_now_iso8601()}});
+    const fs::path work = report.state_dir / "token";
+    fs::create_directories(work);
+    int probe_runs = 0;
+    auto run_probe = [&](const std::vector<Profile>& arms, int tokens, int greedy) {
+      engine::TokenPlan plan;
+      for (size_t i = 0; i < arms.size(); ++i) {
+        const fs::path arm = fs::absolute(work / ("arm-" + std::to_string(i) + ".json"));
+        save_profile(arms[i], arm);
+        plan.arms.push_back(arm);
+      }
+      plan.tokens = tokens;
+      plan.rounds = o.token_rounds;
+      plan.greedy = greedy;
+      plan.seed = uint32_t(++probe_runs);
+      engine::TokenProbeOptions po;
+      po.exe = token_exe;
+      po.model = fs::absolute(o.model);
+      po.work = work;
+      po.timeout_s = o.token_timeout_s;
+      po.cancel = &cancel;
+      po.progress = ev.token;
+      return engine::run_token_probe(po, plan);
+    };
+    auto per_round = [&](const engine::TokenRun& run, int arm) {
+      std::vector<std::vector<double>> rounds(size_t(o.token_rounds));
+      for (const engine::TokenWindow& w : run.windows)
+        if (w.arm == arm) rounds[size_t(w.round)].push_back(w.us_per_token);
+      return rounds;
+    };
+    const std::string not_asked_hook =
+        "the engine's hook cannot switch profiles while it runs (no temper_mmvq_load_profile: an engine patched before hook v4 or "
+        "not patched): patch it with this Temper and rebuild";
+    Profile working = report.installed;
+    for (const TokenCoordinate& c : done) working = with_token_option(working, arch, c.kind, c.options[size_t(c.chosen)], c.why);
+    for (TokenCoordinate c : token_coordinates(working, arch, o.token_families)) {
+      if (std::any_of(done.begin(), done.end(), [&](const TokenCoordinate& d) { return d.kind == c.kind; })) continue;
+      std::vector<Profile> arms;
+      for (const std::string& option : c.options) arms.push_back(with_token_option(working, arch, c.kind, option));
+      const engine::TokenRun run = run_probe(arms, o.token_tokens, 0);
+      if (run.hook_version == 0) {
+        r.outcome = "not asked";
+        r.summary = not_asked_hook;
+        note("no token step: " + not_asked_hook);
+        return {};
+      }
+      for (size_t i = 0; i < c.options.size(); ++i) c.samples.push_back(per_round(run, int(i)));
+      decide_coordinate(c, o.min_token_gain);
+      working = with_token_option(working, arch, c.kind, c.options[size_t(c.chosen)], c.why);
+      log.append({{"token_coordinate", to_json(c)}});
+      done.push_back(std::move(c));
+    }
+    // The prediction: stock (no entries) against the final profile, tg N as the bench runs it, then greedy.
+    const engine::TokenRun run = run_probe({Profile{}, working}, predict_tokens, o.token_greedy);
+    if (run.hook_version == 0) {
+      r.outcome = "not asked";
+      r.summary = not_asked_hook;
+      note("no token step: " + not_asked_hook);
+      return {};
+    }
+    TokenPrediction pred;
+    pred.tokens = predict_tokens;
+    pred.stock = per_round(run, 0);
+    pred.profile = per_round(run, 1);
+    pred.greedy_steps = o.token_greedy;
+    if (o.token_greedy > 0) {
+      const engine::TokenGreedy* g[2] = {nullptr, nullptr};
+      for (const engine::TokenGreedy& x : run.greedy) g[x.arm] = &x;
+      pred.greedy_identical = g[0] && g[1] && g[0]->tokens == g[1]->tokens;
+      pred.finite = g[0] && g[1] && g[0]->finite && g[1]->finite;
+      if (!pred.greedy_identical) note("token step: greedy decoding with the profile chose other tokens than stock in " +
+                                       std::to_string(o.token_greedy) + " steps (log: " + path_text(work / "token-probe.log") + ")");
+      if (!pred.finite) note("token step: logits that are not finite in greedy decoding (log: " + path_text(work / "token-probe.log") + ")");
+    }
+    summarize_prediction(pred);
+    report.token = done;
+    report.token_prediction = pred;
+    // Only now the profile changes: a failure above installs nothing.
+    if (to_json(working) != to_json(report.installed)) {
+      report.installed = working;
+      write_installed();
+    }
+    json coordinates = json::array();
+    for (const TokenCoordinate& c : done) coordinates.push_back(to_json(c));
+    for (const TokenCoordinate& c : done)
+      if (c.chosen != 0) note("token step: " + c.kind + " runs " + c.options[size_t(c.chosen)] + ", not the replay's choice: " + c.why);
+    r.summary = token_text(done, &pred);
+    return {{"input", input}, {"settings", digest({token_probe_id, identity.header_hash, token_settings})},
+            {"output_fingerprint", approved_fingerprint(report.installed, arch)}, {"coordinates", coordinates},
+            {"prediction", to_json(pred)}};
+  });
+
   const std::string fingerprint = approved_fingerprint(report.installed, arch);
 
   device.reset();  // the probe is done: llama-bench gets the GPU to itself
@@ -1095,6 +1277,13 @@ TuneReport run_steps(const TuneOptions& o, const TuneEvents& ev) {
     write_installed();
     report.bench = result.record;
     r.summary = bench_summary(result.record) + "; recorded in " + path_text(report.profile);
+    if (report.token_prediction)
+      for (const BenchTest& t : result.record.tests)
+        if (t.n_prompt == 0 && t.n_gen == report.token_prediction->tokens) {
+          report.token_prediction->bench_speedup = t.speedup;
+          r.summary += "; the token probe predicted " + fmt("%.3f", report.token_prediction->speedup);
+          break;
+        }
     return {{"input", input}};
   });
   return report;

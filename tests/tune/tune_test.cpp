@@ -107,7 +107,8 @@ TEST(Tune, WholeJobThenARerunOnlyRebenches) {
                                                                   {"build", "not asked"}, {"sweep", "done"},
                                                                   {"approve", "done"}, {"install", "done"},
                                                                   {"crossover", "done"}, {"groups", "done"},
-                                                                  {"pipeline", "done"}, {"replay", "done"}, {"bench", "done"}}));
+                                                                  {"pipeline", "done"}, {"replay", "done"}, {"token", "not asked"},
+                                                                  {"bench", "done"}}));
   // Installed where the engine looks, with approved winners, the replay's and the bench's numbers.
   EXPECT_EQ(first["profile"], d.profile.string());
   const Profile p = load_profile(d.profile);
@@ -160,7 +161,8 @@ TEST(Tune, WholeJobThenARerunOnlyRebenches) {
                                                                    {"build", "not asked"}, {"sweep", "skipped"},
                                                                    {"approve", "skipped"}, {"install", "skipped"},
                                                                    {"crossover", "skipped"}, {"groups", "skipped"},
-                                                                   {"pipeline", "skipped"}, {"replay", "skipped"}, {"bench", "done"}}));
+                                                                   {"pipeline", "skipped"}, {"replay", "skipped"},
+                                                                   {"token", "not asked"}, {"bench", "done"}}));
   EXPECT_EQ(line_count(d.gemv_log), measured);  // nothing measured again
   EXPECT_EQ(line_count(d.bench_log), 20u);  // the bench again; the pipeline step skipped
   EXPECT_EQ(second["replay"], first["replay"]);  // the journaled numbers
@@ -724,6 +726,94 @@ TEST(Tune, PipelineStepThatChangesAnOutputOrDoesNotPayInstallsNothing) {
     EXPECT_TRUE(said) << n["notes"].dump();
     EXPECT_EQ(pipelined_entries(load_profile(none.profile)), 0);
   }
+}
+
+// The token step (issue 46) against the fake token probe, whose rule is known: a token costs 100 µs
+// less what the approved entries save as the sweep measured them, and FAKE_TOKEN_SLOW's family costs
+// three times its saving instead. The sweep approves that family's configs (faster per launch); the
+// token must take them back. Then: a probe killed mid-step resumes without measuring a family again,
+// a re-run skips, bad output is exit 4 with the profile untouched, an engine without the profile
+// switch makes the step "not asked".
+TEST(Tune, TokenStepTakesBackAConfigFasterPerLaunchButSlowerPerToken) {
+  const TuneDir d;
+  const fs::path token_log = d.dir / "token.log";
+  std::map<std::string, std::string> small = {{"--ncols", "1"}, {"--tests", "tg128"}, {"--rounds", "1"}, {"--replay-tokens", "4"},
+                                              {"--replay-rounds", "2"}, {"--token-probe", FAKE_TOKEN_PROBE}, {"--token-rounds", "5"},
+                                              {"--token-tokens", "8"}, {"--token-greedy", "16"}};
+  const test::Env slow = {{"FAKE_TOKEN_SLOW", "mul_mat"}, {"FAKE_TOKEN_LOG", token_log.string()}};
+  auto with = [](test::Env e, test::Env more) {
+    e.insert(e.end(), more.begin(), more.end());
+    return e;
+  };
+  // The prediction's probe fails: exit 4 naming the probe, the families decided so far journaled, and
+  // the profile as the pipeline step left it.
+  const test::CliRun failed = test::run_temper(d.args(small), d.env(with(slow, {{"FAKE_TOKEN_FAIL_GREEDY", "1"}})), true);
+  ASSERT_EQ(failed.code, 4) << failed.output;
+  EXPECT_NE(failed.output.find("token probe exited with status 1; last stderr: fake-token-probe: a decode failed"), std::string::npos)
+      << failed.output;
+  const std::string before_token = read_file(d.profile);
+  EXPECT_EQ(before_token.find("token probe"), std::string::npos);
+  const size_t families = line_count(token_log) - 1;  // one probe run per family, then the prediction's
+  ASSERT_GE(families, 1u);
+
+  const json j = d.run(small, slow);
+  ASSERT_TRUE(j.is_object());
+  EXPECT_EQ(outcomes(j)["token"], "resumed");
+  EXPECT_EQ(line_count(token_log), families + 2);  // the prediction alone ran again
+  ASSERT_EQ(j["token"]["coordinates"].size(), families) << j["token"].dump();
+  bool slow_seen = false;
+  for (const json& c : j["token"]["coordinates"]) {
+    const std::string chosen = c["options"][c["chosen"].get<size_t>()];
+    if (c["kind"] == "mul_mat") {
+      slow_seen = true;
+      EXPECT_EQ(chosen, "default") << c.dump();
+      EXPECT_GT(c["low"].get<double>(), 1.005) << c.dump();
+    } else {
+      EXPECT_EQ(chosen, "tuned") << c.dump();  // the others save what the sweep said: kept
+    }
+  }
+  ASSERT_TRUE(slow_seen) << j["token"].dump();
+  const Profile p = load_profile(d.profile);
+  int taken_back = 0, kept = 0;
+  for (const ProfileEntry& e : p.entries) {
+    if (e.key.ncols != 1 || launch_is_pipelined(e.key.launch) || launch_is_group(e.key.launch)) continue;
+    if (e.key.launch == Launch::MulMat) {
+      EXPECT_NE(e.approval, Approval::Approved) << key_text(e.key);
+      taken_back += e.approval == Approval::Rejected && e.note.rfind("token probe: default", 0) == 0;
+    } else {
+      kept += e.approval == Approval::Approved;
+    }
+  }
+  EXPECT_GT(taken_back, 0);
+  EXPECT_GT(kept, 0);
+  // The prediction and the bench side by side; greedy decoding gave the same tokens.
+  EXPECT_GT(j["prediction"]["token"].get<double>(), 1.0);
+  EXPECT_GT(j["prediction"]["bench"].get<double>(), 1.0);
+  EXPECT_TRUE(j["token"]["prediction"]["greedy_identical"].get<bool>());
+  EXPECT_EQ(j["token"]["prediction"]["tokens"], 128);
+
+  const json again = d.run(small, slow);
+  EXPECT_EQ(outcomes(again)["token"], "skipped");
+  EXPECT_EQ(line_count(token_log), families + 2);
+  EXPECT_EQ(again["prediction"]["token"], j["prediction"]["token"]);
+
+  // Bad output: one line, exit 4, the profile byte for byte as it was.
+  const std::string installed = read_file(d.profile);
+  small["--token-rounds"] = "4";
+  const test::CliRun bad = test::run_temper(d.args(small), d.env(with(slow, {{"FAKE_TOKEN_GARBAGE", "1"}})), true);
+  EXPECT_EQ(bad.code, 4) << bad.output;
+  EXPECT_NE(bad.output.find("token probe: output line 3 ('window 0 0 0 fast'): expected"), std::string::npos) << bad.output;
+  EXPECT_EQ(read_file(d.profile), installed);
+
+  // An engine whose hook cannot switch profiles: not asked, said once, nothing changed.
+  small["--token-rounds"] = "3";
+  const json old = d.run(small, with(slow, {{"FAKE_TOKEN_NO_HOOK", "1"}}));
+  ASSERT_TRUE(old.is_object());
+  EXPECT_EQ(outcomes(old)["token"], "not asked");
+  int said = 0;
+  for (const json& n : old["notes"]) said += n.get<std::string>().rfind("no token step: the engine's hook cannot switch profiles", 0) == 0;
+  EXPECT_EQ(said, 1) << old["notes"].dump();
+  EXPECT_TRUE(old["prediction"]["token"].is_null());
 }
 
 // ---- The install rule ----

@@ -2,7 +2,9 @@
 // `temper tune`: the whole job in one command (docs/llama-cpp.md). check → (patch) → engine build →
 // engine sweep → approve → install the profile where the engine looks (or -o) → mmvq-or-mmq
 // crossover at batch widths 2..8 → same-input groups → decode replay → pipelined launches (llama-bench
-// decides) → llama-bench with and without the profile. One journal in
+// decides) → the token step (the heaviest launch families confirmed or changed by whole decode tokens in
+// the engine's graph, and the tg speedup predicted; temper/token.h) → llama-bench with and without the
+// profile. One journal in
 // a state folder per (model, engine): every step records its input's digest and is skipped while
 // that input is unchanged (an updated llama.cpp tree builds a new engine, so it re-sweeps; a re-run
 // on the same tree only re-benches); the sweep keeps its own journal there, so a tune killed
@@ -23,16 +25,17 @@
 #include "temper/crossover.h"
 #include "temper/groups.h"
 #include "temper/pipeline.h"
+#include "temper/token.h"
 #include "temper/engine_build.h"
 #include "temper/profile.h"
 #include "temper/sweep.h"
 
 namespace temper::tune {
 
-enum class Step { Check, Patch, Build, Sweep, Approve, Install, Crossover, Groups, Replay, Pipeline, Bench };
-inline constexpr Step kSteps[] = {Step::Check,     Step::Patch,  Step::Build,  Step::Sweep,    Step::Approve, Step::Install,
-                                  Step::Crossover, Step::Groups, Step::Replay, Step::Pipeline, Step::Bench};
-// "check", "patch", "build", "sweep", "approve", "install", "crossover", "groups", "replay", "pipeline", "bench"
+enum class Step { Check, Patch, Build, Sweep, Approve, Install, Crossover, Groups, Replay, Pipeline, Token, Bench };
+inline constexpr Step kSteps[] = {Step::Check,  Step::Patch,  Step::Build,    Step::Sweep, Step::Approve, Step::Install,
+                                  Step::Crossover, Step::Groups, Step::Replay, Step::Pipeline, Step::Token, Step::Bench};
+// "check", "patch", "build", "sweep", "approve", "install", "crossover", "groups", "replay", "pipeline", "token", "bench"
 std::string_view step_name(Step s);
 
 struct TuneOptions {
@@ -54,6 +57,15 @@ struct TuneOptions {
   double min_group_gain = kDefaultMinGroupGain;
   // The pipeline step approves pipelining every one-column launch when its CI lower bound beats off by this.
   double min_pipeline_gain = kDefaultMinPipelineGain;
+  // The token step: a ready token probe (CI, or one built before); empty: built from engine_src (a
+  // llama.cpp tree) against the libraries beside bench's llama-bench. No probe that can be had: not asked.
+  std::filesystem::path token_probe;
+  int token_rounds = 5;       // interleaved rounds per coordinate and for the prediction
+  int token_tokens = 64;      // tokens per window while deciding (the prediction uses the bench's tg N)
+  int token_families = 4;     // the heaviest launch families measured by the token
+  int token_greedy = 128;     // greedy steps, stock and the final profile (0: none)
+  double min_token_gain = kDefaultMinTokenGain;
+  double token_timeout_s = 900;  // per probe run
   // llama-bench; its model and profile are tune's. Absent: no bench step.
   std::optional<engine::BenchOptions> bench;
   const std::atomic<bool>* cancel = nullptr;  // set: the running step stops, Error(Cancelled); run again to go on
@@ -80,6 +92,7 @@ struct TuneEvents {
   std::function<void(int, int)> groups;     // the group step's replay runs done of total
   std::function<void(int, int)> pipeline;   // the pipeline step's replay runs done of total
   std::function<void(const engine::BenchProgress&)> bench;
+  std::function<void(int, int)> token;      // the token step's windows done of total (per probe run)
 };
 
 struct TuneReport {
@@ -90,6 +103,8 @@ struct TuneReport {
   std::vector<GroupDecision> groups;     // the group step's decision per batch width 1..4 measured
   std::optional<PipelineDecision> pipeline;  // the pipeline step's, when it measured
   std::optional<nlohmann::json> replay;  // the replay's numbers (what `engine replay --json` prints)
+  std::vector<TokenCoordinate> token;     // the token step's coordinates, as decided
+  std::optional<TokenPrediction> token_prediction;  // stock vs the final profile by the token probe
   std::optional<BenchRecord> bench;
   std::vector<std::string> notes;
 };

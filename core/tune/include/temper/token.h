@@ -1,0 +1,69 @@
+#pragma once
+// Tune's token step (issue 46): the choices the replay made, confirmed or changed by whole decode
+// tokens in the engine's own graph (the token probe, temper/token_probe.h), and the tg speedup the
+// profile will give predicted the same way. The replay times a token's GEMVs back to back; the token
+// probe runs them where llama-bench does — between the other kernels, under CUDA graphs and ggml's
+// dependent launches, with the real expert routing — so what it says wins.
+//
+// Coordinates: the launch families the profile tunes at one column (mul_mat, mul_mat_glu, mul_mat_id,
+// mul_mat_id_glu, each with its unfused and pipelined kinds) and the same-input groups, heaviest first
+// by the token time the sweep measured for them. Each is measured as tuned and with the replay's
+// choice taken back ("default": the engine's own config, pipelined where the profile pipelines it;
+// "off" for groups), interleaved in one probe process; the alternative wins only when its CI lower
+// bound beats the tuned one by --min-token-gain. Then stock against the final profile: the prediction.
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "temper/profile.h"
+
+namespace temper::tune {
+
+inline constexpr double kDefaultMinTokenGain = 0.005;
+
+struct TokenCoordinate {
+  std::string kind;      // "mul_mat", "mul_mat_glu", "mul_mat_id", "mul_mat_id_glu", "groups"
+  int entries = 0;       // the profile's approved one-column entries it covers
+  double weight_us = 0;  // their launches' engine-default µs a token, as the sweep measured them
+  std::vector<std::string> options;  // "tuned" first, then "default" (families) or "off" (groups)
+  std::vector<std::vector<std::vector<double>>> samples;  // per option, per round: µs per token
+  int chosen = 0;
+  double speedup = 1, low = 1, high = 1;  // the best other option over "tuned" (µs tuned / µs other), 95 % CI
+  std::string why;
+};
+
+// The coordinates of `p` for `arch`, heaviest first, at most `max` of them.
+std::vector<TokenCoordinate> token_coordinates(const Profile& p, const std::string& arch, int max);
+// What the token step writes before its reason in the notes of the entries it takes back.
+inline constexpr std::string_view kTokenNote = "token probe: ";
+// An entry a token step took back (rejected, its note starting with kTokenNote): still the replay's
+// choice, measured again as "tuned" by the next token step.
+bool token_rejected(const ProfileEntry& e);
+// `p` with a coordinate's option applied to the one-column entries of `arch` (every device's) of that
+// family: "tuned" approves the replay's choices (again); "default" rejects them, noting kTokenNote +
+// `why`; "off" rejects the groups. The family's pipelined entries follow their plain launch's config.
+Profile with_token_option(Profile p, const std::string& arch, const std::string& kind, const std::string& option,
+                          const std::string& why = "the engine's own config is faster per token");
+// Picks the option: the fastest other one when its CI lower bound over "tuned" is at least 1 + min_gain.
+void decide_coordinate(TokenCoordinate& c, double min_gain = kDefaultMinTokenGain);
+
+struct TokenPrediction {
+  int tokens = 0;                                              // per window (the bench's tg test)
+  std::vector<std::vector<double>> stock, profile;             // µs per token per round
+  double stock_us = 0, profile_us = 0;                         // medians
+  double speedup = 1, low = 1, high = 1;                       // stock / profile, 95 % CI
+  int greedy_steps = 0;
+  bool greedy_identical = false, finite = false;               // the profile's greedy tokens = stock's; logits finite
+  double bench_speedup = 0;                                    // llama-bench's, once measured (0: not yet)
+};
+void summarize_prediction(TokenPrediction& p);
+
+nlohmann::json to_json(const TokenCoordinate& c);
+TokenCoordinate token_coordinate_from_json(const nlohmann::json& j);  // Error(BadInput) when it does not read
+nlohmann::json to_json(const TokenPrediction& p);
+TokenPrediction token_prediction_from_json(const nlohmann::json& j);
+std::string token_text(const std::vector<TokenCoordinate>& coordinates, const TokenPrediction* prediction);
+
+}  // namespace temper::tune

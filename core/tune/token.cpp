@@ -1,0 +1,198 @@
+// Tune's token step: the replay's choices per launch family, confirmed or changed by whole tokens.
+#include "temper/token.h"
+
+#include <algorithm>
+#include <map>
+
+#include "temper/crossover.h"
+#include "temper/error.h"
+#include "temper/format.h"
+#include "temper/stats.h"
+
+namespace temper::tune {
+using nlohmann::json;
+
+namespace {
+
+// The coordinate a launch kind belongs to: its family, whatever form (unfused, pipelined) it runs in.
+std::string family(Launch l) {
+  switch (l) {
+    case Launch::MulMat:
+    case Launch::MulMatPipelined: return "mul_mat";
+    case Launch::MulMatGlu:
+    case Launch::MulMatGluUnfused:
+    case Launch::MulMatGluPipelined: return "mul_mat_glu";
+    case Launch::MulMatId:
+    case Launch::MulMatIdPipelined: return "mul_mat_id";
+    case Launch::MulMatIdGlu:
+    case Launch::MulMatIdGluUnfused:
+    case Launch::MulMatIdGluPipelined: return "mul_mat_id_glu";
+    case Launch::MulMatGroup: return "groups";
+  }
+  return "?";
+}
+
+// The replay's choices: approved one-column entries, and those an earlier token step took back.
+bool in_scope(const ProfileEntry& e, const std::string& arch) {
+  return e.key.arch == arch && e.key.ncols == 1 && (e.approval == Approval::Approved || token_rejected(e));
+}
+
+double median_of(const std::vector<std::vector<double>>& rounds) {
+  std::vector<double> all;
+  for (const auto& r : rounds) all.insert(all.end(), r.begin(), r.end());
+  return all.empty() ? 0 : summarize(all).median;
+}
+
+}  // namespace
+
+bool token_rejected(const ProfileEntry& e) { return e.approval == Approval::Rejected && e.note.rfind(kTokenNote, 0) == 0; }
+
+std::vector<TokenCoordinate> token_coordinates(const Profile& p, const std::string& arch, int max) {
+  std::map<std::string, TokenCoordinate> by_kind;
+  for (const ProfileEntry& e : p.entries) {
+    if (!in_scope(e, arch) || launch_is_pipelined(e.key.launch)) continue;
+    TokenCoordinate& c = by_kind[family(e.key.launch)];
+    c.kind = family(e.key.launch);
+    ++c.entries;
+    // Groups are whole-token entries: their provenance is not per launch and weighs nothing here.
+    if (e.provenance && !launch_is_group(e.key.launch)) c.weight_us += double(e.provenance->calls_per_token) * e.provenance->default_us;
+  }
+  std::vector<TokenCoordinate> out;
+  for (auto& [kind, c] : by_kind) {
+    c.options = {"tuned", kind == "groups" ? "off" : "default"};
+    out.push_back(std::move(c));
+  }
+  std::stable_sort(out.begin(), out.end(), [](const TokenCoordinate& a, const TokenCoordinate& b) { return a.weight_us > b.weight_us; });
+  if (max >= 0 && int(out.size()) > max) out.resize(size_t(max));
+  return out;
+}
+
+Profile with_token_option(Profile p, const std::string& arch, const std::string& kind, const std::string& option,
+                          const std::string& why) {
+  const bool tuned = option == "tuned";
+  if (!tuned && option != (kind == "groups" ? "off" : "default"))
+    fail(ErrorKind::BadInput, "token step: no option '" + option + "' for " + kind);
+  for (ProfileEntry& e : p.entries) {
+    if (!in_scope(e, arch) || family(e.key.launch) != kind || launch_is_pipelined(e.key.launch)) continue;
+    if (tuned && token_rejected(e)) e.approval = Approval::Approved, e.note.clear();
+    if (!tuned) e.approval = Approval::Rejected, e.note = std::string(kTokenNote) + why;
+  }
+  // A pipelined launch runs at the config its plain launch runs.
+  for (ProfileEntry& e : p.entries) {
+    if (!in_scope(e, arch) || family(e.key.launch) != kind || !launch_is_pipelined(e.key.launch)) continue;
+    ProfileKey plain_key = e.key;
+    plain_key.launch = unpipelined_kind(e.key.launch);
+    const ProfileEntry* plain = find_entry(p, plain_key);
+    if (plain && plain->approval == Approval::Approved) e.config = plain->config, e.is_small_k = plain->is_small_k;
+    else if (e.default_config.nwarps > 0) e.config = e.default_config, e.is_small_k = false;
+  }
+  return p;
+}
+
+void decide_coordinate(TokenCoordinate& c, double min_gain) {
+  if (c.samples.size() != c.options.size() || c.samples.empty())
+    fail(ErrorKind::BadInput, "token step: " + c.kind + " has samples for " + std::to_string(c.samples.size()) + " of " +
+                                  std::to_string(c.options.size()) + " options");
+  for (const auto& rounds : c.samples)
+    if (rounds.empty()) fail(ErrorKind::BadInput, "token step: " + c.kind + " has an option without samples");
+  c.chosen = 0;
+  c.speedup = c.low = c.high = 1;
+  int best = -1;
+  RatioCi best_ci;
+  for (size_t i = 1; i < c.options.size(); ++i) {
+    // µs per token: tuned / option is the option's speedup.
+    const RatioCi ci = bootstrap_median_ratio(c.samples[i], c.samples[0]);
+    if (best < 0 || ci.ratio > best_ci.ratio) best = int(i), best_ci = ci;
+  }
+  if (best < 0) {
+    c.why = "nothing to compare";
+    return;
+  }
+  c.speedup = best_ci.ratio, c.low = best_ci.low, c.high = best_ci.high;
+  const std::string ci = gain_text(c.speedup) + " [" + gain_text(c.low) + ", " + gain_text(c.high) + "] per token";
+  const std::string other = c.options[size_t(best)];
+  if (c.low >= 1 + min_gain) {
+    c.chosen = best;
+    c.why = other + " " + ci + ": the replay's choice loses in the engine's graph";
+  } else {
+    c.why = "tuned kept (" + other + " " + ci + ")";
+  }
+}
+
+void summarize_prediction(TokenPrediction& p) {
+  if (p.stock.empty() || p.profile.empty()) fail(ErrorKind::BadInput, "token prediction: an arm without samples");
+  p.stock_us = median_of(p.stock);
+  p.profile_us = median_of(p.profile);
+  const RatioCi ci = bootstrap_median_ratio(p.profile, p.stock);  // stock µs / profile µs
+  p.speedup = ci.ratio, p.low = ci.low, p.high = ci.high;
+}
+
+json to_json(const TokenCoordinate& c) {
+  return {{"kind", c.kind},     {"entries", c.entries}, {"weight_us", c.weight_us}, {"options", c.options},
+          {"samples", c.samples}, {"chosen", c.chosen},   {"speedup", c.speedup},     {"low", c.low},
+          {"high", c.high},     {"why", c.why}};
+}
+
+TokenCoordinate token_coordinate_from_json(const json& j) {
+  TokenCoordinate c;
+  try {
+    c.kind = j.at("kind").get<std::string>();
+    c.entries = j.at("entries").get<int>();
+    c.weight_us = j.at("weight_us").get<double>();
+    c.options = j.at("options").get<std::vector<std::string>>();
+    c.samples = j.at("samples").get<std::vector<std::vector<std::vector<double>>>>();
+    c.chosen = j.at("chosen").get<int>();
+    c.speedup = j.at("speedup").get<double>();
+    c.low = j.at("low").get<double>();
+    c.high = j.at("high").get<double>();
+    c.why = j.at("why").get<std::string>();
+  } catch (const json::exception& e) {
+    fail(ErrorKind::BadInput, std::string("tune journal: a token coordinate that does not read: ") + e.what());
+  }
+  if (c.options.empty() || c.chosen < 0 || c.chosen >= int(c.options.size()))
+    fail(ErrorKind::BadInput, "tune journal: token coordinate " + c.kind + " chose option " + std::to_string(c.chosen) + " of " +
+                                  std::to_string(c.options.size()));
+  return c;
+}
+
+json to_json(const TokenPrediction& p) {
+  return {{"tokens", p.tokens},         {"stock", p.stock},
+          {"profile", p.profile},       {"stock_us", p.stock_us},
+          {"profile_us", p.profile_us}, {"speedup", p.speedup},
+          {"low", p.low},               {"high", p.high},
+          {"greedy_steps", p.greedy_steps}, {"greedy_identical", p.greedy_identical},
+          {"finite", p.finite},         {"bench_speedup", p.bench_speedup}};
+}
+
+TokenPrediction token_prediction_from_json(const json& j) {
+  TokenPrediction p;
+  try {
+    p.tokens = j.at("tokens").get<int>();
+    p.stock = j.at("stock").get<std::vector<std::vector<double>>>();
+    p.profile = j.at("profile").get<std::vector<std::vector<double>>>();
+    p.greedy_steps = j.at("greedy_steps").get<int>();
+    p.greedy_identical = j.at("greedy_identical").get<bool>();
+    p.finite = j.at("finite").get<bool>();
+    p.bench_speedup = j.value("bench_speedup", 0.0);
+  } catch (const json::exception& e) {
+    fail(ErrorKind::BadInput, std::string("tune journal: a token prediction that does not read: ") + e.what());
+  }
+  summarize_prediction(p);
+  return p;
+}
+
+std::string token_text(const std::vector<TokenCoordinate>& coordinates, const TokenPrediction* prediction) {
+  std::string s;
+  int changed = 0;
+  for (const TokenCoordinate& c : coordinates) changed += c.chosen != 0;
+  s = std::to_string(coordinates.size()) + " launch famil" + (coordinates.size() == 1 ? "y" : "ies") + " measured by the token, " +
+      std::to_string(changed) + " changed";
+  for (const TokenCoordinate& c : coordinates)
+    s += "; " + c.kind + ": " + c.why;
+  if (prediction)
+    s += "; predicted tg" + std::to_string(prediction->tokens) + " " + format_number("x%.3f", prediction->speedup) + " [" +
+         format_number("%.3f", prediction->low) + ", " + format_number("%.3f", prediction->high) + "]";
+  return s;
+}
+
+}  // namespace temper::tune

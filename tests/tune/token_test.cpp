@@ -1,0 +1,202 @@
+// The token step without an engine: the token probe's output read strictly against its plan, the
+// coordinates a profile gives, what each option changes in the profile, and the decision from known
+// samples (issue 46).
+#include <gtest/gtest.h>
+
+#include "temper/error.h"
+#include "temper/token.h"
+#include "temper/token_probe.h"
+
+using namespace temper;
+using namespace temper::tune;
+
+namespace {
+
+engine::TokenPlan plan(int arms, int rounds, int greedy = 0) {
+  engine::TokenPlan p;
+  for (int i = 0; i < arms; ++i) p.arms.push_back("/tmp/arm-" + std::to_string(i) + ".json");
+  p.rounds = rounds;
+  p.greedy = greedy;
+  return p;
+}
+
+std::string error_of(std::string_view text, const engine::TokenPlan& p, bool finished = true) {
+  try {
+    engine::parse_token_output(text, p, finished);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::GpuFault);
+    return e.what();
+  }
+  return "";
+}
+
+TEST(TokenProbeOutput, ReadsWindowsAndGreedyOfEveryArm) {
+  const std::string out =
+      "temper-token-probe 1 hook 9\nmodel 32 128256\nwindow 0 0 0 5012.5\nwindow 1 0 0 4800\nwindow 1 1 0 4810.25\n"
+      "window 0 1 0 5020\ngreedy 0 0123456789abcdef 1 5 7\ngreedy 1 0123456789abcdef 1 5 7\ndone\n";
+  const engine::TokenRun r = engine::parse_token_output(out, plan(2, 2, 2), true);
+  EXPECT_EQ(r.hook_version, 9);
+  EXPECT_EQ(r.layers, 32);
+  EXPECT_EQ(r.vocab, 128256);
+  EXPECT_EQ(r.arm_samples(0), (std::vector<double>{5012.5, 5020}));
+  EXPECT_EQ(r.arm_samples(1), (std::vector<double>{4800, 4810.25}));
+  ASSERT_EQ(r.greedy.size(), 2u);
+  EXPECT_EQ(r.greedy[1].tokens, (std::vector<int>{5, 7}));
+  EXPECT_TRUE(r.greedy[0].finite);
+}
+
+TEST(TokenProbeOutput, AnythingElseIsOneLineNamingTheLine) {
+  const std::string head = "temper-token-probe 1 hook 9\nmodel 2 100\n";
+  EXPECT_NE(error_of(head + "window 0 0 0 fast\n", plan(1, 1)).find("output line 3"), std::string::npos);
+  EXPECT_NE(error_of(head + "window 2 0 0 10\n", plan(2, 1)).find("an arm below 2"), std::string::npos);
+  EXPECT_NE(error_of(head + "window 0 1 0 10\n", plan(1, 1)).find("a round below 1"), std::string::npos);
+  EXPECT_NE(error_of(head + "window 0 0 0 nan\n", plan(1, 1)).find("output line 3"), std::string::npos);
+  EXPECT_NE(error_of(head + "window 0 0 0 -3\n", plan(1, 1)).find("positive, finite"), std::string::npos);
+  EXPECT_NE(error_of(head + "window 0 0 0 10\n", plan(1, 1)).find("without 'done'"), std::string::npos);
+  EXPECT_NE(error_of(head + "done\n", plan(1, 1)).find("arm 0 has 0 windows"), std::string::npos);
+  EXPECT_NE(error_of(head + "window 0 0 0 10\nwindow 0 0 0 10\ndone\n", plan(1, 1)).find("no more windows"), std::string::npos);
+  EXPECT_NE(error_of(head + "greedy 0 xyz 1 1\n", plan(1, 1, 1)).find("16 hex digits"), std::string::npos);
+  EXPECT_NE(error_of(head + "greedy 0 0123456789abcdef 1 100\n", plan(1, 1, 1)).find("below the vocabulary"), std::string::npos);
+  EXPECT_NE(error_of(head + "window 0 0 0 10\ndone\nwindow 0 0 0 10\n", plan(1, 1)).find("nothing after 'done'"), std::string::npos);
+  EXPECT_NE(error_of("model 2 100\n", plan(1, 1)).find("'temper-token-probe 1 hook V' first"), std::string::npos);
+  EXPECT_NE(error_of("", plan(1, 1)).find("no output"), std::string::npos);
+  // An engine without the profile switch says so in its first line and nothing else is expected.
+  EXPECT_EQ(engine::parse_token_output("temper-token-probe 1 hook 0\n", plan(1, 1), true).hook_version, 0);
+}
+
+TEST(TokenProbePlan, ListsEverySettingAndArm) {
+  engine::TokenPlan p = plan(2, 3, 16);
+  p.tokens = 64;
+  const std::string t = engine::token_plan_text(p);
+  EXPECT_EQ(t.rfind("temper-token-plan 1\n", 0), 0u);
+  for (const char* line : {"tokens 64\n", "rounds 3\n", "greedy 16\n", "arm /tmp/arm-0.json\n", "arm /tmp/arm-1.json\n"})
+    EXPECT_NE(t.find(line), std::string::npos) << line;
+}
+
+ProfileEntry entry(Launch launch, int n, double calls, double default_us, double tuned_us, Config c = {4, 2}) {
+  ProfileEntry e;
+  e.key = ProfileKey("sm_90", ShapeKey{GgmlType::Q4_K, n, 4096, launch}, 1);
+  e.config = c;
+  e.default_config = {4, 1};
+  e.approval = Approval::Approved;
+  Provenance p;
+  p.calls_per_token = int64_t(calls);
+  p.default_us = default_us;
+  p.tuned_us = tuned_us;
+  e.provenance = p;
+  return e;
+}
+
+Profile two_families() {
+  Profile p;
+  p.entries = {entry(Launch::MulMat, 4096, 64, 10, 8), entry(Launch::MulMat, 1024, 32, 5, 4),
+               entry(Launch::MulMatGlu, 14336, 32, 40, 35), entry(Launch::MulMatPipelined, 4096, 64, 0, 0, {4, 2})};
+  ProfileEntry other_arch = entry(Launch::MulMat, 4096, 64, 10, 8);
+  other_arch.key.arch = "gfx90a";
+  ProfileEntry two_columns = entry(Launch::MulMat, 4096, 64, 10, 8);
+  two_columns.key.ncols = 2;
+  p.entries.push_back(other_arch);
+  p.entries.push_back(two_columns);
+  return p;
+}
+
+TEST(TokenCoordinates, FamiliesOfApprovedOneColumnEntriesHeaviestFirst) {
+  const std::vector<TokenCoordinate> c = token_coordinates(two_families(), "sm_90", 4);
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[0].kind, "mul_mat_glu");  // 32 × 40 µs
+  EXPECT_DOUBLE_EQ(c[0].weight_us, 1280);
+  EXPECT_EQ(c[1].kind, "mul_mat");      // 64 × 10 + 32 × 5 µs
+  EXPECT_EQ(c[1].entries, 2);
+  EXPECT_DOUBLE_EQ(c[1].weight_us, 800);
+  EXPECT_EQ(c[1].options, (std::vector<std::string>{"tuned", "default"}));
+  EXPECT_EQ(token_coordinates(two_families(), "sm_90", 1).size(), 1u);
+  EXPECT_TRUE(token_coordinates(two_families(), "sm_80", 4).empty());
+}
+
+TEST(TokenCoordinates, DefaultTakesTheFamilysTunedConfigsBackAndOnlyThose) {
+  const Profile p = with_token_option(two_families(), "sm_90", "mul_mat", "default", "why");
+  int rejected = 0;
+  for (const ProfileEntry& e : p.entries) {
+    const bool family_here = e.key.arch == "sm_90" && e.key.ncols == 1 && e.key.launch == Launch::MulMat;
+    EXPECT_EQ(e.approval == Approval::Rejected, family_here) << key_text(e.key);
+    if (family_here) EXPECT_EQ(e.note, "token probe: why");
+    rejected += e.approval == Approval::Rejected;
+  }
+  EXPECT_EQ(rejected, 2);
+  // The family's pipelined entry stays pipelined, at the engine's default config; another family's
+  // option leaves it as it is.
+  const Profile glu = with_token_option(two_families(), "sm_90", "mul_mat_glu", "default");
+  for (const auto& [profile, config] : {std::pair{p, Config{4, 1}}, std::pair{glu, Config{4, 2}}})
+    for (const ProfileEntry& e : profile.entries)
+      if (e.key.launch == Launch::MulMatPipelined) {
+        EXPECT_EQ(e.approval, Approval::Approved);
+        EXPECT_EQ(e.config, config);
+      }
+  EXPECT_EQ(to_json(with_token_option(two_families(), "sm_90", "mul_mat", "tuned")), to_json(two_families()));
+  // Taken back by a token step, the replay's choices are still the family's "tuned" option.
+  EXPECT_EQ(token_coordinates(p, "sm_90", 4).size(), 2u);
+  EXPECT_EQ(to_json(with_token_option(p, "sm_90", "mul_mat", "tuned")), to_json(two_families()));
+  EXPECT_THROW(with_token_option(two_families(), "sm_90", "mul_mat", "off"), Error);
+}
+
+TEST(TokenCoordinates, GroupsOffRejectsTheGroupEntries) {
+  Profile p = two_families();
+  ProfileEntry group = entry(Launch::MulMatGroup, 6144, 32, 0, 0);
+  p.entries.push_back(group);
+  const std::vector<TokenCoordinate> c = token_coordinates(p, "sm_90", 4);
+  ASSERT_EQ(c.size(), 3u);
+  EXPECT_EQ(c[2].kind, "groups");
+  EXPECT_EQ(c[2].options, (std::vector<std::string>{"tuned", "off"}));
+  const Profile off = with_token_option(p, "sm_90", "groups", "off");
+  for (const ProfileEntry& e : off.entries) EXPECT_EQ(e.approval == Approval::Rejected, launch_is_group(e.key.launch));
+}
+
+// Rounds of µs per token around `center`, ±0.1 %.
+std::vector<std::vector<double>> rounds(double center, int n = 5) {
+  std::vector<std::vector<double>> r;
+  for (int i = 0; i < n; ++i) r.push_back({center * (1 + 0.001 * (i % 3 - 1))});
+  return r;
+}
+
+TEST(TokenDecision, TheEnginesConfigWinsOnlyWhenItsLowerBoundBeatsTheGain) {
+  TokenCoordinate c;
+  c.kind = "mul_mat_id";
+  c.options = {"tuned", "default"};
+  c.samples = {rounds(5000), rounds(4850)};  // the default 3 % faster per token
+  decide_coordinate(c, 0.005);
+  EXPECT_EQ(c.chosen, 1);
+  EXPECT_NEAR(c.speedup, 5000.0 / 4850, 1e-3);
+  EXPECT_GT(c.low, 1.005);
+  EXPECT_NE(c.why.find("loses in the engine's graph"), std::string::npos) << c.why;
+
+  c.samples = {rounds(5000), rounds(4990)};  // 0.2 %: below the gain asked for
+  decide_coordinate(c, 0.005);
+  EXPECT_EQ(c.chosen, 0);
+  EXPECT_NE(c.why.find("tuned kept"), std::string::npos) << c.why;
+
+  c.samples = {rounds(4800), rounds(5000)};  // tuned faster
+  decide_coordinate(c, 0.005);
+  EXPECT_EQ(c.chosen, 0);
+  EXPECT_LT(c.speedup, 1);
+
+  c.samples = {rounds(5000)};
+  EXPECT_THROW(decide_coordinate(c), Error);
+  const TokenCoordinate back = token_coordinate_from_json(to_json(c));
+  EXPECT_EQ(back.samples, c.samples);
+}
+
+TEST(TokenPrediction, StockOverProfileWithACi) {
+  TokenPrediction p;
+  p.tokens = 128;
+  p.stock = rounds(6000);
+  p.profile = rounds(5000);
+  summarize_prediction(p);
+  EXPECT_NEAR(p.speedup, 1.2, 1e-3);
+  EXPECT_LE(p.low, p.speedup);
+  EXPECT_GE(p.high, p.speedup);
+  const TokenPrediction back = token_prediction_from_json(to_json(p));
+  EXPECT_DOUBLE_EQ(back.speedup, p.speedup);
+  EXPECT_NE(token_text({}, &p).find("predicted tg128 x1.200"), std::string::npos) << token_text({}, &p);
+}
+
+}  // namespace
