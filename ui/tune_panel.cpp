@@ -245,6 +245,15 @@ TunePanel::TunePanel(SessionDocument* doc, QWidget* parent) : QWidget(parent), d
                                   QString::fromStdString(r.stock.build_commit), QString::fromStdString(r.profiled.build_commit),
                                   QString::fromStdString(r.engine_line)));
   });
+  connect(runner_, &TuneRunner::predictionReady, this, [this](int tokens, double predicted, double low, double high, double measured) {
+    QString line = QStringLiteral("tg%1: predicted ×%2 [%3, %4] by the token probe (whole tokens in the engine's graph)")
+                       .arg(tokens)
+                       .arg(predicted, 0, 'f', 3)
+                       .arg(low, 0, 'f', 3)
+                       .arg(high, 0, 'f', 3);
+    if (measured > 0) line += QStringLiteral(", measured ×%1 by llama-bench").arg(measured, 0, 'f', 3);
+    bench_head_->setText(line + QStringLiteral("\n") + bench_head_->text());
+  });
   connect(runner_, &TuneRunner::finished, this, [this](const QString& summary) {
     setRunning(false);
     progress_->setRange(0, 1);

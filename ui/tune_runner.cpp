@@ -99,6 +99,8 @@ void TuneRunner::startTune(tune::TuneOptions o) {
       post([this, j = QByteArray::fromStdString(tune::pipeline_json(*r.pipeline).dump())] { Q_EMIT pipelineReady(j); });
     if (r.replay) post([this, j = QByteArray::fromStdString(r.replay->dump())] { Q_EMIT replayReady(j); });
     if (r.bench) post([this, b = *r.bench] { Q_EMIT benchReady(b); });
+    if (const auto& p = r.token_prediction)
+      post([this, p = *p] { Q_EMIT predictionReady(p.tokens, p.speedup, p.low, p.high, p.bench_speedup); });
     post([this, journal = qs(r.journal.string())] { Q_EMIT tuneDone(journal); });
     return QStringLiteral("Tuned: the profile is %1").arg(qs(r.profile.string()));
   });

@@ -37,6 +37,8 @@ class TuneRunner : public QObject {
   void crossoverReady(const QByteArray& crossover_json);  // the crossover's cells (docs/json.md, tune "crossover")
   void groupsReady(const QByteArray& groups_json);  // the group step's decisions (docs/json.md, tune "groups")
   void pipelineReady(const QByteArray& pipeline_json);  // the pipeline step's decision (docs/json.md, tune "pipeline")
+  // The token step's predicted tg speedup (95 % CI) and llama-bench's measured one (0: not measured).
+  void predictionReady(int tokens, double predicted, double low, double high, double measured);
   void finished(const QString& summary);  // tune or bench done
   void tuneDone(const QString& journal);  // a tune finished: its journal (which names the profile it installed)
   void failed(const QString& message, bool cancelled);

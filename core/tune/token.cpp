@@ -47,10 +47,18 @@ double median_of(const std::vector<std::vector<double>>& rounds) {
 
 bool token_rejected(const ProfileEntry& e) { return e.approval == Approval::Rejected && e.note.rfind(kTokenNote, 0) == 0; }
 
-std::vector<TokenCoordinate> token_coordinates(const Profile& p, const std::string& arch, int max) {
+std::vector<TokenCoordinate> token_coordinates(const Profile& p, const std::string& arch, int max,
+                                               const std::vector<ShapeKey>& shapes) {
+  // The launch an entry tunes, as the plan lists it: the fused gate/up for its unfused pair.
+  const auto planned = [&](const ProfileEntry& e) {
+    if (shapes.empty() || launch_is_group(e.key.launch)) return true;
+    ShapeKey s = e.key.shape();
+    if (launch_is_unfused(s.launch)) s.launch = fused_kind(s.launch);
+    return std::find(shapes.begin(), shapes.end(), s) != shapes.end();
+  };
   std::map<std::string, TokenCoordinate> by_kind;
   for (const ProfileEntry& e : p.entries) {
-    if (!in_scope(e, arch) || launch_is_pipelined(e.key.launch)) continue;
+    if (!in_scope(e, arch) || launch_is_pipelined(e.key.launch) || !planned(e)) continue;
     TokenCoordinate& c = by_kind[family(e.key.launch)];
     c.kind = family(e.key.launch);
     ++c.entries;

@@ -1169,7 +1169,9 @@ TuneReport run_steps(const TuneOptions& o, const TuneEvents& ev) {
         "not patched): patch it with this Temper and rebuild";
     Profile working = report.installed;
     for (const TokenCoordinate& c : done) working = with_token_option(working, arch, c.kind, c.options[size_t(c.chosen)], c.why);
-    for (TokenCoordinate c : token_coordinates(working, arch, o.token_families)) {
+    std::vector<ShapeKey> model_shapes;
+    for (const PlannedLaunch& l : plan_launches(file, 1).launches) model_shapes.push_back(l.shape());
+    for (TokenCoordinate c : token_coordinates(working, arch, o.token_families, model_shapes)) {
       if (std::any_of(done.begin(), done.end(), [&](const TokenCoordinate& d) { return d.kind == c.kind; })) continue;
       std::vector<Profile> arms;
       for (const std::string& option : c.options) arms.push_back(with_token_option(working, arch, c.kind, option));

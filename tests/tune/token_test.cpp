@@ -111,6 +111,11 @@ TEST(TokenCoordinates, FamiliesOfApprovedOneColumnEntriesHeaviestFirst) {
   EXPECT_EQ(c[1].options, (std::vector<std::string>{"tuned", "default"}));
   EXPECT_EQ(token_coordinates(two_families(), "sm_90", 1).size(), 1u);
   EXPECT_TRUE(token_coordinates(two_families(), "sm_80", 4).empty());
+  // Only the model's own launches count: another model's entries in a shared profile are not measured.
+  const std::vector<TokenCoordinate> glu_only =
+      token_coordinates(two_families(), "sm_90", 4, {ShapeKey{GgmlType::Q4_K, 14336, 4096, Launch::MulMatGlu}});
+  ASSERT_EQ(glu_only.size(), 1u);
+  EXPECT_EQ(glu_only[0].kind, "mul_mat_glu");
 }
 
 TEST(TokenCoordinates, DefaultTakesTheFamilysTunedConfigsBackAndOnlyThose) {

@@ -34,8 +34,10 @@ struct TokenCoordinate {
   std::string why;
 };
 
-// The coordinates of `p` for `arch`, heaviest first, at most `max` of them.
-std::vector<TokenCoordinate> token_coordinates(const Profile& p, const std::string& arch, int max);
+// The coordinates of `p` for `arch`, heaviest first, at most `max` of them; with `shapes` (the model's
+// one-column launches), only entries of those shapes count (a shared profile holds other models' too).
+std::vector<TokenCoordinate> token_coordinates(const Profile& p, const std::string& arch, int max,
+                                               const std::vector<ShapeKey>& shapes = {});
 // What the token step writes before its reason in the notes of the entries it takes back.
 inline constexpr std::string_view kTokenNote = "token probe: ";
 // An entry a token step took back (rejected, its note starting with kTokenNote): still the replay's
