@@ -124,7 +124,9 @@ TEST(TokenCoordinates, DefaultTakesTheFamilysTunedConfigsBackAndOnlyThose) {
   for (const ProfileEntry& e : p.entries) {
     const bool family_here = e.key.arch == "sm_90" && e.key.ncols == 1 && e.key.launch == Launch::MulMat;
     EXPECT_EQ(e.approval == Approval::Rejected, family_here) << key_text(e.key);
-    if (family_here) EXPECT_EQ(e.note, "token probe: why");
+    if (family_here) {
+      EXPECT_EQ(e.note, "token probe: why");
+    }
     rejected += e.approval == Approval::Rejected;
   }
   EXPECT_EQ(rejected, 2);
