@@ -6,7 +6,8 @@ llama-bench -m MODEL -p 0 -n N -r 1`, which times every kernel of N + 1 tokens (
 warm-up token and N) one at a time. Per token, in µs, by kind:
   gemv       mmvq (ggml's mul_mat_vec_q, Temper's group kernel)
   quantize   the q8_1 activation quantizer that feeds them
-  attention  the f16 GEMVs over the KV cache (mul_mat_vec_f), softmax, rope, KV writes
+  attention  FlashAttention (flash_attn_*), or without it the f16 GEMVs over the KV cache (mul_mat_vec_f),
+             softmax; rope, KV writes
   other      every other kernel
 and the launches per token. ncu runs each kernel alone: no programmatic dependent launch, no
 overlap, each kernel's ramp and tail in full. So the sum exceeds the token's period in llama-bench;
@@ -28,7 +29,7 @@ def kind(name):
         return "gemv"
     if "quantize_q8_1" in name:
         return "quantize"
-    if any(k in name for k in ("mul_mat_vec_f", "soft_max", "rope_", "set_rows", "cpy_scalar")):
+    if any(k in name for k in ("flash_attn", "mul_mat_vec_f", "soft_max", "rope_", "set_rows", "cpy_scalar")):
         return "attention"
     return "other"
 
