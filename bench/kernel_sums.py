@@ -14,9 +14,14 @@ overlap, each kernel's ramp and tail in full. So the sum exceeds the token's per
 the difference is what the engine hides by overlapping launches (a lower bound: the host's time
 between tokens is in the period too).
 
-  kernel_sums.py --tokens N+1 NAME=NCU.csv [NAME=NCU.csv ...] [--period-us NAME=US ...]
+  kernel_sums.py --tokens N+1 NAME=NCU.csv [NAME=NCU.csv ...] [--period-us NAME=US ...] [--compare A:B ...]
+
+--compare A:B adds a table per pair: every kernel (its name to the first parenthesis, template
+arguments kept: mmvq's type, ncols, fusion and Temper's nwarps/rows/pipelining) with its launches and
+µs per token in A and in B and B − A, largest first: which kernels got shorter and which longer.
 """
 import argparse
+import re
 import collections
 import csv
 import sys
@@ -37,6 +42,25 @@ def kind(name):
 def to_us(value, unit):
     v = float(value.replace(",", ""))
     return {"nsecond": v / 1e3, "ns": v / 1e3, "usecond": v, "us": v, "msecond": v * 1e3, "ms": v * 1e3}.get(unit, v / 1e3)
+
+
+def kernel_key(name):
+    return re.sub(r"^void ", "", name.split("(")[0])[:90]
+
+
+def rows(path):
+    with open(path, newline="") as f:
+        lines = [line for line in f if line.startswith('"')]  # ncu's own messages are not CSV rows
+    return [r for r in csv.DictReader(lines) if r.get("Metric Name") == "gpu__time_duration.sum"]
+
+
+def per_kernel(path):
+    us, launches = collections.Counter(), collections.Counter()
+    for r in rows(path):
+        k = kernel_key(r["Kernel Name"])
+        us[k] += to_us(r["Metric Value"], r.get("Metric Unit", ""))
+        launches[k] += 1
+    return us, launches
 
 
 def sums(path):
@@ -61,6 +85,7 @@ def main():
     ap.add_argument("traces", nargs="+", help="NAME=NCU.csv")
     ap.add_argument("--tokens", type=int, required=True, help="tokens the run decoded (llama-bench -n N: N + 1, its warm-up)")
     ap.add_argument("--period-us", action="append", default=[], help="NAME=US: the token's period in llama-bench (1e6 / t/s)")
+    ap.add_argument("--compare", action="append", default=[], help="A:B: per kernel, run B against run A")
     a = ap.parse_args()
     periods = dict((p.partition("=")[0], float(p.partition("=")[2])) for p in a.period_us)
     print("| run | launches | " + " | ".join(f"{k} µs" for k in KINDS) + " | sum µs | llama-bench period µs |")
@@ -74,6 +99,20 @@ def main():
         period = f"{periods[name]:.1f}" if name in periods else ""
         print(f"| {name} | {sum(launches.values()) / a.tokens:.0f} | " + " | ".join(f"{per[k]:.1f}" for k in KINDS) +
               f" | {sum(per.values()):.1f} | {period} |")
+    paths = dict(spec.partition("=")[::2] for spec in a.traces)
+    for pair in a.compare:
+        x, _, y = pair.partition(":")
+        if x not in paths or y not in paths:
+            sys.exit(f"kernel_sums: --compare {pair}: expected two run names of the traces")
+        (xu, xn), (yu, yn) = per_kernel(paths[x]), per_kernel(paths[y])
+        print(f"\n{y} against {x}, per token (launches, µs):\n")
+        print(f"| kernel | {x} launches | {x} µs | {y} launches | {y} µs | {y} − {x} µs |")
+        print("|---|---:|---:|---:|---:|---:|")
+        for k in sorted(set(xu) | set(yu), key=lambda k: -abs(yu[k] - xu[k])):
+            if abs(yu[k] - xu[k]) / a.tokens < 0.05 and xn[k] == yn[k]:
+                continue
+            print(f"| `{k}` | {xn[k] / a.tokens:.1f} | {xu[k] / a.tokens:.1f} | {yn[k] / a.tokens:.1f} | {yu[k] / a.tokens:.1f} | "
+                  f"{(yu[k] - xu[k]) / a.tokens:+.1f} |")
 
 
 if __name__ == "__main__":

@@ -186,7 +186,7 @@ llama_build() {
   shift $(( $# < 3 ? $# : 3 ))
   # shellcheck disable=SC2086
   { cmake -S "$src" -B "$bdir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="${arch#sm_}" \
-      -DGGML_CUDA_FA=OFF -DGGML_NATIVE=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF \
+      -DGGML_CUDA_FA=ON -DGGML_NATIVE=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF \
       -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_CURL=OFF ${LLAMA_CMAKE_ARGS:-} "$@" &&
     cmake --build "$bdir" -j "$jobs" --target llama-bench; } >>"$ev/$name.log" 2>&1 ||
     { grep -E "error|Error|FAILED" -A5 "$ev/$name.log" | head -30 | tee -a "$log" >&2; exit 1; }
@@ -656,7 +656,11 @@ if want kernels; then
   mkdir -p "$ev/kernels"
   t0=$(now)
   traces=() periods=()
-  for m in "$model" "$moe_model"; do
+  kernel_models=()  # KERNEL_FIXTURES: which fixtures, in order (default "dense moe")
+  for f in ${KERNEL_FIXTURES:-dense moe}; do
+    case $f in dense) kernel_models+=("$model") ;; moe) kernel_models+=("$moe_model") ;; *) say "tune_device: KERNEL_FIXTURES: $f (expected dense or moe)"; exit 1 ;; esac
+  done
+  for m in "${kernel_models[@]}"; do
     for arm in none profile; do
       name="$(basename "$m" .gguf)-$arm" base="$ev/kernels/$(basename "$m" .gguf)-$arm"
       p=""; [[ $arm == profile ]] && p="$kernels_profile"
@@ -672,7 +676,9 @@ if want kernels; then
       periods+=(--period-us "$name=$(python3 -c 'import json,sys; print(1e6 / json.load(open(sys.argv[1]))[0]["avg_ts"])' "$base-tg32.json")")
     done
   done
-  python3 bench/kernel_sums.py --tokens 5 "${traces[@]}" "${periods[@]}" | tee "$ev/kernels.md" >&2 || exit 1
+  compares=()
+  for m in "${kernel_models[@]}"; do compares+=(--compare "$(basename "$m" .gguf)-none:$(basename "$m" .gguf)-profile"); done
+  python3 bench/kernel_sums.py --tokens 5 "${traces[@]}" "${periods[@]}" "${compares[@]}" | tee "$ev/kernels.md" >&2 || exit 1
   timed kernels "$(ms "$t0")"
 fi
 
