@@ -201,6 +201,14 @@ TuneRecord read_tune_journal(const QString& path) {
     if (s == tune::Step::Sweep) t.session_path = str(r, "session");
     if (s == tune::Step::Replay && r.contains("result") && r["result"].is_object())
       t.replay_json = QByteArray::fromStdString(r["result"].dump());
+    if (s == tune::Step::Token && r.contains("prediction")) {
+      try {
+        const tune::TokenPrediction p = tune::token_prediction_from_json(r["prediction"]);
+        t.predicted_tokens = p.tokens, t.predicted = p.speedup, t.predicted_low = p.low, t.predicted_high = p.high;
+      } catch (const Error& e) {
+        fail(ErrorKind::BadInput, where + ": the token step's prediction: " + e.what());
+      }
+    }
   }
   std::error_code ec;
   if (!t.session_path.isEmpty() && !std::filesystem::exists(fsPath(t.session_path), ec)) t.session_path.clear();
@@ -362,6 +370,12 @@ void TuneView::setTune(TuneRecord tune) {
                    .arg(current ? QString() : QStringLiteral(" — <i>recorded for an older state of this profile</i>"));
     }
   }
+  if (tune_.predicted > 0)
+    lines << QStringLiteral("Predicted by whole tokens in the engine's graph (tune's token step): tg%1 %2× (95 % CI %3 – %4)")
+                 .arg(tune_.predicted_tokens)
+                 .arg(tune_.predicted, 0, 'f', 3)
+                 .arg(tune_.predicted_low, 0, 'f', 3)
+                 .arg(tune_.predicted_high, 0, 'f', 3);
   if (p.benches.empty())
     lines << QStringLiteral("<b>No llama-bench record</b>: the gains below are the sweep's per launch; give Tune a llama-bench for the "
                             "whole model's tokens/s.");

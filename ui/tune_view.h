@@ -34,6 +34,9 @@ struct TuneRecord {
   };
   std::vector<Step> steps;         // the journal's last record of each step, in tune's order
   QByteArray replay_json;          // the replay step's numbers, when it ran
+  // The token step's prediction (stock / profile by whole tokens), when it ran: tg N, speedup, 95 % CI.
+  int predicted_tokens = 0;
+  double predicted = 0, predicted_low = 0, predicted_high = 0;
   QString session_path;            // the engine sweep's session, when it still exists
 };
 // Error(BadInput) naming the file and the field when it does not read.

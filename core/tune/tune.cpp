@@ -1079,7 +1079,9 @@ TuneReport run_steps(const TuneOptions& o, const TuneEvents& ev) {
     if (token_exe.empty()) {
       std::string why_not;
       if (!o.bench) why_not = "needs --llama-bench (the token probe links that build's libraries) or --token-probe";
-      else if (o.engine_src.empty() || !fs::is_regular_file(o.engine_src / "include" / "llama.h", ec))
+      else if (o.engine_src.empty())
+        why_not = "a ready temper-probe and no --token-probe: the token probe is built from a llama.cpp --engine-src";
+      else if (!fs::is_regular_file(o.engine_src / "include" / "llama.h", ec))
         why_not = "the engine tree is not a llama.cpp tree (no include/llama.h): nothing decodes a token";
       if (!why_not.empty()) {
         r.outcome = "not asked";
@@ -1091,9 +1093,19 @@ TuneReport run_steps(const TuneOptions& o, const TuneEvents& ev) {
       b.lib_dir = fs::absolute(o.bench->llama_bench).parent_path();
       b.out_dir = report.state_dir / "token-probe";
       b.cancel = &cancel;
-      const engine::TokenProbeBuilt built = engine::build_token_probe(b);
-      token_exe = built.exe;
-      token_probe_id = built.hash;
+      // A build the probe cannot link (static) or a llama.h it does not compile against (an older or
+      // forked API): tune goes on without the step, said once.
+      try {
+        const engine::TokenProbeBuilt built = engine::build_token_probe(b);
+        token_exe = built.exe;
+        token_probe_id = built.hash;
+      } catch (const Error& e) {
+        if (e.kind() != ErrorKind::BadInput && e.kind() != ErrorKind::Io) throw;
+        r.outcome = "not asked";
+        r.summary = std::string("no token probe: ") + e.what();
+        note(r.summary);
+        return {};
+      }
     } else {
       token_probe_id = content_hash(read_input(token_exe, kMaxProbeBytes, "token probe"));
     }

@@ -38,6 +38,8 @@
 #include <thread>
 #include <vector>
 
+#include "fake_mix.h"
+
 namespace {
 
 std::string env(const char* name, const char* fallback = "") {
@@ -52,13 +54,7 @@ std::vector<int> int_list(const std::string& s) {
   return v;
 }
 
-uint64_t mix(uint64_t h) {
-  h ^= h >> 33;
-  h *= 0xff51afd7ed558ccdull;
-  h ^= h >> 33;
-  h *= 0xc4ceb9fe1a85ec53ull;
-  return h ^ (h >> 33);
-}
+using temper::fake::mix;
 
 // The profile as the hook would find it; "" when none is in effect.
 std::string profile_path() {

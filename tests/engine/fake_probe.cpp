@@ -54,6 +54,7 @@
 #include "temper/profile.h"
 #include "temper/session.h"
 #include "temper/verify.h"
+#include "fake_mix.h"
 
 using namespace temper;
 using temper::probe::Op;
@@ -143,13 +144,7 @@ std::pair<uint32_t, long> env_op(const char* name) {
   return {it != names.end() ? uint32_t(it->second) : uint32_t(std::atol(s.c_str())), count};
 }
 
-uint64_t mix(uint64_t h) {
-  h ^= h >> 33;
-  h *= 0xff51afd7ed558ccdull;
-  h ^= h >> 33;
-  h *= 0xc4ceb9fe1a85ec53ull;
-  return h ^ (h >> 33);
-}
+using temper::fake::mix;
 
 class Probe {
  public:

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "temper/profile.h"
+#include "fake_mix.h"
 
 namespace {
 
@@ -32,13 +33,7 @@ std::string env(const char* name) {
   return v ? v : "";
 }
 
-uint64_t mix(uint64_t h) {
-  h ^= h >> 33;
-  h *= 0xff51afd7ed558ccdull;
-  h ^= h >> 33;
-  h *= 0xc4ceb9fe1a85ec53ull;
-  return h ^ (h >> 33);
-}
+using temper::fake::mix;
 
 std::string family(temper::Launch l) {
   if (l == temper::Launch::MulMatGroup) return "groups";

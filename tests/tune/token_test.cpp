@@ -3,7 +3,14 @@
 // samples (issue 46).
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "support/upstream_tree.h"
 #include "temper/error.h"
+#include "temper/process.h"
 #include "temper/token.h"
 #include "temper/token_probe.h"
 
@@ -62,6 +69,57 @@ TEST(TokenProbeOutput, AnythingElseIsOneLineNamingTheLine) {
   EXPECT_NE(error_of("", plan(1, 1)).find("no output"), std::string::npos);
   // An engine without the profile switch says so in its first line and nothing else is expected.
   EXPECT_EQ(engine::parse_token_output("temper-token-probe 1 hook 0\n", plan(1, 1), true).hook_version, 0);
+}
+
+// Building the probe: what is missing is named; a llama.h it does not compile against is the
+// compiler's first error (tune then goes on without the step).
+TEST(TokenProbeBuild, NamesWhatIsMissingAndTheCompilersFirstError) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("temper-token-build-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "tree" / "ggml" / "include");
+  fs::create_directories(dir / "lib");
+  engine::TokenProbeBuild b;
+  b.llama_tree = dir / "tree";
+  b.lib_dir = dir / "lib";
+  b.out_dir = dir / "out";
+  auto error = [&](ErrorKind kind) {
+    try {
+      engine::build_token_probe(b);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), kind) << e.what();
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(error(ErrorKind::BadInput).find("no include/llama.h"), std::string::npos);
+  fs::create_directories(dir / "tree" / "include");
+  std::ofstream(dir / "tree" / "include" / "llama.h") << "#error this llama.h is not one the probe knows\n";
+  EXPECT_NE(error(ErrorKind::BadInput).find("no libllama.so beside llama-bench"), std::string::npos);
+  std::ofstream(dir / "lib" / "libllama.so") << "";
+  const std::string e = error(ErrorKind::Io);
+  EXPECT_NE(e.find("the token probe does not build against"), std::string::npos) << e;
+  EXPECT_NE(e.find("this llama.h is not one the probe knows"), std::string::npos) << e;
+  EXPECT_FALSE(fs::exists(dir / "out" / "temper-token-probe")) << "nothing half-written";
+  fs::remove_all(dir);
+}
+
+// The probe compiles against upstream llama.cpp's llama.h (the API it calls: contexts, memory,
+// decode, logits). Needs $TEMPER_UPSTREAM's llama.cpp/; skips without it (CI).
+TEST(TokenProbeBuild, CompilesAgainstUpstreamLlamaH) {
+  std::string why;
+  const std::filesystem::path tree = test::upstream_tree("llama.cpp", &why);
+  if (tree.empty()) GTEST_SKIP() << why;
+  const std::filesystem::path src = std::filesystem::temp_directory_path() / ("temper-token-probe-" + std::to_string(::getpid()) + ".cpp");
+  std::ofstream(src) << engine::token_probe_source();
+  std::string out;
+  ProcessOptions p;
+  p.capture = &out;
+  const int rc = run_process({"c++", "-std=c++17", "-fsyntax-only", "-Wall", "-Wextra", "-Werror", src.string(), "-I",
+                              (tree / "include").string(), "-I", (tree / "ggml" / "include").string()},
+                             p);
+  std::filesystem::remove(src);
+  EXPECT_EQ(rc, 0) << out;
 }
 
 TEST(TokenProbePlan, ListsEverySettingAndArm) {

@@ -346,7 +346,7 @@ TEST(Tune, ChecksAndPatchesAnUpstreamTreeBeforeTheBuild) {
   const test::Env no_cuda = d.env({{"CUDACXX", "/nonexistent/nvcc"}, {"PATH", "/usr/bin:/bin"}});
   test::CliRun r = test::run_temper(args, no_cuda);
   EXPECT_EQ(r.code, 6) << r.output;
-  EXPECT_NE(r.output.find("tune [1/11] check: the engine tree"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("tune [1/12] check: the engine tree"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("done in"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("llama.cpp tree at " + tree.root().string()), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("patched " + mmvq.string() + " (hook v"), std::string::npos) << r.output;

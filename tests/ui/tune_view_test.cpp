@@ -113,6 +113,10 @@ class TestTuneView : public QObject {
           {"session", "/gone.json"}});
     line({{"step", "install"}, {"outcome", "done"}, {"summary", "installed"}, {"seconds", 0.1}, {"profile", profile}});
     line({{"step", "replay"}, {"outcome", "done"}, {"summary", "GEMV time per token"}, {"seconds", 30}, {"result", replay}});
+    const QJsonArray stock{QJsonArray{6000.0}, QJsonArray{6006.0}, QJsonArray{5994.0}}, tuned{QJsonArray{5000.0}, QJsonArray{5005.0}, QJsonArray{4995.0}};
+    line({{"step", "token"}, {"outcome", "done"}, {"summary", "0 launch families measured by the token"}, {"seconds", 20},
+          {"prediction", QJsonObject{{"tokens", 128}, {"stock", stock}, {"profile", tuned}, {"greedy_steps", 128},
+                                     {"greedy_identical", true}, {"finite", true}}}});
     line({{"step", "bench"}, {"outcome", "started"}});
     f.close();
     MainWindow w({});
@@ -128,6 +132,8 @@ class TestTuneView : public QObject {
     QCOMPARE(v->replayTime()->rowCount(), 1);
     QVERIFY(!v->replayTime()->isHidden());
     QCOMPARE(v->replayTime()->item(0, 4)->text(), QStringLiteral("700.0"));  // at copy bandwidth
+    // The token step's prediction leads beside llama-bench's.
+    QVERIFY2(v->headline().contains(QStringLiteral("tg128 1.200×")), qPrintable(v->headline()));
     // A journal that is not one says so.
     QFile bad(dir.filePath(QStringLiteral("bad.journal")));
     QVERIFY(bad.open(QIODevice::WriteOnly));
