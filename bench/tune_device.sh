@@ -66,7 +66,8 @@
 # KERNEL_SET (the hook's instantiations in both builds; default q4_K,q6_K, the fixture's types: full
 # builds every type and takes longer), STOCK_BUILD (0), HAND_PROFILE (the hand stage's profile arm:
 # default the installed profile; none: the patched build without one, against STOCK_BUILD=1's), LLAMA_CMAKE_ARGS (more llama.cpp configure
-# flags, after the defaults: FlashAttention off, as Temper's engine build), WORK (build-tune).
+# flags, after the defaults: FlashAttention on, as users build it), KERNEL_FIXTURES (the kernels stage's
+# fixtures in order: dense moe), WORK (build-tune).
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
