@@ -2,6 +2,7 @@
 // install, replay and bench in one command, resumable, each step skipped while its input is unchanged.
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 
@@ -49,17 +50,24 @@ class StepPrinter {
     end_line();
     std::fprintf(stderr, "      %s in %.1f s: %s\n", r.outcome.c_str(), r.seconds, r.summary.c_str());
   }
+  // eta_s 0: unknown to the step; then it is the pace so far of this run of progress (same text).
   void progress(size_t done, size_t total, const std::string& text, double eta_s) {
     if (total == 0) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (text != pace_text_ || done < pace_done_) pace_text_ = text, pace_start_ = now, pace_first_ = done;
+    pace_done_ = done;
+    if (eta_s <= 0 && done > pace_first_ && done < total)
+      eta_s = std::chrono::duration<double>(now - pace_start_).count() / double(done - pace_first_) * double(total - done);
+    const std::string eta = eta_s > 0 ? ", ETA " + format_number("%.0f", eta_s) + " s" : std::string();
     if (tty_) {
-      std::fprintf(stderr, "\r\033[K      %zu/%zu, ETA %.0f s  %s", done, total, eta_s, text.substr(0, 60).c_str());
+      std::fprintf(stderr, "\r\033[K      %zu/%zu%s  %s", done, total, eta.c_str(), text.substr(0, 60).c_str());
       dirty_ = true;
       return;
     }
     const size_t tenth = done * 10 / total;
     if (tenth == last_tenth_) return;
     last_tenth_ = tenth;
-    std::fprintf(stderr, "      %zu/%zu, ETA %.0f s (%s)\n", done, total, eta_s, text.c_str());
+    std::fprintf(stderr, "      %zu/%zu%s (%s)\n", done, total, eta.c_str(), text.c_str());
   }
   void note(const std::string& text) {
     end_line();
@@ -74,6 +82,9 @@ class StepPrinter {
   }
   bool tty_ = ::isatty(2);
   bool dirty_ = false;
+  std::string pace_text_;
+  size_t pace_done_ = 0, pace_first_ = 0;
+  std::chrono::steady_clock::time_point pace_start_;
   size_t last_tenth_ = size_t(-1);
 };
 

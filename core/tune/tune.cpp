@@ -1149,7 +1149,7 @@ TuneReport run_steps(const TuneOptions& o, const TuneEvents& ev) {
       log.append({{"step", step_name(Step::Token)}, {"input", input}, {"outcome", "started"}, {"date", utc_now_iso8601()}});
     const fs::path work = report.state_dir / "token";
     fs::create_directories(work);
-    int probe_runs = 0;
+    int probe_runs = 0, windows_before = 0, windows_total = 0;
     auto run_probe = [&](const std::vector<Profile>& arms, int tokens, int greedy) {
       engine::TokenPlan plan;
       for (size_t i = 0; i < arms.size(); ++i) {
@@ -1167,8 +1167,10 @@ TuneReport run_steps(const TuneOptions& o, const TuneEvents& ev) {
       po.work = work;
       po.timeout_s = o.token_timeout_s;
       po.cancel = &cancel;
-      po.progress = ev.token;
-      return engine::run_token_probe(po, plan);
+      if (ev.token) po.progress = [&](int done, int) { ev.token(windows_before + done, windows_total); };
+      engine::TokenRun run = engine::run_token_probe(po, plan);
+      windows_before += int(run.windows.size());
+      return run;
     };
     auto per_round = [&](const engine::TokenRun& run, int arm) {
       std::vector<std::vector<double>> rounds(size_t(o.token_rounds));
@@ -1183,8 +1185,13 @@ TuneReport run_steps(const TuneOptions& o, const TuneEvents& ev) {
     for (const TokenCoordinate& c : done) working = with_token_option(working, arch, c.kind, c.options[size_t(c.chosen)], c.why);
     std::vector<ShapeKey> model_shapes;
     for (const PlannedLaunch& l : plan_launches(file, 1).launches) model_shapes.push_back(l.shape());
-    for (TokenCoordinate c : token_coordinates(working, arch, o.token_families, model_shapes)) {
-      if (std::any_of(done.begin(), done.end(), [&](const TokenCoordinate& d) { return d.kind == c.kind; })) continue;
+    std::vector<TokenCoordinate> todo;
+    for (TokenCoordinate& c : token_coordinates(working, arch, o.token_families, model_shapes))
+      if (std::none_of(done.begin(), done.end(), [&](const TokenCoordinate& d) { return d.kind == c.kind; })) todo.push_back(std::move(c));
+    // Progress over the whole step: every family's windows, then the prediction's.
+    windows_total = 2 * o.token_rounds;
+    for (const TokenCoordinate& c : todo) windows_total += int(c.options.size()) * o.token_rounds;
+    for (TokenCoordinate c : todo) {
       std::vector<Profile> arms;
       for (const std::string& option : c.options) arms.push_back(with_token_option(working, arch, c.kind, option));
       const engine::TokenRun run = run_probe(arms, o.token_tokens, 0);
