@@ -46,9 +46,31 @@ double median_of(const std::vector<std::vector<double>>& rounds) {
 }  // namespace
 
 bool token_rejected(const ProfileEntry& e) { return e.approval == Approval::Rejected && e.note.rfind(kTokenNote, 0) == 0; }
+bool token_added(const ProfileEntry& e) { return e.approval == Approval::Approved && e.note.rfind(kTokenNote, 0) == 0; }
 
-std::vector<TokenCoordinate> token_coordinates(const Profile& p, const std::string& arch, int max,
-                                               const std::vector<ShapeKey>& shapes) {
+Profile without_token(Profile p) {
+  std::erase_if(p.entries, token_added);
+  for (ProfileEntry& e : p.entries)
+    if (token_rejected(e)) e.approval = Approval::Approved, e.note.clear();
+  return p;
+}
+
+namespace {
+
+// The fused launch at its best config that stands in for `pair` (an unfused gate/up), if there is one.
+const ProfileEntry* fused_alternative(const ProfileEntry& pair, const std::vector<ProfileEntry>& alternatives) {
+  if (!launch_is_unfused(pair.key.launch)) return nullptr;
+  ProfileKey fused = pair.key;
+  fused.launch = fused_kind(pair.key.launch);
+  for (const ProfileEntry& a : alternatives)
+    if (a.key == fused) return &a;
+  return nullptr;
+}
+
+}  // namespace
+
+std::vector<TokenCoordinate> token_coordinates(const Profile& p, const std::string& arch, int max, const std::vector<ShapeKey>& shapes,
+                                               const std::vector<ProfileEntry>& fused) {
   // The launch an entry tunes, as the plan lists it: the fused gate/up for its unfused pair.
   const auto planned = [&](const ProfileEntry& e) {
     if (shapes.empty() || launch_is_group(e.key.launch)) return true;
@@ -57,17 +79,20 @@ std::vector<TokenCoordinate> token_coordinates(const Profile& p, const std::stri
     return std::find(shapes.begin(), shapes.end(), s) != shapes.end();
   };
   std::map<std::string, TokenCoordinate> by_kind;
+  std::map<std::string, bool> has_fused;
   for (const ProfileEntry& e : p.entries) {
-    if (!in_scope(e, arch) || launch_is_pipelined(e.key.launch) || !planned(e)) continue;
+    if (!in_scope(e, arch) || token_added(e) || launch_is_pipelined(e.key.launch) || !planned(e)) continue;
     TokenCoordinate& c = by_kind[family(e.key.launch)];
     c.kind = family(e.key.launch);
     ++c.entries;
+    if (fused_alternative(e, fused)) has_fused[c.kind] = true;
     // Groups are whole-token entries: their provenance is not per launch and weighs nothing here.
     if (e.provenance && !launch_is_group(e.key.launch)) c.weight_us += double(e.provenance->calls_per_token) * e.provenance->default_us;
   }
   std::vector<TokenCoordinate> out;
   for (auto& [kind, c] : by_kind) {
     c.options = {"tuned", kind == "groups" ? "off" : "default"};
+    if (has_fused[kind]) c.options.push_back("fused");
     out.push_back(std::move(c));
   }
   std::stable_sort(out.begin(), out.end(), [](const TokenCoordinate& a, const TokenCoordinate& b) { return a.weight_us > b.weight_us; });
@@ -76,25 +101,46 @@ std::vector<TokenCoordinate> token_coordinates(const Profile& p, const std::stri
 }
 
 Profile with_token_option(Profile p, const std::string& arch, const std::string& kind, const std::string& option,
-                          const std::string& why) {
-  const bool tuned = option == "tuned";
-  if (!tuned && option != (kind == "groups" ? "off" : "default"))
+                          const std::string& why, const std::vector<ProfileEntry>& fused) {
+  const bool tuned = option == "tuned", as_fused = option == "fused";
+  if (!tuned && !as_fused && option != (kind == "groups" ? "off" : "default"))
     fail(ErrorKind::BadInput, "token step: no option '" + option + "' for " + kind);
+  if (as_fused && (kind != "mul_mat_glu" && kind != "mul_mat_id_glu"))
+    fail(ErrorKind::BadInput, "token step: no option 'fused' for " + kind);
+  // Every option starts from the replay's choices: what a token step added before goes.
+  std::erase_if(p.entries, [&](const ProfileEntry& e) { return in_scope(e, arch) && family(e.key.launch) == kind && token_added(e); });
+  std::vector<ProfileEntry> added;
   for (ProfileEntry& e : p.entries) {
     if (!in_scope(e, arch) || family(e.key.launch) != kind || launch_is_pipelined(e.key.launch)) continue;
-    if (tuned && token_rejected(e)) e.approval = Approval::Approved, e.note.clear();
-    if (!tuned) e.approval = Approval::Rejected, e.note = std::string(kTokenNote) + why;
+    const ProfileEntry* alternative = as_fused ? fused_alternative(e, fused) : nullptr;
+    if ((tuned || (as_fused && !alternative)) && token_rejected(e)) e.approval = Approval::Approved, e.note.clear();
+    if (!tuned && (!as_fused || alternative)) e.approval = Approval::Rejected, e.note = std::string(kTokenNote) + why;
+    if (alternative) {
+      added.push_back(*alternative);
+      added.back().approval = Approval::Approved;
+      added.back().note = std::string(kTokenNote) + why;
+    }
   }
-  // A pipelined launch runs at the config its plain launch runs.
+  if (!added.empty()) {
+    for (ProfileEntry& a : added) {
+      std::erase_if(p.entries, [&](const ProfileEntry& e) { return e.key == a.key; });
+      p.entries.push_back(std::move(a));
+    }
+    std::sort(p.entries.begin(), p.entries.end(), [](const ProfileEntry& a, const ProfileEntry& b) { return a.key < b.key; });
+  }
+  align_pipelined(p, arch, kind);
+  return p;
+}
+
+void align_pipelined(Profile& p, const std::string& arch, const std::string& kind) {
   for (ProfileEntry& e : p.entries) {
-    if (!in_scope(e, arch) || family(e.key.launch) != kind || !launch_is_pipelined(e.key.launch)) continue;
+    if (!in_scope(e, arch) || (!kind.empty() && family(e.key.launch) != kind) || !launch_is_pipelined(e.key.launch)) continue;
     ProfileKey plain_key = e.key;
     plain_key.launch = unpipelined_kind(e.key.launch);
     const ProfileEntry* plain = find_entry(p, plain_key);
     if (plain && plain->approval == Approval::Approved) e.config = plain->config, e.is_small_k = plain->is_small_k;
     else if (e.default_config.nwarps > 0) e.config = e.default_config, e.is_small_k = false;
   }
-  return p;
 }
 
 void decide_coordinate(TokenCoordinate& c, double min_gain) {

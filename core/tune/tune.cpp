@@ -536,11 +536,20 @@ TuneReport run_steps(const TuneOptions& o, const TuneEvents& ev) {
     Profile merged = current ? install_profile(*current, tuned, session) : tuned;
     // What the token step took back stays taken back while the sweep's choice is the one it measured
     // (the token step measures it again whenever its input changes).
-    if (current)
+    if (current) {
       for (ProfileEntry& e : merged.entries)
         if (const ProfileEntry* was = find_entry(*current, e.key);
             was && token_rejected(*was) && e.approval == Approval::Approved && was->config == e.config)
           e.approval = was->approval, e.note = was->note, e.decided_at = was->decided_at;
+      // And what it put in (a fused gate/up instead of its unfused pair) stays while the pair is taken back.
+      for (const ProfileEntry& was : current->entries) {
+        ProfileKey pair = was.key;
+        pair.launch = unfused_kind(was.key.launch);
+        const ProfileEntry* taken_back = find_entry(merged, pair);
+        if (token_added(was) && !find_entry(merged, was.key) && taken_back && token_rejected(*taken_back)) merged.entries.push_back(was);
+      }
+      std::sort(merged.entries.begin(), merged.entries.end(), [](const ProfileEntry& a, const ProfileEntry& b) { return a.key < b.key; });
+    }
     int kept = 0;
     for (const auto& e : merged.entries) kept += !find_entry(tuned, e.key);
     report.installed = current.value_or(Profile{});
@@ -611,7 +620,7 @@ TuneReport run_steps(const TuneOptions& o, const TuneEvents& ev) {
     std::erase_if(p.entries, [](const ProfileEntry& e) { return launch_is_group(e.key.launch) || launch_is_pipelined(e.key.launch); });
     return p;
   };
-  Profile entries_only = without_groups(report.installed);
+  Profile entries_only = without_groups(without_token(report.installed));
   entries_only.paths.clear();
   const std::string crossover_input =
       digest({"crossover 1", probe_id, approved_fingerprint(entries_only, arch), identity.header_hash, json(widths).dump(),
@@ -741,7 +750,7 @@ TuneReport run_steps(const TuneOptions& o, const TuneEvents& ev) {
   for (int n : o.ncols)
     if (n >= 1 && n <= kGroupMaxNcols) group_widths.push_back(n);
   const std::string groups_input =
-      digest({"groups 1", probe_id, approved_fingerprint(without_groups(report.installed), arch), identity.header_hash,
+      digest({"groups 1", probe_id, approved_fingerprint(without_groups(without_token(report.installed)), arch), identity.header_hash,
               json(group_widths).dump(), std::to_string(o.replay_tokens), std::to_string(o.replay_rounds),
               fmt("%.6f", o.min_group_gain)});
   run_step(Step::Groups, "same-input groups (q, k, v as one launch) at batch widths 1..4, in the engine", [&](StepReport& r) -> json {
@@ -868,7 +877,7 @@ TuneReport run_steps(const TuneOptions& o, const TuneEvents& ev) {
   });
   // ---- replay ----
   // The replay measures the profile's configs (the pipeline step after it measures pipelining).
-  const std::string replay_input = digest({"replay 2", probe_id, approved_fingerprint(without_pipelined(report.installed), arch), identity.header_hash,
+  const std::string replay_input = digest({"replay 2", probe_id, approved_fingerprint(without_pipelined(without_token(report.installed)), arch), identity.header_hash,
                                            std::to_string(o.replay_tokens), std::to_string(o.replay_rounds)});
   run_step(Step::Replay, "one decode token's GEMVs in the engine, stock vs the profile", [&](StepReport& r) -> json {
     const json* last = log.last(Step::Replay);
@@ -886,7 +895,7 @@ TuneReport run_steps(const TuneOptions& o, const TuneEvents& ev) {
     const engine::ReplayPlan plan = engine::plan_replay(file);
     engine::ReplayOptions ro;
     ro.profile = fs::absolute(report.state_dir / "replay-profile.json");
-    save_profile(without_pipelined(report.installed), ro.profile);
+    save_profile(without_pipelined(without_token(report.installed)), ro.profile);
     ro.tokens = o.replay_tokens;
     ro.rounds = o.replay_rounds;
     const engine::ReplayReport rr = engine::run_replay(engine_device(), file, plan, ro, ev.replay);
@@ -927,7 +936,7 @@ TuneReport run_steps(const TuneOptions& o, const TuneEvents& ev) {
         break;
       }
   const std::string pipeline_input =
-      digest({"pipeline 2", probe_id, approved_fingerprint(without_pipelined(report.installed), arch), identity.header_hash,
+      digest({"pipeline 2", probe_id, approved_fingerprint(without_pipelined(without_token(report.installed)), arch), identity.header_hash,
               std::to_string(o.replay_tokens), std::to_string(o.replay_rounds), fmt("%.6f", o.min_pipeline_gain),
               o.bench ? file_identity(o.bench->llama_bench) + " " + pipeline_test + " " + std::to_string(o.bench->rounds) + " " +
                             std::to_string(o.bench->repetitions) + " " + json(o.bench->extra_args).dump()
@@ -954,6 +963,9 @@ TuneReport run_steps(const TuneOptions& o, const TuneEvents& ev) {
       Profile before = report.installed;
       install_pipelined(report.installed, candidates, d.approved ? pipeline_entries(candidates, plan.launches, d, evidence, when)
                                                                  : std::vector<ProfileEntry>{});
+      // The candidates are the replay's choices' (without_token); a launch a token step took back runs
+      // pipelined at the engine's config, as that step left it.
+      align_pipelined(report.installed, arch);
       if (to_json(report.installed) == to_json(before)) return false;
       write_installed();
       return true;
@@ -965,7 +977,7 @@ TuneReport run_steps(const TuneOptions& o, const TuneEvents& ev) {
       r.summary = "unchanged engine and profile: " + pipeline_text(d);
       const ProfileDevice on = device_from_json(last->at("device"));
       const std::vector<ProfileEntry> candidates =
-          pipeline_candidates(plan.launches, without_pipelined(report.installed), arch, on, last->at("engine_version"));
+          pipeline_candidates(plan.launches, without_pipelined(without_token(report.installed)), arch, on, last->at("engine_version"));
       if (record(candidates, d, evidence_from_json(last->at("evidence")), last->at("decided_at")))
         r.summary += "; recorded again in " + path_text(report.profile);
       return {};
@@ -990,7 +1002,7 @@ TuneReport run_steps(const TuneOptions& o, const TuneEvents& ev) {
     const std::string engine_version = old_ggml(dev) ? "ggml-7180759" : "ggml-d99724f";
     const ProfileDevice on = profile_device(dev.info());
     const std::string device_name = dev.info().name, kernel = kernel_label(dev.kernel_source());
-    const Profile off_profile = without_pipelined(report.installed);
+    const Profile off_profile = without_pipelined(without_token(report.installed));
     const std::vector<ProfileEntry> candidates = pipeline_candidates(plan.launches, off_profile, arch, on, engine_version);
     // The on arm's profile: every candidate approved, with placeholder times (the step's own file; the
     // installed one stays as it is until the decision).
@@ -1110,7 +1122,15 @@ TuneReport run_steps(const TuneOptions& o, const TuneEvents& ev) {
       token_probe_id = content_hash(read_input(token_exe, kMaxProbeBytes, "token probe"));
     }
     device.reset();  // the token probe runs the engine itself: the GPU to itself
-    const std::string input = digest({"token 1", token_probe_id, approved_fingerprint(report.installed, arch),
+    // The sweep's best fused gate/up where the profile runs the unfused pair: one more option there.
+    std::vector<ProfileEntry> fused;
+    {
+      Session fused_only = session;
+      std::erase_if(fused_only.verdicts, [](const Verdict& v) { return launch_is_unfused(v.launch) || v.ncols != 1; });
+      for (ProfileEntry& e : profile_from_session(fused_only).entries)
+        if (e.key.launch == Launch::MulMatGlu || e.key.launch == Launch::MulMatIdGlu) fused.push_back(std::move(e));
+    }
+    const std::string input = digest({"token 2", token_probe_id, approved_fingerprint(without_token(report.installed), arch),
                                       identity.header_hash, token_settings});
     const json* last = log.last(Step::Token);
     // Skipped while the input is the same, or the profile is still what this step left it as.
@@ -1119,7 +1139,7 @@ TuneReport run_steps(const TuneOptions& o, const TuneEvents& ev) {
       for (const json& c : record.at("coordinates")) {
         const TokenCoordinate tc = token_coordinate_from_json(c);
         report.token.push_back(tc);
-        p = with_token_option(p, arch, tc.kind, tc.options[size_t(tc.chosen)], tc.why);
+        p = with_token_option(p, arch, tc.kind, tc.options[size_t(tc.chosen)], tc.why, fused);
       }
       if (record.contains("prediction")) report.token_prediction = token_prediction_from_json(record.at("prediction"));
       if (to_json(p) == to_json(report.installed)) return false;
@@ -1182,18 +1202,21 @@ TuneReport run_steps(const TuneOptions& o, const TuneEvents& ev) {
         "the engine's hook cannot switch profiles while it runs (no temper_mmvq_load_profile: an engine patched before hook v4 or "
         "not patched): patch it with this Temper and rebuild";
     Profile working = report.installed;
-    for (const TokenCoordinate& c : done) working = with_token_option(working, arch, c.kind, c.options[size_t(c.chosen)], c.why);
+    for (const TokenCoordinate& c : done) working = with_token_option(working, arch, c.kind, c.options[size_t(c.chosen)], c.why, fused);
     std::vector<ShapeKey> model_shapes;
     for (const PlannedLaunch& l : plan_launches(file, 1).launches) model_shapes.push_back(l.shape());
     std::vector<TokenCoordinate> todo;
-    for (TokenCoordinate& c : token_coordinates(working, arch, o.token_families, model_shapes))
+    for (TokenCoordinate& c : token_coordinates(working, arch, o.token_families, model_shapes, fused))
       if (std::none_of(done.begin(), done.end(), [&](const TokenCoordinate& d) { return d.kind == c.kind; })) todo.push_back(std::move(c));
     // Progress over the whole step: every family's windows, then the prediction's.
     windows_total = 2 * o.token_rounds;
     for (const TokenCoordinate& c : todo) windows_total += int(c.options.size()) * o.token_rounds;
     for (TokenCoordinate c : todo) {
       std::vector<Profile> arms;
-      for (const std::string& option : c.options) arms.push_back(with_token_option(working, arch, c.kind, option));
+      for (const std::string& option : c.options)
+        arms.push_back(with_token_option(working, arch, c.kind, option, option == "fused" ? "the fused gate/up is faster per token"
+                                                                                          : "the engine's own config is faster per token",
+                                         fused));
       const engine::TokenRun run = run_probe(arms, o.token_tokens, 0);
       if (run.hook_version == 0) {
         r.outcome = "not asked";
@@ -1203,7 +1226,7 @@ TuneReport run_steps(const TuneOptions& o, const TuneEvents& ev) {
       }
       for (size_t i = 0; i < c.options.size(); ++i) c.samples.push_back(per_round(run, int(i)));
       decide_coordinate(c, o.min_token_gain);
-      working = with_token_option(working, arch, c.kind, c.options[size_t(c.chosen)], c.why);
+      working = with_token_option(working, arch, c.kind, c.options[size_t(c.chosen)], c.why, fused);
       log.append({{"token_coordinate", to_json(c)}});
       done.push_back(std::move(c));
     }

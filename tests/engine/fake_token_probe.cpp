@@ -10,6 +10,7 @@
 //   FAKE_TOKEN_SLOW=FAMILY    that launch family's tuned entries ("mul_mat", "mul_mat_glu", "mul_mat_id",
 //                             "mul_mat_id_glu") cost three times what they save: faster per launch,
 //                             slower per token
+//   FAKE_TOKEN_UNFUSED_US=X   each approved unfused gate/up pair costs X µs more per launch (its glu kernel)
 //   FAKE_TOKEN_NO_HOOK=1      an engine whose hook cannot switch profiles: "hook 0", exit 3
 //   FAKE_TOKEN_GARBAGE=1      a window line that does not read
 //   FAKE_TOKEN_GREEDY_DIFFER=1  the last arm's greedy tokens differ from the others'
@@ -45,6 +46,7 @@ std::string family(temper::Launch l) {
 
 double token_us(const temper::Profile& p) {
   const std::string slow = env("FAKE_TOKEN_SLOW");
+  const double unfused_us = std::atof(env("FAKE_TOKEN_UNFUSED_US").c_str());
   double us = 100;
   bool pipelined = false;
   for (const temper::ProfileEntry& e : p.entries) {
@@ -56,6 +58,7 @@ double token_us(const temper::Profile& p) {
     } else if (e.provenance) {
       const double saved = double(e.provenance->calls_per_token) * (e.provenance->default_us - e.provenance->tuned_us);
       us -= family(e.key.launch) == slow ? -2 * saved : saved;
+      if (temper::launch_is_unfused(e.key.launch)) us += unfused_us * double(e.provenance->calls_per_token);
     }
   }
   return pipelined ? us * 0.98 : us;

@@ -216,6 +216,44 @@ TEST(TokenCoordinates, GroupsOffRejectsTheGroupEntries) {
   for (const ProfileEntry& e : off.entries) EXPECT_EQ(e.approval == Approval::Rejected, launch_is_group(e.key.launch));
 }
 
+// A gate/up the replay runs as the hook's unfused pair: "fused" puts the sweep's best fused launch in
+// instead; every option starts from the replay's choices, and without_token gives them back.
+TEST(TokenCoordinates, FusedReplacesTheUnfusedPairAndEveryOptionStartsFromTheReplay) {
+  Profile p;
+  p.entries = {entry(Launch::MulMat, 4096, 64, 10, 8), entry(Launch::MulMatGluUnfused, 14336, 32, 40, 34, {2, 4})};  // by key
+  ProfileEntry fused = entry(Launch::MulMatGlu, 14336, 32, 40, 35, {2, 2});
+  fused.approval = Approval::Pending;  // as the sweep's profile holds it
+  const std::vector<ProfileEntry> alternatives = {fused};
+  const std::vector<TokenCoordinate> c = token_coordinates(p, "sm_90", 4, {}, alternatives);
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[0].kind, "mul_mat_glu");  // 32 × 40 µs against 64 × 10
+  EXPECT_EQ(c[0].options, (std::vector<std::string>{"tuned", "default", "fused"}));
+  EXPECT_EQ(c[1].options, (std::vector<std::string>{"tuned", "default"}));  // nothing fused to offer
+  EXPECT_EQ(token_coordinates(p, "sm_90", 4)[0].options.size(), 2u);       // no alternatives given
+
+  const Profile f = with_token_option(p, "sm_90", "mul_mat_glu", "fused", "fused wins", alternatives);
+  const ProfileEntry* pair = find_entry(f, p.entries[1].key);
+  const ProfileEntry* in = find_entry(f, fused.key);
+  ASSERT_TRUE(pair && in);
+  EXPECT_EQ(pair->approval, Approval::Rejected);
+  EXPECT_TRUE(token_rejected(*pair));
+  EXPECT_EQ(in->approval, Approval::Approved);
+  EXPECT_TRUE(token_added(*in));
+  EXPECT_EQ(in->config, (Config{2, 2}));
+  // The coordinates still see the replay's choice, not what the token step put in.
+  EXPECT_EQ(token_coordinates(f, "sm_90", 4, {}, alternatives)[0].entries, 1);
+  // Back to "tuned" or "default": the fused entry goes again.
+  const Profile t = with_token_option(f, "sm_90", "mul_mat_glu", "tuned", "", alternatives);
+  EXPECT_EQ(find_entry(t, fused.key), nullptr);
+  EXPECT_EQ(find_entry(t, p.entries[1].key)->approval, Approval::Approved);
+  const Profile d = with_token_option(f, "sm_90", "mul_mat_glu", "default", "why", alternatives);
+  EXPECT_EQ(find_entry(d, fused.key), nullptr);
+  EXPECT_EQ(find_entry(d, p.entries[1].key)->approval, Approval::Rejected);
+  EXPECT_EQ(to_json(without_token(f)), to_json(p));
+  EXPECT_EQ(to_json(without_token(d)), to_json(p));
+  EXPECT_THROW(with_token_option(p, "sm_90", "mul_mat", "fused", "", alternatives), Error);
+}
+
 // Rounds of µs per token around `center`, ±0.1 %.
 std::vector<std::vector<double>> rounds(double center, int n = 5) {
   std::vector<std::vector<double>> r;

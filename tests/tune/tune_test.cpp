@@ -31,6 +31,7 @@
 #include "temper/groups.h"
 #include "temper/plan.h"
 #include "temper/sweep.h"
+#include "temper/token.h"
 #include "temper/tune.h"
 
 using namespace temper;
@@ -814,6 +815,38 @@ TEST(Tune, TokenStepTakesBackAConfigFasterPerLaunchButSlowerPerToken) {
   for (const json& n : old["notes"]) said += n.get<std::string>().rfind("no token step: the engine's hook cannot switch profiles", 0) == 0;
   EXPECT_EQ(said, 1) << old["notes"].dump();
   EXPECT_TRUE(old["prediction"]["token"].is_null());
+
+  // The unfused gate/up pair faster per launch, but its glu kernel costs more per token than it saves:
+  // the sweep's best fused launch goes in instead, and stays in through a re-run's install.
+  small["--token-rounds"] = "6";
+  const test::Env glu = {{"FAKE_TOKEN_UNFUSED_US", "1"}, {"FAKE_TOKEN_LOG", token_log.string()}};
+  const json fused = d.run(small, glu);
+  ASSERT_TRUE(fused.is_object());
+  bool glu_seen = false;
+  for (const json& c : fused["token"]["coordinates"]) {
+    if (c["kind"] != "mul_mat_glu") continue;
+    glu_seen = true;
+    EXPECT_EQ(c["options"], json({"tuned", "default", "fused"}));
+    EXPECT_EQ(c["options"][c["chosen"].get<size_t>()], "fused") << c.dump();
+  }
+  ASSERT_TRUE(glu_seen) << fused["token"].dump();
+  auto glu_entries = [&] {
+    std::map<std::string, std::string> m;  // launch kind -> approval and config
+    for (const ProfileEntry& e : load_profile(d.profile).entries)
+      if (e.key.ncols == 1 && (e.key.launch == Launch::MulMatGlu || e.key.launch == Launch::MulMatGluUnfused))
+        m[std::string(launch_name(e.key.launch))] = std::string(approval_name(e.approval)) + " " + config_text(e.config) +
+                                                     (tune::token_added(e) || tune::token_rejected(e) ? " (token)" : "");
+    return m;
+  };
+  const auto after = glu_entries();
+  EXPECT_EQ(after.at("mul_mat_glu").rfind("approved", 0), 0u) << after.at("mul_mat_glu");
+  EXPECT_NE(after.at("mul_mat_glu").find("(token)"), std::string::npos);
+  EXPECT_EQ(after.at("mul_mat_glu_unfused").rfind("rejected", 0), 0u) << after.at("mul_mat_glu_unfused");
+  const size_t runs = line_count(token_log);
+  const json again_fused = d.run(small, glu);
+  EXPECT_EQ(outcomes(again_fused)["token"], "skipped");
+  EXPECT_EQ(line_count(token_log), runs);
+  EXPECT_EQ(glu_entries(), after);
 }
 
 // ---- The install rule ----

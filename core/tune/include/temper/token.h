@@ -27,27 +27,45 @@ struct TokenCoordinate {
   std::string kind;      // "mul_mat", "mul_mat_glu", "mul_mat_id", "mul_mat_id_glu", "groups"
   int entries = 0;       // the profile's approved one-column entries it covers
   double weight_us = 0;  // their launches' engine-default µs a token, as the sweep measured them
-  std::vector<std::string> options;  // "tuned" first, then "default" (families) or "off" (groups)
+  // "tuned" first, then "default" (families) or "off" (groups); "fused" for a gate/up run unfused
+  std::vector<std::string> options;
   std::vector<std::vector<std::vector<double>>> samples;  // per option, per round: µs per token
   int chosen = 0;
   double speedup = 1, low = 1, high = 1;  // the best other option over "tuned" (µs tuned / µs other), 95 % CI
   std::string why;
 };
 
-// The coordinates of `p` for `arch`, heaviest first, at most `max` of them; with `shapes` (the model's
-// one-column launches), only entries of those shapes count (a shared profile holds other models' too).
-std::vector<TokenCoordinate> token_coordinates(const Profile& p, const std::string& arch, int max,
-                                               const std::vector<ShapeKey>& shapes = {});
-// What the token step writes before its reason in the notes of the entries it takes back.
+// What the token step writes before its reason in the notes of the entries it takes back or puts in.
 inline constexpr std::string_view kTokenNote = "token probe: ";
 // An entry a token step took back (rejected, its note starting with kTokenNote): still the replay's
 // choice, measured again as "tuned" by the next token step.
 bool token_rejected(const ProfileEntry& e);
+// An entry a token step put in (approved, its note starting with kTokenNote): the fused gate/up at its
+// best config where the replay chose the hook's unfused pair.
+bool token_added(const ProfileEntry& e);
+// `p` as the replay's steps left it: what token steps took back approved again, what they put in out.
+// The steps before the token step see the profile this way (their inputs, what they record), so a
+// re-run finds them unchanged.
+Profile without_token(Profile p);
+
+// The coordinates of `p` for `arch`, heaviest first, at most `max` of them; with `shapes` (the model's
+// one-column launches), only entries of those shapes count (a shared profile holds other models' too).
+// `fused`: the sweep's best fused gate/up entries (approved, one column); a family whose profile runs
+// the unfused pair where one of them exists gets the option "fused" too.
+std::vector<TokenCoordinate> token_coordinates(const Profile& p, const std::string& arch, int max,
+                                               const std::vector<ShapeKey>& shapes = {},
+                                               const std::vector<ProfileEntry>& fused = {});
 // `p` with a coordinate's option applied to the one-column entries of `arch` (every device's) of that
-// family: "tuned" approves the replay's choices (again); "default" rejects them, noting kTokenNote +
-// `why`; "off" rejects the groups. The family's pipelined entries follow their plain launch's config.
+// family, from the replay's choices (what an earlier token step added is taken out first): "tuned"
+// approves the replay's choices (again); "default" rejects them, noting kTokenNote + `why`; "off"
+// rejects the groups; "fused" rejects the unfused pairs that have an entry in `fused` and puts that
+// entry in instead. The family's pipelined entries follow their plain launch's config.
 Profile with_token_option(Profile p, const std::string& arch, const std::string& kind, const std::string& option,
-                          const std::string& why = "the engine's own config is faster per token");
+                          const std::string& why = "the engine's own config is faster per token",
+                          const std::vector<ProfileEntry>& fused = {});
+// Each pipelined one-column entry of `arch` (of family `kind`; empty: every family) at the config its
+// plain launch runs: the approved entry's, else the engine's default.
+void align_pipelined(Profile& p, const std::string& arch, const std::string& kind = {});
 // Picks the option: the fastest other one when its CI lower bound over "tuned" is at least 1 + min_gain.
 void decide_coordinate(TokenCoordinate& c, double min_gain = kDefaultMinTokenGain);
 
