@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "temper/crossover.h"
 #include "temper/error.h"
@@ -49,9 +50,13 @@ bool token_rejected(const ProfileEntry& e) { return e.approval == Approval::Reje
 bool token_added(const ProfileEntry& e) { return e.approval == Approval::Approved && e.note.rfind(kTokenNote, 0) == 0; }
 
 Profile without_token(Profile p) {
+  std::set<std::string> arches;
+  for (const ProfileEntry& e : p.entries)
+    if (token_added(e) || token_rejected(e)) arches.insert(e.key.arch);
   std::erase_if(p.entries, token_added);
   for (ProfileEntry& e : p.entries)
     if (token_rejected(e)) e.approval = Approval::Approved, e.note.clear();
+  for (const std::string& arch : arches) align_pipelined(p, arch);
   return p;
 }
 

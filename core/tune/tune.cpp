@@ -1135,7 +1135,7 @@ TuneReport run_steps(const TuneOptions& o, const TuneEvents& ev) {
     const json* last = log.last(Step::Token);
     // Skipped while the input is the same, or the profile is still what this step left it as.
     auto replay_decisions = [&](const json& record) {
-      Profile p = report.installed;
+      Profile p = without_token(report.installed);
       for (const json& c : record.at("coordinates")) {
         const TokenCoordinate tc = token_coordinate_from_json(c);
         report.token.push_back(tc);
@@ -1201,7 +1201,8 @@ TuneReport run_steps(const TuneOptions& o, const TuneEvents& ev) {
     const std::string not_asked_hook =
         "the engine's hook cannot switch profiles while it runs (no temper_mmvq_load_profile: an engine patched before hook v4 or "
         "not patched): patch it with this Temper and rebuild";
-    Profile working = report.installed;
+    // Decided anew from the replay's choices: an earlier token step's changes do not carry over.
+    Profile working = without_token(report.installed);
     for (const TokenCoordinate& c : done) working = with_token_option(working, arch, c.kind, c.options[size_t(c.chosen)], c.why, fused);
     std::vector<ShapeKey> model_shapes;
     for (const PlannedLaunch& l : plan_launches(file, 1).launches) model_shapes.push_back(l.shape());

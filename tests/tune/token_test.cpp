@@ -198,6 +198,8 @@ TEST(TokenCoordinates, DefaultTakesTheFamilysTunedConfigsBackAndOnlyThose) {
         EXPECT_EQ(e.config, config);
       }
   EXPECT_EQ(to_json(with_token_option(two_families(), "sm_90", "mul_mat", "tuned")), to_json(two_families()));
+  // without_token gives the replay's choices back, the pipelined entry at the plain launch's config again.
+  EXPECT_EQ(to_json(without_token(p)), to_json(two_families()));
   // Taken back by a token step, the replay's choices are still the family's "tuned" option.
   EXPECT_EQ(token_coordinates(p, "sm_90", 4).size(), 2u);
   EXPECT_EQ(to_json(with_token_option(p, "sm_90", "mul_mat", "tuned")), to_json(two_families()));
