@@ -204,4 +204,13 @@ std::string path_text(const std::filesystem::path& path) {
   return out;
 }
 
+std::string file_identity(const std::filesystem::path& p) {
+  namespace fs = std::filesystem;
+  if (p.empty()) return "-";
+  std::error_code ec;
+  const auto size = fs::file_size(p, ec);
+  const auto mtime = fs::last_write_time(p, ec).time_since_epoch().count();
+  return path_text(fs::absolute(p).lexically_normal()) + " " + std::to_string(size) + " " + std::to_string(mtime);
+}
+
 }  // namespace temper

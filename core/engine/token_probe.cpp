@@ -10,6 +10,7 @@
 #include "temper/content_hash.h"
 #include "temper/error.h"
 #include "temper/fileio.h"
+#include "temper/input.h"
 #include "temper/process.h"
 
 namespace temper::engine {
@@ -154,18 +155,6 @@ TokenRun run_token_probe(const TokenProbeOptions& o, const TokenPlan& plan) {
   }
 }
 
-namespace {
-
-// What identifies a file for the cache: its path, size and modification time.
-std::string stamp(const fs::path& p) {
-  std::error_code ec;
-  const auto size = fs::file_size(p, ec);
-  const auto t = fs::last_write_time(p, ec).time_since_epoch().count();
-  return p.string() + " " + std::to_string(size) + " " + std::to_string(t);
-}
-
-}  // namespace
-
 TokenProbeBuilt build_token_probe(const TokenProbeBuild& b) {
   std::error_code ec;
   const fs::path header = b.llama_tree / "include" / "llama.h", ggml_include = b.llama_tree / "ggml" / "include";
@@ -177,9 +166,9 @@ TokenProbeBuilt build_token_probe(const TokenProbeBuild& b) {
                                                     "libraries (BUILD_SHARED_LIBS=ON, llama.cpp's default)");
   std::string compiler = b.compiler;
   if (compiler.empty()) compiler = std::getenv("CXX") && *std::getenv("CXX") ? std::getenv("CXX") : "c++";
-  std::string inputs = std::string(token_probe_source()) + "\n" + compiler + "\n" + stamp(header) + "\n" + stamp(libllama);
+  std::string inputs = std::string(token_probe_source()) + "\n" + compiler + "\n" + file_identity(header) + "\n" + file_identity(libllama);
   for (const char* lib : {"libggml.so", "libggml-base.so", "libggml-cuda.so", "libggml-hip.so"})
-    if (fs::exists(b.lib_dir / lib, ec)) inputs += "\n" + stamp(b.lib_dir / lib);
+    if (fs::exists(b.lib_dir / lib, ec)) inputs += "\n" + file_identity(b.lib_dir / lib);
   TokenProbeBuilt built;
   built.hash = content_hash(inputs).substr(0, 16);
   built.exe = b.out_dir / ("temper-token-probe-" + built.hash);

@@ -187,16 +187,6 @@ json row_json(const engine::LlamaBenchRow& r) {
           {"n_gen", r.n_gen}, {"n_ubatch", r.n_ubatch}, {"samples_ts", r.samples_ts}};
 }
 
-// What identifies a binary for the bench's input: its path, size and modification time (a rebuilt
-// llama-bench is a new input; hashing a large binary on every run would cost more than it tells).
-std::string file_identity(const fs::path& p) {
-  if (p.empty()) return "-";
-  std::error_code ec;
-  const auto size = fs::file_size(p, ec);
-  const auto mtime = fs::last_write_time(p, ec).time_since_epoch().count();
-  return absolute_text(p) + " " + std::to_string(size) + " " + std::to_string(mtime);
-}
-
 // An exclusive lock on a state folder (flock on its "tune.lock"), held while the tune runs.
 class StateLock {
  public:
@@ -928,13 +918,14 @@ TuneReport run_steps(const TuneOptions& o, const TuneEvents& ev) {
   });
   // ---- pipeline: every one-column launch pipelined at the config it runs; llama-bench decides ----
   // llama-bench decides (the replay cannot see the rest of the token): its first tg test, else tg128.
-  std::string pipeline_test = "tg128";
-  if (o.bench)
-    for (const BenchTest& t : engine::parse_bench_tests(o.bench->tests))
-      if (t.name.rfind("tg", 0) == 0) {
-        pipeline_test = t.name;
-        break;
-      }
+  // The token step predicts the same test.
+  const BenchTest tg_test = [&] {
+    if (o.bench)
+      for (const BenchTest& t : engine::parse_bench_tests(o.bench->tests))
+        if (t.n_gen > 0) return t;
+    return engine::parse_bench_tests("tg128").front();
+  }();
+  const std::string pipeline_test = tg_test.name;
   const std::string pipeline_input =
       digest({"pipeline 2", probe_id, approved_fingerprint(without_pipelined(without_token(report.installed)), arch), identity.header_hash,
               std::to_string(o.replay_tokens), std::to_string(o.replay_rounds), fmt("%.6f", o.min_pipeline_gain),
@@ -1067,14 +1058,8 @@ TuneReport run_steps(const TuneOptions& o, const TuneEvents& ev) {
             {"engine_version", engine_version}, {"evidence", evidence_json(evidence)}};
   });
   // ---- token: the heaviest launch families decided by whole decode tokens in the engine's graph ----
-  // The bench's tg test is what the prediction measures (its N tokens a window); tg128 without one.
-  int predict_tokens = 128;
-  if (o.bench)
-    for (const BenchTest& t : engine::parse_bench_tests(o.bench->tests))
-      if (t.n_gen > 0 && t.n_prompt == 0) {
-        predict_tokens = int(t.n_gen);
-        break;
-      }
+  // The bench's tg test is what the prediction measures (its N tokens a window).
+  const int predict_tokens = int(tg_test.n_gen);
   const std::string token_settings =
       json{{"rounds", o.token_rounds}, {"tokens", o.token_tokens}, {"families", o.token_families}, {"greedy", o.token_greedy},
            {"min_gain", fmt("%.6f", o.min_token_gain)}, {"predict", predict_tokens}}.dump();
@@ -1133,7 +1118,7 @@ TuneReport run_steps(const TuneOptions& o, const TuneEvents& ev) {
     const std::string input = digest({"token 2", token_probe_id, approved_fingerprint(without_token(report.installed), arch),
                                       identity.header_hash, token_settings});
     const json* last = log.last(Step::Token);
-    // Skipped while the input is the same, or the profile is still what this step left it as.
+    // Skipped while the input (the replay's choices, the probe, the model, the settings) is the same.
     auto replay_decisions = [&](const json& record) {
       Profile p = without_token(report.installed);
       for (const json& c : record.at("coordinates")) {
@@ -1147,8 +1132,7 @@ TuneReport run_steps(const TuneOptions& o, const TuneEvents& ev) {
       write_installed();
       return true;
     };
-    if (last && last->value("settings", "") == digest({token_probe_id, identity.header_hash, token_settings}) &&
-        (same_input(last, input) || last->value("output_fingerprint", "") == approved_fingerprint(report.installed, arch))) {
+    if (same_input(last, input)) {
       r.outcome = "skipped";
       const bool again = replay_decisions(*last);
       r.summary = "unchanged engine and profile: " + token_text(report.token, report.token_prediction ? &*report.token_prediction : nullptr) +
@@ -1198,9 +1182,15 @@ TuneReport run_steps(const TuneOptions& o, const TuneEvents& ev) {
         if (w.arm == arm) rounds[size_t(w.round)].push_back(w.us_per_token);
       return rounds;
     };
-    const std::string not_asked_hook =
-        "the engine's hook cannot switch profiles while it runs (no temper_mmvq_load_profile: an engine patched before hook v4 or "
-        "not patched): patch it with this Temper and rebuild";
+    // An engine whose hook cannot switch profiles answers the first run with hook 0: not asked, said once.
+    const auto no_switch = [&](const engine::TokenRun& run) {
+      if (run.hook_version != 0) return false;
+      r.outcome = "not asked";
+      r.summary = "the engine's hook cannot switch profiles while it runs (no temper_mmvq_load_profile: an engine patched before "
+                  "hook v4 or not patched): patch it with this Temper and rebuild";
+      note("no token step: " + r.summary);
+      return true;
+    };
     // Decided anew from the replay's choices: an earlier token step's changes do not carry over.
     Profile working = without_token(report.installed);
     for (const TokenCoordinate& c : done) working = with_token_option(working, arch, c.kind, c.options[size_t(c.chosen)], c.why, fused);
@@ -1219,12 +1209,7 @@ TuneReport run_steps(const TuneOptions& o, const TuneEvents& ev) {
                                                                                           : "the engine's own config is faster per token",
                                          fused));
       const engine::TokenRun run = run_probe(arms, o.token_tokens, 0);
-      if (run.hook_version == 0) {
-        r.outcome = "not asked";
-        r.summary = not_asked_hook;
-        note("no token step: " + not_asked_hook);
-        return {};
-      }
+      if (no_switch(run)) return {};
       for (size_t i = 0; i < c.options.size(); ++i) c.samples.push_back(per_round(run, int(i)));
       decide_coordinate(c, o.min_token_gain);
       working = with_token_option(working, arch, c.kind, c.options[size_t(c.chosen)], c.why, fused);
@@ -1233,12 +1218,7 @@ TuneReport run_steps(const TuneOptions& o, const TuneEvents& ev) {
     }
     // The prediction: stock (no entries) against the final profile, tg N as the bench runs it, then greedy.
     const engine::TokenRun run = run_probe({Profile{}, working}, predict_tokens, o.token_greedy);
-    if (run.hook_version == 0) {
-      r.outcome = "not asked";
-      r.summary = not_asked_hook;
-      note("no token step: " + not_asked_hook);
-      return {};
-    }
+    if (no_switch(run)) return {};
     TokenPrediction pred;
     pred.tokens = predict_tokens;
     pred.stock = per_round(run, 0);
@@ -1266,9 +1246,7 @@ TuneReport run_steps(const TuneOptions& o, const TuneEvents& ev) {
     for (const TokenCoordinate& c : done)
       if (c.chosen != 0) note("token step: " + c.kind + " runs " + c.options[size_t(c.chosen)] + ", not the replay's choice: " + c.why);
     r.summary = token_text(done, &pred);
-    return {{"input", input}, {"settings", digest({token_probe_id, identity.header_hash, token_settings})},
-            {"output_fingerprint", approved_fingerprint(report.installed, arch)}, {"coordinates", coordinates},
-            {"prediction", to_json(pred)}};
+    return {{"input", input}, {"coordinates", coordinates}, {"prediction", to_json(pred)}};
   });
 
   const std::string fingerprint = approved_fingerprint(report.installed, arch);

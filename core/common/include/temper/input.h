@@ -61,4 +61,8 @@ void refuse_overwriting_inputs(const std::filesystem::path& output, const std::v
 // A path as text for messages and JSON: valid UTF-8 kept, other bytes as "\xNN".
 std::string path_text(const std::filesystem::path& path);
 
+// What identifies a file as an input whose content is too large to hash on every run (a binary, a
+// library): its absolute path (as path_text), size and modification time; "-" for an empty path.
+std::string file_identity(const std::filesystem::path& path);
+
 }  // namespace temper
