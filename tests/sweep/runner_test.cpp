@@ -66,6 +66,7 @@ TEST(Plan, DefaultFirstLargestShapeFirstAndReasonsForExclusions) {
   std::vector<Shape> shapes = {shape(GgmlType::Q4_0, 256, 1024, 1), shape(GgmlType::Q4_K, 4096, 4096, 1),
                                shape(GgmlType::Q4_K, 64, 100, 1), shape(GgmlType::F16, 64, 64, 1),
                                shape(GgmlType::Q4_0, 256, 1024, 1)};
+  shapes[2].bytes_per_token = 2;  // K = 100 has no q4_K row size; ordered before the f16 shape
   shapes[3].bytes_per_token = 1;
   PlanGrid grid = full_grid(std::string(known_engines()[0]));
   grid.ncols = {4, 1};
@@ -96,8 +97,8 @@ TEST(Plan, DefaultFirstLargestShapeFirstAndReasonsForExclusions) {
     }
   EXPECT_TRUE(saw_missing_default);
   ASSERT_EQ(plan.skipped_shapes.size(), 2u);
-  EXPECT_NE(plan.skipped_shapes[0].reason.find("not a whole number"), std::string::npos);
-  EXPECT_NE(plan.skipped_shapes[1].reason.find("f16"), std::string::npos);
+  EXPECT_NE(plan.skipped_shapes[0].reason.find("not a whole number"), std::string::npos) << plan.skipped_shapes[0].reason;
+  EXPECT_NE(plan.skipped_shapes[1].reason.find("f16"), std::string::npos) << plan.skipped_shapes[1].reason;
 }
 
 TEST(Plan, WideBlocksAreExcludedOnWave64) {
