@@ -205,7 +205,9 @@ __launch_bounds__(Nwarps* kWarpSize, 1) __global__
     }
 
     __shared__ float tmp_shared[Nwarps - 1 > 0 ? Nwarps - 1 : 1][Ncols][RowsPerBlock][warp_size];
-    if (threadIdx.y > 0) {
+    // A single warp has nothing to hand over: no stores, as upstream's kernel compiles to (clang kept
+    // Temper's, and the registers they hold, where nothing reads them).
+    if (Nwarps > 1 && threadIdx.y > 0) {
 #pragma unroll
       for (int j = 0; j < Ncols; ++j) {
 #pragma unroll
