@@ -62,12 +62,19 @@ template <>
 __device__ __forceinline__ float vec_dot<kQ4_1>(const void* __restrict__ vbq, const BlockQ8_1* __restrict__ y,
                                                 const int& kbx, const int& iqs) {
   constexpr int vdr = 2, qi = 4;
-  // The quants are read through a block whose first member is 32 bits wide, as upstream's half2
-  // union: nvcc then folds the offset of qs into the block's address as it does for upstream
+  // On NVIDIA the quants are read through a block whose first member is 32 bits wide, as upstream's
+  // half2 union: nvcc then folds the offset of qs into the block's address as it does for upstream
   // (with the two 16-bit halves first it folded it into the index: 8 registers more at rows 2).
+  // On AMD clang-19 gives upstream's counts when they are read through the block itself (through Words
+  // 1 VGPR more at most configs, 10 more at rows 16).
   struct Words { uint32_t dm; uint8_t qs[16]; };
   static_assert(sizeof(Words) == sizeof(quant::BlockQ4_1), "q4_1 block layout");
-  const Words* w = static_cast<const Words*>(vbq) + kbx;
+#if defined(TEMPER_CUDA_DEVICE)
+  using QuantBlock = Words;
+#else
+  using QuantBlock = quant::BlockQ4_1;
+#endif
+  const QuantBlock* w = static_cast<const QuantBlock*>(vbq) + kbx;
   const quant::BlockQ4_1* b = static_cast<const quant::BlockQ4_1*>(vbq) + kbx;
   int v[vdr], u[2 * vdr];
 #pragma unroll
