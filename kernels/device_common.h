@@ -79,10 +79,16 @@ __device__ __forceinline__ int dp4a(int a, int b, int c) {
 #endif
 }
 
-// Per-byte a - b, saturating to int8 (CUDA's __vsubss4).
+// Per-byte a - b, saturating to int8 (CUDA's __vsubss4). On AMD one saturating subtract of a 4 × int8
+// vector where the compiler has it, as ggml's HIP build spells __vsubss4 (the byte loop compiles to
+// different code and registers).
 __device__ __forceinline__ int vsubss4(int a, int b) {
 #if defined(TEMPER_CUDA_DEVICE)
   return __vsubss4(a, b);
+#elif !defined(TEMPER_KERNELS_HOST) && __has_builtin(__builtin_elementwise_sub_sat)
+  typedef int8_t Bytes4 __attribute__((ext_vector_type(4)));
+  const Bytes4 d = __builtin_elementwise_sub_sat(__builtin_bit_cast(Bytes4, a), __builtin_bit_cast(Bytes4, b));
+  return __builtin_bit_cast(int, d);
 #else
   int r;
   const int8_t* x = reinterpret_cast<const int8_t*>(&a);
@@ -196,7 +202,8 @@ __device__ __forceinline__ int2 lookup_table16(int q4, const int8_t* table) {
   return r;
 #else
   const uint32_t* v = reinterpret_cast<const uint32_t*>(table);
-  const uint32_t q_even = static_cast<uint32_t>(q4), q_odd = static_cast<uint32_t>(q4) >> 4;
+  // The odd nibbles by an arithmetic shift, as upstream's (the masks below drop the sign bits).
+  const uint32_t q_even = static_cast<uint32_t>(q4), q_odd = static_cast<uint32_t>(q4 >> 4);
   const uint32_t even_lo = __builtin_amdgcn_perm(v[1], v[0], q_even & 0x07070707u);
   const uint32_t odd_lo = __builtin_amdgcn_perm(v[1], v[0], q_odd & 0x07070707u);
   const uint32_t even_hi = __builtin_amdgcn_perm(v[3], v[2], q_even & 0x07070707u);

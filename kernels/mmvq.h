@@ -69,6 +69,22 @@ TEMPER_HD constexpr uint32_t weight_block_bytes(unsigned type) {
   }
 }
 
+// Upstream's fusion arguments (ggml_cuda_mm_fusion_args_device: bias, gate, their scales and the GLU
+// op), 48 bytes. Temper's kernel never fuses and never reads them, but takes them where upstream's
+// kernel does: the kernel-argument layout is part of the compiled kernel. clang's AMDGPU back end
+// marks a kernel whose argument loads lie more than 64 bytes apart as memory-bound (its "waveLimiter"
+// heuristic), which changes the scheduling and the register count (docs/perf-notes.md, "The
+// kernel-argument layout").
+struct MmvqFusionArgs {
+  const void* x_bias = nullptr;
+  const void* gate = nullptr;
+  const void* gate_bias = nullptr;
+  const void* x_scale = nullptr;
+  const void* gate_scale = nullptr;
+  int glu_op = 0;
+};
+static_assert(sizeof(MmvqFusionArgs) == 48, "upstream's fusion arguments are 48 bytes");
+
 // The kernel's pointer arguments, restrict-qualified or not.
 template <bool Restrict>
 struct MmvqPointers {
@@ -87,7 +103,8 @@ struct MmvqPointers<true> {
 // (mmvq::KernelVariant): the K loop, the shared-memory exchange between warps and the final warp
 // reduction. Blocks of one launch: x = row groups, y = channels, z = samples (Temper launches 1 × 1).
 // vx: weight rows of ncols_x/qk blocks; vy: Ncols columns of ncols_x/32 q8_1 blocks; ids: expert
-// ids (Temper passes none); dst: Ncols columns of stride_col_dst floats.
+// ids (Temper passes none); fusion: unused (above); dst: Ncols columns of stride_col_dst floats;
+// ids_stride: unused (Temper passes 0).
 //
 // The variants differ where upstream's two versions do (docs/kernels.md):
 // - 7180759: restrict-qualified pointers, no dependent launch, and lane i writes tmp[j][threadIdx.x]
@@ -106,8 +123,10 @@ struct MmvqPointers<true> {
 template <unsigned Type, int Ncols, int Nwarps, int RowsPerBlock,
           mmvq::KernelVariant Variant = mmvq::KernelVariant::Ggml7180759>
 __launch_bounds__(Nwarps* kWarpSize, 1) __global__
-    void mmvq(const void* vx_arg, const void* vy_arg, const int32_t* ids_arg, float* dst_arg,
-              TEMPER_MMVQ_SCALAR_PARAMS) {
+    void mmvq(const void* vx_arg, const void* vy_arg, const int32_t* ids_arg, const MmvqFusionArgs fusion,
+              float* dst_arg, TEMPER_MMVQ_SCALAR_PARAMS, const uint32_t ids_stride) {
+  (void)fusion;      // upstream's has_fusion = false instantiation never reads them
+  (void)ids_stride;  // read by upstream's MoE kernel only
   if constexpr (!mmvq::launchable(Ncols, Nwarps, RowsPerBlock, kWarpSize)) {
     // Same symbol set in every device pass of a fat binary; the host never launches this one.
     TEMPER_TRAP();
@@ -186,7 +205,9 @@ __launch_bounds__(Nwarps* kWarpSize, 1) __global__
     }
 
     __shared__ float tmp_shared[Nwarps - 1 > 0 ? Nwarps - 1 : 1][Ncols][RowsPerBlock][warp_size];
-    if (threadIdx.y > 0) {
+    // A single warp has nothing to hand over: no stores, as upstream's kernel compiles to (clang kept
+    // Temper's, and the registers they hold, where nothing reads them).
+    if (Nwarps > 1 && threadIdx.y > 0) {
 #pragma unroll
       for (int j = 0; j < Ncols; ++j) {
 #pragma unroll
@@ -229,7 +250,8 @@ int launch_instance(const MmvqLaunch& l) {
   const dim3 grid((l.nrows + RowsPerBlock - 1) / RowsPerBlock, 1, 1);
   const dim3 block(l.warp_size, Nwarps, 1);
   hipLaunchKernelGGL((mmvq<Type, Ncols, Nwarps, RowsPerBlock>), grid, block, 0, static_cast<hipStream_t>(l.stream),
-                     l.weights, l.act_q8_1, static_cast<const int32_t*>(nullptr), l.dst, TEMPER_MMVQ_GEMV_ARGS(l));
+                     l.weights, l.act_q8_1, static_cast<const int32_t*>(nullptr), MmvqFusionArgs{}, l.dst,
+                     TEMPER_MMVQ_GEMV_ARGS(l), 0u);
   return static_cast<int>(hipGetLastError());
 }
 
@@ -264,7 +286,8 @@ int launch_instance_pdl(const MmvqLaunch& l) {
   auto* kernel = &mmvq<Type, Ncols, Nwarps, RowsPerBlock, Variant>;
   static const bool can_use_pdl = pdl_capable(reinterpret_cast<const void*>(kernel));
   return launch_ex(kernel, dim3((l.nrows + RowsPerBlock - 1) / RowsPerBlock, 1, 1), dim3(l.warp_size, Nwarps, 1), l.stream,
-                   can_use_pdl, l.weights, l.act_q8_1, static_cast<const int32_t*>(nullptr), l.dst, TEMPER_MMVQ_GEMV_ARGS(l));
+                   can_use_pdl, l.weights, l.act_q8_1, static_cast<const int32_t*>(nullptr), MmvqFusionArgs{}, l.dst,
+                   TEMPER_MMVQ_GEMV_ARGS(l), 0u);
 }
 #endif
 

@@ -110,21 +110,25 @@ const void* mmvq_function(uint32_t type, int ncols, int nwarps, int rows_per_blo
 const char* mmvq_symbol(uint32_t type, int ncols, int nwarps, int rows_per_block, int warp_size) {
   const MmvqEntry* e = find_entry(type, ncols, nwarps, rows_per_block, warp_size);
   if (!e) return "";
-  // Itanium mangling of temper::kernels[::cuda]::mmvq<type, ncols, nwarps, rows>(const void*,
-  // const void*, const int*, float*, uint32_t, uint3, 3 × uint32_t, uint3, 3 × uint32_t, uint3,
-  // 3 × uint32_t) (HIP spells uint3 HIP_vector_type<unsigned, 3>); built once and kept.
+  // Itanium mangling of temper::kernels[::cuda]::mmvq<type, ncols, nwarps, rows, (mmvq::KernelVariant)0>(
+  // const void*, const void*, const int*, MmvqFusionArgs, float*, uint32_t, uint3, 3 × uint32_t, uint3,
+  // 3 × uint32_t, uint3, 4 × uint32_t) (HIP spells uint3 HIP_vector_type<unsigned, 3>); built once and kept.
   static const std::vector<std::pair<const MmvqEntry*, std::string>> names = [] {
     std::vector<std::pair<const MmvqEntry*, std::string>> v;
     for (const MmvqTypeTable* t : tables())
       for (int w = 0; w < kGridNwarpsCount; ++w)
         for (int r = 0; r < kGridRowsCount; ++r) {
-          char buf[128];
+          char buf[192];
 #if defined(TEMPER_GPU_CUDA)
-          std::snprintf(buf, sizeof buf, "_ZN6temper7kernels4cuda4mmvqILj%uELi%dELi%dELi%dEEEvPKvS4_PKiPfj5uint3jjjS8_jjjS8_jjj", t->type,
-                        t->ncols, mmvq::kGridNwarps[w], mmvq::kGridRowsPerBlock[r]);
+          std::snprintf(buf, sizeof buf,
+                        "_ZN6temper7kernels4cuda4mmvqILj%uELi%dELi%dELi%dELNS_4mmvq13KernelVariantE0EEEvPKvS6_PKiNS1_"
+                        "14MmvqFusionArgsEPfj5uint3jjjSB_jjjSB_jjjj",
+                        t->type, t->ncols, mmvq::kGridNwarps[w], mmvq::kGridRowsPerBlock[r]);
 #else
-          std::snprintf(buf, sizeof buf, "_ZN6temper7kernels4mmvqILj%uELi%dELi%dELi%dEEEvPKvS3_PKiPfj15HIP_vector_typeIjLj3EEjjjS8_jjjS8_jjj", t->type,
-                        t->ncols, mmvq::kGridNwarps[w], mmvq::kGridRowsPerBlock[r]);
+          std::snprintf(buf, sizeof buf,
+                        "_ZN6temper7kernels4mmvqILj%uELi%dELi%dELi%dELNS_4mmvq13KernelVariantE0EEEvPKvS5_PKiNS0_"
+                        "14MmvqFusionArgsEPfj15HIP_vector_typeIjLj3EEjjjSB_jjjSB_jjjj",
+                        t->type, t->ncols, mmvq::kGridNwarps[w], mmvq::kGridRowsPerBlock[r]);
 #endif
           v.emplace_back(&t->entries[w][r], buf);
         }

@@ -27,8 +27,8 @@ alignas(4) static const __device__ int8_t kValuesIq4nl[16] = {TEMPER_KVALUES_IQ4
 alignas(4) static const __device__ int8_t kValuesMxfp4[16] = {TEMPER_KVALUES_MXFP4};
 
 template <unsigned Type>
-__device__ __forceinline__ float vec_dot(const void* __restrict__ vbq, const BlockQ8_1* __restrict__ y, int kbx,
-                                         int iqs);
+__device__ __forceinline__ float vec_dot(const void* __restrict__ vbq, const BlockQ8_1* __restrict__ y, const int& kbx,
+                                         const int& iqs);
 
 // ---- 32-value legacy types -------------------------------------------------------------------------
 // q4_0: nibbles 0..15 with an implicit -8, folded in through the activation sum s. Like every
@@ -36,7 +36,7 @@ __device__ __forceinline__ float vec_dot(const void* __restrict__ vbq, const Blo
 // unrolling and register allocation follow the order of the source.
 template <>
 __device__ __forceinline__ float vec_dot<kQ4_0>(const void* __restrict__ vbq, const BlockQ8_1* __restrict__ y,
-                                                int kbx, int iqs) {
+                                                const int& kbx, const int& iqs) {
   constexpr int vdr = 2, qi = 4;
   const quant::BlockQ4_0* b = static_cast<const quant::BlockQ4_0*>(vbq) + kbx;
   int v[vdr], u[2 * vdr];
@@ -60,14 +60,21 @@ __device__ __forceinline__ float vec_dot<kQ4_0>(const void* __restrict__ vbq, co
 // q4_1: nibbles with a per-block minimum m; (d·d8, m·s8) as one half2 product (FAST_FP16 path).
 template <>
 __device__ __forceinline__ float vec_dot<kQ4_1>(const void* __restrict__ vbq, const BlockQ8_1* __restrict__ y,
-                                                int kbx, int iqs) {
+                                                const int& kbx, const int& iqs) {
   constexpr int vdr = 2, qi = 4;
-  // The quants are read through a block whose first member is 32 bits wide, as upstream's half2
-  // union: nvcc then folds the offset of qs into the block's address as it does for upstream
+  // On NVIDIA the quants are read through a block whose first member is 32 bits wide, as upstream's
+  // half2 union: nvcc then folds the offset of qs into the block's address as it does for upstream
   // (with the two 16-bit halves first it folded it into the index: 8 registers more at rows 2).
+  // On AMD clang-19 gives upstream's counts when they are read through the block itself (through Words
+  // 1 VGPR more at most configs, 10 more at rows 16).
   struct Words { uint32_t dm; uint8_t qs[16]; };
   static_assert(sizeof(Words) == sizeof(quant::BlockQ4_1), "q4_1 block layout");
-  const Words* w = static_cast<const Words*>(vbq) + kbx;
+#if defined(TEMPER_CUDA_DEVICE)
+  using QuantBlock = Words;
+#else
+  using QuantBlock = quant::BlockQ4_1;
+#endif
+  const QuantBlock* w = static_cast<const QuantBlock*>(vbq) + kbx;
   const quant::BlockQ4_1* b = static_cast<const quant::BlockQ4_1*>(vbq) + kbx;
   int v[vdr], u[2 * vdr];
 #pragma unroll
@@ -108,7 +115,7 @@ __device__ __forceinline__ int q5_high(int vl, int vh) {
 
 template <>
 __device__ __forceinline__ float vec_dot<kQ5_0>(const void* __restrict__ vbq, const BlockQ8_1* __restrict__ y,
-                                                int kbx, int iqs) {
+                                                const int& kbx, const int& iqs) {
   constexpr int vdr = 2, qi = 4;
   const quant::BlockQ5_0* b = static_cast<const quant::BlockQ5_0*>(vbq) + kbx;
   int vl[vdr], vh[vdr], u[2 * vdr];
@@ -131,7 +138,7 @@ __device__ __forceinline__ float vec_dot<kQ5_0>(const void* __restrict__ vbq, co
 
 template <>
 __device__ __forceinline__ float vec_dot<kQ5_1>(const void* __restrict__ vbq, const BlockQ8_1* __restrict__ y,
-                                                int kbx, int iqs) {
+                                                const int& kbx, const int& iqs) {
   constexpr int vdr = 2, qi = 4;
   const quant::BlockQ5_1* b = static_cast<const quant::BlockQ5_1*>(vbq) + kbx;
   int vl[vdr], vh[vdr], u[2 * vdr];
@@ -154,7 +161,7 @@ __device__ __forceinline__ float vec_dot<kQ5_1>(const void* __restrict__ vbq, co
 
 template <>
 __device__ __forceinline__ float vec_dot<kQ8_0>(const void* __restrict__ vbq, const BlockQ8_1* __restrict__ y,
-                                                int kbx, int iqs) {
+                                                const int& kbx, const int& iqs) {
   constexpr int vdr = 2;
   const quant::BlockQ8_0* b = static_cast<const quant::BlockQ8_0*>(vbq) + kbx;
   int v[vdr], u[vdr];
@@ -172,7 +179,7 @@ __device__ __forceinline__ float vec_dot<kQ8_0>(const void* __restrict__ vbq, co
 // Non-linear 4-bit types: nibbles index a 16-entry table of int8 values.
 template <>
 __device__ __forceinline__ float vec_dot<kIQ4_NL>(const void* __restrict__ vbq, const BlockQ8_1* __restrict__ y,
-                                                  int kbx, int iqs) {
+                                                  const int& kbx, const int& iqs) {
   constexpr int vdr = 2;
   const quant::BlockIQ4_NL* b = static_cast<const quant::BlockIQ4_NL*>(vbq) + kbx;
   const int* q8 = reinterpret_cast<const int*>(y->qs) + iqs;
@@ -188,7 +195,7 @@ __device__ __forceinline__ float vec_dot<kIQ4_NL>(const void* __restrict__ vbq, 
 
 template <>
 __device__ __forceinline__ float vec_dot<kMXFP4>(const void* __restrict__ vbq, const BlockQ8_1* __restrict__ y,
-                                                 int kbx, int iqs) {
+                                                 const int& kbx, const int& iqs) {
   constexpr int vdr = 2;
   const quant::BlockMXFP4* b = static_cast<const quant::BlockMXFP4*>(vbq) + kbx;
   const int* q8 = reinterpret_cast<const int*>(y->qs) + iqs;  // one base pointer, as upstream
@@ -206,11 +213,52 @@ __device__ __forceinline__ float vec_dot<kMXFP4>(const void* __restrict__ vbq, c
 }
 
 // ---- K-quants (256-value super-blocks) ----------------------------------------------------------
-// q2_K: 2-bit quants, 16 sub-blocks with 4-bit scale and 4-bit min; one int = 16 values of one
-// 32-value slice, spread over 4 q8_1 blocks.
+// q2_K's and q3_K's sums over their qr q8_1 blocks are separate functions taking the loaded quants by
+// reference, as upstream's *_impl_mmvq: the call boundary is where upstream's code orders the loads
+// before the arithmetic, and clang's AMD back end schedules (and allocates registers) by that order.
+
+// q2_K: one int = 16 values of one 32-value slice, spread over 4 q8_1 blocks; per sub-block a 4-bit
+// scale (low nibble) and a 4-bit min (high nibble); dm = (d, dmin) of the super-block.
+__device__ __forceinline__ float q2_K_sum(const int& v, const int* __restrict__ u, const uint8_t* __restrict__ scales,
+                                          const uint16_t* dm, const float* __restrict__ d8) {
+  constexpr int qr = 4;
+  float sumf_d = 0.0f, sumf_m = 0.0f;
+#pragma unroll
+  for (int i = 0; i < qr; ++i) {
+    const int sc = scales[2 * i];
+    const int vi = (v >> (2 * i)) & 0x03030303;
+    sumf_d += d8[i] * (dp4a(vi, u[i], 0) * (sc & 0xF));
+    int m = sc >> 4;  // the min, broadcast to 4 bytes, times the sum of the q8 values
+    m |= m << 8;
+    m |= m << 16;
+    sumf_m += d8[i] * dp4a(m, u[i], 0);
+  }
+  const float2 dmf = __half22float2(load_half2(dm));
+  return dmf.x * sumf_d - dmf.y * sumf_m;
+}
+
+// q3_K: 2 low bits + an inverted high-bit mask (a clear bit subtracts 4), 6-bit signed scales.
+__device__ __forceinline__ float q3_K_sum(const int& vl, const int& vh, const int* __restrict__ u,
+                                          const uint8_t* __restrict__ scales, const int& scale_offset, const float& d,
+                                          const float* __restrict__ d8) {
+  constexpr int qr = 4, qk_k = quant::QK_K;
+  float sumf = 0.0f;
+#pragma unroll
+  for (int i = 0; i < qr; ++i) {
+    const int isc = scale_offset + 2 * i;
+    const int sc_low = (scales[isc % (qk_k / 32)] >> (4 * (isc / (qk_k / 32)))) & 0xF;
+    const int sc_high = ((scales[(qk_k / 32) + isc % (qk_k / 64)] >> (2 * (isc / (qk_k / 64)))) & 3) << 4;
+    const int sc = (sc_low | sc_high) - 32;
+    const int vil = (vl >> (2 * i)) & 0x03030303;
+    const int vih = ((vh >> i) << 2) & 0x04040404;
+    sumf += d8[i] * (dp4a(vsubss4(vil, vih), u[i], 0) * sc);
+  }
+  return d * sumf;
+}
+
 template <>
 __device__ __forceinline__ float vec_dot<kQ2_K>(const void* __restrict__ vbq, const BlockQ8_1* __restrict__ y,
-                                                int kbx, int iqs) {
+                                                const int& kbx, const int& iqs) {
   constexpr int qr = 4, qi8 = 8;
   const quant::BlockQ2_K* b = static_cast<const quant::BlockQ2_K*>(vbq) + kbx;
   const int bq8_offset = qr * (iqs / qi8);
@@ -224,26 +272,13 @@ __device__ __forceinline__ float vec_dot<kQ2_K>(const void* __restrict__ vbq, co
     u[i] = get_int_b4(y[bq8_offset + i].qs, iqs % qi8);
     d8[i] = q8_1_d(y[bq8_offset + i]);
   }
-  float sumf_d = 0.0f, sumf_m = 0.0f;
-#pragma unroll
-  for (int i = 0; i < qr; ++i) {
-    const int sc = scales[2 * i];
-    const int vi = (v >> (2 * i)) & 0x03030303;
-    sumf_d += d8[i] * (dp4a(vi, u[i], 0) * (sc & 0xF));
-    int m = sc >> 4;  // the min, broadcast to 4 bytes, times the sum of the q8 values
-    m |= m << 8;
-    m |= m << 16;
-    sumf_m += d8[i] * dp4a(m, u[i], 0);
-  }
-  const float2 dm = __half22float2(load_half2(&b->d));
-  return dm.x * sumf_d - dm.y * sumf_m;
+  return q2_K_sum(v, u, scales, &b->d, d8);
 }
 
-// q3_K: 2 low bits + an inverted high-bit mask (a clear bit subtracts 4), 6-bit signed scales.
 template <>
 __device__ __forceinline__ float vec_dot<kQ3_K>(const void* __restrict__ vbq, const BlockQ8_1* __restrict__ y,
-                                                int kbx, int iqs) {
-  constexpr int qr = 4, qi = 16, qi8 = 8, qk_k = quant::QK_K;
+                                                const int& kbx, const int& iqs) {
+  constexpr int qr = 4, qi = 16, qi8 = 8;
   const quant::BlockQ3_K* b = static_cast<const quant::BlockQ3_K*>(vbq) + kbx;
   const int bq8_offset = qr * (iqs / (qi / 2));
   const int scale_offset = iqs - iqs % qi8 + (iqs % qi8) / (qi8 / 2);
@@ -257,18 +292,7 @@ __device__ __forceinline__ float vec_dot<kQ3_K>(const void* __restrict__ vbq, co
     u[i] = get_int_b4(y[bq8_offset + i].qs, iqs % qi8);
     d8[i] = q8_1_d(y[bq8_offset + i]);
   }
-  float sumf = 0.0f;
-#pragma unroll
-  for (int i = 0; i < qr; ++i) {
-    const int isc = scale_offset + 2 * i;
-    const int sc_low = (b->scales[isc % (qk_k / 32)] >> (4 * (isc / (qk_k / 32)))) & 0xF;
-    const int sc_high = ((b->scales[(qk_k / 32) + isc % (qk_k / 64)] >> (2 * (isc / (qk_k / 64)))) & 3) << 4;
-    const int sc = (sc_low | sc_high) - 32;
-    const int vil = (vl >> (2 * i)) & 0x03030303;
-    const int vih = ((vh >> i) << 2) & 0x04040404;
-    sumf += d8[i] * (dp4a(vsubss4(vil, vih), u[i], 0) * sc);
-  }
-  return d * sumf;
+  return q3_K_sum(vl, vh, u, b->scales, scale_offset, d, d8);
 }
 
 // The packed 6-bit scales and mins of q4_K / q5_K for the two sub-blocks starting at 2·j.
@@ -285,7 +309,7 @@ __device__ __forceinline__ void k_scales_mins(const uint8_t* packed, int j, uint
 
 template <>
 __device__ __forceinline__ float vec_dot<kQ4_K>(const void* __restrict__ vbq, const BlockQ8_1* __restrict__ y,
-                                                int kbx, int iqs) {
+                                                const int& kbx, const int& iqs) {
   constexpr int qr = 2;
   const quant::BlockQ4_K* b = static_cast<const quant::BlockQ4_K*>(vbq) + kbx;
   const int bq8_offset = qr * ((iqs / 2) / 4);  // iqs in 0,2..30 -> 0,2,4,6
@@ -319,7 +343,7 @@ __device__ __forceinline__ float vec_dot<kQ4_K>(const void* __restrict__ vbq, co
 
 template <>
 __device__ __forceinline__ float vec_dot<kQ5_K>(const void* __restrict__ vbq, const BlockQ8_1* __restrict__ y,
-                                                int kbx, int iqs) {
+                                                const int& kbx, const int& iqs) {
   constexpr int qr = 2;
   const quant::BlockQ5_K* b = static_cast<const quant::BlockQ5_K*>(vbq) + kbx;
   const int bq8_offset = qr * ((iqs / 2) / 4);
@@ -358,7 +382,7 @@ __device__ __forceinline__ float vec_dot<kQ5_K>(const void* __restrict__ vbq, co
 // q6_K: 4 low bits + 2 high bits, minus 32, 8-bit signed scales per 16 values.
 template <>
 __device__ __forceinline__ float vec_dot<kQ6_K>(const void* __restrict__ vbq, const BlockQ8_1* __restrict__ y,
-                                                int kbx, int iqs) {
+                                                const int& kbx, const int& iqs) {
   constexpr int qr = 2, qi = 32;
   const quant::BlockQ6_K* b = static_cast<const quant::BlockQ6_K*>(vbq) + kbx;
   const int bq8_offset = 2 * qr * (iqs / (qi / 2)) + (iqs % (qi / 2)) / (qi / 4);
@@ -390,7 +414,7 @@ __device__ __forceinline__ float vec_dot<kQ6_K>(const void* __restrict__ vbq, co
 // iq4_xs: iq4_nl values in 256-value super-blocks with 6-bit scales per 32 values (minus 32).
 template <>
 __device__ __forceinline__ float vec_dot<kIQ4_XS>(const void* __restrict__ vbq, const BlockQ8_1* __restrict__ y,
-                                                  int kbx, int iqs) {
+                                                  const int& kbx, const int& iqs) {
   const quant::BlockIQ4_XS* b = static_cast<const quant::BlockIQ4_XS*>(vbq) + kbx;
   int sumi = 0;
 #pragma unroll

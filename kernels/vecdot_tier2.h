@@ -27,7 +27,7 @@ __device__ __forceinline__ uint2 grid64(const uint64_t* table, int index) {
 
 template <>
 __device__ __forceinline__ float vec_dot<kIQ2_XXS>(const void* __restrict__ vbq, const BlockQ8_1* __restrict__ y,
-                                                   int kbx, int iqs) {
+                                                   const int& kbx, const int& iqs) {
   const quant::BlockIQ2_XXS* b = static_cast<const quant::BlockIQ2_XXS*>(vbq) + kbx;
   const int q2 = get_int_b2(b->qs, iqs);
   const uint8_t* aux8 = reinterpret_cast<const uint8_t*>(&q2);
@@ -48,7 +48,7 @@ __device__ __forceinline__ float vec_dot<kIQ2_XXS>(const void* __restrict__ vbq,
 
 template <>
 __device__ __forceinline__ float vec_dot<kIQ2_XS>(const void* __restrict__ vbq, const BlockQ8_1* __restrict__ y,
-                                                  int kbx, int iqs) {
+                                                  const int& kbx, const int& iqs) {
   const quant::BlockIQ2_XS* b = static_cast<const quant::BlockIQ2_XS*>(vbq) + kbx;
   // The four 16-bit entries (9-bit grid index, 7 sign bits) from two ints, without a uint16_t view
   // of an int2 (an aliasing violation host compilers may miscompile).
@@ -80,7 +80,7 @@ __device__ __forceinline__ int sign_mask_hi(uint8_t s) { return vcmpne4(((s & 0x
 
 template <>
 __device__ __forceinline__ float vec_dot<kIQ2_S>(const void* __restrict__ vbq, const BlockQ8_1* __restrict__ y,
-                                                 int kbx, int iqs) {
+                                                 const int& kbx, const int& iqs) {
   const quant::BlockIQ2_S* b = static_cast<const quant::BlockIQ2_S*>(vbq) + kbx;
   const int qs_packed = get_int_b2(b->qs, iqs / 2);
   const uint8_t* qs = reinterpret_cast<const uint8_t*>(&qs_packed);
@@ -105,7 +105,7 @@ __device__ __forceinline__ float vec_dot<kIQ2_S>(const void* __restrict__ vbq, c
 
 template <>
 __device__ __forceinline__ float vec_dot<kIQ3_XXS>(const void* __restrict__ vbq, const BlockQ8_1* __restrict__ y,
-                                                   int kbx, int iqs) {
+                                                   const int& kbx, const int& iqs) {
   const quant::BlockIQ3_XXS* b = static_cast<const quant::BlockIQ3_XXS*>(vbq) + kbx;
   const int2 q3_packed = make_int2(get_int_b2(b->qs, iqs), get_int_b2(b->qs, iqs + 1));
   const uint8_t* q3 = reinterpret_cast<const uint8_t*>(&q3_packed);
@@ -127,7 +127,7 @@ __device__ __forceinline__ float vec_dot<kIQ3_XXS>(const void* __restrict__ vbq,
 
 template <>
 __device__ __forceinline__ float vec_dot<kIQ3_S>(const void* __restrict__ vbq, const BlockQ8_1* __restrict__ y,
-                                                 int kbx, int iqs) {
+                                                 const int& kbx, const int& iqs) {
   const quant::BlockIQ3_S* b = static_cast<const quant::BlockIQ3_S*>(vbq) + kbx;
   const int2 qs_packed = make_int2(get_int_b2(b->qs, iqs + 0), get_int_b2(b->qs, iqs + 1));
   const uint8_t* qs = reinterpret_cast<const uint8_t*>(&qs_packed);
@@ -151,7 +151,7 @@ __device__ __forceinline__ float vec_dot<kIQ3_S>(const void* __restrict__ vbq, c
 // q8_1 sum s (iq1_s) or an explicit Σu (iq1_m).
 template <>
 __device__ __forceinline__ float vec_dot<kIQ1_S>(const void* __restrict__ vbq, const BlockQ8_1* __restrict__ y,
-                                                 int kbx, int iqs) {
+                                                 const int& kbx, const int& iqs) {
   const quant::BlockIQ1_S* b = static_cast<const quant::BlockIQ1_S*>(vbq) + kbx;
   const int qs_packed = get_int_b2(b->qs, iqs);
   const uint8_t* qs = reinterpret_cast<const uint8_t*>(&qs_packed);
@@ -172,7 +172,7 @@ __device__ __forceinline__ float vec_dot<kIQ1_S>(const void* __restrict__ vbq, c
 
 template <>
 __device__ __forceinline__ float vec_dot<kIQ1_M>(const void* __restrict__ vbq, const BlockQ8_1* __restrict__ y,
-                                                 int kbx, int iqs) {
+                                                 const int& kbx, const int& iqs) {
   const quant::BlockIQ1_M* b = static_cast<const quant::BlockIQ1_M*>(vbq) + kbx;
   const int qs_packed = get_int_b4(b->qs, iqs);
   const uint8_t* qs = reinterpret_cast<const uint8_t*>(&qs_packed);
@@ -204,7 +204,7 @@ __device__ __forceinline__ float vec_dot<kIQ1_M>(const void* __restrict__ vbq, c
 // q8_1 blocks.
 template <>
 __device__ __forceinline__ float vec_dot<kNVFP4>(const void* __restrict__ vbq, const BlockQ8_1* __restrict__ y,
-                                                 int kbx, int iqs) {
+                                                 const int& kbx, const int& iqs) {
   constexpr int vdr = 4;
   const quant::BlockNVFP4* b = static_cast<const quant::BlockNVFP4*>(vbq) + kbx;
   float sum = 0.0f;
@@ -233,7 +233,7 @@ __device__ __forceinline__ int q1_signs4(int bits4) {
 
 template <>
 __device__ __forceinline__ float vec_dot<kQ1_0>(const void* __restrict__ vbq, const BlockQ8_1* __restrict__ y,
-                                                int kbx, int iqs) {
+                                                const int& kbx, const int& iqs) {
   const quant::BlockQ1_0* b = static_cast<const quant::BlockQ1_0*>(vbq) + kbx;
   const uint16_t* qs = reinterpret_cast<const uint16_t*>(b->qs) + iqs * 2;
   const BlockQ8_1& q8 = y[iqs];
@@ -259,7 +259,7 @@ __device__ __forceinline__ int q2_values4(int byte) {
 
 template <>
 __device__ __forceinline__ float vec_dot<kQ2_0>(const void* __restrict__ vbq, const BlockQ8_1* __restrict__ y,
-                                                int kbx, int iqs) {
+                                                const int& kbx, const int& iqs) {
   const quant::BlockQ2_0* b = static_cast<const quant::BlockQ2_0*>(vbq) + kbx;
   const uint16_t* qs = reinterpret_cast<const uint16_t*>(b->qs) + iqs * 4;
   const BlockQ8_1& q8 = y[iqs];

@@ -89,6 +89,15 @@ TEST(MmvqSymbol, ParsesMangledAndDemangledNames) {
   ASSERT_TRUE(m);
   EXPECT_EQ(m->type, GgmlType::Q4_1);
   EXPECT_EQ(m->config, (Config{2, 2}));
+  // With upstream's kernel-argument layout (the unused fusion arguments and ids_stride, issue 50): the
+  // name mmvq_symbol spells for AMD code objects.
+  m = parse_mmvq_symbol(
+      "_ZN6temper7kernels4mmvqILj11ELi1ELi4ELi8ELNS_4mmvq13KernelVariantE0EEEvPKvS5_PKiNS0_14MmvqFusionArgsEPfj15HIP_"
+      "vector_typeIjLj3EEjjjSB_jjjSB_jjjj");
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->type, GgmlType::Q3_K);
+  EXPECT_EQ(m->ncols, 1);
+  EXPECT_EQ(m->config, (Config{4, 8}));
   m = parse_mmvq_symbol("void temper::kernels::mmvq<3u, 1, 2, 2, (temper::mmvq::KernelVariant)1>(void const*, void const*)");
   ASSERT_TRUE(m);
   EXPECT_EQ(m->config, (Config{2, 2}));

@@ -105,7 +105,7 @@ for arch, dot in (("gfx942", r"v_dot4c?_i32_i8"), ("gfx1151", r"v_dot4_i32_iu8")
     rows = [(c, uv[c], tv[c]) for c in sorted(uv)]
     print(f"{arch}: q4_K ncols 1, the 24 configs of the hooked HIP build: the same dot instruction ({next(iter(u[(4, 1)]))}) "
           "equally often; VGPRs (upstream -> Temper, static):", ", ".join(f"{c[0]}x{c[1]} {a}->{b}" for c, a, b in rows))
-    # Register fidelity itself is bench/regcompare.py's (kernel_register_fidelity_<arch>, with its allowances).
+    # Register fidelity itself is bench/regcompare.py's (kernel_register_fidelity_<arch>: every tier-1 type, none allowed).
 EOF
 cd "$out"
 "$temper" engine patch "$tree" --undo
