@@ -12,6 +12,7 @@
 #include "temper/defaults.h"
 #include "temper/device_bench.h"
 #include "temper/engine_device.h"
+#include "temper/engine_versions.h"
 #include "temper/error.h"
 #include "temper/fileio.h"
 #include "temper/gpu_backend.h"
@@ -21,6 +22,9 @@
 namespace temper::cli {
 namespace cmd_benchgemv {  // own namespace: the commands are compiled together (unity build)
 namespace {
+
+// The engine version whose hooked one-column launch --pipelined models.
+constexpr const EngineVersion& kPipelining = engine_version(EngineFamily::HalveIters);
 
 // `bytes`: what one launch moves (gemv_bytes of its problem).
 nlohmann::json timing_json(const ConfigTiming& t, uint64_t bytes, double copy_gbs) {
@@ -192,13 +196,14 @@ int run_benchgemv(const Options& o) {
   // The engine's own kernel through its probe, or Temper's kernel on this machine's GPUs.
   const bool in_engine = !o.probe.probe.empty() || !o.probe.engine_src.empty();
   const bool kernel_only = o.kernel_only;
-  // The hook's pipelined launch in Temper's kernel: d99724f's, one column (docs/kernels.md).
+  // The hook's pipelined launch in Temper's kernel: ggml-halve-iters' kernel, one column (docs/kernels.md).
   mmvq::KernelVariant variant = defaults::kernel_variant(engine);
   if (o.pipelined) {
     if (in_engine) fail(ErrorKind::BadInput, "--pipelined times Temper's kernel; it cannot go with --probe / --engine-src");
     if (ncols != 1) fail(ErrorKind::BadInput, "--pipelined needs --ncols 1: the engine pipelines one-column launches only");
-    if (variant != mmvq::KernelVariant::GgmlD99724f)
-      fail(ErrorKind::BadInput, "--pipelined models ggml-d99724f's hooked launch; --engine " + engine + " has none");
+    if (variant != kPipelining.variant)
+      fail(ErrorKind::BadInput, "--pipelined models " + std::string(kPipelining.name) + "'s hooked launch; --engine " +
+                                    engine + " has none");
     variant = mmvq::KernelVariant::GgmlD99724fPipelined;
   }
   gpu::DeviceList list;  // outlives the device it opens
@@ -330,7 +335,8 @@ int run_benchgemv(const Options& o) {
                                                          : "MUL_MAT (its q8_1 quantize + mmvq; stock config through its own dispatch)");
   else if (o.pipelined)
     std::printf("kernel: Temper's, pipelined (each block lets the next launch start and prefetches its rows to L2 "
-                "before it waits: on Hopper and newer; elsewhere d99724f's own)\n");
+                "before it waits: on Hopper and newer; elsewhere %s's own)\n",
+                std::string(kPipelining.commit).c_str());
   std::printf("shape: N=%d K=%d ncols=%d; weights rotated past 2x LLC (%.0f MiB); median of %d %s "
               "after %d warm-up; default config: %s table of %s\n\n",
               n, k, ncols, double(device_llc_bytes(d)) / (1 << 20), options.count, samples.c_str(), options.warmup,
@@ -363,30 +369,33 @@ int run_benchgemv(const Options& o) {
   return any_failed ? int(ErrorKind::Verification) : 0;
 }
 
+const std::string kDetails =
+    "Measures the device-to-device copy bandwidth, then for each type (default: every tier-1 type\n"
+    "this build has) uploads random valid weights in enough copies to exceed twice the last-level\n"
+    "cache, quantizes random activations on the device, verifies each config once against the exact\n"
+    "integer q8_1 dot, and times COUNT samples with device events (weights rotating each launch).\n"
+    "Prints per type: the default config's median (llama.cpp's table and kernel variant of --engine),\n"
+    "the best config of the grid, its GB/s (weights + activations + outputs per launch) and its\n"
+    "share of the measured copy bandwidth. Configs are written nwarps,rows_per_block.\n"
+    "--back-to-back L times L launches between one event pair (no event between kernels, as decode's\n"
+    "graphs run them) and reports the time per launch: COUNT such samples (default 8, as `temper\n"
+    "sweep`; 1 puts an event pair around every launch).\n"
+    "--probe / --engine-src time the engine's own kernel through its probe (`temper help engine`):\n"
+    "whole MUL_MATs (the engine's q8_1 quantize + mmvq), or with --kernel-only mul_mat_vec_q alone\n"
+    "(activations quantized once, events around the kernel launches only, as Temper's own kernel is\n"
+    "timed; every config including the stock one runs as its grid instantiation; probe protocol 2).\n"
+    "--pipelined times Temper's kernel as the hook runs a *_pipelined profile entry (" +
+    std::string(kPipelining.name) + ", one\n"
+    "column): back to back, each launch's blocks start while the previous one ends and prefetch their rows.\n"
+    "--group TYPE:N,TYPE:N[,...] times Temper's same-input group kernel instead (the hook's mul_mat_group\n"
+    "launch: 2..4 GEMVs of --k reading the same activations, e.g. q4_K:4096,q4_K:1024,q6_K:1024 for a\n"
+    "layer's q, k and v) at every group config, against its members' own launches each at its best config.\n"
+    "--csv writes one row per config timed: type,n,k,ncols,nwarps,rows_per_block,us (the median).\n"
+    "--save also writes the JSON form to FILE. Exit code 5 when a config fails verification (it is\n"
+    "then never the best).";
+
 const Registrar reg{
-    {"bench-gemv", "time one GEMV shape per type: default config vs the best of the grid",
-     "Measures the device-to-device copy bandwidth, then for each type (default: every tier-1 type\n"
-     "this build has) uploads random valid weights in enough copies to exceed twice the last-level\n"
-     "cache, quantizes random activations on the device, verifies each config once against the exact\n"
-     "integer q8_1 dot, and times COUNT samples with device events (weights rotating each launch).\n"
-     "Prints per type: the default config's median (llama.cpp's table and kernel variant of --engine),\n"
-     "the best config of the grid, its GB/s (weights + activations + outputs per launch) and its\n"
-     "share of the measured copy bandwidth. Configs are written nwarps,rows_per_block.\n"
-     "--back-to-back L times L launches between one event pair (no event between kernels, as decode's\n"
-     "graphs run them) and reports the time per launch: COUNT such samples (default 8, as `temper\n"
-     "sweep`; 1 puts an event pair around every launch).\n"
-     "--probe / --engine-src time the engine's own kernel through its probe (`temper help engine`):\n"
-     "whole MUL_MATs (the engine's q8_1 quantize + mmvq), or with --kernel-only mul_mat_vec_q alone\n"
-     "(activations quantized once, events around the kernel launches only, as Temper's own kernel is\n"
-     "timed; every config including the stock one runs as its grid instantiation; probe protocol 2).\n"
-     "--pipelined times Temper's kernel as the hook runs a *_pipelined profile entry (ggml-d99724f, one\n"
-     "column): back to back, each launch's blocks start while the previous one ends and prefetch their rows.\n"
-     "--group TYPE:N,TYPE:N[,...] times Temper's same-input group kernel instead (the hook's mul_mat_group\n"
-     "launch: 2..4 GEMVs of --k reading the same activations, e.g. q4_K:4096,q4_K:1024,q6_K:1024 for a\n"
-     "layer's q, k and v) at every group config, against its members' own launches each at its best config.\n"
-     "--csv writes one row per config timed: type,n,k,ncols,nwarps,rows_per_block,us (the median).\n"
-     "--save also writes the JSON form to FILE. Exit code 5 when a config fails verification (it is\n"
-     "then never the best).",
+    {"bench-gemv", "time one GEMV shape per type: default config vs the best of the grid", kDetails,
      [](CLI::App& app) {
        auto o = std::make_shared<Options>();
        GemvBenchOptions& b = o->bench;
@@ -408,7 +417,8 @@ const Registrar reg{
        add_engine_probe(app, o->probe, true);
        app.add_flag("--kernel-only", o->kernel_only, "with --probe / --engine-src: time mul_mat_vec_q alone (probe protocol 2)");
        app.add_flag("--pipelined", o->pipelined,
-                    "time Temper's kernel as the hook runs a *_pipelined entry (--engine ggml-d99724f, --ncols 1)");
+                    "time Temper's kernel as the hook runs a *_pipelined entry (--engine " + std::string(kPipelining.name) +
+                        ", --ncols 1)");
        app.add_option("--group", o->group,
                       "time Temper's same-input group kernel of these members (TYPE:N,...; --k, --ncols 1..4) instead")
            ->type_name("MEMBERS");

@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "compile_progress.h"
+#include "temper/engine_versions.h"
 #include "temper/error.h"
 #include "temper/fileio.h"
 #include "temper/gpu_backend.h"
@@ -97,28 +98,34 @@ int run_verify(const Options& o) {
   return report.passed() ? 0 : int(ErrorKind::Verification);
 }
 
-const Registrar reg{{"verify", "check every kernel instantiation on the device against the CPU reference",
-                     "Runs every mmvq instantiation (type x ncols x config) this build has for the device on\n"
-                     "random valid blocks and random activations, with outputs poisoned (NaN) first, and checks\n"
-                     "  - the device's q8_1 quantizer: quants exact, scale and sum within 1 ulp;\n"
-                     "  - each output against the exact integer q8_1 dot (tight tolerance) and the float64\n"
-                     "    dequantized dot (loose tolerance); every output written, none infinite.\n"
-                     "Default shapes: 67 rows x K 4096 and 67 rows x the type's smallest K (one short pass).\n"
-                     "--variants picks which compiled kernel of each config runs (default 7180759; d99724f, and\n"
-                     "d99724f-pipelined at one column: the hook's pipelined launch, different code on NVIDIA Hopper).\n"
-                     "--groups also verifies Temper's same-input group kernel (the hook's mul_mat_group launch:\n"
-                     "2..4 GEMVs reading the same activations, e.g. q4_K+q4_K+q6_K for q, k and v) at every group\n"
-                     "config and batch width 1..4; member m has n/(m+1) rows.\n"
-                     "Prints a pass table (rows: types, columns: ncols, cells: passed/instantiations); --save also\n"
-                     "writes the JSON report to FILE.\n"
-                     "Exit codes: 0 all passed, 5 a check failed, 4 the device faulted, 3 no device, 7 interrupted.",
+// The help's variant names.
+const std::string kDefaultVariant(variant_name(default_engine_version().variant));
+const std::string kHalveIters(variant_name(engine_version(EngineFamily::HalveIters).variant));
+const std::string kDetails =
+    "Runs every mmvq instantiation (type x ncols x config) this build has for the device on\n"
+    "random valid blocks and random activations, with outputs poisoned (NaN) first, and checks\n"
+    "  - the device's q8_1 quantizer: quants exact, scale and sum within 1 ulp;\n"
+    "  - each output against the exact integer q8_1 dot (tight tolerance) and the float64\n"
+    "    dequantized dot (loose tolerance); every output written, none infinite.\n"
+    "Default shapes: 67 rows x K 4096 and 67 rows x the type's smallest K (one short pass).\n"
+    "--variants picks which compiled kernel of each config runs (default " + kDefaultVariant + "; " +
+    kHalveIters + ", and\n" + std::string(variant_name(mmvq::KernelVariant::GgmlD99724fPipelined)) +
+    " at one column: the hook's pipelined launch, different code on NVIDIA Hopper).\n"
+    "--groups also verifies Temper's same-input group kernel (the hook's mul_mat_group launch:\n"
+    "2..4 GEMVs reading the same activations, e.g. q4_K+q4_K+q6_K for q, k and v) at every group\n"
+    "config and batch width 1..4; member m has n/(m+1) rows.\n"
+    "Prints a pass table (rows: types, columns: ncols, cells: passed/instantiations); --save also\n"
+    "writes the JSON report to FILE.\n"
+    "Exit codes: 0 all passed, 5 a check failed, 4 the device faulted, 3 no device, 7 interrupted.";
+
+const Registrar reg{{"verify", "check every kernel instantiation on the device against the CPU reference", kDetails,
                      [](CLI::App& app) {
                        auto o = std::make_shared<Options>();
                        add_device(app, o->device);
                        add_types(app, o->types);
                        add_ncols(app, o->ncols);
                        app.add_option("--variants", o->variants,
-                                      "kernel variants: all, or a list of 7180759, d99724f, d99724f-pipelined (default 7180759)")
+                                      "kernel variants: all, or a list of " + variant_names() + " (default " + kDefaultVariant + ")")
                            ->type_name("LIST");
                        app.add_option("--groups", o->groups,
                                       "same-input groups to verify too: member types joined by +, groups by commas "

@@ -1,6 +1,6 @@
 // llama.cpp's mmvq launch tables as data. Every value below is read from ggml-org/ggml
 // src/ggml-cuda/mmvq.cu: calc_nwarps, calc_rows_per_block, get_device_table_id, should_use_small_k
-// and (d99724f) should_halve_iters, at the two commits named in kEngines.
+// and (ggml-halve-iters) should_halve_iters, at the commits of temper/engine_versions.h.
 #include "temper/defaults.h"
 
 #include <algorithm>
@@ -8,6 +8,7 @@
 #include <cctype>
 #include <charconv>
 
+#include "temper/engine_versions.h"
 #include "temper/error.h"
 #include "temper/mmvq_traits.h"
 
@@ -16,15 +17,14 @@ namespace {
 
 using T = GgmlType;
 
-constexpr std::string_view kEngine7180759 = "ggml-7180759";
-constexpr std::string_view kEngineD99724f = "ggml-d99724f";
-constexpr std::string_view kEngines[] = {kEngine7180759, kEngineD99724f};
+constexpr auto kEngines = [] {
+  std::array<std::string_view, std::size(kEngineVersions)> names{};
+  for (size_t i = 0; i < names.size(); ++i) names[i] = kEngineVersions[i].name;
+  return names;
+}();
 
-enum class Version { V7180759, VD99724f };
-
-Version version_of(std::string_view engine) {
-  if (engine == kEngine7180759) return Version::V7180759;
-  if (engine == kEngineD99724f) return Version::VD99724f;
+EngineFamily version_of(std::string_view engine) {
+  if (const EngineVersion* v = find_engine_version(engine)) return v->family;
   std::string known;
   for (auto e : kEngines) known += (known.empty() ? "" : ", ") + std::string(e);
   fail(ErrorKind::BadInput, "unknown engine \"" + std::string(engine) + "\" (known: " + known + ")");
@@ -79,7 +79,7 @@ ArchFacts parse_arch(std::string_view arch) {
 
 int generic_nwarps(int ncols) { return ncols <= 4 ? 4 : 2; }
 
-int calc_nwarps(Version v, Table table, GgmlType type, int ncols) {
+int calc_nwarps(EngineFamily v, Table table, GgmlType type, int ncols) {
   switch (table) {
     case Table::Generic:
     case Table::Gb10:  // GB10 is GENERIC unless should_halve_iters doubles it (default_config)
@@ -93,9 +93,9 @@ int calc_nwarps(Version v, Table table, GgmlType type, int ncols) {
       return 1;
     case Table::Rdna3_0:
       if (ncols != 1) return 1;
-      if (v == Version::V7180759)
+      if (v == EngineFamily::SmallK)
         return one_of(type, {T::Q4_0, T::Q4_1, T::Q5_0, T::Q5_1, T::Q8_0, T::Q4_K, T::Q6_K, T::IQ4_NL}) ? 8 : 1;
-      // d99724f: q4_K fell back to 1, q6_K to 2 ("Q2_K / Q5_K / IQ4_XS regress in full quant sweeps").
+      // ggml-halve-iters: q4_K fell back to 1, q6_K to 2 ("Q2_K / Q5_K / IQ4_XS regress in full quant sweeps").
       if (type == T::Q6_K) return 2;
       return one_of(type, {T::Q4_0, T::Q4_1, T::Q5_0, T::Q5_1, T::Q8_0, T::IQ4_NL}) ? 8 : 1;
     case Table::Rdna4:
@@ -131,7 +131,7 @@ bool small_k_allowed(const ArchFacts& f, GgmlType type, int ncols) {
   return !f.rdna();
 }
 
-// d99724f's should_halve_iters on GB10: doubling nwarps pays when the wider block's odd trip
+// ggml-halve-iters' should_halve_iters on GB10: doubling nwarps pays when the wider block's odd trip
 // leaves at most an eighth of its work idle.
 bool halve_iters(GgmlType type, int k, int warp_size, int generic) {
   const mmvq::TypeTraits t = mmvq::type_traits(static_cast<uint32_t>(type));
@@ -162,21 +162,21 @@ std::span<const std::string_view> known_engines() { return kEngines; }
 
 mmvq::KernelVariant kernel_variant(std::string_view engine) {
   if (engine.empty()) engine = kEngines[0];  // sessions that name none use the default engine
-  return version_of(engine) == Version::VD99724f ? mmvq::KernelVariant::GgmlD99724f : mmvq::KernelVariant::Ggml7180759;
+  return engine_version(version_of(engine)).variant;
 }
 
 bool is_known_engine(std::string_view engine) {
-  return std::find(std::begin(kEngines), std::end(kEngines), engine) != std::end(kEngines);
+  return find_engine_version(engine) != nullptr;
 }
 
 Table table_for(std::string_view engine, std::string_view arch) {
-  const Version v = version_of(engine);
+  const EngineFamily v = version_of(engine);
   const ArchFacts f = parse_arch(arch);
   if (f.rdna4) return Table::Rdna4;
   if (f.rdna3_0) return Table::Rdna3_0;
   if (f.rdna2 || f.rdna3_5) return Table::Rdna2;
   if (f.gcn || f.cdna) return Table::Gcn;  // upstream has no separate CDNA table
-  if (v == Version::VD99724f && f.nvidia) {
+  if (v == EngineFamily::HalveIters && f.nvidia) {
     if (f.cc >= 750 && f.cc < 800) return Table::Turing;
     if (f.cc == 1210) return Table::Gb10;  // DGX Spark
   }
@@ -193,7 +193,7 @@ int engine_warp_size(std::string_view arch) {
 }
 
 Config table_entry(std::string_view engine, Table table, GgmlType type, int ncols) {
-  const Version v = version_of(engine);
+  const EngineFamily v = version_of(engine);
   check_type_and_ncols(type, ncols);
   return {calc_nwarps(v, table, type, ncols), calc_rows_per_block(table, ncols)};
 }
@@ -239,7 +239,7 @@ Config default_config(std::string_view engine, const DeviceInfo& device, GgmlTyp
 namespace {
 
 // A per-type limit with a default for every type not listed: the batch widths up to which ggml
-// runs mmvq. The values are upstream's (mmvq.cu at d99724f, named in the header), tabulated here.
+// runs mmvq. The values are upstream's (mmvq.cu at ggml-halve-iters' commit), tabulated here.
 struct Limit {
   GgmlType type;
   int max_ncols;
@@ -253,7 +253,7 @@ int limit_of(std::initializer_list<Limit> limits, GgmlType type) {
 }  // namespace
 
 int mmvq_max_ncols(std::string_view engine, std::string_view arch, GgmlType type) {
-  if (version_of(engine) == Version::V7180759) return mmvq::kMaxNcols;
+  if (version_of(engine) == EngineFamily::SmallK) return mmvq::kMaxNcols;
   const ArchFacts f = parse_arch(arch);
   // k-quants redo their costlier decode per column in mmvq, so mmq takes over sooner where tuned.
   if (f.nvidia && f.cc == 890) return limit_of({{T::Q2_K, 4}, {T::Q3_K, 6}, {T::Q4_K, 7}, {T::Q5_K, 7}}, type);

@@ -10,6 +10,7 @@
 #include <random>
 #include <sstream>
 
+#include "temper/engine_versions.h"
 #include "temper/error.h"
 #include "temper/gpu_backend.h"
 #include "temper/mmvq_group.h"
@@ -277,7 +278,7 @@ VerifyReport run_verification(Device& device, const VerifyOptions& options, cons
     std::vector<mmvq::KernelVariant> variants;
   };
   const std::vector<mmvq::KernelVariant> variants =
-      options.variants.empty() ? std::vector<mmvq::KernelVariant>{mmvq::KernelVariant::Ggml7180759} : options.variants;
+      options.variants.empty() ? std::vector<mmvq::KernelVariant>{default_engine_version().variant} : options.variants;
   std::vector<Planned> plan;
   for (GgmlType t : types)
     for (int c : ncols_list) {
@@ -525,12 +526,18 @@ std::vector<int> parse_ncols_list(const std::string& text) {
 }
 
 std::string_view variant_name(mmvq::KernelVariant v) {
-  switch (v) {
-    case mmvq::KernelVariant::Ggml7180759: return "7180759";
-    case mmvq::KernelVariant::GgmlD99724f: return "d99724f";
-    case mmvq::KernelVariant::GgmlD99724fPipelined: return "d99724f-pipelined";
-  }
+  static const std::string pipelined = std::string(engine_version(EngineFamily::HalveIters).commit) + "-pipelined";
+  if (v == mmvq::KernelVariant::GgmlD99724fPipelined) return pipelined;
+  for (const EngineVersion& e : kEngineVersions)
+    if (e.variant == v) return e.commit;
   return "?";
+}
+
+std::string variant_names() {
+  std::string out;
+  for (int v = 0; v < mmvq::kKernelVariants; ++v)
+    out += (v ? ", " : "") + std::string(variant_name(static_cast<mmvq::KernelVariant>(v)));
+  return out;
 }
 
 std::vector<mmvq::KernelVariant> parse_variant_list(const std::string& text) {
@@ -542,7 +549,7 @@ std::vector<mmvq::KernelVariant> parse_variant_list(const std::string& text) {
     const auto it = std::find_if(all.begin(), all.end(), [&](mmvq::KernelVariant v) { return variant_name(v) == item; });
     if (it == all.end())
       fail(ErrorKind::BadInput, "unknown kernel variant '" + std::string(item) + "' in '" + text +
-                                    "' (expected all or a list of 7180759, d99724f, d99724f-pipelined)");
+                                    "' (expected all or a list of " + variant_names() + ")");
     if (std::find(out.begin(), out.end(), *it) == out.end()) out.push_back(*it);
   });
   return out;

@@ -5,6 +5,7 @@
 
 #include "temper/content_hash.h"
 #include "temper/engine.h"
+#include "temper/engine_versions.h"
 #include "temper/error.h"
 #include "temper/fileio.h"
 #include "temper/format.h"
@@ -217,9 +218,13 @@ int approved_count(const Profile& p, const std::string& arch) {
   return n;
 }
 
-bool old_ggml(engine::EngineDevice& dev) { return dev.kernel_source().ggml_commit.rfind("7180759", 0) == 0; }
+bool old_ggml(engine::EngineDevice& dev) {
+  return dev.kernel_source().ggml_commit.starts_with(engine_version(EngineFamily::SmallK).commit);
+}
 
-std::string ggml_version(engine::EngineDevice& dev) { return old_ggml(dev) ? "ggml-7180759" : "ggml-d99724f"; }
+std::string ggml_version(engine::EngineDevice& dev) {
+  return std::string(engine_version(old_ggml(dev) ? EngineFamily::SmallK : EngineFamily::HalveIters).name);
+}
 
 json device_json(const ProfileDevice& d) {
   return json{{"name", d.name}, {"compute_units", d.compute_units}, {"memory_mib", d.memory_mib}};

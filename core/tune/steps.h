@@ -178,9 +178,11 @@ std::string state_file_hash(const std::filesystem::path& p);
 // The same profile content, whatever order its entries are in (a file read back lists them its own way).
 bool same_profile(Profile a, Profile b);
 int approved_count(const Profile& p, const std::string& arch);
-// ggml 7180759 decides MUL_MAT's path inline, where the hook cannot reach: only the MoE cap moves.
+// Whether the engine's ggml is ggml-small-k's commit (temper/engine_versions.h), which decides MUL_MAT's
+// path inline, where the hook cannot reach: only the MoE cap moves.
 bool old_ggml(engine::EngineDevice& dev);
-std::string ggml_version(engine::EngineDevice& dev);  // "ggml-7180759" or "ggml-d99724f", as defaults' tables name it
+// The engine's version as defaults' tables name it: ggml-small-k's when old_ggml, else ggml-halve-iters'.
+std::string ggml_version(engine::EngineDevice& dev);
 // The device and the evidence a step's records were made for, as its journal record keeps them.
 json device_json(const ProfileDevice& d);
 ProfileDevice device_from_json(const json& d);

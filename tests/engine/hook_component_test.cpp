@@ -1,5 +1,6 @@
-// The hook as a component (hook/, issue 47): the families table against the edit lists, the unified
-// diff writer's known answers, and `engine patch --dry-run` round trips: the diff, applied by
+// The hook as a component (hook/, issue 47): the families table against the edit lists and against
+// the engine versions' table (temper/engine_versions.h: the same ggml commit, family for family), the
+// unified diff writer's known answers, and `engine patch --dry-run` round trips: the diff, applied by
 // `patch -p1` to a pristine copy, gives exactly what `engine patch` writes (the stand-in tree in CI,
 // $TEMPER_UPSTREAM's trees where set).
 #include <gtest/gtest.h>
@@ -15,6 +16,7 @@
 #include "support/test_dir.h"
 #include "support/upstream_tree.h"
 #include "temper/engine.h"
+#include "temper/engine_versions.h"
 #include "temper/error.h"
 #include "temper/fileio.h"
 
@@ -92,6 +94,45 @@ TEST(HookFamilies, TheStandInsAreTheirFamilies) {
     EXPECT_NE(what.find("anchor not found: constexpr int rows_per_cuda_block = calc_rows_per_block(...)"), std::string::npos) << what;
     for (const engine::HookFamily& f : engine::hook_families()) EXPECT_NE(what.find("(" + f.name + ")"), std::string::npos) << what;
   }
+}
+
+// ---- the families table and the engine versions (temper/engine_versions.h) name the same commits ----
+
+// Each family's tested ggml commit is its engine version's, and each version is a family's.
+TEST(HookFamilies, TheirTestedGgmlCommitsAreTheEngineVersions) {
+  std::map<std::string, std::string> tested_ggml;  // family -> commit
+  for (const engine::HookFamily& f : engine::hook_families())
+    for (const std::string& t : f.tested)
+      if (t.rfind("ggml@", 0) == 0) tested_ggml[f.name] = t.substr(5);
+  EXPECT_EQ(tested_ggml.size(), engine::hook_families().size()) << "a family without a tested ggml commit";
+  EXPECT_EQ(tested_ggml.size(), std::size(kEngineVersions));
+  for (const EngineVersion& v : kEngineVersions) {
+    SCOPED_TRACE(v.name);
+    ASSERT_TRUE(tested_ggml.count(std::string(v.family_name))) << "no family " << v.family_name << " in hook/families.txt";
+    EXPECT_EQ(tested_ggml.at(std::string(v.family_name)), v.full_commit);
+    EXPECT_EQ(v.full_commit.size(), 40u);
+    EXPECT_TRUE(v.full_commit.starts_with(v.commit));
+    EXPECT_EQ(v.name, "ggml-" + std::string(v.commit));
+    EXPECT_EQ(&engine_version(v.family), &v);
+  }
+}
+
+// $TEMPER_UPSTREAM's tree of each version (named as the version) is that version's family.
+TEST(HookFamilies, EachVersionsUpstreamTreeIsItsFamily) {
+  std::string skipped;
+  for (const EngineVersion& v : kEngineVersions) {
+    SCOPED_TRACE(v.name);
+    std::string why;
+    const fs::path tree = test::upstream_tree(std::string(v.name), &why);
+    if (tree.empty()) {
+      skipped += (skipped.empty() ? "" : "; ") + why;
+      continue;
+    }
+    const engine::CheckReport c = engine::check(tree);
+    EXPECT_TRUE(c.applies) << c.problem;
+    EXPECT_EQ(c.family, v.family_name);
+  }
+  if (!skipped.empty()) GTEST_SKIP() << "SKIPPED: " << skipped;
 }
 
 // ik_llama.cpp is no family (docs/engine.md says which anchors and structure differ): its tree
@@ -180,7 +221,9 @@ TEST_P(HookDryRunOn, TheDiffIsWhatPatchWrites) {
   test::remove_test_dir(base);
 }
 
-INSTANTIATE_TEST_SUITE_P(Upstream, HookDryRunOn, ::testing::Values("ggml-d99724f", "ggml-7180759", "llama.cpp"),
+INSTANTIATE_TEST_SUITE_P(Upstream, HookDryRunOn,
+                         ::testing::Values(std::string(engine_version(EngineFamily::HalveIters).name),
+                                           std::string(engine_version(EngineFamily::SmallK).name), std::string("llama.cpp")),
                          [](const auto& info) {
                            std::string n = info.param;
                            for (char& c : n) if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';

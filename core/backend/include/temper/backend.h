@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "temper/engine_versions.h"
 #include "temper/error.h"
 #include "temper/keys.h"
 #include "temper/mmvq_traits.h"
@@ -67,7 +68,7 @@ class DeviceBuffer;
 struct GemvProblem : ShapeKey {
   int ncols = 1;
   // Which engine version's compiled kernel to run (defaults::kernel_variant of the session's engine).
-  mmvq::KernelVariant variant = mmvq::KernelVariant::Ggml7180759;
+  mmvq::KernelVariant variant = default_engine_version().variant;
   GluOp glu = GluOp::SwiGlu;            // fused kinds
   // ids kinds: `ids_sets` sets of `used` distinct int32 expert ids, one after the other; a launch
   // uses set (launch index mod ids_sets), gemv() set 0, so timed launches read a spread of experts.
@@ -107,7 +108,7 @@ struct GemvGroupProblem {
   std::vector<GroupMember> members;
   int k = 0;
   int ncols = 1;
-  mmvq::KernelVariant variant = mmvq::KernelVariant::Ggml7180759;
+  mmvq::KernelVariant variant = default_engine_version().variant;
 };
 // "q4_K 4096x4096 + q4_K 1024x4096 + q6_K 1024x4096".
 std::string group_text(const GemvGroupProblem& p);

@@ -2,7 +2,7 @@
 // What "stock" means: llama.cpp's own per-architecture mmvq launch tables (mmvq.cu calc_nwarps /
 // calc_rows_per_block / should_use_small_k / should_halve_iters) as versioned data, so the sweep
 // measures the config the engine would really launch as its baseline. Values were read from
-// ggml-org/ggml at commit 7180759 and at d99724f (docs/kernels.md lists them side by side).
+// ggml-org/ggml at the commits of temper/engine_versions.h (docs/kernels.md lists them side by side).
 //
 // Terms: the *table entry* is (calc_nwarps, calc_rows_per_block) for (table, type, ncols); the
 // *small-K variant* (ncols 1 only) keeps nwarps and sets rows_per_block = nwarps, which the engine
@@ -25,8 +25,8 @@ enum class Table { Generic, Turing, Gcn, Rdna2, Rdna3_0, Rdna4, Gb10 };
 // "GENERIC", "TURING", "GCN", "RDNA2", "RDNA3_0", "RDNA4", "GB10" (upstream's names, minus the prefix).
 std::string_view table_name(Table table);
 
-// Engine versions with known tables, oldest first: "ggml-7180759", "ggml-d99724f". The first is the
-// default the sweep compares against.
+// Engine versions with known tables, the names of temper/engine_versions.h in its order (oldest
+// first). The first is the default the sweep compares against.
 std::span<const std::string_view> known_engines();
 bool is_known_engine(std::string_view engine);
 
@@ -67,12 +67,12 @@ Config default_config(std::string_view engine, const DeviceInfo& device, GgmlTyp
 
 // ---- mmvq or mmq at batch widths 2..8 (ggml's own pick; issue 27) ----
 // The largest batch width at which the engine still runs mmvq for a plain MUL_MAT of `type` on this
-// arch: upstream's ggml_cuda_should_use_mmvq (d99724f; per-type cutoffs on Ada sm_89, Blackwell
-// sm_120, GB10 sm_121 and CDNA, 8 elsewhere). 7180759 decides inline in ggml-cuda.cu with the plain
-// limit of 8 everywhere. Error(BadInput) for an unknown engine.
+// arch: upstream's ggml_cuda_should_use_mmvq (ggml-halve-iters; per-type cutoffs on Ada sm_89,
+// Blackwell sm_120, GB10 sm_121 and CDNA, 8 elsewhere). ggml-small-k decides inline in ggml-cuda.cu
+// with the plain limit of 8 everywhere. Error(BadInput) for an unknown engine.
 int mmvq_max_ncols(std::string_view engine, std::string_view arch, GgmlType type);
 // MUL_MAT_ID's cap: the engine runs mmvq for up to this many tokens of experts, mmq above it
-// (upstream's get_mmvq_mmid_max_batch; the same tables at both commits, bar the types 7180759 lacks).
+// (upstream's get_mmvq_mmid_max_batch; the same tables in both versions, bar the types ggml-small-k lacks).
 int mmvq_mmid_max_batch(std::string_view arch, GgmlType type);
 // Whether the engine picks mmvq (true) or mmq at batch width `ncols` for a MUL_MAT (`mul_mat_id`
 // false) or MUL_MAT_ID launch of `type`.

@@ -85,8 +85,8 @@ struct VerifyOptions {
   // k = 0 in a shape means "the smallest K of the type": max(256, its block size).
   std::vector<VerifyShape> shapes{{67, 4096}, {67, 0}};
   uint64_t seed = 0;            // 0: a fresh random seed (reported)
-  // Which compiled kernels of each config (mmvq::KernelVariant); empty: 7180759's. The pipelined one
-  // exists at one column only and is skipped at the others.
+  // Which compiled kernels of each config (mmvq::KernelVariant); empty: the default engine's. The
+  // pipelined one exists at one column only and is skipped at the others.
   std::vector<mmvq::KernelVariant> variants;
   // Same-input groups to verify as well (Temper's group kernel, kernels/mmvq_group.h): each entry the
   // members' weight types in order (2..4 members, at most 2 types). Per shape, member m has
@@ -98,7 +98,7 @@ struct VerifyOptions {
 struct VerifyCase : ShapeKey {
   int ncols = 1;
   Config config;
-  mmvq::KernelVariant variant = mmvq::KernelVariant::Ggml7180759;
+  mmvq::KernelVariant variant = default_engine_version().variant;
   OutputCheck check;
   std::string error;  // a GPU fault or launch failure instead of a check
   bool passed() const { return error.empty() && check.passed(); }
@@ -148,9 +148,12 @@ std::vector<int> parse_ncols_list(const std::string& text);
 // "q4_K+q4_K+q6_K,q8_0+q8_0" → groups of member types; Error(BadInput) naming an unknown type or a
 // group of fewer than 2 or more than 4 members or more than 2 types.
 std::vector<std::vector<GgmlType>> parse_group_list(const std::string& text);
-// A kernel variant's name: "7180759", "d99724f", "d99724f-pipelined".
+// A kernel variant's name: its engine version's short commit (temper/engine_versions.h), the
+// pipelined one's with "-pipelined".
 std::string_view variant_name(mmvq::KernelVariant v);
-// "d99724f,d99724f-pipelined" or "all" → variants; Error(BadInput) naming an unknown one.
+// Every variant's name in order, ", " between them: what --variants accepts besides "all".
+std::string variant_names();
+// A comma-separated list of variant names or "all" → variants; Error(BadInput) naming an unknown one.
 std::vector<mmvq::KernelVariant> parse_variant_list(const std::string& text);
 
 // The pass table (rows: types; columns: ncols; cells: passed/total), the quantizer line, the

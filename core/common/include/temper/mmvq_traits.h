@@ -70,7 +70,8 @@ constexpr int kWeightPaddingRows = 15;  // largest rows_per_block of the grid - 
 // __restrict__ (docs/kernels.md). GgmlD99724fPipelined is d99724f's kernel as the hook (v6+) runs a
 // *_pipelined profile entry, one column only: on Hopper each block lets the next kernel launch as it
 // starts and asks L2 for its weight rows before it waits; elsewhere it is d99724f's kernel.
-// Values index the kernel tables (kernels/mmvq.h).
+// Values index the kernel tables (kernels/mmvq.h). The versions themselves (names, commits, hook
+// families, which variant models each) are the table of temper/engine_versions.h.
 enum class KernelVariant : int { Ggml7180759 = 0, GgmlD99724f = 1, GgmlD99724fPipelined = 2 };
 constexpr int kKernelVariants = 3;
 

@@ -1,8 +1,9 @@
 #pragma once
 // ggml's tensor types: ids as stored in GGUF, block sizes and bytes per block, so byte counts
 // are exact even for types Temper has no kernel for. Values follow ggml.h / ggml-common.h
-// (ggml-org/ggml d99724f, 2026-08: ids up to Q2_0 = 42; gaps are ids upstream retired). Newer files
-// may hold ids beyond these: readers list such tensors and leave them out rather than refuse the file.
+// (ggml-org/ggml at ggml-halve-iters' commit, temper/engine_versions.h, 2026-08: ids up to Q2_0 = 42;
+// gaps are ids upstream retired). Newer files may hold ids beyond these: readers list such tensors
+// and leave them out rather than refuse the file.
 #include <cstdint>
 #include <optional>
 #include <span>

@@ -92,7 +92,7 @@ struct Provenance {
   std::string session_id;
   std::string device_name;
   std::string device_arch;
-  std::string engine;  // default tables version the default was taken from ("ggml-7180759")
+  std::string engine;  // default tables version the default was taken from (a name of temper/engine_versions.h)
   // Which kernel was timed: kernel_label(session.kernel_source), "temper" or "engine ggml COMMIT hook V".
   std::string kernel{kKernelTemper};
   double default_us = 0, default_ci_low = 0, default_ci_high = 0;  // median µs per launch, 95% CI

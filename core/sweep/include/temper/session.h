@@ -32,7 +32,7 @@ struct PlanGrid {
   std::vector<int> ncols{1, 2, 4, 8};
   std::vector<int> nwarps = grid_nwarps();
   std::vector<int> rows_per_block = grid_rows_per_block();
-  std::string engine;  // default tables version: "ggml-7180759", "ggml-d99724f"
+  std::string engine;  // default tables version: a name of temper/engine_versions.h
   bool quick = false;
 };
 
