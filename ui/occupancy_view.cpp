@@ -11,9 +11,9 @@
 #include <QTimer>
 #include <QVBoxLayout>
 #include <algorithm>
-#include <cmath>
 #include <set>
 
+#include "tune_view.h"
 #include "temper/defaults.h"
 #include "temper/error.h"
 #include "temper/kernel_cache.h"
@@ -46,9 +46,7 @@ OccupancyView::OccupancyView(SessionDocument* doc, QWidget* parent) : QWidget(pa
   table_ = new QTableWidget;
   table_->setColumnCount(kColumns);
   setVocabulary(false);
-  table_->horizontalHeader()->setSectionResizeMode(QHeaderView::Interactive);
-  table_->horizontalHeader()->setMinimumSectionSize(8);
-  table_->viewport()->installEventFilter(this);
+  fitColumnsToView(table_);  // in a narrow tab a header gives way, a number never
   table_->verticalHeader()->hide();
   table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   table_->setSelectionBehavior(QAbstractItemView::SelectRows);
@@ -253,34 +251,7 @@ void OccupancyView::setUnitHeader(const GpuSpec& g) {
   table_->horizontalHeaderItem(kBlocksColumn)->setText(QStringLiteral("blocks/%1").arg(qstr(occupancy_unit(g).name)));
 }
 
-bool OccupancyView::eventFilter(QObject* o, QEvent* e) {
-  if (o == table_->viewport() && e->type() == QEvent::Resize) fitColumns();
-  return QWidget::eventFilter(o, e);
-}
-
-void OccupancyView::fitColumns() {
-  QHeaderView* h = table_->horizontalHeader();
-  std::vector<int> cells(kColumns, 0), want(kColumns, 0);
-  int total = 0, slack = 0;
-  for (int c = 0; c < kColumns; ++c) {
-    if (table_->isColumnHidden(c)) continue;
-    cells[size_t(c)] = std::max(0, static_cast<const QAbstractItemView*>(table_)->sizeHintForColumn(c));
-    want[size_t(c)] = std::max(cells[size_t(c)], h->sectionSizeHint(c));
-    total += want[size_t(c)];
-    slack += want[size_t(c)] - cells[size_t(c)];
-  }
-  const int over = std::min(std::max(0, total - table_->viewport()->width()), slack);
-  for (int c = 0; c < kColumns; ++c) {
-    const int give = slack > 0 ? int(std::ceil(double(want[size_t(c)] - cells[size_t(c)]) * over / slack)) : 0;
-    if (!table_->isColumnHidden(c)) h->resizeSection(c, want[size_t(c)] - give);
-  }
-}
-
 void OccupancyView::rebuild() {
-  struct Fit {
-    OccupancyView* view;
-    ~Fit() { view->fitColumns(); }
-  } fit{this};
   table_->setRowCount(0);
   const Selection& sel = doc_->selection();
   const QString arch = target_->currentData().toString();

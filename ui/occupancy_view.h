@@ -37,14 +37,8 @@ class OccupancyView : public QWidget {
   QString noteText() const;
   QComboBox* targets() const { return target_; }
 
- protected:
-  bool eventFilter(QObject* o, QEvent* e) override;
-
  private:
   void rebuild();
-  // Every column in the tab: at its header's and cells' width where that fits, else a header wider
-  // than its cells gives way (elided; its tooltip names it), the cells never do.
-  void fitColumns();
   // Headers in the vendor's words (CUDA: SM, warps, shared memory; AMD: CU, waves/SIMD, LDS, VGPR/SGPR,
   // and an AGPR column, which CUDA has no counterpart of and hides).
   void setVocabulary(bool nvidia);

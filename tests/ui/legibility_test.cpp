@@ -19,6 +19,7 @@
 
 #include "distribution_view.h"
 #include "heatmap_data.h"
+#include "approval_panel.h"
 #include "heatmap_widget.h"
 #include "tune_panel.h"
 #include "tune_view.h"
@@ -222,8 +223,8 @@ class TestLegibility : public QObject {
   }
 
   // Issue 49: the session's views pass the same checks at 1280×720 as at the default size (the
-  // roofline's plot was 304 px wide beside its legend; the occupancy table's columns took 653 px of 603).
-  // Not yet the approval table: its columns take 713 px of the 603 px there.
+  // roofline's plot was 304 px wide beside its legend; the occupancy and approval tables' columns took
+  // 653 and 713 px of 603).
   void sessionViewsFitAt1280x720() {
     w->resize(1280, 720);
     QTest::qWait(100);
@@ -242,6 +243,15 @@ class TestLegibility : public QObject {
     QVERIFY2(h->rect().contains(h->cellRect(rows - 1, cols - 1)) && h->cellRect(0, 0).width() >= 40,
              qPrintable(QStringLiteral("heatmap %1×%2, last cell at %3,%4").arg(h->width()).arg(h->height())
                             .arg(h->cellRect(rows - 1, cols - 1).right()).arg(h->cellRect(rows - 1, cols - 1).bottom())));
+    show(w->approval());
+    for (const QTableView* t : w->approval()->findChildren<QTableView*>()) {
+      const QHeaderView* hh = t->horizontalHeader();
+      QVERIFY2(hh->length() <= t->viewport()->width(),
+               qPrintable(QStringLiteral("approval: %1 px of columns in %2 px").arg(hh->length()).arg(t->viewport()->width())));
+      for (int c = 0; c + 1 < hh->count(); ++c)  // a header may give way, a cell never
+        QVERIFY2(hh->sectionSize(c) >= static_cast<const QAbstractItemView*>(t)->sizeHintForColumn(c),
+                 qPrintable(QStringLiteral("approval column %1 cut").arg(c)));
+    }
     occupancySpeaksCudaAndMarksDefaultAndWinner();  // last: it selects f16
   }
 
