@@ -1,5 +1,5 @@
 // temper-gui: the desktop face of Temper. Options:
-//   temper-gui [FILE]              open a GGUF model or a session
+//   temper-gui [FILE]              open a GGUF model, a session, a tuning profile or a tune journal
 //   temper-gui --demo              open the embedded demo session (recorded on an H100)
 //   --fake-device                  add the fake device (simulated timings) to the device picker
 //   --screenshot DIR               save PNGs of the main views into DIR and quit (scripts/screenshots)
@@ -66,7 +66,7 @@ int main(int argc, char** argv) {
   cli.setApplicationDescription(QStringLiteral("Temper: profile and tune quantized GEMV (mmvq) kernels for LLM decode"));
   cli.addHelpOption();
   cli.addVersionOption();
-  cli.addPositionalArgument(QStringLiteral("file"), QStringLiteral("A GGUF model or a Temper session (.json) to open"));
+  cli.addPositionalArgument(QStringLiteral("file"), QStringLiteral("A GGUF model, a Temper session, a tuning profile (.json) or a tune journal to open"));
   const QCommandLineOption demo(QStringLiteral("demo"), QStringLiteral("Open the embedded demo session (read-only)"));
   const QCommandLineOption fake(QStringLiteral("fake-device"), QStringLiteral("Offer the fake device (simulated timings, for trying the sweep UI)"));
   const QCommandLineOption shots(QStringLiteral("screenshot"), QStringLiteral("Save PNGs of the main views into DIR and quit"), QStringLiteral("DIR"));

@@ -7,6 +7,8 @@
 #include <QTableView>
 #include <QVBoxLayout>
 
+#include "tune_view.h"
+
 namespace temper::ui {
 
 ApprovalPanel::ApprovalPanel(SessionDocument* doc, QWidget* parent)
@@ -14,8 +16,8 @@ ApprovalPanel::ApprovalPanel(SessionDocument* doc, QWidget* parent)
   view_ = new QTableView;
   view_->setModel(model_);
   view_->verticalHeader()->hide();
-  view_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   view_->horizontalHeader()->setStretchLastSection(true);
+  fitColumnsToView(view_);
   view_->setSelectionBehavior(QAbstractItemView::SelectRows);
   prediction_ = new QLabel;
   prediction_->setWordWrap(true);

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "exports.h"
+
 namespace temper::ui {
 
 std::vector<DistributionRow> distributionRows(const Session& s, const Selection& sel) {
@@ -25,6 +27,7 @@ std::vector<DistributionRow> distributionRows(const Session& s, const Selection&
 
 DistributionView::DistributionView(SessionDocument* doc, QWidget* parent) : QWidget(parent), doc_(doc) {
   setMinimumSize(360, 240);
+  addSaveImageAction(this, QStringLiteral("samples.png"));
   connect(doc, &SessionDocument::sessionChanged, this, &DistributionView::rebuild);
   connect(doc, &SessionDocument::resultsChanged, this, &DistributionView::rebuild);
   connect(doc, &SessionDocument::selectionChanged, this, &DistributionView::rebuild);
@@ -199,6 +202,7 @@ void DistributionView::paintView(QPainter& p, QSize size) const {
 }
 
 void DistributionView::mousePressEvent(QMouseEvent* e) {
+  if (e->button() != Qt::LeftButton) return;
   for (int i = 0; i < int(rows_.size()); ++i)
     if (rowRect(i).contains(e->pos())) {
       Selection s = doc_->selection();

@@ -5,11 +5,14 @@
 #include <QPainter>
 #include <QToolTip>
 
+#include "exports.h"
+
 namespace temper::ui {
 
 HeatmapWidget::HeatmapWidget(SessionDocument* doc, QWidget* parent) : QWidget(parent), doc_(doc) {
   setMouseTracking(true);
   setMinimumSize(360, 240);
+  addSaveImageAction(this, QStringLiteral("heatmap.png"));
   connect(doc, &SessionDocument::sessionChanged, this, &HeatmapWidget::rebuild);
   connect(doc, &SessionDocument::resultsChanged, this, &HeatmapWidget::rebuild);
   connect(doc, &SessionDocument::selectionChanged, this, &HeatmapWidget::rebuild);
@@ -160,6 +163,7 @@ bool HeatmapWidget::event(QEvent* e) {
 }
 
 void HeatmapWidget::mousePressEvent(QMouseEvent* e) {
+  if (e->button() != Qt::LeftButton) return;  // the right button opens the menu, selecting nothing
   const auto c = configAt(e->pos());
   if (!c) return;
   Selection s = doc_->selection();

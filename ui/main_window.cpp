@@ -277,6 +277,10 @@ MainWindow::MainWindow(std::vector<std::unique_ptr<Backend>> backends, QWidget* 
     progress_->setRange(0, std::max(total, 0));
     progress_->setValue(done);
   });
+  connect(tune_, &TunePanel::showProfileRequested, this, [this](const QString& path) {
+    if (path.isEmpty()) showError(QStringLiteral("No profile"), QStringLiteral("Choose a profile to show."));
+    else openPath(path);
+  });
   connect(tune_, &TunePanel::finished, this, [this](const QString& text) {
     status_->setText(text);
     progress_->hide();

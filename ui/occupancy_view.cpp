@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <set>
 
+#include "tune_view.h"
 #include "temper/defaults.h"
 #include "temper/error.h"
 #include "temper/kernel_cache.h"
@@ -45,7 +46,7 @@ OccupancyView::OccupancyView(SessionDocument* doc, QWidget* parent) : QWidget(pa
   table_ = new QTableWidget;
   table_->setColumnCount(kColumns);
   setVocabulary(false);
-  table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  fitColumnsToView(table_);  // in a narrow tab a header gives way, a number never
   table_->verticalHeader()->hide();
   table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   table_->setSelectionBehavior(QAbstractItemView::SelectRows);

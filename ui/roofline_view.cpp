@@ -3,6 +3,7 @@
 #include <QCategoryAxis>
 #include <QChart>
 #include <QKeyEvent>
+#include <QLegend>
 #include <QLegendMarker>
 #include <QLineSeries>
 #include <QMenu>
@@ -10,6 +11,7 @@
 #include <QRubberBand>
 #include <QToolTip>
 #include <QWheelEvent>
+#include <algorithm>
 #include <cmath>
 
 #include "exports.h"
@@ -199,8 +201,9 @@ void RooflineView::rebuild() {
   selected_->attachAxis(ay);
   ax->setRange(lg(xmin), lg(xmax));
   ay->setRange(lg(std::max(ymin / 3, 1.0)), lg(top));
-  chart->legend()->setAlignment(Qt::AlignRight);
   showChart(chart);
+  connect(chart, &QChart::plotAreaChanged, this, [this] { placeLegend(); });
+  placeLegend();
   updateSelection();
 }
 
@@ -330,6 +333,36 @@ void RooflineView::mouseDoubleClickEvent(QMouseEvent* e) {
 void RooflineView::wheelEvent(QWheelEvent* e) {
   zoomAt(e->position().toPoint(), std::pow(1.2, e->angleDelta().y() / 120.0));
   e->accept();
+}
+
+void RooflineView::placeLegend() {
+  QChart* c = chart();
+  if (!c || !c->legend()) return;
+  QLegend* legend = c->legend();
+  legend->setAlignment(Qt::AlignRight);
+  // Beside a plot of at least 400 px; in a narrower view (the default window's tab beside the docks)
+  // over the plot's top left, above the bandwidth roofs where no point can be, the lines behind it faint.
+  if (width() >= 900) {
+    if (!legend->isAttachedToChart()) legend->attachToChart();
+    legend->setBackgroundVisible(false);
+    return;
+  }
+  if (legend->isAttachedToChart()) legend->detachFromChart();
+  QColor base = palette().color(QPalette::Base);
+  base.setAlpha(215);
+  legend->setBrush(base);
+  legend->setPen(QPen(palette().color(QPalette::Mid)));
+  legend->setBackgroundVisible(true);
+  // Its size hint is the attached legend's (as wide as it needs, its height the chart's): as tall as its rows here.
+  const auto markers = legend->markers();
+  const auto shown = std::count_if(markers.begin(), markers.end(), [](const QLegendMarker* m) { return m->isVisible(); });
+  const QSizeF size(legend->effectiveSizeHint(Qt::PreferredSize).width(), double(shown) * (QFontMetrics(legend->font()).height() + 6) + 12);
+  legend->setGeometry(QRectF(c->plotArea().topLeft() + QPointF(6, 6), size));
+}
+
+void RooflineView::resizeEvent(QResizeEvent* e) {
+  placeLegend();
+  QChartView::resizeEvent(e);
 }
 
 void RooflineView::keyPressEvent(QKeyEvent* e) {

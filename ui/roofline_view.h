@@ -49,8 +49,10 @@ class RooflineView : public QChartView {
   void mouseDoubleClickEvent(QMouseEvent* e) override;
   void wheelEvent(QWheelEvent* e) override;
   void keyPressEvent(QKeyEvent* e) override;
+  void resizeEvent(QResizeEvent* e) override;
 
  private:
+  void placeLegend();  // beside the plot in a wide view, under it in a narrow one
   void showChart(QChart* chart);
   void rebuild();
   void updateSelection();

@@ -98,7 +98,13 @@ TunePanel::TunePanel(SessionDocument* doc, QWidget* parent) : QWidget(parent), d
   benchRow->addWidget(new QLabel(QStringLiteral("repetitions")));
   benchRow->addWidget(repetitions_);
   form->addRow(QStringLiteral("Bench tests:"), benchRow);
-  form->addRow(QStringLiteral("Profile:"), pathRow(output_, this, false, QStringLiteral("Profile")));
+  QWidget* profileRow = pathRow(output_, this, false, QStringLiteral("Profile"));
+  auto* showProfile = new QPushButton(QStringLiteral("Show"));
+  showProfile->setObjectName(QStringLiteral("showProfile"));
+  showProfile->setToolTip(QStringLiteral("Open this profile's tune in the Tune result tab"));
+  profileRow->layout()->addWidget(showProfile);
+  connect(showProfile, &QPushButton::clicked, this, [this] { Q_EMIT showProfileRequested(profilePath()); });
+  form->addRow(QStringLiteral("Profile:"), profileRow);
   connect(engine_kind_, &QComboBox::currentIndexChanged, this, [this](int i) {
     patch_->setEnabled(i == 0);
     engine_check_->setText(i == 0 ? engineCheckLine(engine_path_->text()) : QString());
@@ -304,6 +310,7 @@ void TunePanel::setTests(const QString& tests, int rounds, int repetitions) {
 }
 void TunePanel::setNcols(const QString& list) { ncols_->setText(list); }
 void TunePanel::setOutput(const QString& profile) { output_->setText(profile); }
+QString TunePanel::profilePath() const { return output_->text().isEmpty() ? output_->placeholderText() : output_->text(); }
 void TunePanel::setPatch(bool on) { patch_->setChecked(on); }
 QChart* TunePanel::samplesChart() const { return chart_->chart(); }
 QString TunePanel::tokenTimeHead() const { return token_head_->text(); }

@@ -39,6 +39,7 @@ class TunePanel : public QWidget {
   void setTests(const QString& tests, int rounds, int repetitions);
   void setNcols(const QString& list);
   void setOutput(const QString& profile);    // empty: where the engine looks
+  QString profilePath() const;               // the field's, or where the engine looks; "" when neither
   void setPatch(bool on);
   // Start the work; false (the reason in the status line, and a dialog when interactive) when it cannot.
   bool startTune();
@@ -73,6 +74,8 @@ class TunePanel : public QWidget {
   QPushButton* cancelButton() const { return cancel_; }
 
  Q_SIGNALS:
+  // "Show" beside the Profile field: the tune that profile holds, in the Tune result tab.
+  void showProfileRequested(const QString& path);
   void progressText(const QString& text, int done, int total);
   void finished(const QString& summary);
 

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -119,6 +120,58 @@ void fitToPage(QTableView* t) {
     QObject::connect(m, &QAbstractItemModel::layoutChanged, t, refit);
   }
   fitRows(t);
+}
+
+static void fitColumns(QTableView* t) {
+  QHeaderView* h = t->horizontalHeader();
+  const int n = h->count();
+  std::vector<int> cells(size_t(n), 0), want(size_t(n), 0);
+  int total = 0, slack = 0;
+  for (int c = 0; c < n; ++c) {
+    if (t->isColumnHidden(c)) continue;
+    cells[size_t(c)] = std::max(0, static_cast<const QAbstractItemView*>(t)->sizeHintForColumn(c));
+    want[size_t(c)] = std::max(cells[size_t(c)], h->sectionSizeHint(c));
+    total += want[size_t(c)];
+    slack += want[size_t(c)] - cells[size_t(c)];
+  }
+  const int over = std::min(std::max(0, total - t->viewport()->width()), slack);
+  for (int c = 0; c < n; ++c) {
+    const int give = slack > 0 ? int(std::ceil(double(want[size_t(c)] - cells[size_t(c)]) * over / slack)) : 0;
+    if (!t->isColumnHidden(c)) h->resizeSection(c, want[size_t(c)] - give);
+  }
+}
+
+void fitColumnsToView(QTableView* t) {
+  struct OnResize : QObject {
+    QTableView* table;
+    OnResize(QTableView* t) : QObject(t), table(t) {}
+    bool eventFilter(QObject*, QEvent* e) override {
+      if (e->type() == QEvent::Resize) fitColumns(table);
+      return false;
+    }
+  };
+  t->horizontalHeader()->setSectionResizeMode(QHeaderView::Interactive);
+  t->horizontalHeader()->setMinimumSectionSize(8);
+  t->viewport()->installEventFilter(new OnResize(t));
+  auto refit = [t] {
+    if (t->property("columnsQueued").toBool()) return;
+    t->setProperty("columnsQueued", true);
+    QMetaObject::invokeMethod(
+        t,
+        [t] {
+          t->setProperty("columnsQueued", false);
+          fitColumns(t);
+        },
+        Qt::QueuedConnection);
+  };
+  if (QAbstractItemModel* m = t->model()) {
+    QObject::connect(m, &QAbstractItemModel::modelReset, t, refit);
+    QObject::connect(m, &QAbstractItemModel::layoutChanged, t, refit);
+    QObject::connect(m, &QAbstractItemModel::rowsInserted, t, refit);
+    QObject::connect(m, &QAbstractItemModel::dataChanged, t, refit);
+    QObject::connect(m, &QAbstractItemModel::headerDataChanged, t, refit);
+  }
+  fitColumns(t);
 }
 
 QTableWidget* pageTable(int columns, const QStringList& headers) {

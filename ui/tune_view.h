@@ -131,5 +131,9 @@ QTableWidget* pageTable(int columns, const QStringList& headers);
 // Makes `t` such a table: as wide as the page, as tall as its rows (wrapped text included), kept so
 // as its contents and width change.
 void fitToPage(QTableView* t);
+// Every column of `t` in its width: at its header's and cells' width where that fits, else a header
+// wider than its cells gives way (elided; its tooltip names it), the cells never do. Kept so as the
+// view's width and its model change.
+void fitColumnsToView(QTableView* t);
 
 }  // namespace temper::ui

@@ -57,8 +57,16 @@ has stdout "no creation date recorded" "no invented date"
 if [ -n "$gui" ]; then
   check 0 "temper-gui --help without a display" env -u DISPLAY -u WAYLAND_DISPLAY QT_QPA_PLATFORM=xcb "$gui" --help
   has stdout "--screenshot" "gui help lists its options"
+  has stdout "a tuning profile" "gui help names profiles among the files it opens"
   check 0 "temper-gui --version without a display" env -u DISPLAY -u WAYLAND_DISPLAY QT_QPA_PLATFORM=xcb "$gui" --version
   has stdout "temper-gui" "gui version"
+  # A profile `temper tune` wrote opens from the command line (issue 49: it was refused as "not a
+  # sweep session"), and --screenshot captures the tune view and the comparison beside the rest.
+  tuned=$(dirname "$demo")/../bench/profiles/h200-llama3-qwen3-pipelined.json
+  check 0 "temper-gui opens a tuned profile" env XDG_CONFIG_HOME="$out/config" XDG_DATA_HOME="$out/data" \
+    XDG_CACHE_HOME="$out/cache" QT_QPA_PLATFORM=offscreen "$gui" --screenshot shots "$tuned"
+  has stdout "main-tune-result.png" "the tune view is captured"
+  has stdout "main-tune-comparison.png" "the comparison is captured"
 fi
 
 [ "$fails" -eq 0 ] && echo "all plain-error checks passed"

@@ -1,6 +1,7 @@
 // Exports: every file is written whole (temporary sibling + rename), replaces the previous file,
 // leaves nothing behind, and a failed export leaves the old file untouched.
 #include <QAction>
+#include <QChartView>
 #include <QDir>
 #include <QImage>
 #include <QSettings>
@@ -10,8 +11,10 @@
 #include "exports.h"
 #include "heatmap_widget.h"
 #include "main_window.h"
+#include "distribution_view.h"
 #include "model_panel.h"
 #include "roofline_view.h"
+#include "tune_panel.h"
 #include "temper/error.h"
 #include "ui_test_util.h"
 
@@ -119,9 +122,23 @@ class TestExports : public QObject {
     exportImage(*w.roofline(), roof);
     QCOMPARE(QImage(roof).size(), kChartImageSize * w.roofline()->devicePixelRatio());
     QVERIFY(w.roofline()->size() != kChartImageSize);  // the view is left as it was
-    QStringList actions;
-    for (const QAction* a : w.roofline()->actions()) actions << a->text();
-    QVERIFY2(actions.contains(QStringLiteral("Save image…")), qPrintable(actions.join(QStringLiteral(", "))));
+    QWidget* charts[] = {w.heatmap(), w.roofline(), w.distribution(), w.tunePanel()->findChild<QChartView*>()};
+    for (QWidget* chart : charts) {
+      QVERIFY(chart);
+      QStringList actions;
+      for (const QAction* a : chart->actions()) actions << a->text();
+      // The roofline opens its menu itself (a right drag pans).
+      QVERIFY2(actions.contains(QStringLiteral("Save image…")) &&
+                   (chart == w.roofline() || chart->contextMenuPolicy() == Qt::ActionsContextMenu),
+               qPrintable(QString::fromLatin1(chart->metaObject()->className()) + QStringLiteral(": ") + actions.join(QStringLiteral(", "))));
+    }
+    // The right button opens that menu and selects nothing.
+    const HeatGrid& grid = w.heatmap()->grid();
+    const auto other = std::find_if(grid.cells.begin(), grid.cells.end(), [](const HeatCell& c) { return !(c.config == Config{2, 1}); });
+    QVERIFY(other != grid.cells.end());
+    const int at = int(other - grid.cells.begin()), cols = int(grid.rows.size());
+    QTest::mouseClick(w.heatmap(), Qt::RightButton, {}, w.heatmap()->cellRect(at / cols, at % cols).center());
+    QCOMPARE(w.document()->selection().config, std::optional<Config>(Config{2, 1}));
     // The dialog writes every file into one directory and reports each — except kernel-anvil's,
     // which cannot express the sample's 2×1 and would carry nothing: refused, not written.
     QSettings().remove(QStringLiteral("export/dir"));

@@ -1,24 +1,31 @@
 // The tune view (issue 49): a profile `temper tune` wrote on an H200 opens from the command line's
-// path (File > Open, drag and drop and recent files go through the same openPath), and a new user
+// path, File > Open, drag and drop, recent files and the Tune & bench tab's Profile field, and a new user
 // reads from it alone how much faster llama-bench ran, how sure that is, which launches gained most
 // and what was left out and why; a tune journal adds each step's outcome and the replay's breakdown;
 // two tunes line up side by side with their differences highlighted; the demo carries the H200 tune.
-// Also: the mouse wheel over an unfocused spin box scrolls the form and changes nothing, and a
-// failed tune marks the step that failed.
+// Also: the mouse wheel over an unfocused spin box or combo box scrolls the form and changes nothing,
+// and a failed tune marks the step that failed, its status text clear of the steps.
+#include <QAction>
 #include <QApplication>
 #include <QComboBox>
+#include <QDropEvent>
 #include <QFile>
 #include <QHeaderView>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QMenu>
+#include <QMimeData>
+#include <QPushButton>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QTableView>
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QUrl>
 #include <QWheelEvent>
+#include <functional>
 
 #include "fixtures/fixtures.h"
 #include "main_window.h"
@@ -83,6 +90,28 @@ class TestTuneView : public QObject {
     QVERIFY(anyContains(column(v->heatmap(), 1), QStringLiteral("q4_K 768x2048 experts 8/128")));
     // NVIDIA's words.
     QVERIFY2(v->title().contains(QStringLiteral("NVIDIA H200 (132 SMs)")), qPrintable(v->title()));
+  }
+
+  // Drag and drop and File > Open recent open a profile as the command line does.
+  void aProfileOpensByDropAndFromRecentFiles() {
+    {
+      MainWindow w({});
+      w.setInteractive(false);
+      QMimeData mime;
+      mime.setUrls({QUrl::fromLocalFile(kH200)});
+      QDropEvent drop(QPointF(10, 10), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+      static_cast<QObject&>(w).event(&drop);  // as the window gets it (sendEvent wants a drag under way)
+      QVERIFY2(w.tuneView()->hasTune(), qPrintable(w.statusText()));
+    }
+    MainWindow w({});
+    w.setInteractive(false);
+    QMenu* recent = nullptr;
+    for (QMenu* m : w.findChildren<QMenu*>())
+      if (m->title() == QStringLiteral("Open &recent")) recent = m;
+    QVERIFY(recent && !recent->actions().isEmpty());
+    QCOMPARE(recent->actions().front()->toolTip(), kH200);
+    recent->actions().front()->trigger();
+    QVERIFY2(w.tuneView()->hasTune(), qPrintable(w.statusText()));
   }
 
   void leftOutEntriesSayWhy() {
@@ -190,21 +219,51 @@ class TestTuneView : public QObject {
     QVERIFY(w.tuneComparison()->hasTunes());
   }
 
-  // Issue 49 item 3: scrolling the form over a spin box it did not click scrolls the form.
+  // Issue 49 item 1: picking a profile in the Tune & bench tab's Profile field showed nothing; its
+  // "Show" opens that tune in the tune view.
+  void theProfileFieldShowsItsTune() {
+    MainWindow w({});
+    w.setInteractive(false);
+    w.tunePanel()->setOutput(kH200);
+    auto* show = w.tunePanel()->findChild<QPushButton*>(QStringLiteral("showProfile"));
+    QVERIFY(show);
+    show->click();
+    QVERIFY(w.tuneView()->hasTune());
+    QVERIFY2(w.tuneView()->title().contains(QStringLiteral("NVIDIA H200")), qPrintable(w.tuneView()->title()));
+    QCOMPARE(w.tabs()->currentWidget()->findChild<TuneView*>(), w.tuneView());
+    // A profile not written yet says so.
+    QTemporaryDir dir;
+    w.tunePanel()->setOutput(dir.filePath(QStringLiteral("not-yet.json")));
+    show->click();
+    QVERIFY2(w.statusText().contains(QStringLiteral("not-yet.json")), qPrintable(w.statusText()));
+  }
+
+  // Issue 49 item 3: scrolling a form over a spin box or combo box it did not click scrolls the form:
+  // the tune's rounds and repetitions, the sweep's time cap, every such field of the window.
   void wheelOverAnUnfocusedSpinBoxChangesNothing() {
     MainWindow w({});
     w.setInteractive(false);
-    const QList<QSpinBox*> spins = w.tunePanel()->findChildren<QSpinBox*>();
-    QVERIFY(spins.size() >= 2);
-    for (QSpinBox* spin : spins) {
+    const QList<QAbstractSpinBox*> spins = w.findChildren<QAbstractSpinBox*>();
+    const QList<QComboBox*> combos = w.findChildren<QComboBox*>();
+    QVERIFY(w.tunePanel()->findChildren<QSpinBox*>().size() >= 2 && spins.size() > 2 && !combos.isEmpty());
+    // Each turn alone (up then down would land where it started): nothing changes.
+    auto unchangedByWheel = [](QWidget* x, const std::function<QString()>& value) {
+      const QString before = value();
+      for (const int delta : {120, -120}) {
+        QWheelEvent e(QPointF(5, 5), x->mapToGlobal(QPointF(5, 5)), QPoint(), QPoint(0, delta), Qt::NoButton, Qt::NoModifier,
+                      Qt::NoScrollPhase, false);
+        QApplication::sendEvent(x, &e);
+        if (value() != before) return false;
+      }
+      return true;
+    };
+    for (QAbstractSpinBox* spin : spins) {
       QVERIFY(!spin->hasFocus());
-      const int before = spin->value();
-      QWheelEvent wheel(QPointF(5, 5), spin->mapToGlobal(QPointF(5, 5)), QPoint(), QPoint(0, 120), Qt::NoButton, Qt::NoModifier,
-                        Qt::NoScrollPhase, false);
-      QApplication::sendEvent(spin, &wheel);
-      QCOMPARE(spin->value(), before);
+      QVERIFY2(unchangedByWheel(spin, [spin] { return spin->text(); }), qPrintable(spin->parentWidget()->metaObject()->className()));
       QCOMPARE(spin->focusPolicy(), Qt::StrongFocus);
     }
+    for (QComboBox* combo : combos)
+      QVERIFY2(unchangedByWheel(combo, [combo] { return combo->currentText(); }), qPrintable(combo->currentText()));
   }
 
   // Issue 49 item 2: a tune that fails marks its step "failed" (it stayed "running…").
@@ -213,8 +272,9 @@ class TestTuneView : public QObject {
     qputenv("XDG_CACHE_HOME", dir.filePath(QStringLiteral("cache")).toUtf8());
     const QString model = dir.filePath(QStringLiteral("small-llama.gguf"));
     fixtures::writer(fixtures::Fixture::SmallLlama).write(model.toStdString());
-    SessionDocument doc;
-    TunePanel panel(&doc);
+    MainWindow w({});
+    w.setInteractive(false);
+    TunePanel& panel = *w.tunePanel();
     panel.setInteractive(false);
     panel.setModelPath(model);
     // A probe that exists (a missing one is refused before any step) but fails when the step runs it.
@@ -236,6 +296,21 @@ class TestTuneView : public QObject {
     for (int r = 0; r < panel.steps()->rowCount(); ++r) outcomes << (panel.steps()->item(r, 1) ? panel.steps()->item(r, 1)->text() : QString());
     QVERIFY2(!outcomes.contains(QStringLiteral("running…")), qPrintable(outcomes.join(", ")));
     QVERIFY2(outcomes.contains(QStringLiteral("failed")), qPrintable(outcomes.join(", ")));
+    // The failure's status text and the progress bar stay above the steps, not over them.
+    w.resize(1280, 720);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    w.tabs()->setCurrentWidget(panel.parentWidget()->parentWidget());
+    QTest::qWait(50);
+    QApplication::processEvents();
+    QList<QWidget*> shown;
+    for (int i = 0; i < panel.layout()->count(); ++i)
+      if (QWidget* x = panel.layout()->itemAt(i)->widget(); x && x->isVisible()) shown << x;
+    for (int i = 0; i < shown.size(); ++i)
+      for (int j = i + 1; j < shown.size(); ++j)
+        QVERIFY2(!shown[i]->geometry().intersects(shown[j]->geometry()),
+                 qPrintable(QString::fromLatin1(shown[i]->metaObject()->className()) + QStringLiteral(" over ") +
+                            QString::fromLatin1(shown[j]->metaObject()->className())));
   }
 };
 TEMPER_UI_TEST(TestTuneView);
