@@ -117,7 +117,7 @@ function(temper_add_hip_kernels)
   temper_kernel_pairs(${TEMPER_KERNEL_SET} _pairs)
   temper_generate_kernel_sources(${_gen} hip "${_pairs}" _sources)
   # TEMPER_HIP_BATCH > 1: that many (type, ncols) sources per hipcc run. Each run parses the HIP headers
-  # once per arch and once for the host, about half of a one-column unit's compile time; a build whose
+  # once per arch and once for the host, 20-45 % of a one-column unit's compile time (docs/perf-notes.md); a build whose
   # instantiations are few (the ci set) saves that parse on 2 cores, where more units buy no parallelism.
   if(TEMPER_HIP_BATCH GREATER 1)
     set(_batches)
