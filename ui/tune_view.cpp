@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -93,33 +94,40 @@ static void fitRows(QTableView* t) {
   t->setFixedHeight(std::max(h, t->horizontalHeader()->sizeHint().height() + 2 * t->frameWidth() + 4));
 }
 
-void fitToPage(QTableView* t) {
-  t->verticalHeader()->setVisible(false);
-  t->setWordWrap(true);
-  t->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-  t->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-  t->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Fixed);  // its width is the page's, never its contents'
-  // One refit for any number of changes in one pass of the event loop (a table fills cell by cell).
-  auto refit = [t] {
-    if (t->property("refitQueued").toBool()) return;
-    t->setProperty("refitQueued", true);
+// `fit(t)` now and again after the model changes, once for any number of changes in one pass of
+// the event loop (a table fills cell by cell); `queued` names the table property that marks a pending fit.
+// Returns the queuing function, for other signals that call for a refit.
+static std::function<void()> refitOnModelChanges(QTableView* t, const char* queued, void (*fit)(QTableView*)) {
+  auto refit = [t, queued, fit] {
+    if (t->property(queued).toBool()) return;
+    t->setProperty(queued, true);
     QMetaObject::invokeMethod(
         t,
-        [t] {
-          t->setProperty("refitQueued", false);
-          fitRows(t);
+        [t, queued, fit] {
+          t->setProperty(queued, false);
+          fit(t);
         },
         Qt::QueuedConnection);
   };
-  QObject::connect(t->horizontalHeader(), &QHeaderView::sectionResized, t, refit);
   if (QAbstractItemModel* m = t->model()) {
     QObject::connect(m, &QAbstractItemModel::modelReset, t, refit);
     QObject::connect(m, &QAbstractItemModel::rowsInserted, t, refit);
     QObject::connect(m, &QAbstractItemModel::rowsRemoved, t, refit);
     QObject::connect(m, &QAbstractItemModel::dataChanged, t, refit);
     QObject::connect(m, &QAbstractItemModel::layoutChanged, t, refit);
+    QObject::connect(m, &QAbstractItemModel::headerDataChanged, t, refit);
   }
-  fitRows(t);
+  fit(t);
+  return refit;
+}
+
+void fitToPage(QTableView* t) {
+  t->verticalHeader()->setVisible(false);
+  t->setWordWrap(true);
+  t->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  t->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  t->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Fixed);  // its width is the page's, never its contents'
+  QObject::connect(t->horizontalHeader(), &QHeaderView::sectionResized, t, refitOnModelChanges(t, "refitQueued", fitRows));
 }
 
 static void fitColumns(QTableView* t) {
@@ -153,25 +161,7 @@ void fitColumnsToView(QTableView* t) {
   t->horizontalHeader()->setSectionResizeMode(QHeaderView::Interactive);
   t->horizontalHeader()->setMinimumSectionSize(8);
   t->viewport()->installEventFilter(new OnResize(t));
-  auto refit = [t] {
-    if (t->property("columnsQueued").toBool()) return;
-    t->setProperty("columnsQueued", true);
-    QMetaObject::invokeMethod(
-        t,
-        [t] {
-          t->setProperty("columnsQueued", false);
-          fitColumns(t);
-        },
-        Qt::QueuedConnection);
-  };
-  if (QAbstractItemModel* m = t->model()) {
-    QObject::connect(m, &QAbstractItemModel::modelReset, t, refit);
-    QObject::connect(m, &QAbstractItemModel::layoutChanged, t, refit);
-    QObject::connect(m, &QAbstractItemModel::rowsInserted, t, refit);
-    QObject::connect(m, &QAbstractItemModel::dataChanged, t, refit);
-    QObject::connect(m, &QAbstractItemModel::headerDataChanged, t, refit);
-  }
-  fitColumns(t);
+  refitOnModelChanges(t, "columnsQueued", fitColumns);
 }
 
 QTableWidget* pageTable(int columns, const QStringList& headers) {
