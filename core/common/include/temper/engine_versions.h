@@ -19,19 +19,18 @@ struct EngineVersion {
   std::string_view commit;       // short, as --variants names its kernel: "7180759"
   std::string_view full_commit;  // ggml-org/ggml's
   mmvq::KernelVariant variant;   // the compiled kernel that models its mmvq
-  std::string_view differs;      // what sets it apart from the other
 };
 
 inline constexpr EngineVersion kEngineVersions[] = {
+    // MUL_MAT's mmvq/mmq choice decided inline in ggml-cuda.cu (mmvq up to 8 columns everywhere); no
+    // TURING or GB10 table; restrict-qualified kernel, plain launch; 22 mmvq types.
     {EngineFamily::SmallK, "ggml-small-k", "ggml-7180759", "7180759", "7180759cb71625b8bb0eb60a88483f817e31508a",
-     mmvq::KernelVariant::Ggml7180759,
-     "MUL_MAT's mmvq/mmq choice decided inline in ggml-cuda.cu (mmvq up to 8 columns everywhere); "
-     "no TURING or GB10 table; restrict-qualified kernel, plain launch; 22 mmvq types"},
+     mmvq::KernelVariant::Ggml7180759},
+    // ggml_cuda_should_use_mmvq's per-arch cutoffs; TURING and GB10 tables and GB10's should_halve_iters;
+    // RDNA3_0 q4_K and q6_K narrower; programmatic dependent launch on Hopper and newer (the hook can
+    // pipeline one-column launches); 23 mmvq types (q2_0).
     {EngineFamily::HalveIters, "ggml-halve-iters", "ggml-d99724f", "d99724f", "d99724f2b141fed9e1a9f402213506c081433465",
-     mmvq::KernelVariant::GgmlD99724f,
-     "ggml_cuda_should_use_mmvq's per-arch cutoffs; TURING and GB10 tables and GB10's should_halve_iters; "
-     "RDNA3_0 q4_K and q6_K narrower; programmatic dependent launch on Hopper and newer (the hook can "
-     "pipeline one-column launches); 23 mmvq types (q2_0)"},
+     mmvq::KernelVariant::GgmlD99724f},
 };
 
 constexpr const EngineVersion& engine_version(EngineFamily family) { return kEngineVersions[static_cast<int>(family)]; }
