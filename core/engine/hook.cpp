@@ -188,6 +188,7 @@ void patch_cuda(const std::string& source, const std::string& family, int hook_v
   }
   out.cuda = a.text;
   out.group_hooks = a.flags.count("groups") ? a.flags.at("groups") : 0;
+  if (a.flags.count("norm")) out.norm_hooks |= a.flags.at("norm");
 }
 
 // The k-quant pairs of the _K_M mixes (llama.cpp's quantize puts these types side by side in a layer's
@@ -320,6 +321,7 @@ Patch make_patch(const std::string& source, const KernelSet& set, int hook_versi
     out.halve_iters = vars.at("halve_iters") == "yes";
     out.path_hooks = a.flags.count("paths") ? a.flags.at("paths") : 0;
     out.pipeline_hooks = a.flags.count("pipeline") ? a.flags.at("pipeline") : 0;
+    out.norm_hooks = a.flags.count("norm") ? a.flags.at("norm") : 0;
     out.mmvq = marker_line(hook_version) + a.text;
     externals = external_functions(a.before_kernels_only);
     break;
@@ -379,7 +381,8 @@ Patch make_patch(const std::string& source, const KernelSet& set, int hook_versi
   for (const auto& [placeholder, value] : {std::pair<std::string, int>{"TEMPER_HOOK_VERSION_WRITTEN_BY_PATCH", hook_version},
                                            {"TEMPER_PATH_HOOKS_WRITTEN_BY_PATCH", out.path_hooks},
                                            {"TEMPER_GROUP_HOOKS_WRITTEN_BY_PATCH", out.group_hooks},
-                                           {"TEMPER_PIPELINE_HOOKS_WRITTEN_BY_PATCH", out.pipeline_hooks}})
+                                           {"TEMPER_PIPELINE_HOOKS_WRITTEN_BY_PATCH", out.pipeline_hooks},
+                                           {"TEMPER_NORM_HOOKS_WRITTEN_BY_PATCH", out.norm_hooks}})
     if (const size_t at = header.find(placeholder); at != std::string::npos) header.replace(at, placeholder.size(), std::to_string(value));
   out.files.emplace_back("temper-mmvq.cuh", header);
   out.files.emplace_back("temper-mmvq-api.h", std::string(hook_api()));

@@ -894,6 +894,17 @@ void group_problems(const ProfileEntry& e, const std::string& at, std::vector<st
     problems.push_back(at + "config: " + config_words(e.config) + " is outside the group grid (nwarps 2|4|8, rows_per_block 1|2|4)");
 }
 
+// The norm's own rules (docs/profile-format.md, "rms_norm_q8_1"): not a GEMV, so none of theirs.
+void norm_problems(const ProfileEntry& e, const std::string& at, std::vector<std::string>& problems) {
+  if (e.key.type != GgmlType::F32) problems.push_back(at + "type: " + std::string(type_name(e.key.type)) + " (a norm entry's type is f32)");
+  if (e.key.n != 1) problems.push_back(at + "n: " + std::to_string(e.key.n) + " (a norm entry's n is 1)");
+  if (e.key.k % 32 != 0) problems.push_back(at + "k " + std::to_string(e.key.k) + " is not a whole number of q8_1 blocks (32 values)");
+  if (e.key.ncols < 1 || e.key.ncols > 8) problems.push_back(at + "ncols must be 1..8");
+  if (e.config.nwarps != 0 || e.config.rows_per_block != 0 || e.default_config.nwarps != 0 || e.default_config.rows_per_block != 0)
+    problems.push_back(at + "config: a norm entry has none (nwarps 0, rows_per_block 0 in config and default_config)");
+  if (e.bucketed) problems.push_back(at + "a kernel-anvil bucket tunes plain MUL_MAT only");
+}
+
 }  // namespace
 
 std::vector<std::string> profile_warnings(const Profile& p) {
@@ -923,28 +934,32 @@ std::vector<std::string> validate_profile(const Profile& p) {
     else if (!std::regex_match(e.key.arch, kArch))
       problems.push_back(at + "unknown arch \"" + e.key.arch + "\" (expected sm_NN or gfxNNN)");
     const TypeInfo& ti = type_info(e.key.type);
-    if (!ti.quantized || e.key.type == GgmlType::Q8_1 || e.key.type == GgmlType::Q8_K)
-      problems.push_back(at + "type " + std::string(ti.name) + " has no mmvq kernel");
-    if (e.key.n < 1 || e.key.k < 1) problems.push_back(at + "n and k must be ≥ 1");
-    if (!e.bucketed && e.key.k % int(ti.block_size) != 0)
-      problems.push_back(at + "k " + std::to_string(e.key.k) + " is not a whole number of " + std::string(ti.name) +
-                         " blocks (" + std::to_string(ti.block_size) + " values)");
-    if (e.key.ncols < 1 || e.key.ncols > 8) problems.push_back(at + "ncols must be 1..8");
-    if (launch_is_fused(e.key.launch) && e.key.ncols != 1)
-      problems.push_back(at + "a fused gate/up launch exists at ncols 1 only (ggml fuses at one token)");
-    else if (launch_has_ids(e.key.launch) && e.key.ncols != 1)
-      problems.push_back(at + "MUL_MAT_ID at more than one token runs the multi-token MoE kernel, which the hook does not tune");
-    else if (launch_is_pipelined(e.key.launch) && e.key.ncols != 1)
-      problems.push_back(at + "a pipelined launch exists at ncols 1 only (the hook compiles pipelined instantiations for decode)");
-    if (e.bucketed && e.key.launch != Launch::MulMat) problems.push_back(at + "a kernel-anvil bucket tunes plain MUL_MAT only");
-    if (launch_is_group(e.key.launch)) group_problems(e, at, problems);
-    if (!in_range(e.config.nwarps) || !in_range(e.config.rows_per_block))
-      problems.push_back(at + "config values must be 1..32, got nwarps " + std::to_string(e.config.nwarps) +
-                         " rows_per_block " + std::to_string(e.config.rows_per_block));
-    if (e.config.nwarps * 32 > 1024 && e.key.arch.rfind("sm_", 0) == 0)
-      problems.push_back(at + "nwarps " + std::to_string(e.config.nwarps) + " exceeds 1024 threads per block");
-    if (e.config.nwarps * 64 > 1024 && e.key.arch.rfind("gfx9", 0) == 0)
-      problems.push_back(at + "nwarps " + std::to_string(e.config.nwarps) + " × wave64 exceeds 1024 threads per block");
+    if (launch_is_norm(e.key.launch)) {
+      norm_problems(e, at, problems);
+    } else {
+      if (!ti.quantized || e.key.type == GgmlType::Q8_1 || e.key.type == GgmlType::Q8_K)
+        problems.push_back(at + "type " + std::string(ti.name) + " has no mmvq kernel");
+      if (e.key.n < 1 || e.key.k < 1) problems.push_back(at + "n and k must be ≥ 1");
+      if (!e.bucketed && e.key.k % int(ti.block_size) != 0)
+        problems.push_back(at + "k " + std::to_string(e.key.k) + " is not a whole number of " + std::string(ti.name) +
+                           " blocks (" + std::to_string(ti.block_size) + " values)");
+      if (e.key.ncols < 1 || e.key.ncols > 8) problems.push_back(at + "ncols must be 1..8");
+      if (launch_is_fused(e.key.launch) && e.key.ncols != 1)
+        problems.push_back(at + "a fused gate/up launch exists at ncols 1 only (ggml fuses at one token)");
+      else if (launch_has_ids(e.key.launch) && e.key.ncols != 1)
+        problems.push_back(at + "MUL_MAT_ID at more than one token runs the multi-token MoE kernel, which the hook does not tune");
+      else if (launch_is_pipelined(e.key.launch) && e.key.ncols != 1)
+        problems.push_back(at + "a pipelined launch exists at ncols 1 only (the hook compiles pipelined instantiations for decode)");
+      if (e.bucketed && e.key.launch != Launch::MulMat) problems.push_back(at + "a kernel-anvil bucket tunes plain MUL_MAT only");
+      if (launch_is_group(e.key.launch)) group_problems(e, at, problems);
+      if (!in_range(e.config.nwarps) || !in_range(e.config.rows_per_block))
+        problems.push_back(at + "config values must be 1..32, got nwarps " + std::to_string(e.config.nwarps) +
+                           " rows_per_block " + std::to_string(e.config.rows_per_block));
+      if (e.config.nwarps * 32 > 1024 && e.key.arch.rfind("sm_", 0) == 0)
+        problems.push_back(at + "nwarps " + std::to_string(e.config.nwarps) + " exceeds 1024 threads per block");
+      if (e.config.nwarps * 64 > 1024 && e.key.arch.rfind("gfx9", 0) == 0)
+        problems.push_back(at + "nwarps " + std::to_string(e.config.nwarps) + " × wave64 exceeds 1024 threads per block");
+    }
     if (e.provenance) {
       const Provenance& v = *e.provenance;
       if (!(v.default_us > 0) || !(v.tuned_us > 0)) problems.push_back(at + "provenance times must be > 0");

@@ -59,6 +59,15 @@ int  temper_mmvq_group_hooks(void);
 void temper_mmvq_set_pipeline_override(int on);
 int  temper_mmvq_pipeline_bits(void);
 long long temper_mmvq_pipelined_launches(void);
+// The norm writes the q8_1 activations (hook v8): an RMS_NORM·MUL whose output mmvq GEMVs read runs as
+// one kernel that also writes their q8_1 copy, and they skip their own quantization. on 1 for every
+// such norm, 0 none, -1 removes the override (TEMPER_MMVQ_NORM_Q8=1|0, else the profile, decides).
+// How many such norms ran, how many mmvq launches read a copy, and the places patched (bit 0 the graph
+// evaluation, bit 1 mmvq's quantization; 3: both, the only useful state).
+void temper_mmvq_set_norm_override(int on);
+long long temper_mmvq_norm_launches(void);
+long long temper_mmvq_norm_reads(void);
+int  temper_mmvq_norm_hooks(void);
 // Loads a profile now (path NULL: TEMPER_PROFILE, else the default path); prints its one line.
 void temper_mmvq_load_profile(const char * path);
 }

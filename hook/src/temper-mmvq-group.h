@@ -10,3 +10,6 @@ struct ggml_cgraph;
 void temper_mmvq_group_order(int device, ggml_cgraph * cgraph);
 // At node i: how many nodes from i on ran as one group launch (0: none; node i runs as ggml would).
 int temper_mmvq_try_group(ggml_backend_cuda_context & ctx, ggml_cgraph * cgraph, int i);
+// Before ggml's own fusions (hook v8): at node i, an RMS_NORM·MUL run as one kernel that also writes
+// the q8_1 activations of the mmvq GEMVs reading it; how many nodes it ran (0: none, ggml goes on).
+int temper_mmvq_try_norm(ggml_backend_cuda_context & ctx, ggml_cgraph * cgraph, int i);

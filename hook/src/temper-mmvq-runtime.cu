@@ -151,8 +151,10 @@ temper_profile::Device device_id(int device) {
     return id;
 }
 
-// For a mul_mat_group entry (whose type is one of its group's): any group kernel with that type at that config.
+// For a mul_mat_group entry (whose type is one of its group's): any group kernel with that type at that config;
+// for an rms_norm_q8_1 entry: whether this tree was patched for it.
 bool compiled_in(int launch, int type, int ncols, int nwarps, int rows) {
+    if (launch == temper_profile::kRmsNormQ8) return (TEMPER_MMVQ_NORM_HOOKS & 3) == 3;  // this tree's graph evaluation and mmvq carry it
     if (temper_profile::launch_is_pipelined(launch)) return find_pipelined(type, ncols, nwarps, rows) != nullptr;
     if (launch != temper_profile::kMulMatGroup) return find_instance(type, ncols, nwarps, rows) != nullptr;
     for (const auto & [key, fn] : g_group_instances)
@@ -358,9 +360,14 @@ int temper_mmvq_try_group(ggml_backend_cuda_context & ctx, ggml_cgraph * cgraph,
     cudaStream_t stream = ctx.stream();
     const ggml_tensor * x = lead->src[1];
     const int64_t k = x->ne[0], ncols = x->ne[1], k_padded = GGML_PAD(k, MATRIX_ROW_PADDING);
-    ggml_cuda_pool_alloc<char> q8(ctx.pool(), ncols * k_padded * sizeof(block_q8_1) / QK8_1);
-    const int64_t s1 = x->nb[1] / sizeof(float), s2 = x->nb[2] / sizeof(float), s3 = x->nb[3] / sizeof(float);
-    quantize_row_q8_1_cuda((const float *) x->data, nullptr, q8.get(), (ggml_type) type_a, k, s1, s2, s3, k_padded, ncols, 1, 1, stream);
+    ggml_cuda_pool_alloc<char> q8(ctx.pool());
+    const void * vy = temper_mmvq_norm_q8_1(x, k_padded);  // the norm's copy, when it wrote one (hook v8)
+    if (!vy) {
+        q8.alloc(ncols * k_padded * sizeof(block_q8_1) / QK8_1);
+        const int64_t s1 = x->nb[1] / sizeof(float), s2 = x->nb[2] / sizeof(float), s3 = x->nb[3] / sizeof(float);
+        quantize_row_q8_1_cuda((const float *) x->data, nullptr, q8.get(), (ggml_type) type_a, k, s1, s2, s3, k_padded, ncols, 1, 1, stream);
+        vy = q8.get();
+    }
 
     temper_mmvq_group_args g{};
     for (int m = 0; m < count; ++m) {
@@ -374,7 +381,7 @@ int temper_mmvq_try_group(ggml_backend_cuda_context & ctx, ggml_cgraph * cgraph,
         g.is_b[m] = (w->type != type_a) != swapped;
     }
     g.count = count;
-    g.vy = q8.get();
+    g.vy = vy;
     g.ncols_x = (uint32_t) k;
     g.stride_col_y = (uint32_t) (k_padded / QK8_1);
     g.warp_size = ggml_cuda_info().devices[ctx.device].warp_size;
@@ -456,6 +463,162 @@ bool launch_unfused(const Instance & in, const temper_mmvq_args & a) {
     temper_glu<<<(total + 255) / 256, 256, 0, a.stream>>>(gate, up, a.dst, a.nrows_x, a.nchannels_dst, (int) a.stride_channel_dst,
                                                           f.glu_op == GGML_GLU_OP_GEGLU);
     return cudaGetLastError() == cudaSuccess;
+}
+
+// ---- the norm writes the q8_1 activations (hook v8) ----
+// An RMS_NORM·MUL whose output feeds mmvq GEMVs (a layer's q, k, v; its gate/up or experts) runs as
+// one kernel that writes the MUL's output as ggml's fused norm does and also its q8_1 copy, in the
+// padded layout mmvq's quantizer writes; those GEMVs read the copy instead of quantizing again. The
+// norm's arithmetic is ggml's (same block size, same reduction, same expression order) and so is the
+// quantization (the warp reductions of quantize_q8_1), so every bit of the outputs is as stock.
+namespace {
+
+std::atomic<int> g_norm_override{-1};  // the probe's: -1 none (TEMPER_MMVQ_NORM_Q8, then the profile), 0 off, 1 on
+std::atomic<long long> g_norm_launches{0}, g_norm_reads{0};
+
+// Per device: the q8_1 copy the last such norm wrote, and the node range of this graph evaluation in
+// which a MUL_MAT reading the norm's output may read the copy (none of those nodes writes the output).
+struct NormCopy {
+    void * buffer = nullptr; size_t bytes = 0;          // grown only outside a graph capture
+    const ggml_cgraph * graph = nullptr; int norm = -1, last = -1, at = -1;  // at: the node being evaluated
+    const void * data = nullptr; int64_t elements = 0, k_padded = 0;
+};
+NormCopy g_norm_copy[64];
+
+bool norm_wanted(int device, int64_t k, int64_t rows) {
+    const int o = g_norm_override.load();
+    if (o >= 0) return o == 1;
+    static const int env = [] {
+        const char * v = getenv("TEMPER_MMVQ_NORM_Q8");
+        return v && (v[0] == '0' || v[0] == '1') && v[1] == '\0' ? v[0] - '0' : -1;
+    }();
+    if (env >= 0) return env == 1;
+    return g_profile.norm_q8(device_of(device), compiled_in, k, rows);
+}
+
+bool view_or_noop(const ggml_tensor * t) {
+    return ggml_is_empty(t) || t->op == GGML_OP_NONE || t->op == GGML_OP_RESHAPE || t->op == GGML_OP_VIEW ||
+           t->op == GGML_OP_PERMUTE || t->op == GGML_OP_TRANSPOSE;
+}
+
+bool overlaps(const ggml_tensor * t, const char * lo, const char * hi) {
+    const char * a = (const char *) t->data;
+    return a && a < hi && a + ggml_nbytes(t) > lo;
+}
+
+#if (TEMPER_MMVQ_NORM_HOOKS & 3) == 3
+template <int block_size>
+__global__ void temper_rms_norm_q8_1(const float * x, float * dst, const float * mul, block_q8_1 * y, const int ncols,
+                                     const int k_padded, const int64_t stride_row, const float eps) {
+    ggml_cuda_pdl_lc();
+    const int row = blockIdx.x, tid = threadIdx.x;
+    x += row * stride_row;
+    dst += (int64_t) row * ncols;
+    y += (int64_t) row * (k_padded / QK8_1);
+    float tmp = 0.0f;
+    ggml_cuda_pdl_sync();
+    for (int col = tid; col < ncols; col += block_size) {
+        const float xi = x[col];
+        tmp += xi * xi;
+    }
+    extern __shared__ float s_sum[];
+    tmp = block_reduce<block_reduce_method::SUM, block_size>(tmp, s_sum);
+    const float mean = tmp / ncols;
+    const float scale = rsqrtf(mean + eps);
+    // A warp holds 32 consecutive columns (block_size and k_padded are multiples of 32): one q8_1 block.
+    for (int col = tid; col < k_padded; col += block_size) {
+        float v = 0.0f;
+        if (col < ncols) {
+            v = scale * x[col] * mul[col];
+            dst[col] = v;
+        }
+        const float amax = warp_reduce_max<QK8_1>(fabsf(v));
+        const float sum = warp_reduce_sum<QK8_1>(v);
+        const float d = amax / 127.0f;
+        y[col / QK8_1].qs[col % QK8_1] = amax == 0.0f ? 0 : roundf(v / d);
+        if (col % QK8_1 == 0) y[col / QK8_1].ds = make_half2(d, sum);
+    }
+}
+#endif
+
+}  // namespace
+
+int temper_mmvq_try_norm(ggml_backend_cuda_context & ctx, ggml_cgraph * cgraph, int i) {
+#if (TEMPER_MMVQ_NORM_HOOKS & 3) == 3
+    if (ctx.device < 0 || ctx.device >= 64) return 0;
+    NormCopy & c = g_norm_copy[ctx.device];
+    c.at = i;
+    if (c.graph && (c.graph != cgraph || i <= c.norm || i > c.last)) c.graph = nullptr;  // the copy is out of reach
+    const ggml_tensor * norm = cgraph->nodes[i];
+    if (norm->op != GGML_OP_RMS_NORM || i + 1 >= cgraph->n_nodes || !groups_possible()) return 0;
+    ensure_registered();
+    const ggml_tensor * mul = cgraph->nodes[i + 1], * x = norm->src[0], * w = mul->src[1];
+    const int64_t k = x->ne[0], rows = x->ne[1];
+    if (!norm_wanted(ctx.device, k, rows)) return 0;
+    if (!ggml_can_fuse(cgraph, i, {GGML_OP_RMS_NORM, GGML_OP_MUL})) return 0;
+    // What this kernel covers: the norm as mul's first operand, one weight row, rows of one channel.
+    if (mul->src[0] != norm || x->type != GGML_TYPE_F32 || w->type != GGML_TYPE_F32 || mul->type != GGML_TYPE_F32) return 0;
+    if (rows < 1 || rows > 8 || x->ne[2] != 1 || x->ne[3] != 1 || !ggml_is_contiguous_rows(x)) return 0;
+    if (ggml_nelements(w) != k || !ggml_is_contiguous(w) || !ggml_is_contiguous(mul) || k % QK8_1 != 0) return 0;
+    // Its readers: MUL_MATs on quantized weights reading all of mul's output, until a node writes into it.
+    const char * lo = (const char *) mul->data, * hi = lo + ggml_nbytes(mul);
+    int last = -1;
+    for (int j = i + 2; j < cgraph->n_nodes && j <= i + 128; ++j) {
+        const ggml_tensor * t = cgraph->nodes[j];
+        if ((t->op == GGML_OP_MUL_MAT || t->op == GGML_OP_MUL_MAT_ID) && t->src[1] && t->src[1]->data == mul->data &&
+            ggml_nelements(t->src[1]) == ggml_nelements(mul) && ggml_is_contiguous(t->src[1]) && mmvq_type(t->src[0]->type))
+            last = j;
+        if (!view_or_noop(t) && overlaps(t, lo, hi)) break;
+    }
+    if (last < 0) return 0;
+    const int64_t k_padded = GGML_PAD(k, MATRIX_ROW_PADDING);
+    const size_t need = (size_t) rows * k_padded / QK8_1 * sizeof(block_q8_1);
+    cudaStream_t stream = ctx.stream();
+    if (c.bytes < need) {
+        if (capturing(stream)) return 0;
+        if (c.buffer) CUDA_CHECK(cudaFree(c.buffer));
+        c.buffer = nullptr;
+        c.bytes = 0;
+        const size_t bytes = std::max(need, (size_t) 1 << 20);
+        if (cudaMalloc(&c.buffer, bytes) != cudaSuccess) { c.buffer = nullptr; (void) cudaGetLastError(); return 0; }
+        c.bytes = bytes;
+    }
+    float eps;
+    memcpy(&eps, norm->op_params, sizeof(float));
+    const int64_t stride_row = x->nb[1] / sizeof(float);
+    const dim3 blocks((unsigned) rows, 1, 1);
+    if (k < 1024) {
+        const ggml_cuda_kernel_launch_params p{blocks, dim3(256, 1, 1), 32 * sizeof(float), stream};
+        ggml_cuda_kernel_launch(temper_rms_norm_q8_1<256>, p, (const float *) x->data, (float *) mul->data, (const float *) w->data,
+                                (block_q8_1 *) c.buffer, (int) k, (int) k_padded, stride_row, eps);
+    } else {
+        const ggml_cuda_kernel_launch_params p{blocks, dim3(1024, 1, 1), 32 * sizeof(float), stream};
+        ggml_cuda_kernel_launch(temper_rms_norm_q8_1<1024>, p, (const float *) x->data, (float *) mul->data, (const float *) w->data,
+                                (block_q8_1 *) c.buffer, (int) k, (int) k_padded, stride_row, eps);
+    }
+    c.graph = cgraph;
+    c.norm = i;
+    c.last = last;
+    c.data = mul->data;
+    c.elements = ggml_nelements(mul);
+    c.k_padded = k_padded;
+    ++g_norm_launches;
+    return 2;
+#else
+    GGML_UNUSED_VARS(ctx, cgraph, i);
+    return 0;
+#endif
+}
+
+const void * temper_mmvq_norm_q8_1(const ggml_tensor * src1, long long k_padded) {
+    const int device = ggml_cuda_get_device();
+    if (device < 0 || device >= 64) return nullptr;
+    const NormCopy & c = g_norm_copy[device];
+    if (!c.graph || c.at <= c.norm || c.at > c.last || src1->data != c.data || ggml_nelements(src1) != c.elements ||
+        k_padded != c.k_padded || !ggml_is_contiguous(src1))
+        return nullptr;
+    ++g_norm_reads;
+    return c.buffer;
 }
 
 bool temper_mmvq_try_launch(int type, int ncols_dst, const temper_mmvq_args & a) {
@@ -600,6 +763,10 @@ void temper_mmvq_set_group_override(int nwarps, int rows) {
 }
 
 long long temper_mmvq_group_launches(void) { return g_group_launches.load(); }
+void temper_mmvq_set_norm_override(int on) { g_norm_override = on < 0 ? -1 : on > 0 ? 1 : 0; }
+long long temper_mmvq_norm_launches(void) { return g_norm_launches.load(); }
+long long temper_mmvq_norm_reads(void) { return g_norm_reads.load(); }
+int temper_mmvq_norm_hooks(void) { return TEMPER_MMVQ_NORM_HOOKS; }
 int temper_mmvq_group_hooks(void) { return TEMPER_MMVQ_GROUP_HOOKS; }
 void temper_mmvq_set_pipeline_override(int on) {
     ensure_registered();

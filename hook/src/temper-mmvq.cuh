@@ -20,6 +20,10 @@
 // it): 1 where the kernel waits for the previous one (ggml_cuda_pdl_sync), else 0.
 #define TEMPER_MMVQ_PIPELINE_HOOKS TEMPER_PIPELINE_HOOKS_WRITTEN_BY_PATCH
 
+// Which places this tree has patched so that a norm writes its GEMVs' q8_1 activations (hook v8;
+// `temper engine patch` writes it): bit 0 the graph evaluation runs the norm, bit 1 mmvq reads its copy.
+#define TEMPER_MMVQ_NORM_HOOKS TEMPER_NORM_HOOKS_WRITTEN_BY_PATCH
+
 // A pipelined launch (hook v6). temper_pipe bit 1: each block lets the next kernel launch as it starts
 // (as ggml's quantizer does), so that kernel's launch overlaps this one's tail instead of following
 // it; bit 2: thread 0 asks L2 for the block's weight rows (and a fused launch's gate rows) in one
@@ -103,6 +107,10 @@ struct temper_mmvq_group_args {
 typedef void (*temper_mmvq_group_fn)(const temper_mmvq_group_args & g);
 // Called by the generated registry for every compiled (type A, type B, ncols, nwarps, rows) group kernel.
 void temper_mmvq_register_group(int type_a, int type_b, int ncols, int nwarps, int rows, temper_mmvq_group_fn launch);
+
+// The q8_1 copy of src1 (k_padded floats a column) a norm wrote for this node's mmvq (hook v8), or null:
+// mmvq quantizes as it would.
+const void * temper_mmvq_norm_q8_1(const ggml_tensor * src1, long long k_padded);
 
 // The probe's interface (temper-probe links this tree statically and includes the same header).
 #include "temper-mmvq-api.h"

@@ -10,7 +10,7 @@
 # __bf16 as the 16-bit integer clang 15's WMMA builtins take, so the hook's own code is still
 # compiled for RDNA3. The tuned instantiations must use the same dot instructions as Temper's kernels,
 # as often. Hook v5's same-input group unit and the run time's group hooks compile for both targets
-# (gfx1030 with host code). Results: docs/perf-notes.md. Exit 77 (skipped) without hipcc or the tree.
+# (gfx1030 with host code), and the run time's hook v8 norm kernel for both. Results: docs/perf-notes.md. Exit 77 (skipped) without hipcc or the tree.
 # Usage: TEMPER_UPSTREAM=DIR hook_hipcc_test.sh TEMPER HIPCC SOURCE_DIR LLVM_BIN_DIR OUT_DIR
 set -eu
 temper=$(cd "$(dirname "$1")" && pwd)/$(basename "$1") hipcc=$2 source=$3 llvm=$4 out=$5
@@ -51,7 +51,8 @@ compile() {  # OBJECT ARGS...: in the background, one per core; the command and 
 for f in mmvq.cu temper-mmvq-q4_k-1.cu temper-mmvq-registry.cu temper-mmvq-runtime.cu temper-mmvq-group-q4_k.cu; do
   compile "$out/$f.gfx1030.o" --offload-arch=gfx1030 "src/ggml-cuda/$f"
 done
-for f in mmvq.cu temper-mmvq-q4_k-1.cu temper-mmvq-group-q4_k.cu; do
+# The run time carries hook v8's norm kernel (temper_rms_norm_q8_1): its device code for RDNA3 too.
+for f in mmvq.cu temper-mmvq-q4_k-1.cu temper-mmvq-group-q4_k.cu temper-mmvq-runtime.cu; do
   compile "$out/$f.gfx1100.co" --offload-arch=gfx1100 --cuda-device-only $rdna3_extra "src/ggml-cuda/$f"
 done
 compile "$out/probe.o" --offload-arch=gfx1030 --offload-arch=gfx1100 $libs_flag -DTEMPER_PROBE_HIP $probe_extra \

@@ -654,6 +654,39 @@ TEST(HookPipeline, AKernelWithoutTheWaitAndAnOlderHookLeaveTheKernelAsBefore) {
   EXPECT_EQ(v5.mmvq.find("temper_mmvq_pipeline"), std::string::npos);
 }
 
+// Hook v8: in the ggml-halve-iters family the graph evaluation may run a norm that writes its GEMVs' q8_1
+// activations (before ggml's own fusions) and mmvq's launcher reads that copy; 7180759 has neither place.
+TEST_P(HookOn, TheNormWritesItsGemvsActivationsInTheHalveItersFamilyOnly) {
+  std::string why;
+  const fs::path tree = test::upstream_tree(GetParam(), &why);  // read only: no copy
+  if (tree.empty()) GTEST_SKIP() << "SKIPPED: " << why;
+  const fs::path dir = tree / cuda_part(GetParam());
+  const std::string mmvq = read_file(dir / "mmvq.cu"), cuda = read_file(dir / "ggml-cuda.cu");
+  const engine::Patch p = engine::make_patch(mmvq, engine::kernel_set("ci"), engine::kHookVersion, &cuda);
+  const bool family = GetParam() != "ggml-7180759";
+  EXPECT_EQ(p.norm_hooks, family ? engine::kNormHookEvaluate | engine::kNormHookRead : 0);
+  EXPECT_NE(generated(p, "temper-mmvq.cuh").find(family ? "#define TEMPER_MMVQ_NORM_HOOKS 3\n" : "#define TEMPER_MMVQ_NORM_HOOKS 0\n"),
+            std::string::npos);
+  EXPECT_EQ(count(p.mmvq, "temper_norm_q8"), family ? 3u : 0u);  // declared, guarding the quantizer, passed on
+  EXPECT_EQ(count(p.cuda, "temper_mmvq_try_norm(*cuda_ctx, cgraph, i)"), family ? 1u : 0u);
+  if (family)
+    EXPECT_LT(p.cuda.find("temper_mmvq_try_norm("), p.cuda.find("int nodes_to_skip = ggml_cuda_try_fuse(cuda_ctx, cgraph, i);"));
+  EXPECT_GT(p.group_hooks, 0);  // groups keep their places either way
+  // What hook v7 wrote has none of it.
+  const engine::Patch v7 = engine::make_patch(mmvq, engine::kernel_set("ci"), 7, &cuda);
+  EXPECT_EQ(v7.norm_hooks, 0);
+  EXPECT_EQ(v7.mmvq.find("temper_norm_q8"), std::string::npos);
+  EXPECT_EQ(v7.cuda.find("temper_mmvq_try_norm"), std::string::npos);
+}
+
+TEST(HookNorm, AnMmvqWithoutTheQuantizersPlaceLeavesTheNormOut) {
+  // Temper's stand-in mmvq.cu has no src1_q8_1 quantization in a launcher: the structure is not patched in.
+  const engine::Patch p = engine::make_patch(mmvq_with_q6_k(), engine::kernel_set("q4_K,q6_K"));
+  EXPECT_EQ(p.norm_hooks, 0);
+  EXPECT_EQ(p.mmvq.find("temper_norm_q8"), std::string::npos);
+  EXPECT_NE(generated(p, "temper-mmvq.cuh").find("#define TEMPER_MMVQ_NORM_HOOKS 0\n"), std::string::npos);
+}
+
 TEST(HookPipeline, BlockStructsAreGgmlsNames) {
   const engine::Patch p = engine::make_patch(read_file(kFixtures / "mmvq-paths.cu"), engine::kernel_set("ci"));
   EXPECT_NE(generated(p, "temper-mmvq-q4_0-1.cu").find("sizeof(block_q4_0)"), std::string::npos);

@@ -47,16 +47,22 @@ std::string values_text(const std::vector<int>& values);  // "{1, 2, 4, 8}"
 // the block's weight rows before waiting for the previous kernel (the same arithmetic, so the same
 // output). A profile entry of such a kind gives the launch its config and pipelines it; sweeps and
 // plans never hold them as shapes.
+// RmsNormQ8 (hook v8) is not a GEMV: an RMS_NORM·MUL over rows of `k` floats at `ncols` columns that also
+// writes the q8_1 activations of the mmvq GEMVs reading it, which then quantize nothing (a layer's q, k, v
+// and its gate/up or experts: fewer launches per token, the same bits). Its entry has type f32, n 1 and no
+// config ({0, 0}); the profile switches the structure on for that shape.
 enum class Launch : uint8_t {
   MulMat, MulMatGlu, MulMatId, MulMatIdGlu, MulMatGluUnfused, MulMatIdGluUnfused, MulMatGroup,
-  MulMatPipelined, MulMatGluPipelined, MulMatIdPipelined, MulMatIdGluPipelined
+  MulMatPipelined, MulMatGluPipelined, MulMatIdPipelined, MulMatIdGluPipelined, RmsNormQ8
 };
 // "mul_mat", "mul_mat_glu", "mul_mat_id", "mul_mat_id_glu", "mul_mat_glu_unfused", "mul_mat_id_glu_unfused",
-// "mul_mat_group", "mul_mat_pipelined", "mul_mat_glu_pipelined", "mul_mat_id_pipelined", "mul_mat_id_glu_pipelined"
+// "mul_mat_group", "mul_mat_pipelined", "mul_mat_glu_pipelined", "mul_mat_id_pipelined", "mul_mat_id_glu_pipelined",
+// "rms_norm_q8_1"
 std::string_view launch_name(Launch l);
 std::optional<Launch> parse_launch(std::string_view name);
 std::string_view launch_names();         // "mul_mat|mul_mat_glu|...", for messages
 inline bool launch_is_group(Launch l) { return l == Launch::MulMatGroup; }
+inline bool launch_is_norm(Launch l) { return l == Launch::RmsNormQ8; }
 inline bool launch_is_unfused(Launch l) { return l == Launch::MulMatGluUnfused || l == Launch::MulMatIdGluUnfused; }
 inline bool launch_is_pipelined(Launch l) {
   return l == Launch::MulMatPipelined || l == Launch::MulMatGluPipelined || l == Launch::MulMatIdPipelined ||

@@ -20,7 +20,7 @@ namespace temper::engine {
 // 5: same-input groups (ggml-cuda.cu patched too, where its three anchors are; mul_mat_group entries);
 // 6: pipelined one-column launches (mul_mat_vec_q's temper_pipe, where the kernel waits for its predecessor);
 // 7: the profile's *_pipelined entries pipeline the launches they name (v6 pipelines only by override).
-constexpr int kHookVersion = 7;
+constexpr int kHookVersion = 8;
 
 // A family of upstream trees the hook patches alike, and what the hook gives them (a row of
 // hook/families.txt).
@@ -89,6 +89,9 @@ struct Patch {
   // Pipelined launches (hook v6; TEMPER_MMVQ_PIPELINE_HOOKS): 1 when mul_mat_vec_q waits for the
   // previous kernel (ggml_cuda_pdl_sync, family ggml-halve-iters) and so can let the next one launch early, else 0.
   int pipeline_hooks = 0;
+  // The norm writes the GEMVs' q8_1 activations (hook v8; TEMPER_MMVQ_NORM_HOOKS): kNormHookEvaluate from
+  // ggml-cuda.cu's graph evaluation, kNormHookRead from mmvq.cu's quantization; both or it never runs.
+  int norm_hooks = 0;
 };
 // A pipelined instantiation's bits (temper-mmvq.cuh): 1 the next kernel may launch as each block
 // starts, 2 each block asks L2 for its weight rows before it waits for the previous kernel.
@@ -99,6 +102,8 @@ constexpr int kPathHookMulMat = 1;    // ggml_cuda_should_use_mmvq (family ggml-
 constexpr int kPathHookMulMatId = 2;  // get_mmvq_mmid_max_batch: MUL_MAT_ID's mmvq batch cap
 constexpr int kGroupHookEvaluate = 1;  // ggml-cuda.cu's graph evaluation launches same-input groups
 constexpr int kGroupHookOrder = 2;     // its graph_optimize puts each run's MUL_MATs next to each other
+constexpr int kNormHookEvaluate = 1;   // ggml-cuda.cu's graph evaluation runs an RMS_NORM·MUL with its q8_1 copy
+constexpr int kNormHookRead = 2;       // mmvq.cu's launcher reads that copy instead of quantizing
 
 // Applies the hook to mmvq.cu's text. Error(BadInput) "<what> not found" naming the anchor when
 // the text is not an mmvq.cu the hook understands, or "already patched" when it carries the hook.
