@@ -206,8 +206,17 @@ json token_step(TuneContext& c, StepRun& r) {
   const std::string settings =
       json{{"rounds", o.token_rounds}, {"tokens", o.token_tokens}, {"families", o.token_families}, {"greedy", o.token_greedy},
            {"min_gain", fmt("%.6f", o.min_token_gain)}, {"predict", predict_tokens}}.dump();
-  const std::string input = digest({"token 2", token_probe_id, approved_fingerprint(without_token(report.installed), c.arch),
+  const std::string input = digest({"token 3", token_probe_id, approved_fingerprint(without_token(report.installed), c.arch),
                                     c.identity.header_hash, settings});
+  // A coordinate's option applied: the norm's own entry, or a launch family's entries.
+  const auto with_choice = [&](const Profile& p, const TokenCoordinate& tc, size_t option, const std::string& why) {
+    if (tc.kind == kNormKind) {
+      TokenCoordinate said = tc;
+      said.why = why;
+      return with_norm_option(p, c.arch, said, option);
+    }
+    return with_token_option(p, c.arch, tc.kind, tc.options[option], why, fused);
+  };
   // Skipped while the input (the replay's choices, the probe, the model, the settings) is the same.
   auto replay_decisions = [&](const json& record) {
     return c.install([&](Profile& p) {
@@ -215,7 +224,7 @@ json token_step(TuneContext& c, StepRun& r) {
       for (const json& j : record.at("coordinates")) {
         const TokenCoordinate tc = token_coordinate_from_json(j);
         report.token.push_back(tc);
-        p = with_token_option(p, c.arch, tc.kind, tc.options[size_t(tc.chosen)], tc.why, fused);
+        p = with_choice(p, tc, size_t(tc.chosen), tc.why);
       }
       if (record.contains("prediction")) report.token_prediction = token_prediction_from_json(record.at("prediction"));
     });
@@ -234,7 +243,7 @@ json token_step(TuneContext& c, StepRun& r) {
   const fs::path work = report.state_dir / "token";
   fs::create_directories(work);
   int probe_runs = 0, windows_before = 0, windows_total = 0;
-  auto run_probe = [&](const std::vector<Profile>& arms, int tokens, int greedy) {
+  auto run_probe = [&](const std::vector<Profile>& arms, int tokens, int greedy, int rounds) {
     engine::TokenPlan plan;
     for (size_t i = 0; i < arms.size(); ++i) {
       const fs::path arm = fs::absolute(work / ("arm-" + std::to_string(i) + ".json"));
@@ -242,7 +251,7 @@ json token_step(TuneContext& c, StepRun& r) {
       plan.arms.push_back(arm);
     }
     plan.tokens = tokens;
-    plan.rounds = o.token_rounds;
+    plan.rounds = rounds;
     plan.greedy = greedy;
     plan.seed = uint32_t(++probe_runs);
     engine::TokenProbeOptions po;
@@ -256,8 +265,8 @@ json token_step(TuneContext& c, StepRun& r) {
     windows_before += int(run.windows.size());
     return run;
   };
-  auto per_round = [&](const engine::TokenRun& run, int arm) {
-    std::vector<std::vector<double>> rounds(size_t(o.token_rounds));
+  auto per_round = [&](const engine::TokenRun& run, int arm, int count) {
+    std::vector<std::vector<double>> rounds(static_cast<size_t>(count));
     for (const engine::TokenWindow& w : run.windows)
       if (w.arm == arm) rounds[size_t(w.round)].push_back(w.us_per_token);
     return rounds;
@@ -273,37 +282,41 @@ json token_step(TuneContext& c, StepRun& r) {
   // Decided anew from the replay's choices: an earlier token step's changes do not carry over.
   Profile working = without_token(report.installed);
   for (const TokenCoordinate& tc : done)
-    working = with_token_option(working, c.arch, tc.kind, tc.options[size_t(tc.chosen)], tc.why, fused);
+    working = with_choice(working, tc, size_t(tc.chosen), tc.why);
   std::vector<ShapeKey> model_shapes;
   for (const PlannedLaunch& l : plan_launches(c.file, 1).launches) model_shapes.push_back(l.shape());
   std::vector<TokenCoordinate> todo;
-  for (TokenCoordinate& tc : token_coordinates(working, c.arch, o.token_families, model_shapes, fused))
+  std::vector<TokenCoordinate> measured = token_coordinates(working, c.arch, o.token_families, model_shapes, fused);
+  add_norm_coordinate(measured, model_shapes);
+  for (TokenCoordinate& tc : measured)
     if (std::none_of(done.begin(), done.end(), [&](const TokenCoordinate& d) { return d.kind == tc.kind; })) todo.push_back(std::move(tc));
   // Progress over the whole step: every family's windows, then the prediction's.
+  // The norm's gain is a launch or two a layer (1-5 % of a token): it gets three times the rounds.
+  const auto rounds_of = [&](const TokenCoordinate& tc) { return tc.kind == kNormKind ? 3 * o.token_rounds : o.token_rounds; };
   windows_total = 2 * o.token_rounds;
-  for (const TokenCoordinate& tc : todo) windows_total += int(tc.options.size()) * o.token_rounds;
+  for (const TokenCoordinate& tc : todo) windows_total += int(tc.options.size()) * rounds_of(tc);
   for (TokenCoordinate tc : todo) {
     std::vector<Profile> arms;
-    for (const std::string& option : tc.options)
-      arms.push_back(with_token_option(working, c.arch, tc.kind, option,
-                                       option == "fused" ? "the fused gate/up is faster per token"
-                                                         : "the engine's own config is faster per token",
-                                       fused));
-    const engine::TokenRun run = run_probe(arms, o.token_tokens, 0);
+    for (size_t i = 0; i < tc.options.size(); ++i)
+      arms.push_back(with_choice(working, tc, i,
+                                 tc.options[i] == "fused" ? "the fused gate/up is faster per token"
+                                 : tc.options[i] == "on"  ? "the norm's q8_1 activations are faster per token"
+                                                          : "the engine's own config is faster per token"));
+    const engine::TokenRun run = run_probe(arms, o.token_tokens, 0, rounds_of(tc));
     if (no_switch(run)) return {};
-    for (size_t i = 0; i < tc.options.size(); ++i) tc.samples.push_back(per_round(run, int(i)));
+    for (size_t i = 0; i < tc.options.size(); ++i) tc.samples.push_back(per_round(run, int(i), rounds_of(tc)));
     decide_coordinate(tc, o.min_token_gain);
-    working = with_token_option(working, c.arch, tc.kind, tc.options[size_t(tc.chosen)], tc.why, fused);
+    working = with_choice(working, tc, size_t(tc.chosen), tc.why);
     r.journal_item("token_coordinate", to_json(tc));
     done.push_back(std::move(tc));
   }
   // The prediction: stock (no entries) against the final profile, tg N as the bench runs it, then greedy.
-  const engine::TokenRun run = run_probe({Profile{}, working}, predict_tokens, o.token_greedy);
+  const engine::TokenRun run = run_probe({Profile{}, working}, predict_tokens, o.token_greedy, o.token_rounds);
   if (no_switch(run)) return {};
   TokenPrediction pred;
   pred.tokens = predict_tokens;
-  pred.stock = per_round(run, 0);
-  pred.profile = per_round(run, 1);
+  pred.stock = per_round(run, 0, o.token_rounds);
+  pred.profile = per_round(run, 1, o.token_rounds);
   pred.greedy_steps = o.token_greedy;
   if (o.token_greedy > 0) {
     const engine::TokenGreedy* g[2] = {nullptr, nullptr};

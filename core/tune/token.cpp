@@ -8,6 +8,7 @@
 #include "temper/crossover.h"
 #include "temper/error.h"
 #include "temper/format.h"
+#include "temper/session.h"
 #include "temper/stats.h"
 
 namespace temper::tune {
@@ -29,6 +30,7 @@ std::string family(Launch l) {
     case Launch::MulMatIdGluUnfused:
     case Launch::MulMatIdGluPipelined: return "mul_mat_id_glu";
     case Launch::MulMatGroup: return "groups";
+    case Launch::RmsNormQ8: return std::string(kNormKind);
   }
   return "?";
 }
@@ -137,6 +139,64 @@ Profile with_token_option(Profile p, const std::string& arch, const std::string&
   return p;
 }
 
+void add_norm_coordinate(std::vector<TokenCoordinate>& coordinates, const std::vector<ShapeKey>& shapes) {
+  const auto gate_up = std::find_if(shapes.begin(), shapes.end(), [](const ShapeKey& s) {
+    return fused_kind(s.launch) == Launch::MulMatGlu || fused_kind(s.launch) == Launch::MulMatIdGlu;
+  });
+  if (gate_up == shapes.end() || gate_up->k % 32 != 0) return;
+  TokenCoordinate c;
+  c.kind = std::string(kNormKind);
+  c.options = {"off", "on"};
+  c.norm_k = gate_up->k;
+  coordinates.push_back(std::move(c));
+}
+
+Profile with_norm_option(Profile p, const std::string& arch, const TokenCoordinate& c, size_t option) {
+  if (c.kind != kNormKind || option >= c.options.size() || c.norm_k <= 0)
+    fail(ErrorKind::BadInput, "token step: no norm option " + std::to_string(option) + " for " + c.kind);
+  const auto is_norm = [&](const ProfileEntry& e) { return e.key.arch == arch && launch_is_norm(e.key.launch) && token_added(e); };
+  std::erase_if(p.entries, is_norm);
+  if (c.options[option] != "on") return p;
+  ProfileEntry e;
+  const auto other = std::find_if(p.entries.begin(), p.entries.end(), [&](const ProfileEntry& x) { return in_scope(x, arch); });
+  if (other != p.entries.end()) e.key.device = other->key.device;
+  e.key.arch = arch;
+  e.key.type = GgmlType::F32;
+  e.key.n = 1;
+  e.key.k = c.norm_k;
+  e.key.launch = Launch::RmsNormQ8;
+  e.key.ncols = 1;
+  e.config = e.default_config = Config{0, 0};  // no launch config: the entry switches the structure on
+  e.approval = Approval::Approved;
+  e.decided_at = utc_now_iso8601();
+  e.note = std::string(kTokenNote) + (c.why.empty() ? "measured by the token" : c.why);
+  Provenance v;
+  v.session_id = "token step";
+  v.device_arch = arch;
+  if (other != p.entries.end() && other->provenance) {
+    v.device_name = other->provenance->device_name;
+    v.engine = other->provenance->engine;
+    v.kernel = other->provenance->kernel;
+  }
+  // µs per token, off against on, once measured; before that (the probe's arm) only a placeholder of 1.
+  v.default_us = v.default_ci_low = v.default_ci_high = v.tuned_us = v.tuned_ci_low = v.tuned_ci_high = 1;
+  if (c.samples.size() == 2 && !c.samples[0].empty() && !c.samples[1].empty()) {
+    const auto stats = [](const std::vector<std::vector<double>>& rounds) {
+      std::vector<double> all;
+      for (const auto& r : rounds) all.insert(all.end(), r.begin(), r.end());
+      return summarize(all);
+    };
+    const SampleStats off = stats(c.samples[0]), on = stats(c.samples[1]);
+    v.default_us = off.median, v.default_ci_low = std::min(off.ci_low, off.median), v.default_ci_high = std::max(off.ci_high, off.median);
+    v.tuned_us = on.median, v.tuned_ci_low = std::min(on.ci_low, on.median), v.tuned_ci_high = std::max(on.ci_high, on.median);
+    v.speedup = c.speedup, v.speedup_low = std::min(c.low, c.speedup), v.speedup_high = std::max(c.high, c.speedup);
+  }
+  e.provenance = v;
+  p.entries.push_back(std::move(e));
+  std::sort(p.entries.begin(), p.entries.end(), [](const ProfileEntry& a, const ProfileEntry& b) { return a.key < b.key; });
+  return p;
+}
+
 void align_pipelined(Profile& p, const std::string& arch, const std::string& kind) {
   for (ProfileEntry& e : p.entries) {
     if (!in_scope(e, arch) || (!kind.empty() && family(e.key.launch) != kind) || !launch_is_pipelined(e.key.launch)) continue;
@@ -170,11 +230,12 @@ void decide_coordinate(TokenCoordinate& c, double min_gain) {
   c.speedup = best_ci.ratio, c.low = best_ci.low, c.high = best_ci.high;
   const std::string ci = gain_text(c.speedup) + " [" + gain_text(c.low) + ", " + gain_text(c.high) + "] per token";
   const std::string other = c.options[size_t(best)];
+  const bool norm = c.kind == kNormKind;
   if (c.low >= 1 + min_gain) {
     c.chosen = best;
-    c.why = other + " " + ci + ": the replay's choice loses in the engine's graph";
+    c.why = other + " " + ci + (norm ? ": fewer launches per token" : ": the replay's choice loses in the engine's graph");
   } else {
-    c.why = "tuned kept (" + other + " " + ci + ")";
+    c.why = c.options[0] + " kept (" + other + " " + ci + ")";
   }
 }
 
@@ -189,7 +250,7 @@ void summarize_prediction(TokenPrediction& p) {
 json to_json(const TokenCoordinate& c) {
   return {{"kind", c.kind},     {"entries", c.entries}, {"weight_us", c.weight_us}, {"options", c.options},
           {"samples", c.samples}, {"chosen", c.chosen},   {"speedup", c.speedup},     {"low", c.low},
-          {"high", c.high},     {"why", c.why}};
+          {"high", c.high},     {"why", c.why},         {"norm_k", c.norm_k}};
 }
 
 TokenCoordinate token_coordinate_from_json(const json& j) {
@@ -205,6 +266,7 @@ TokenCoordinate token_coordinate_from_json(const json& j) {
     c.low = j.at("low").get<double>();
     c.high = j.at("high").get<double>();
     c.why = j.at("why").get<std::string>();
+    c.norm_k = j.value("norm_k", 0);
   } catch (const json::exception& e) {
     fail(ErrorKind::BadInput, std::string("tune journal: a token coordinate that does not read: ") + e.what());
   }

@@ -3,7 +3,8 @@
 //
 // A token costs 100 µs (the fixtures' GEMVs are small), less what the profile's approved one-column entries save as the sweep
 // measured them (calls per token × (default µs − tuned µs), the replay's prediction), less 1 µs per
-// approved same-input group entry and 2 % with approved pipelined entries; ±0.05 % noise, a hash of
+// approved same-input group entry, 2 % with approved pipelined entries and FAKE_TOKEN_NORM_US (default 1.5) per approved
+// rms_norm_q8_1 entry (the norm writes its GEMVs' q8_1 activations: fewer launches); ±0.05 % noise, a hash of
 // the seed, arm, round and window. Greedy decoding gives the same tokens for every arm.
 //
 // From the environment:
@@ -47,11 +48,14 @@ std::string family(temper::Launch l) {
 double token_us(const temper::Profile& p) {
   const std::string slow = env("FAKE_TOKEN_SLOW");
   const double unfused_us = std::atof(env("FAKE_TOKEN_UNFUSED_US").c_str());
+  const double norm_us = env("FAKE_TOKEN_NORM_US").empty() ? 1.5 : std::atof(env("FAKE_TOKEN_NORM_US").c_str());
   double us = 100;
   bool pipelined = false;
   for (const temper::ProfileEntry& e : p.entries) {
     if (e.approval != temper::Approval::Approved || e.key.ncols != 1) continue;
-    if (temper::launch_is_pipelined(e.key.launch)) {
+    if (temper::launch_is_norm(e.key.launch)) {
+      us -= norm_us;
+    } else if (temper::launch_is_pipelined(e.key.launch)) {
       pipelined = true;
     } else if (temper::launch_is_group(e.key.launch)) {
       us -= 1;

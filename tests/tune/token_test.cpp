@@ -176,6 +176,44 @@ TEST(TokenCoordinates, FamiliesOfApprovedOneColumnEntriesHeaviestFirst) {
   EXPECT_EQ(glu_only[0].kind, "mul_mat_glu");
 }
 
+// Hook v8's norm: its K is the fused gate/up's (the FFN norm feeds it); "on" puts in one entry that
+// validate accepts, with the measured µs per token once there are samples; "off" and without_token take it out.
+TEST(TokenCoordinates, TheNormIsOneEntryAtTheGateUpsK) {
+  std::vector<TokenCoordinate> c;
+  add_norm_coordinate(c, {ShapeKey{GgmlType::Q4_K, 4096, 4096, Launch::MulMat}});
+  EXPECT_TRUE(c.empty());  // no gate/up: no norm known to feed GEMVs
+  add_norm_coordinate(c, {ShapeKey{GgmlType::Q4_K, 4096, 2560, Launch::MulMat}, ShapeKey{GgmlType::Q4_K, 768, 2048, Launch::MulMatIdGlu}});
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].kind, kNormKind);
+  EXPECT_EQ(c[0].norm_k, 2048);
+  EXPECT_EQ(c[0].options, (std::vector<std::string>{"off", "on"}));
+
+  TokenCoordinate t = c[0];
+  t.why = "on +2.0 % per token";
+  t.samples = {{{100.0, 100.2}, {100.1, 99.9}}, {{98.0, 98.1}, {97.9, 98.2}}};
+  decide_coordinate(t);
+  EXPECT_EQ(t.options[size_t(t.chosen)], "on");
+  const Profile on = with_norm_option(two_families(), "sm_90", t, 1);
+  ASSERT_EQ(on.entries.size(), two_families().entries.size() + 1);
+  const auto norm = std::find_if(on.entries.begin(), on.entries.end(), [](const ProfileEntry& e) { return launch_is_norm(e.key.launch); });
+  ASSERT_NE(norm, on.entries.end());
+  EXPECT_EQ(norm->key.k, 2048);
+  EXPECT_EQ(norm->key.ncols, 1);
+  EXPECT_EQ(norm->key.type, GgmlType::F32);
+  EXPECT_TRUE(token_added(*norm));
+  ASSERT_TRUE(norm->provenance.has_value());
+  EXPECT_NEAR(norm->provenance->default_us, 100.05, 0.1);  // off
+  EXPECT_NEAR(norm->provenance->tuned_us, 98.05, 0.1);     // on
+  Profile checked = on;
+  checked.source = kSourceTemper;
+  for (const std::string& problem : validate_profile(checked)) EXPECT_EQ(problem.find("rms_norm"), std::string::npos) << problem;
+  for (const Profile& back : {with_norm_option(on, "sm_90", t, 0), without_token(on)}) {
+    EXPECT_EQ(back.entries.size(), two_families().entries.size());
+    EXPECT_TRUE(std::none_of(back.entries.begin(), back.entries.end(), [](const ProfileEntry& e) { return launch_is_norm(e.key.launch); }));
+  }
+  EXPECT_THROW(with_norm_option(on, "sm_90", TokenCoordinate{}, 1), Error);
+}
+
 TEST(TokenCoordinates, DefaultTakesTheFamilysTunedConfigsBackAndOnlyThose) {
   const Profile p = with_token_option(two_families(), "sm_90", "mul_mat", "default", "why");
   int rejected = 0;

@@ -762,22 +762,34 @@ TEST(Tune, TokenStepTakesBackAConfigFasterPerLaunchButSlowerPerToken) {
   EXPECT_EQ(outcomes(j)["token"], "resumed");
   EXPECT_EQ(line_count(token_log), families + 2);  // the prediction alone ran again
   ASSERT_EQ(j["token"]["coordinates"].size(), families) << j["token"].dump();
-  bool slow_seen = false;
+  bool slow_seen = false, norm_seen = false;
   for (const json& c : j["token"]["coordinates"]) {
     const std::string chosen = c["options"][c["chosen"].get<size_t>()];
     if (c["kind"] == "mul_mat") {
       slow_seen = true;
       EXPECT_EQ(chosen, "default") << c.dump();
       EXPECT_GT(c["low"].get<double>(), 1.005) << c.dump();
+    } else if (c["kind"] == "rms_norm_q8_1") {
+      norm_seen = true;  // the fake saves 1.5 µs a token per approved norm entry: on
+      EXPECT_EQ(chosen, "on") << c.dump();
+      EXPECT_EQ(c["norm_k"], 256) << c.dump();  // the small fixture's hidden size: its gate/up's K
     } else {
       EXPECT_EQ(chosen, "tuned") << c.dump();  // the others save what the sweep said: kept
     }
   }
   ASSERT_TRUE(slow_seen) << j["token"].dump();
+  ASSERT_TRUE(norm_seen) << j["token"].dump();
   const Profile p = load_profile(d.profile);
-  int taken_back = 0, kept = 0;
+  int taken_back = 0, kept = 0, norms = 0;
   for (const ProfileEntry& e : p.entries) {
     if (e.key.ncols != 1 || launch_is_pipelined(e.key.launch) || launch_is_group(e.key.launch)) continue;
+    if (launch_is_norm(e.key.launch)) {  // put in by the token, with its measured µs per token off → on
+      EXPECT_EQ(e.approval, Approval::Approved) << key_text(e.key);
+      ASSERT_TRUE(e.provenance.has_value());
+      EXPECT_GT(e.provenance->default_us, e.provenance->tuned_us);
+      ++norms;
+      continue;
+    }
     if (e.key.launch == Launch::MulMat) {
       EXPECT_NE(e.approval, Approval::Approved) << key_text(e.key);
       taken_back += e.approval == Approval::Rejected && e.note.rfind("token probe: default", 0) == 0;
@@ -787,6 +799,9 @@ TEST(Tune, TokenStepTakesBackAConfigFasterPerLaunchButSlowerPerToken) {
   }
   EXPECT_GT(taken_back, 0);
   EXPECT_GT(kept, 0);
+  EXPECT_EQ(norms, 1);
+  const std::vector<std::string> problems = validate_profile(p);
+  EXPECT_TRUE(problems.empty()) << problems.front();  // the norm entry's provenance passes validate
   // The prediction and the bench side by side; greedy decoding gave the same tokens.
   EXPECT_GT(j["prediction"]["token"].get<double>(), 1.0);
   EXPECT_GT(j["prediction"]["bench"].get<double>(), 1.0);

@@ -33,7 +33,11 @@ struct TokenCoordinate {
   int chosen = 0;
   double speedup = 1, low = 1, high = 1;  // the best other option over "tuned" (µs tuned / µs other), 95 % CI
   std::string why;
+  int norm_k = 0;        // kNormKind: the norm's row length (the model's hidden size)
 };
+// The coordinate of the norm that writes its GEMVs' q8_1 activations (hook v8, launch rms_norm_q8_1):
+// options "off" (the reference) and "on" (one approved entry for the model's norm at one column).
+inline constexpr std::string_view kNormKind = "rms_norm_q8_1";
 
 // What the token step writes before its reason in the notes of the entries it takes back or puts in.
 inline constexpr std::string_view kTokenNote = "token probe: ";
@@ -63,6 +67,14 @@ std::vector<TokenCoordinate> token_coordinates(const Profile& p, const std::stri
 Profile with_token_option(Profile p, const std::string& arch, const std::string& kind, const std::string& option,
                           const std::string& why = "the engine's own config is faster per token",
                           const std::vector<ProfileEntry>& fused = {});
+// The norm coordinate for a model whose one-column launches are `shapes` (its row length: the K of the
+// fused gate/up, which reads the FFN norm), appended to `coordinates` unless `shapes` has none.
+void add_norm_coordinate(std::vector<TokenCoordinate>& coordinates, const std::vector<ShapeKey>& shapes);
+// `p` with the norm coordinate `c`'s option (`c.options[option]`) for `arch`: "on" puts in one approved
+// rms_norm_q8_1 entry (k c.norm_k, ncols 1, the device of the arch's other one-column entries), noted
+// kTokenNote + c.why, whose provenance is c's samples once measured (µs per token off → on); "off"
+// takes it out.
+Profile with_norm_option(Profile p, const std::string& arch, const TokenCoordinate& c, size_t option);
 // Each pipelined one-column entry of `arch` (of family `kind`; empty: every family) at the config its
 // plain launch runs: the approved entry's, else the engine's default.
 void align_pipelined(Profile& p, const std::string& arch, const std::string& kind = {});
