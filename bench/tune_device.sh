@@ -60,6 +60,9 @@
 #            item 3): `temper verify --groups` (q4_K+q4_K+q6_K as Llama-3's q, k, v and q8_0+q8_0, ncols 1-4, 7180759
 #            and d99724f), the gpu test comparing each member's outputs with mmvq's bit for bit, and `temper bench-gemv
 #            --group` of both fixtures' q, k, v (ncols 1, 2, 4) against the members' own launches (owngroup.md)
+#   norm     (not in the default) issue 48: the norm writes its GEMVs' q8_1 activations (TEMPER_MMVQ_NORM_Q8=1), stock
+#            and COST_PROFILE each without and with it, llama-bench COST_TESTS, both fixtures, and greedy decoding of
+#            each pair, which must agree bit for bit
 #   kernels  (not in the default) Nsight Compute over llama-bench tg4 of both fixtures, without and with
 #            COST_PROFILE: each kernel timed alone, summed per token by kind (kernel_sums.py), beside tg32's period
 # Env: NCOLS (1,2,4,8), TESTS (tg128,pp2,pp4,pp8), ROUNDS (5), REPS (5), JOBS (nproc), ARCH (sm_90),
@@ -537,7 +540,7 @@ if want verify; then
       [[ -f "$work/llama.cpp/$b/bin/llama-bench" ]] || continue
       vf_bin[$b]="$work/verify-$b"
       c++ -O2 -std=c++17 bench/greedy_decode.cpp -I "$work/llama.cpp/include" -I "$work/llama.cpp/ggml/include" \
-        -L "$work/llama.cpp/$b/bin" -lllama -Wl,-rpath,"$work/llama.cpp/$b/bin" -o "${vf_bin[$b]}" 2>>"$log" ||
+        -L "$work/llama.cpp/$b/bin" -lllama -ldl -Wl,-rpath,"$work/llama.cpp/$b/bin" -o "${vf_bin[$b]}" 2>>"$log" ||
         { say "tune_device: greedy_decode does not build against $b"; exit 1; }
     done
     # vf_arm NAME BUILD PROFILE PIPELINE MODEL: one greedy run into DIR/NAME.txt
@@ -570,6 +573,54 @@ if want verify; then
     timed verify "$(ms "$t0")"
     [[ -f "$ev/verify/differ" ]] && say "== verify: arms that must agree DIFFER: $(tr '\n' ';' <"$ev/verify/differ")"
   fi
+fi
+
+# Issue 48: the norm writes its GEMVs' q8_1 activations (hook v8, TEMPER_MMVQ_NORM_Q8=1): llama-bench
+# COST_TESTS of four arms, stock and COST_PROFILE each without and with it, interleaved, both fixtures
+# (PF_MOE=0: the dense one); then greedy decoding (bench/greedy_decode.cpp), each arm with it against the
+# same arm without it, which must agree bit for bit, with the hook's counts of norms and copies read.
+if want norm; then
+  stage norm
+  nm_profile="${COST_PROFILE:-$here/bench/profiles/h200-fa-llama3-qwen3-token.json}"
+  nm_tests="${COST_TESTS:-$tests}"
+  nm_arm() {
+    local p="" q=0
+    [[ $1 == profile* ]] && p="$nm_profile"
+    [[ $1 == *-norm ]] && q=1
+    TEMPER_MMVQ_NORM_Q8=$q bench_one "$llama_bench" "$p" "$2" "$3.json" "$3.err"
+  }
+  experiment_models
+  t0=$(now)
+  nm_greedy="$work/verify-build"
+  if [[ $dry == 0 ]]; then
+    c++ -O2 -std=c++17 bench/greedy_decode.cpp -I "$work/llama.cpp/include" -I "$work/llama.cpp/ggml/include" \
+      -L "$work/llama.cpp/build/bin" -lllama -ldl -Wl,-rpath,"$work/llama.cpp/build/bin" -o "$nm_greedy" 2>>"$log" ||
+      { say "tune_device: greedy_decode does not build"; exit 1; }
+  fi
+  for m in "${models[@]}"; do
+    name=$(basename "$m" .gguf)
+    d="$ev/norm/$name"
+    mkdir -p "$d"
+    if [[ $dry == 0 ]]; then
+      for a in stock stock-norm profile profile-norm; do
+        p=""; [[ $a == profile* ]] && p="$nm_profile"
+        q=0; [[ $a == *-norm ]] && q=1
+        TEMPER_PROFILE="$p" TEMPER_MMVQ_NORM_Q8=$q "$nm_greedy" "$m" 128 >"$d/greedy-$a.txt" 2>"$d/greedy-$a.err" ||
+          { tail -5 "$d/greedy-$a.err" | tee -a "$log" >&2; exit 1; }
+        say "   $name greedy $a: $(tail -1 "$d/greedy-$a.txt"); $(grep -h '^temper: .*norms' "$d/greedy-$a.err" | tail -1)"
+      done
+      for base in stock profile; do
+        if cmp -s "$d/greedy-$base.txt" "$d/greedy-$base-norm.txt"; then say "   $name: $base-norm = $base, bit for bit"
+        else say "   $name: $base-norm != $base DIFFERENT"; echo "$name $base" >>"$ev/norm/differ"; fi
+      done
+    fi
+    interleaved_arms "$d" "$m" "$nm_tests" nm_arm stock stock-norm profile profile-norm
+    compare_arms "$d" "$nm_tests" profile stock profile "$name: profile against stock" "$ev/norm/$name-profile.md"
+    compare_arms "$d" "$nm_tests" profile-norm stock profile-norm "$name: profile with the norm's q8_1 against stock" "$ev/norm/$name-profile-norm.md"
+    compare_arms "$d" "$nm_tests" gain profile profile-norm "$name: the norm's q8_1 against the profile without it" "$ev/norm/$name-gain.md"
+    compare_arms "$d" "$nm_tests" stock-gain stock stock-norm "$name: the norm's q8_1 alone against stock" "$ev/norm/$name-stock-gain.md"
+  done
+  timed norm "$(ms "$t0")"
 fi
 
 # Temper's own kernel in step with the engine's pipelined launches (issue 29 item 3): checked against the CPU
