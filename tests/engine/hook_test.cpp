@@ -667,7 +667,7 @@ TEST_P(HookOn, TheNormWritesItsGemvsActivationsInTheHalveItersFamilyOnly) {
   EXPECT_EQ(p.norm_hooks, family ? engine::kNormHookEvaluate | engine::kNormHookRead : 0);
   EXPECT_NE(generated(p, "temper-mmvq.cuh").find(family ? "#define TEMPER_MMVQ_NORM_HOOKS 3\n" : "#define TEMPER_MMVQ_NORM_HOOKS 0\n"),
             std::string::npos);
-  EXPECT_EQ(count(p.mmvq, "temper_norm_q8"), family ? 3u : 0u);  // declared, guarding the quantizer, passed on
+  EXPECT_EQ(count(p.mmvq, "temper_norm_q8"), family ? 4u : 0u);  // declared, guarding the quantizer, passed on (twice)
   EXPECT_EQ(count(p.cuda, "temper_mmvq_try_norm(*cuda_ctx, cgraph, i)"), family ? 1u : 0u);
   if (family)
     EXPECT_LT(p.cuda.find("temper_mmvq_try_norm("), p.cuda.find("int nodes_to_skip = ggml_cuda_try_fuse(cuda_ctx, cgraph, i);"));
