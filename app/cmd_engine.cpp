@@ -48,7 +48,7 @@ int run_check(const Options& o) {
                         {"undoable", r.undoable}, {"undo_problem", r.undo_problem},
                         {"types", r.types}, {"hook_version", engine::kHookVersion},
                         {"group_hooks", r.group_hooks}, {"group_problem", r.group_problem},
-                        {"pipeline_hooks", r.pipeline_hooks}, {"family", r.family}};
+                        {"pipeline_hooks", r.pipeline_hooks}, {"norm_hooks", r.norm_hooks}, {"family", r.family}};
     for (const engine::HookFamily& f : engine::hook_families())
       if (f.name == r.family)
         j["family_row"] = {{"tested", f.tested}, {"types", f.types}, {"groups", f.groups}, {"pipelining", f.pipelining},
@@ -68,14 +68,19 @@ int run_check(const Options& o) {
     else if (r.applies) {
       for (const engine::HookFamily& f : engine::hook_families())
         if (f.name == r.family) std::printf("family %s (hook/families.txt): %s\n", f.name.c_str(), engine::hook_family_row(f).c_str());
-      std::printf("the hook (v%d) applies: %zu mmvq types; same-input groups: %s; pipelined launches: %s\n", engine::kHookVersion,
-                  r.types.size(), r.group_hooks ? "yes (ggml-cuda.cu's three places found)" : ("no: " + r.group_problem).c_str(),
-                  r.pipeline_hooks ? "yes" : "no (this mmvq.cu's kernel does not wait for its predecessor)");
+      std::printf("the hook (v%d) applies: %zu mmvq types; same-input groups: %s; pipelined launches: %s; the norm's q8_1 "
+                  "activations: %s\n",
+                  engine::kHookVersion, r.types.size(),
+                  r.group_hooks ? "yes (ggml-cuda.cu's three places found)" : ("no: " + r.group_problem).c_str(),
+                  r.pipeline_hooks ? "yes" : "no (this mmvq.cu's kernel does not wait for its predecessor)",
+                  r.norm_hooks == (engine::kNormHookEvaluate | engine::kNormHookRead) ? "yes" : "no (this tree has not both of its places)");
     } else
       std::printf("the hook does not apply: %s\n", r.problem.c_str());
     if (r.state == engine::HookState::Patched)
-      std::printf("same-input groups: %s; pipelined launches: %s\n", r.group_hooks ? "patched into ggml-cuda.cu" : "not in this tree's hook",
-                  r.pipeline_hooks ? "compiled in" : "not in this tree's hook");
+      std::printf("same-input groups: %s; pipelined launches: %s; the norm's q8_1 activations: %s\n",
+                  r.group_hooks ? "patched into ggml-cuda.cu" : "not in this tree's hook",
+                  r.pipeline_hooks ? "compiled in" : "not in this tree's hook",
+                  r.norm_hooks == (engine::kNormHookEvaluate | engine::kNormHookRead) ? "patched in" : "not in this tree's hook");
   }
   return r.applies || r.state == engine::HookState::Patched ? 0 : 2;
 }

@@ -170,6 +170,9 @@ std::string read_git_commit(const fs::path& dir) {
 const char* const kCudaMarker = "ggml-cuda/temper-mmvq-group.h";
 // The call hook v6 puts in mul_mat_vec_q (pipelined launches): what `check` finds in a patched tree.
 const char* const kPipelineCall = "    temper_mmvq_pipeline<type, temper_pipe, has_fusion>(";
+// The calls hook v8 puts in mmvq.cu's launcher and ggml-cuda.cu's graph evaluation (the norm's q8_1 activations).
+const char* const kNormRead = "temper_mmvq_norm_q8_1(src1, ne10_padded)";
+const char* const kNormEvaluate = "temper_mmvq_try_norm(*cuda_ctx, cgraph, i)";
 
 // ggml-cuda.cu's edits (same-input groups), all or none: where one anchor is missing the file is left
 // as it is and group_problem says which.
@@ -616,6 +619,8 @@ CheckReport check(const fs::path& dir) {
     if (const auto cuda = read_cuda(r.tree); cuda && cuda->find(kCudaMarker) != std::string::npos)
       r.group_hooks = kGroupHookEvaluate | kGroupHookOrder;
     r.pipeline_hooks = text.find(kPipelineCall) != std::string::npos;
+    if (text.find(kNormRead) != std::string::npos) r.norm_hooks |= kNormHookRead;
+    if (const auto cuda = read_cuda(r.tree); cuda && cuda->find(kNormEvaluate) != std::string::npos) r.norm_hooks |= kNormHookEvaluate;
     r.problem = "already patched (hook v" + std::to_string(r.patched_version) + ")";
     // Undo is suggested only where it will work.
     try {
@@ -636,6 +641,7 @@ CheckReport check(const fs::path& dir) {
     r.group_hooks = p.group_hooks;
     r.group_problem = cuda ? p.group_problem : "no ggml-cuda.cu in this tree";
     r.pipeline_hooks = p.pipeline_hooks;
+    r.norm_hooks = p.norm_hooks;
   } catch (const Error& e) {
     r.problem = e.what();
   }

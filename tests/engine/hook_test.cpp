@@ -59,8 +59,12 @@ TEST_P(HookOn, AppliesAndUndoesByteForByte) {
   EXPECT_NE(std::find(c.types.begin(), c.types.end(), "Q4_K"), c.types.end());
   // Hook v5: every tested tree has ggml-cuda.cu's three places.
   EXPECT_EQ(c.group_hooks, engine::kGroupHookEvaluate | engine::kGroupHookOrder) << c.group_problem;
+  // Hook v8: the norm's q8_1 activations in the ggml-halve-iters family, before and after the patch.
+  const int norm = GetParam() == "ggml-7180759" ? 0 : engine::kNormHookEvaluate | engine::kNormHookRead;
+  EXPECT_EQ(c.norm_hooks, norm);
 
   EXPECT_EQ(engine::patch(tree, engine::kernel_set("ci")), engine::kGroupHookEvaluate | engine::kGroupHookOrder);
+  EXPECT_EQ(engine::check(tree).norm_hooks, norm);
   EXPECT_NE(read_file(cuda / "ggml-cuda.cu").find("temper_mmvq_try_group(*cuda_ctx, cgraph, i)"), std::string::npos);
   const std::string patched = read_file(cuda / "mmvq.cu");
   EXPECT_EQ(patched.rfind("// temper-hook v" + std::to_string(engine::kHookVersion), 0), 0u);

@@ -126,6 +126,7 @@ struct CheckReport {
   int group_hooks = 0;           // stock: what patch would give ggml-cuda.cu (kGroupHook*); patched: what it has
   std::string group_problem;     // why groups would not apply (an anchor of ggml-cuda.cu missing)
   int pipeline_hooks = 0;        // stock: whether patch would compile pipelined launches (hook v6); patched: whether it did
+  int norm_hooks = 0;            // stock: what patch would give (kNormHook*, hook v8); patched: what the tree carries
   bool undoable = false;         // patched, and `engine patch --undo` would restore it
   std::string undo_problem;      // patched, and why undo would refuse
 };
