@@ -131,4 +131,37 @@ RatioCi bootstrap_median_ratio(const std::vector<std::vector<double>>& a, const 
   return r;
 }
 
+RatioCi bootstrap_round_ratio(const std::vector<std::vector<double>>& a, const std::vector<std::vector<double>>& b,
+                              double confidence, int replicates, uint64_t seed) {
+  if (!(confidence > 0 && confidence < 1))
+    fail(ErrorKind::BadInput, "confidence must lie in (0, 1), got " + std::to_string(confidence));
+  if (replicates < 100) fail(ErrorKind::BadInput, "bootstrap: at least 100 replicates, got " + std::to_string(replicates));
+  if (a.empty() || a.size() != b.size())
+    fail(ErrorKind::BadInput, "bootstrap: rounds of both sides, as many on each (" + std::to_string(a.size()) + " and " +
+                                  std::to_string(b.size()) + ")");
+  std::vector<double> per_round;
+  for (size_t r = 0; r < a.size(); ++r) {
+    std::vector<double> x = a[r], y = b[r];
+    if (x.empty() || y.empty()) fail(ErrorKind::BadInput, "bootstrap: round " + std::to_string(r) + " has no sample on a side");
+    pooled({x}, "a");
+    pooled({y}, "b");
+    per_round.push_back(median_of(y) / median_of(x));
+  }
+  RatioCi r;
+  std::vector<double> sorted = per_round;
+  r.ratio = median_of(sorted);
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<size_t> pick(0, per_round.size() - 1);
+  std::vector<double> medians, draw(per_round.size());
+  medians.reserve(static_cast<size_t>(replicates));
+  for (int i = 0; i < replicates; ++i) {
+    for (double& v : draw) v = per_round[pick(rng)];
+    medians.push_back(median_of(draw));
+  }
+  std::sort(medians.begin(), medians.end());
+  r.low = percentile(medians, (1 - confidence) / 2);
+  r.high = percentile(medians, 1 - (1 - confidence) / 2);
+  return r;
+}
+
 }  // namespace temper

@@ -219,8 +219,9 @@ void decide_coordinate(TokenCoordinate& c, double min_gain) {
   int best = -1;
   RatioCi best_ci;
   for (size_t i = 1; i < c.options.size(); ++i) {
-    // µs per token: tuned / option is the option's speedup.
-    const RatioCi ci = bootstrap_median_ratio(c.samples[i], c.samples[0]);
+    // µs per token: tuned / option is the option's speedup, round by round (the arms of a round ran side
+    // by side; the machine's level drifts between rounds).
+    const RatioCi ci = bootstrap_round_ratio(c.samples[i], c.samples[0]);
     if (best < 0 || ci.ratio > best_ci.ratio) best = int(i), best_ci = ci;
   }
   if (best < 0) {

@@ -126,3 +126,38 @@ TEST(Stats, SampleTraceKeepsTheOrderAsRunMedians) {
   EXPECT_EQ(sample_trace(std::vector<double>(130, 7.0), 64), std::vector<double>(64, 7.0));
   EXPECT_TRUE(sample_trace({}, 64).empty());
 }
+
+// Rounds of interleaved arms whose level drifts: b is 2 % faster than a in every round, but the machine
+// slows by 4 % after the second round. Each round's ratio is 0.98; the pooled medians say otherwise.
+TEST(Stats, RoundRatioIsBlindToDriftBetweenRounds) {
+  const std::vector<std::vector<double>> a = {{100, 100.1}, {100.1, 100}, {104, 104.1}, {104.1, 104}, {104, 104.1}};
+  std::vector<std::vector<double>> b = a;
+  for (auto& round : b)
+    for (double& x : round) x *= 0.98;
+  const RatioCi r = bootstrap_round_ratio(a, b);
+  EXPECT_NEAR(r.ratio, 0.98, 1e-9);
+  EXPECT_NEAR(r.low, 0.98, 1e-9);
+  EXPECT_NEAR(r.high, 0.98, 1e-9);
+  // One round that a step change hits between the arms is one outlier of five: the median stays, the
+  // interval widens to take it in.
+  b[2] = {104 * 1.01, 104.1 * 1.01};
+  const RatioCi s = bootstrap_round_ratio(a, b);
+  EXPECT_NEAR(s.ratio, 0.98, 1e-9);
+  EXPECT_NEAR(s.low, 0.98, 1e-9);
+  EXPECT_NEAR(s.high, 1.01, 1e-9);
+  EXPECT_EQ(bootstrap_round_ratio(a, b).low, s.low);  // deterministic for a seed
+}
+
+TEST(Stats, RoundRatioRefusesUnpairedOrEmptyRounds) {
+  const auto error_of = [](auto f) -> std::string {
+    try {
+      f();
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return {};
+  };
+  EXPECT_NE(error_of([] { bootstrap_round_ratio({{1.0}}, {{1.0}, {2.0}}); }).find("as many on each (1 and 2)"), std::string::npos);
+  EXPECT_NE(error_of([] { bootstrap_round_ratio({{1.0}, {}}, {{1.0}, {1.0}}); }).find("round 1 has no sample"), std::string::npos);
+  EXPECT_NE(error_of([] { bootstrap_round_ratio({{1.0}}, {{std::nan("")}}); }).find("not finite"), std::string::npos);
+}

@@ -46,4 +46,12 @@ struct RatioCi {
 RatioCi bootstrap_median_ratio(const std::vector<std::vector<double>>& a, const std::vector<std::vector<double>>& b,
                                double confidence = 0.95, int replicates = 4000, uint64_t seed = 1);
 
+// The median over rounds of each round's median(b) / median(a), with a percentile-bootstrap interval
+// over the rounds (drawn with replacement). For arms interleaved round by round whose level drifts
+// between rounds (a machine getting slower): each round's ratio compares runs made side by side, so a
+// shift between rounds moves no ratio, and one round a step change hits is one outlier, not a shifted
+// pool. Error(BadInput) unless both sides have as many rounds, each with a finite sample.
+RatioCi bootstrap_round_ratio(const std::vector<std::vector<double>>& a, const std::vector<std::vector<double>>& b,
+                              double confidence = 0.95, int replicates = 4000, uint64_t seed = 1);
+
 }  // namespace temper

@@ -79,6 +79,8 @@ Profile with_norm_option(Profile p, const std::string& arch, const TokenCoordina
 // plain launch runs: the approved entry's, else the engine's default.
 void align_pipelined(Profile& p, const std::string& arch, const std::string& kind = {});
 // Picks the option: the fastest other one when its CI lower bound over "tuned" is at least 1 + min_gain.
+// The speedup is the median over rounds of each round's ratio (bootstrap_round_ratio): rounds run the
+// options side by side, and the machine's level may drift from one round to the next.
 void decide_coordinate(TokenCoordinate& c, double min_gain = kDefaultMinTokenGain);
 
 struct TokenPrediction {
