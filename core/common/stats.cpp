@@ -81,6 +81,12 @@ std::vector<double> pooled(const std::vector<std::vector<double>>& groups, const
   return all;
 }
 
+void check_bootstrap(double confidence, int replicates) {
+  if (!(confidence > 0 && confidence < 1))
+    fail(ErrorKind::BadInput, "confidence must lie in (0, 1), got " + std::to_string(confidence));
+  if (replicates < 100) fail(ErrorKind::BadInput, "bootstrap: at least 100 replicates, got " + std::to_string(replicates));
+}
+
 double median_of(std::vector<double>& v) {
   std::sort(v.begin(), v.end());
   return percentile(v, 0.5);
@@ -89,9 +95,7 @@ double median_of(std::vector<double>& v) {
 
 RatioCi bootstrap_median_ratio(const std::vector<std::vector<double>>& a, const std::vector<std::vector<double>>& b,
                                double confidence, int replicates, uint64_t seed) {
-  if (!(confidence > 0 && confidence < 1))
-    fail(ErrorKind::BadInput, "confidence must lie in (0, 1), got " + std::to_string(confidence));
-  if (replicates < 100) fail(ErrorKind::BadInput, "bootstrap: at least 100 replicates, got " + std::to_string(replicates));
+  check_bootstrap(confidence, replicates);
   std::vector<double> pa = pooled(a, "a"), pb = pooled(b, "b");
   RatioCi r;
   r.ratio = median_of(pb) / median_of(pa);
@@ -133,18 +137,14 @@ RatioCi bootstrap_median_ratio(const std::vector<std::vector<double>>& a, const 
 
 RatioCi bootstrap_round_ratio(const std::vector<std::vector<double>>& a, const std::vector<std::vector<double>>& b,
                               double confidence, int replicates, uint64_t seed) {
-  if (!(confidence > 0 && confidence < 1))
-    fail(ErrorKind::BadInput, "confidence must lie in (0, 1), got " + std::to_string(confidence));
-  if (replicates < 100) fail(ErrorKind::BadInput, "bootstrap: at least 100 replicates, got " + std::to_string(replicates));
+  check_bootstrap(confidence, replicates);
   if (a.empty() || a.size() != b.size())
     fail(ErrorKind::BadInput, "bootstrap: rounds of both sides, as many on each (" + std::to_string(a.size()) + " and " +
                                   std::to_string(b.size()) + ")");
   std::vector<double> per_round;
   for (size_t r = 0; r < a.size(); ++r) {
-    std::vector<double> x = a[r], y = b[r];
-    if (x.empty() || y.empty()) fail(ErrorKind::BadInput, "bootstrap: round " + std::to_string(r) + " has no sample on a side");
-    pooled({x}, "a");
-    pooled({y}, "b");
+    if (a[r].empty() || b[r].empty()) fail(ErrorKind::BadInput, "bootstrap: round " + std::to_string(r) + " has no sample on a side");
+    std::vector<double> x = pooled({a[r]}, "a"), y = pooled({b[r]}, "b");  // each finite
     per_round.push_back(median_of(y) / median_of(x));
   }
   RatioCi r;

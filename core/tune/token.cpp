@@ -40,11 +40,14 @@ bool in_scope(const ProfileEntry& e, const std::string& arch) {
   return e.key.arch == arch && e.key.ncols == 1 && (e.approval == Approval::Approved || token_rejected(e));
 }
 
-double median_of(const std::vector<std::vector<double>>& rounds) {
+// Every round's samples as one: their median and its CI (all zero without a sample).
+SampleStats pooled_stats(const std::vector<std::vector<double>>& rounds) {
   std::vector<double> all;
   for (const auto& r : rounds) all.insert(all.end(), r.begin(), r.end());
-  return all.empty() ? 0 : summarize(all).median;
+  return all.empty() ? SampleStats{} : summarize(all);
 }
+
+double median_of(const std::vector<std::vector<double>>& rounds) { return pooled_stats(rounds).median; }
 
 }  // namespace
 
@@ -181,12 +184,7 @@ Profile with_norm_option(Profile p, const std::string& arch, const TokenCoordina
   // µs per token, off against on, once measured; before that (the probe's arm) only a placeholder of 1.
   v.default_us = v.default_ci_low = v.default_ci_high = v.tuned_us = v.tuned_ci_low = v.tuned_ci_high = 1;
   if (c.samples.size() == 2 && !c.samples[0].empty() && !c.samples[1].empty()) {
-    const auto stats = [](const std::vector<std::vector<double>>& rounds) {
-      std::vector<double> all;
-      for (const auto& r : rounds) all.insert(all.end(), r.begin(), r.end());
-      return summarize(all);
-    };
-    const SampleStats off = stats(c.samples[0]), on = stats(c.samples[1]);
+    const SampleStats off = pooled_stats(c.samples[0]), on = pooled_stats(c.samples[1]);
     v.default_us = off.median, v.default_ci_low = std::min(off.ci_low, off.median), v.default_ci_high = std::max(off.ci_high, off.median);
     v.tuned_us = on.median, v.tuned_ci_low = std::min(on.ci_low, on.median), v.tuned_ci_high = std::max(on.ci_high, on.median);
     v.speedup = c.speedup, v.speedup_low = std::min(c.low, c.speedup), v.speedup_high = std::max(c.high, c.speedup);
