@@ -237,7 +237,7 @@ Action define_tune(CLI::App& app) {
   app.add_option("--token-probe", o->token_probe,
                  "token step: a ready temper-token-probe (default: built from --engine-src, a llama.cpp tree, against the "
                  "libraries beside --llama-bench)");
-  app.add_option("--token-rounds", o->token_rounds, "token step: interleaved rounds per decision and for the prediction (default 5; the norm's q8_1 coordinate three times as many)")
+  app.add_option("--token-rounds", o->token_rounds, "token step: interleaved rounds per decision and for the prediction (default 5; the norm's and the GLU's q8_1 coordinates three times as many)")
       ->check(integer_in(1, 1000));
   app.add_option("--token-tokens", o->token_tokens, "token step: tokens per timed window while deciding (default 64)")
       ->check(integer_in(1, 1 << 16));
@@ -289,7 +289,8 @@ const Registrar reg{
      "             run as the unfused pair, fused; --token-rounds interleaved; another option wins when its CI\n"
      "             lower bound beats the tuned by --min-token-gain. Then the norm that writes its GEMVs' q8_1\n"
      "             activations (hook v8: fewer launches, the same bits), off against on, three times the rounds:\n"
-     "             an rms_norm_q8_1 entry when on wins by --min-token-gain.\n"
+     "             an rms_norm_q8_1 entry when on wins by --min-token-gain; likewise the unfused gate/up pair's GLU\n"
+     "             (hook v9, where the profile runs the pair): a glu_q8_1 entry.\n"
      "             Then stock vs the final profile: the predicted tg speedup, and --token-greedy steps of greedy\n"
      "             decoding compared (same tokens, finite logits)\n"
      " 12 bench    with --llama-bench: your llama-bench with and without the profile (engine bench), its tg\n"

@@ -95,12 +95,14 @@ int main(int argc, char** argv) {
   }
   std::printf("all %016llx\n", (unsigned long long) all);
   std::printf("finite %lld of %lld logits, %zu distinct step hashes\n", finite, (long long) vocab * steps, distinct.size());
-  // A hooked engine's own counters (hook v8), on stderr so the compared lines stay the same: how many
-  // norms wrote their GEMVs' q8_1 activations, and how many mmvq launches read such a copy.
+  // A hooked engine's own counters (hooks v8, v9), on stderr so the compared lines stay the same: how
+  // many norms and GLUs wrote their GEMVs' q8_1 activations, and how many mmvq launches read such a copy.
   using counter = long long (*)();
+  const auto glus = (counter) dlsym(RTLD_DEFAULT, "temper_mmvq_glu_launches");
   if (auto launches = (counter) dlsym(RTLD_DEFAULT, "temper_mmvq_norm_launches"))
     if (auto reads = (counter) dlsym(RTLD_DEFAULT, "temper_mmvq_norm_reads"))
-      std::fprintf(stderr, "temper: %lld norms wrote q8_1 activations, %lld mmvq launches read them\n", launches(), reads());
+      std::fprintf(stderr, "temper: %lld norms and %lld GLUs wrote q8_1 activations, %lld mmvq launches read them\n", launches(),
+                   glus ? glus() : 0LL, reads());
   llama_free(ctx);
   llama_model_free(model);
   llama_backend_free();

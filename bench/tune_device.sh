@@ -577,8 +577,10 @@ fi
 
 # Issue 48: the norm writes its GEMVs' q8_1 activations (hook v8, TEMPER_MMVQ_NORM_Q8=1): llama-bench
 # COST_TESTS of four arms, stock and COST_PROFILE each without and with it, interleaved, both fixtures
-# (PF_MOE=0: the dense one); then greedy decoding (bench/greedy_decode.cpp), each arm with it against the
-# same arm without it, which must agree bit for bit, with the hook's counts of norms and copies read.
+# (PF_MOE=0: the dense one), and a fifth, COST_PROFILE with the norm's and the unfused pair's GLU's q8_1
+# activations (hook v9, TEMPER_MMVQ_GLU_Q8=1 too: profile-q8); then greedy decoding (bench/greedy_decode.cpp),
+# each arm with them against the same arm without, which must agree bit for bit, with the hook's counts
+# of norms, GLUs and copies read.
 if want norm; then
   stage norm
   nm_profile="${COST_PROFILE:-$here/bench/profiles/h200-fa-llama3-qwen3-token.json}"
@@ -586,8 +588,10 @@ if want norm; then
   nm_arm() {
     local p="" q=0
     [[ $1 == profile* ]] && p="$nm_profile"
-    [[ $1 == *-norm ]] && q=1
-    TEMPER_MMVQ_NORM_Q8=$q bench_one "$llama_bench" "$p" "$2" "$3.json" "$3.err"
+    local g=0
+    [[ $1 == *-norm || $1 == *-q8 ]] && q=1
+    [[ $1 == *-q8 ]] && g=1
+    TEMPER_MMVQ_NORM_Q8=$q TEMPER_MMVQ_GLU_Q8=$g bench_one "$llama_bench" "$p" "$2" "$3.json" "$3.err"
   }
   experiment_models
   t0=$(now)
@@ -602,23 +606,27 @@ if want norm; then
     d="$ev/norm/$name"
     mkdir -p "$d"
     if [[ $dry == 0 ]]; then
-      for a in stock stock-norm profile profile-norm; do
+      for a in stock stock-norm profile profile-norm profile-q8; do
         p=""; [[ $a == profile* ]] && p="$nm_profile"
-        q=0; [[ $a == *-norm ]] && q=1
-        TEMPER_PROFILE="$p" TEMPER_MMVQ_NORM_Q8=$q "$nm_greedy" "$m" 128 >"$d/greedy-$a.txt" 2>"$d/greedy-$a.err" ||
+        q=0; [[ $a == *-norm || $a == *-q8 ]] && q=1
+        g=0; [[ $a == *-q8 ]] && g=1
+        TEMPER_PROFILE="$p" TEMPER_MMVQ_NORM_Q8=$q TEMPER_MMVQ_GLU_Q8=$g "$nm_greedy" "$m" 128 >"$d/greedy-$a.txt" 2>"$d/greedy-$a.err" ||
           { tail -5 "$d/greedy-$a.err" | tee -a "$log" >&2; exit 1; }
         say "   $name greedy $a: $(tail -1 "$d/greedy-$a.txt"); $(grep -h '^temper: .*norms' "$d/greedy-$a.err" | tail -1)"
       done
-      for base in stock profile; do
-        if cmp -s "$d/greedy-$base.txt" "$d/greedy-$base-norm.txt"; then say "   $name: $base-norm = $base, bit for bit"
-        else say "   $name: $base-norm != $base DIFFERENT"; echo "$name $base" >>"$ev/norm/differ"; fi
+      for pair in stock:stock-norm profile:profile-norm profile:profile-q8; do
+        base=${pair%%:*} with=${pair#*:}
+        if cmp -s "$d/greedy-$base.txt" "$d/greedy-$with.txt"; then say "   $name: $with = $base, bit for bit"
+        else say "   $name: $with != $base DIFFERENT"; echo "$name $base $with" >>"$ev/norm/differ"; fi
       done
     fi
-    interleaved_arms "$d" "$m" "$nm_tests" nm_arm stock stock-norm profile profile-norm
+    interleaved_arms "$d" "$m" "$nm_tests" nm_arm stock stock-norm profile profile-norm profile-q8
     compare_arms "$d" "$nm_tests" profile stock profile "$name: profile against stock" "$ev/norm/$name-profile.md"
     compare_arms "$d" "$nm_tests" profile-norm stock profile-norm "$name: profile with the norm's q8_1 against stock" "$ev/norm/$name-profile-norm.md"
     compare_arms "$d" "$nm_tests" gain profile profile-norm "$name: the norm's q8_1 against the profile without it" "$ev/norm/$name-gain.md"
     compare_arms "$d" "$nm_tests" stock-gain stock stock-norm "$name: the norm's q8_1 alone against stock" "$ev/norm/$name-stock-gain.md"
+    compare_arms "$d" "$nm_tests" profile-q8 stock profile-q8 "$name: profile with the norm's and the GLU's q8_1 against stock" "$ev/norm/$name-profile-q8.md"
+    compare_arms "$d" "$nm_tests" glu-gain profile-norm profile-q8 "$name: the GLU's q8_1 on top of the norm's" "$ev/norm/$name-glu-gain.md"
   done
   timed norm "$(ms "$t0")"
 fi

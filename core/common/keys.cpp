@@ -23,7 +23,8 @@ namespace {
 constexpr std::string_view kLaunchNames[] = {"mul_mat",        "mul_mat_glu",         "mul_mat_id",
                                              "mul_mat_id_glu", "mul_mat_glu_unfused", "mul_mat_id_glu_unfused",
                                              "mul_mat_group",  "mul_mat_pipelined",   "mul_mat_glu_pipelined",
-                                             "mul_mat_id_pipelined", "mul_mat_id_glu_pipelined", "rms_norm_q8_1"};
+                                             "mul_mat_id_pipelined", "mul_mat_id_glu_pipelined", "rms_norm_q8_1",
+                                             "glu_q8_1"};
 }
 
 std::string_view launch_name(Launch l) { return kLaunchNames[static_cast<size_t>(l)]; }
@@ -36,11 +37,12 @@ std::optional<Launch> parse_launch(std::string_view name) {
 
 std::string_view launch_names() {
   return "mul_mat|mul_mat_glu|mul_mat_id|mul_mat_id_glu|mul_mat_glu_unfused|mul_mat_id_glu_unfused|mul_mat_group|mul_mat_pipelined|"
-         "mul_mat_glu_pipelined|mul_mat_id_pipelined|mul_mat_id_glu_pipelined|rms_norm_q8_1";
+         "mul_mat_glu_pipelined|mul_mat_id_pipelined|mul_mat_id_glu_pipelined|rms_norm_q8_1|glu_q8_1";
 }
 
 std::string shape_text(const ShapeKey& s, std::string_view times) {
-  if (launch_is_norm(s.launch)) return "rms_norm q8_1 k " + std::to_string(s.k);
+  if (s.launch == Launch::RmsNormQ8) return "rms_norm q8_1 k " + std::to_string(s.k);
+  if (s.launch == Launch::GluQ8) return "glu q8_1 k " + std::to_string(s.k);
   std::string out = std::string(type_name(s.type)) + " " + std::to_string(s.n) + std::string(times) + std::to_string(s.k);
   if (launch_is_fused(s.launch)) out += launch_is_unfused(s.launch) ? " gate+up unfused" : " gate+up";
   if (launch_is_group(s.launch)) out += " same-input group";

@@ -70,8 +70,9 @@ std::optional<std::string> anvil_inapplicable(const ProfileEntry& e) {
            "): kernel-anvil has no group launch; a Temper profile carries it";
   if (launch_is_pipelined(e.key.launch))
     return "a pipelined launch (" + std::string(launch_name(e.key.launch)) + "): only Temper's hook can pipeline a launch; a Temper profile carries it";
-  if (launch_is_norm(e.key.launch))
-    return "a norm that writes its GEMVs' q8_1 activations (rms_norm_q8_1): not a GEMV launch; a Temper profile carries it";
+  if (launch_writes_q8(e.key.launch))
+    return "a " + producer_words(e.key.launch) + " that writes its GEMVs' q8_1 activations (" + std::string(launch_name(e.key.launch)) +
+           "): not a GEMV launch; a Temper profile carries it";
   if (e.key.launch != Launch::MulMat)
     return "a " + std::string(launch_name(e.key.launch)) +
            " launch: kernel-anvil's cells have no launch kind, and its patch would apply the value to every launch "
@@ -278,10 +279,10 @@ Export export_header(const Profile& p, const ExportOptions& o) {
                                   {}});
       continue;
     }
-    if (launch_is_norm(e.key.launch)) {
+    if (launch_writes_q8(e.key.launch)) {
       out.report.notes.push_back({e.key, e.config, ExportFate::Dropped,
-                                  "a norm that writes its GEMVs' q8_1 activations (rms_norm_q8_1): the header tunes mmvq "
-                                  "launches only; a Temper profile carries it",
+                                  "a " + producer_words(e.key.launch) + " that writes its GEMVs' q8_1 activations (" +
+                                      std::string(launch_name(e.key.launch)) + "): the header tunes mmvq launches only; a Temper profile carries it",
                                   {}});
       continue;
     }

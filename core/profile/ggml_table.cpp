@@ -122,7 +122,7 @@ std::vector<Measured> measured_shapes(const std::string& arch, const Profile& p,
   std::set<std::pair<ShapeKey, int>> seen;
   auto fresh = [&](const ShapeKey& shape, int ncols) {
     return !launch_is_unfused(shape.launch) && !launch_is_group(shape.launch) && !launch_is_pipelined(shape.launch) &&
-           !launch_is_norm(shape.launch) &&
+           !launch_writes_q8(shape.launch) &&
            seen.insert({shape, ncols}).second;
   };
   for (const ProfileEntry& e : p.entries) {
@@ -179,8 +179,8 @@ std::optional<std::string> dropped_reason(const ProfileEntry& e, const std::stri
     return "a same-input group (mul_mat_group): upstream has no group launch to carry it (a Temper profile does)";
   if (launch_is_pipelined(e.key.launch))
     return "a pipelined launch: upstream's kernel has no pipelined instantiation to carry it (a Temper profile does)";
-  if (launch_is_norm(e.key.launch))
-    return "a norm writing its GEMVs' q8_1 activations: upstream's table tunes mmvq launches only (a Temper profile carries it)";
+  if (launch_writes_q8(e.key.launch))
+    return "a " + producer_words(e.key.launch) + " writing its GEMVs' q8_1 activations: upstream's table tunes mmvq launches only (a Temper profile carries it)";
   if (!mmvq::type_supported(uint32_t(e.key.type))) return "type " + std::string(type_name(e.key.type)) + " has no mmvq kernel";
   if (e.key.ncols < 1 || e.key.ncols > mmvq::kMaxNcols) return "ncols outside 1..8";
   const std::string why =
@@ -279,7 +279,7 @@ std::string GgmlTableCell::branch_text() const {
 std::optional<Config> GgmlTable::launch(const ProfileKey& key) const {
   // The hook's unfused pair is no launch of the engine's: the table does not reach it.
   if (!usable(key.type, key.ncols) || launch_is_unfused(key.launch) || launch_is_group(key.launch) || launch_is_pipelined(key.launch) ||
-      launch_is_norm(key.launch))
+      launch_writes_q8(key.launch))
     return std::nullopt;
   for (const GgmlTableArch& a : arches)
     if (a.arch == key.arch) return a.value(key.type, key.ncols, a.uses_small_k(key.type, key.ncols, key.k));
@@ -511,13 +511,14 @@ std::string join_unique(const std::vector<std::string>& v, const std::string& no
 // What the hooked engine ran for a bench record beyond what the table carries: approved entries of
 // `arch` the table cannot express or keeps another value for, and approved path choices.
 std::vector<std::string> beyond_table(const std::string& arch, const Profile& p, int lost_shapes) {
-  int groups = 0, pipelined = 0, unfused = 0, norms = 0, other = 0, paths = 0;
+  int groups = 0, pipelined = 0, unfused = 0, norms = 0, glus = 0, other = 0, paths = 0;
   for (const auto& e : p.entries) {
     if (e.approval != Approval::Approved || e.key.arch != arch) continue;
     if (launch_is_group(e.key.launch)) ++groups;
     else if (launch_is_pipelined(e.key.launch)) ++pipelined;
     else if (launch_is_unfused(e.key.launch)) ++unfused;
-    else if (launch_is_norm(e.key.launch)) ++norms;
+    else if (e.key.launch == Launch::RmsNormQ8) ++norms;
+    else if (e.key.launch == Launch::GluQ8) ++glus;
     else if (dropped_reason(e, arch)) ++other;
   }
   for (const auto& c : p.paths) paths += c.approval == Approval::Approved && c.arch == arch && c.path == MatPath::Mmq;
@@ -529,6 +530,7 @@ std::vector<std::string> beyond_table(const std::string& arch, const Profile& p,
   add(pipelined, "pipelined launches");
   add(unfused, "unfused gate/up pairs");
   add(norms, "norms writing their GEMVs' q8_1 activations");
+  add(glus, "GLUs writing their GEMVs' q8_1 activations");
   add(paths, "mmq path choices");
   add(other, "other entries the table cannot express");
   add(lost_shapes, "shapes whose approved config the table does not keep");

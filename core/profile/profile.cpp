@@ -894,14 +894,15 @@ void group_problems(const ProfileEntry& e, const std::string& at, std::vector<st
     problems.push_back(at + "config: " + config_words(e.config) + " is outside the group grid (nwarps 2|4|8, rows_per_block 1|2|4)");
 }
 
-// The norm's own rules (docs/profile-format.md, "rms_norm_q8_1"): not a GEMV, so none of theirs.
-void norm_problems(const ProfileEntry& e, const std::string& at, std::vector<std::string>& problems) {
-  if (e.key.type != GgmlType::F32) problems.push_back(at + "type: " + std::string(type_name(e.key.type)) + " (a norm entry's type is f32)");
-  if (e.key.n != 1) problems.push_back(at + "n: " + std::to_string(e.key.n) + " (a norm entry's n is 1)");
+// A q8_1 producer's own rules (docs/profile-format.md, "rms_norm_q8_1", "glu_q8_1"): not a GEMV, so none of theirs.
+void producer_problems(const ProfileEntry& e, const std::string& at, std::vector<std::string>& problems) {
+  const std::string what = "a " + producer_words(e.key.launch) + " entry";
+  if (e.key.type != GgmlType::F32) problems.push_back(at + "type: " + std::string(type_name(e.key.type)) + " (" + what + "'s type is f32)");
+  if (e.key.n != 1) problems.push_back(at + "n: " + std::to_string(e.key.n) + " (" + what + "'s n is 1)");
   if (e.key.k % 32 != 0) problems.push_back(at + "k " + std::to_string(e.key.k) + " is not a whole number of q8_1 blocks (32 values)");
   if (e.key.ncols < 1 || e.key.ncols > 8) problems.push_back(at + "ncols must be 1..8");
   if (e.config.nwarps != 0 || e.config.rows_per_block != 0 || e.default_config.nwarps != 0 || e.default_config.rows_per_block != 0)
-    problems.push_back(at + "config: a norm entry has none (nwarps 0, rows_per_block 0 in config and default_config)");
+    problems.push_back(at + "config: " + what + " has none (nwarps 0, rows_per_block 0 in config and default_config)");
   if (e.bucketed) problems.push_back(at + "a kernel-anvil bucket tunes plain MUL_MAT only");
 }
 
@@ -934,8 +935,8 @@ std::vector<std::string> validate_profile(const Profile& p) {
     else if (!std::regex_match(e.key.arch, kArch))
       problems.push_back(at + "unknown arch \"" + e.key.arch + "\" (expected sm_NN or gfxNNN)");
     const TypeInfo& ti = type_info(e.key.type);
-    if (launch_is_norm(e.key.launch)) {
-      norm_problems(e, at, problems);
+    if (launch_writes_q8(e.key.launch)) {
+      producer_problems(e, at, problems);
     } else {
       if (!ti.quantized || e.key.type == GgmlType::Q8_1 || e.key.type == GgmlType::Q8_K)
         problems.push_back(at + "type " + std::string(ti.name) + " has no mmvq kernel");

@@ -208,12 +208,12 @@ json token_step(TuneContext& c, StepRun& r) {
            {"min_gain", fmt("%.6f", o.min_token_gain)}, {"predict", predict_tokens}}.dump();
   const std::string input = digest({"token 3", token_probe_id, approved_fingerprint(without_token(report.installed), c.arch),
                                     c.identity.header_hash, settings});
-  // A coordinate's option applied: the norm's own entry, or a launch family's entries.
+  // A coordinate's option applied: a producer's own entry, or a launch family's entries.
   const auto with_choice = [&](const Profile& p, const TokenCoordinate& tc, size_t option, const std::string& why) {
-    if (tc.kind == kNormKind) {
+    if (is_producer_kind(tc.kind)) {
       TokenCoordinate said = tc;
       said.why = why;
-      return with_norm_option(p, c.arch, said, option);
+      return with_producer_option(p, c.arch, said, option);
     }
     return with_token_option(p, c.arch, tc.kind, tc.options[option], why, fused);
   };
@@ -287,20 +287,30 @@ json token_step(TuneContext& c, StepRun& r) {
   for (const PlannedLaunch& l : plan_launches(c.file, 1).launches) model_shapes.push_back(l.shape());
   std::vector<TokenCoordinate> todo;
   std::vector<TokenCoordinate> measured = token_coordinates(working, c.arch, o.token_families, model_shapes, fused);
-  add_norm_coordinate(measured, model_shapes);
+  add_producer_coordinates(measured, model_shapes);
   for (TokenCoordinate& tc : measured)
     if (std::none_of(done.begin(), done.end(), [&](const TokenCoordinate& d) { return d.kind == tc.kind; })) todo.push_back(std::move(tc));
   // Progress over the whole step: every family's windows, then the prediction's.
-  // The norm's gain is a launch or two a layer (1-5 % of a token): it gets three times the rounds.
-  const auto rounds_of = [&](const TokenCoordinate& tc) { return tc.kind == kNormKind ? 3 * o.token_rounds : o.token_rounds; };
+  // A producer's gain is a launch or two a layer (1-5 % of a token): it gets three times the rounds.
+  const auto rounds_of = [&](const TokenCoordinate& tc) { return is_producer_kind(tc.kind) ? 3 * o.token_rounds : o.token_rounds; };
   windows_total = 2 * o.token_rounds;
   for (const TokenCoordinate& tc : todo) windows_total += int(tc.options.size()) * rounds_of(tc);
   for (TokenCoordinate tc : todo) {
+    // The GLU's copy exists only where the profile (as decided so far) runs the unfused pair.
+    if (tc.kind == kGluKind && !glu_applies(working, c.arch, tc)) {
+      windows_total -= int(tc.options.size()) * rounds_of(tc);
+      tc.why = "off kept (the profile runs no unfused gate/up pair of n " + std::to_string(tc.norm_k) +
+               ": the GLU is inside the fused launch), not measured";
+      r.journal_item("token_coordinate", to_json(tc));
+      done.push_back(std::move(tc));
+      continue;
+    }
     std::vector<Profile> arms;
     for (size_t i = 0; i < tc.options.size(); ++i)
       arms.push_back(with_choice(working, tc, i,
                                  tc.options[i] == "fused" ? "the fused gate/up is faster per token"
-                                 : tc.options[i] == "on"  ? "the norm's q8_1 activations are faster per token"
+                                 : tc.options[i] == "on"  ? std::string(tc.kind == kGluKind ? "the GLU's" : "the norm's") +
+                                                                " q8_1 activations are faster per token"
                                                           : "the engine's own config is faster per token"));
     const engine::TokenRun run = run_probe(arms, o.token_tokens, 0, rounds_of(tc));
     if (no_switch(run)) return {};

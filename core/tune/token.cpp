@@ -31,6 +31,7 @@ std::string family(Launch l) {
     case Launch::MulMatIdGluPipelined: return "mul_mat_id_glu";
     case Launch::MulMatGroup: return "groups";
     case Launch::RmsNormQ8: return std::string(kNormKind);
+    case Launch::GluQ8: return std::string(kGluKind);
   }
   return "?";
 }
@@ -142,23 +143,34 @@ Profile with_token_option(Profile p, const std::string& arch, const std::string&
   return p;
 }
 
-void add_norm_coordinate(std::vector<TokenCoordinate>& coordinates, const std::vector<ShapeKey>& shapes) {
+void add_producer_coordinates(std::vector<TokenCoordinate>& coordinates, const std::vector<ShapeKey>& shapes) {
   const auto gate_up = std::find_if(shapes.begin(), shapes.end(), [](const ShapeKey& s) {
     return fused_kind(s.launch) == Launch::MulMatGlu || fused_kind(s.launch) == Launch::MulMatIdGlu;
   });
-  if (gate_up == shapes.end() || gate_up->k % 32 != 0) return;
-  TokenCoordinate c;
-  c.kind = std::string(kNormKind);
-  c.options = {"off", "on"};
-  c.norm_k = gate_up->k;
-  coordinates.push_back(std::move(c));
+  if (gate_up == shapes.end()) return;
+  for (const auto& [kind, k] : {std::pair{kNormKind, gate_up->k}, std::pair{kGluKind, gate_up->n}}) {
+    if (k % 32 != 0) continue;
+    TokenCoordinate c;
+    c.kind = std::string(kind);
+    c.options = {"off", "on"};
+    c.norm_k = k;
+    coordinates.push_back(std::move(c));
+  }
 }
 
-Profile with_norm_option(Profile p, const std::string& arch, const TokenCoordinate& c, size_t option) {
-  if (c.kind != kNormKind || option >= c.options.size() || c.norm_k <= 0)
-    fail(ErrorKind::BadInput, "token step: no norm option " + std::to_string(option) + " for " + c.kind);
-  const auto is_norm = [&](const ProfileEntry& e) { return e.key.arch == arch && launch_is_norm(e.key.launch) && token_added(e); };
-  std::erase_if(p.entries, is_norm);
+bool glu_applies(const Profile& p, const std::string& arch, const TokenCoordinate& c) {
+  return std::any_of(p.entries.begin(), p.entries.end(), [&](const ProfileEntry& e) {
+    return e.key.arch == arch && e.key.ncols == 1 && launch_is_unfused(e.key.launch) && e.key.n == c.norm_k &&
+           e.approval == Approval::Approved;
+  });
+}
+
+Profile with_producer_option(Profile p, const std::string& arch, const TokenCoordinate& c, size_t option) {
+  if (!is_producer_kind(c.kind) || option >= c.options.size() || c.norm_k <= 0)
+    fail(ErrorKind::BadInput, "token step: no producer option " + std::to_string(option) + " for " + c.kind);
+  const Launch launch = c.kind == kGluKind ? Launch::GluQ8 : Launch::RmsNormQ8;
+  const auto is_own = [&](const ProfileEntry& e) { return e.key.arch == arch && e.key.launch == launch && token_added(e); };
+  std::erase_if(p.entries, is_own);
   if (c.options[option] != "on") return p;
   ProfileEntry e;
   const auto other = std::find_if(p.entries.begin(), p.entries.end(), [&](const ProfileEntry& x) { return in_scope(x, arch); });
@@ -167,7 +179,7 @@ Profile with_norm_option(Profile p, const std::string& arch, const TokenCoordina
   e.key.type = GgmlType::F32;
   e.key.n = 1;
   e.key.k = c.norm_k;
-  e.key.launch = Launch::RmsNormQ8;
+  e.key.launch = launch;
   e.key.ncols = 1;
   e.config = e.default_config = Config{0, 0};  // no launch config: the entry switches the structure on
   e.approval = Approval::Approved;
@@ -229,7 +241,7 @@ void decide_coordinate(TokenCoordinate& c, double min_gain) {
   c.speedup = best_ci.ratio, c.low = best_ci.low, c.high = best_ci.high;
   const std::string ci = gain_text(c.speedup) + " [" + gain_text(c.low) + ", " + gain_text(c.high) + "] per token";
   const std::string other = c.options[size_t(best)];
-  const bool norm = c.kind == kNormKind;
+  const bool norm = is_producer_kind(c.kind);
   if (c.low >= 1 + min_gain) {
     c.chosen = best;
     c.why = other + " " + ci + (norm ? ": fewer launches per token" : ": the replay's choice loses in the engine's graph");

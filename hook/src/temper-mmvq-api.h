@@ -62,12 +62,18 @@ long long temper_mmvq_pipelined_launches(void);
 // The norm writes the q8_1 activations (hook v8): an RMS_NORM·MUL whose output mmvq GEMVs read runs as
 // one kernel that also writes their q8_1 copy, and they skip their own quantization. on 1 for every
 // such norm, 0 none, -1 removes the override (TEMPER_MMVQ_NORM_Q8=1|0, else the profile, decides).
-// How many such norms ran, how many mmvq launches read a copy, and the places patched (bit 0 the graph
+// How many such norms ran, how many mmvq launches read a producer's copy, and the places patched (bit 0 the graph
 // evaluation, bit 1 mmvq's quantization; 3: both, the only useful state).
 void temper_mmvq_set_norm_override(int on);
 long long temper_mmvq_norm_launches(void);
 long long temper_mmvq_norm_reads(void);
 int  temper_mmvq_norm_hooks(void);
+// The GLU writes the q8_1 activations (hook v9): an unfused gate/up pair's GLU also writes the q8_1 copy
+// its down GEMV reads (the norm's places carry it: temper_mmvq_norm_hooks() 3). on 1, 0, -1 as above
+// (TEMPER_MMVQ_GLU_Q8=1|0, else the profile's glu_q8_1 entries); how many such GLUs ran. Copies read
+// by mmvq, the norm's and the GLU's, are counted by temper_mmvq_norm_reads().
+void temper_mmvq_set_glu_override(int on);
+long long temper_mmvq_glu_launches(void);
 // Loads a profile now (path NULL: TEMPER_PROFILE, else the default path); prints its one line.
 void temper_mmvq_load_profile(const char * path);
 }

@@ -51,20 +51,23 @@ constexpr int kMaxConfigValue = 32;             // nwarps, rows_per_block (Tempe
 // instantiations (temper-mmvq.cuh's temper_mmvq_pipeline), each kind = its plain kind + kPipelinedBase.
 // rms_norm_q8_1 (hook v8): not a GEMV; an RMS_NORM·MUL over rows of k floats at ncols columns that also
 // writes the q8_1 activations of the mmvq launches reading it (type f32, n 1, config {0, 0}).
+// glu_q8_1 (hook v9): likewise the GLU of an unfused gate/up pair over rows of k floats (k: the pair's n).
 enum Launch : int {
   kMulMat = 0, kMulMatGlu = 1, kMulMatId = 2, kMulMatIdGlu = 3, kMulMatGluUnfused = 4, kMulMatIdGluUnfused = 5,
   kMulMatGroup = 6, kMulMatPipelined = 7, kMulMatGluPipelined = 8, kMulMatIdPipelined = 9, kMulMatIdGluPipelined = 10,
-  kRmsNormQ8 = 11, kLaunchKinds = 12, kUnknownLaunch = -1
+  kRmsNormQ8 = 11, kGluQ8 = 12, kLaunchKinds = 13, kUnknownLaunch = -1
 };
 constexpr int kPipelinedBase = kMulMatPipelined;
 constexpr const char* kLaunchNames[kLaunchKinds] = {"mul_mat",        "mul_mat_glu",         "mul_mat_id",
                                                     "mul_mat_id_glu", "mul_mat_glu_unfused", "mul_mat_id_glu_unfused",
                                                     "mul_mat_group",  "mul_mat_pipelined",   "mul_mat_glu_pipelined",
-                                                    "mul_mat_id_pipelined", "mul_mat_id_glu_pipelined", "rms_norm_q8_1"};
+                                                    "mul_mat_id_pipelined", "mul_mat_id_glu_pipelined", "rms_norm_q8_1",
+                                                    "glu_q8_1"};
 constexpr int kMaxGroupMembers = 4;  // a group's members: 2..4, of at most 2 distinct types
 constexpr int kMaxGroupNcols = 4;    // a group runs at batch widths 1..4
 inline bool group_nwarps(int w) { return w == 2 || w == 4 || w == 8; }   // the group kernel's grid
 inline bool group_rows(int r) { return r == 1 || r == 2 || r == 4; }
+inline bool launch_writes_q8(int l) { return l == kRmsNormQ8 || l == kGluQ8; }  // not a GEMV: a producer of q8_1
 inline bool launch_is_fused(int l) {
   return l == kMulMatGlu || l == kMulMatIdGlu || l == kMulMatGluUnfused || l == kMulMatIdGluUnfused || l == kMulMatGluPipelined ||
          l == kMulMatIdGluPipelined;
@@ -552,14 +555,15 @@ inline std::string entry_problem(const Value& e, const Entry& x, const TypeFacts
   const bool bucketed = e["bucketed"].boolean;
   if (x.arch.empty()) return "no arch";
   if (!arch_pattern(x.arch)) return "unknown arch (expected sm_NN or gfxNNN)";
-  if (x.launch == kRmsNormQ8) {  // not a GEMV: its own rules, then the ones every kind shares
+  if (launch_writes_q8(x.launch)) {  // not a GEMV: its own rules, then the ones every kind shares
     const Value& d = e["default_config"];
-    if (t.id != 0) return "a norm entry's type other than f32";
-    if (x.n != 1) return "a norm entry's n other than 1";
+    const std::string what = x.launch == kRmsNormQ8 ? "a norm entry" : "a glu entry";
+    if (t.id != 0) return what + "'s type other than f32";
+    if (x.n != 1) return what + "'s n other than 1";
     if (x.k % 32 != 0) return "k is not a whole number of q8_1 blocks";
     if (x.ncols > 8) return "ncols outside 1..8";
     if (x.config.nwarps != 0 || x.config.rows != 0 || !integer_in(d["nwarps"], 0, 0) || !integer_in(d["rows_per_block"], 0, 0))
-      return "a norm entry with a config";
+      return what + " with a config";
     if (bucketed) return "a kernel-anvil bucket for a launch other than mul_mat";
     return common_problem(e, x, bucketed);
   }
@@ -1029,6 +1033,7 @@ struct Choices {
   int group_entries = 0;                            // of for_device + for_arch: mul_mat_group entries
   int pipelined_entries = 0;                        // of for_device + for_arch: the *_pipelined kinds' (hook v6)
   int norm_entries = 0;                             // of for_device + for_arch: rms_norm_q8_1 entries (hook v8)
+  int glu_entries = 0;                              // of for_device + for_arch: glu_q8_1 entries (hook v9)
   int for_device = 0, for_arch = 0, other_arch = 0, other_device = 0, lacking_launch = 0, not_compiled = 0, malformed = 0,
       unapproved = 0;
   std::map<PathKey, int> paths;  // kMmvq or kMmq
@@ -1061,6 +1066,7 @@ inline Choices choose(const Profile& p, const Device& d, const Compiled& compile
       ++(e.has_device ? c.for_device : c.for_arch);
       c.pipelined_entries += launch_is_pipelined(e.launch);
       c.norm_entries += e.launch == kRmsNormQ8;
+      c.glu_entries += e.launch == kGluQ8;
       (e.has_device ? c.table : arch_level).emplace(key, e.config);  // the first of one key (experts aside)
     }
   }
@@ -1109,6 +1115,9 @@ inline std::string line(const std::string& path, const Choices& c, const Device&
   if (c.norm_entries > 0)  // hook v8; likewise
     out += "; " + std::to_string(c.norm_entries) + " of the entries for " + d.name + " and " + d.arch +
            " are norms writing their GEMVs' q8_1 activations";
+  if (c.glu_entries > 0)  // hook v9; likewise
+    out += "; " + std::to_string(c.glu_entries) + " of the entries for " + d.name + " and " + d.arch +
+           " are GLUs writing their GEMVs' q8_1 activations";
   const PathCounts& n = c.path_counts;
   if (n.for_device + n.for_arch + n.other + n.malformed + n.unapproved == 0) return out;  // no "paths": the line as before
   out += "; " + std::to_string(n.for_device) + " path choices (mmvq/mmq) for " + d.name + ", " + std::to_string(n.for_arch) +
@@ -1218,6 +1227,13 @@ class Loader {
     if (!any()) return false;
     Config unused;
     return lookup(device, compiled, Key{kRmsNormQ8, 0, 1, k, ncols}, &unused);
+  }
+  // Hook v9: likewise for the GLU of an unfused gate/up pair writing its down GEMV's q8_1 activations,
+  // rows of k floats (the pair's n) at ncols columns (an approved glu_q8_1 entry).
+  bool glu_q8(const Device& device, const Compiled& compiled, long long k, long long ncols) noexcept {
+    if (!any()) return false;
+    Config unused;
+    return lookup(device, compiled, Key{kGluQ8, 0, 1, k, ncols}, &unused);
   }
 
   // Whether the profile is loaded (loading it now if nobody is): false while another thread loads.

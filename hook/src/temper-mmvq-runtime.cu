@@ -152,9 +152,10 @@ temper_profile::Device device_id(int device) {
 }
 
 // For a mul_mat_group entry (whose type is one of its group's): any group kernel with that type at that config;
-// for an rms_norm_q8_1 entry: whether this tree was patched for it.
+// for an rms_norm_q8_1 or glu_q8_1 entry: whether this tree was patched for it.
 bool compiled_in(int launch, int type, int ncols, int nwarps, int rows) {
-    if (launch == temper_profile::kRmsNormQ8) return (TEMPER_MMVQ_NORM_HOOKS & 3) == 3;  // this tree's graph evaluation and mmvq carry it
+    // this tree's graph evaluation (it tracks the node evaluated) and mmvq (it reads the copy) carry it
+    if (temper_profile::launch_writes_q8(launch)) return (TEMPER_MMVQ_NORM_HOOKS & 3) == 3;
     if (temper_profile::launch_is_pipelined(launch)) return find_pipelined(type, ncols, nwarps, rows) != nullptr;
     if (launch != temper_profile::kMulMatGroup) return find_instance(type, ncols, nwarps, rows) != nullptr;
     for (const auto & [key, fn] : g_group_instances)
@@ -432,6 +433,10 @@ bool capturing(cudaStream_t stream) {
 #endif
 }
 
+// Hook v9: the pair's GLU also writes the q8_1 copy its down GEMV reads, when asked; false: not asked,
+// not possible here, or no reader (the plain GLU runs).
+bool glu_writes_q8_1(int device, const float * gate, const float * up, const temper_mmvq_args & a, bool geglu);
+
 // A fused gate/up launch run as its unfused pair: the gate and the up GEMV through the plain
 // instantiation `in`, on the activations the engine quantized once, then the GLU into dst. False
 // (nothing launched: the fused launch goes on as it would) for what the pair does not carry —
@@ -459,41 +464,58 @@ bool launch_unfused(const Instance & in, const temper_mmvq_args & a) {
     u.fusion = &none; u.dst = up;
     in.launch(g);
     in.launch(u);
+    const bool geglu = f.glu_op == GGML_GLU_OP_GEGLU;
+    if (glu_writes_q8_1(device, gate, up, a, geglu)) return cudaGetLastError() == cudaSuccess;
     const int total = a.nrows_x * a.nchannels_dst;
-    temper_glu<<<(total + 255) / 256, 256, 0, a.stream>>>(gate, up, a.dst, a.nrows_x, a.nchannels_dst, (int) a.stride_channel_dst,
-                                                          f.glu_op == GGML_GLU_OP_GEGLU);
+    temper_glu<<<(total + 255) / 256, 256, 0, a.stream>>>(gate, up, a.dst, a.nrows_x, a.nchannels_dst, (int) a.stride_channel_dst, geglu);
     return cudaGetLastError() == cudaSuccess;
 }
 
-// ---- the norm writes the q8_1 activations (hook v8) ----
+// ---- producers that write the q8_1 activations of their GEMVs (hook v8: the norm; v9: the GLU) ----
 // An RMS_NORM·MUL whose output feeds mmvq GEMVs (a layer's q, k, v; its gate/up or experts) runs as
 // one kernel that writes the MUL's output as ggml's fused norm does and also its q8_1 copy, in the
 // padded layout mmvq's quantizer writes; those GEMVs read the copy instead of quantizing again. The
 // norm's arithmetic is ggml's (same block size, same reduction, same expression order) and so is the
 // quantization (the warp reductions of quantize_q8_1), so every bit of the outputs is as stock.
+// Likewise the unfused gate/up pair's GLU writes the q8_1 copy of its output for the down GEMV.
 namespace {
 
 std::atomic<int> g_norm_override{-1};  // the probe's: -1 none (TEMPER_MMVQ_NORM_Q8, then the profile), 0 off, 1 on
-std::atomic<long long> g_norm_launches{0}, g_norm_reads{0};
+std::atomic<int> g_glu_override{-1};   // likewise for the GLU (TEMPER_MMVQ_GLU_Q8)
+std::atomic<long long> g_norm_launches{0}, g_glu_launches{0}, g_q8_reads{0};
 
-// Per device: the q8_1 copy the last such norm wrote, and the node range of this graph evaluation in
-// which a MUL_MAT reading the norm's output may read the copy (none of those nodes writes the output).
-struct NormCopy {
+// Per device: the graph evaluation's place (set at every node by temper_mmvq_try_norm), and per
+// producer the q8_1 copy it wrote last with the node range in which a MUL_MAT reading the producer's
+// output may read the copy (after the producer, up to its last reader; none of them writes the output).
+struct Evaluation { const ggml_cgraph * graph = nullptr; int at = -1; };
+struct Q8Copy {
     void * buffer = nullptr; size_t bytes = 0;          // grown only outside a graph capture
-    const ggml_cgraph * graph = nullptr; int norm = -1, last = -1, at = -1;  // at: the node being evaluated
+    const ggml_cgraph * graph = nullptr; int from = -1, last = -1;
     const void * data = nullptr; int64_t elements = 0, k_padded = 0;
 };
-NormCopy g_norm_copy[64];
+enum Producer { kNormCopy = 0, kGluCopy = 1, kProducers = 2 };
+Evaluation g_evaluation[64];
+Q8Copy g_q8_copy[64][kProducers];
+
+int switch_from_env(const char * name) {
+    const char * v = getenv(name);
+    return v && (v[0] == '0' || v[0] == '1') && v[1] == '\0' ? v[0] - '0' : -1;
+}
 
 bool norm_wanted(int device, int64_t k, int64_t rows) {
     const int o = g_norm_override.load();
     if (o >= 0) return o == 1;
-    static const int env = [] {
-        const char * v = getenv("TEMPER_MMVQ_NORM_Q8");
-        return v && (v[0] == '0' || v[0] == '1') && v[1] == '\0' ? v[0] - '0' : -1;
-    }();
+    static const int env = switch_from_env("TEMPER_MMVQ_NORM_Q8");
     if (env >= 0) return env == 1;
     return g_profile.norm_q8(device_of(device), compiled_in, k, rows);
+}
+
+bool glu_wanted(int device, int64_t k, int64_t ncols) {
+    const int o = g_glu_override.load();
+    if (o >= 0) return o == 1;
+    static const int env = switch_from_env("TEMPER_MMVQ_GLU_Q8");
+    if (env >= 0) return env == 1;
+    return g_profile.glu_q8(device_of(device), compiled_in, k, ncols);
 }
 
 bool view_or_noop(const ggml_tensor * t) {
@@ -504,6 +526,53 @@ bool view_or_noop(const ggml_tensor * t) {
 bool overlaps(const ggml_tensor * t, const char * lo, const char * hi) {
     const char * a = (const char *) t->data;
     return a && a < hi && a + ggml_nbytes(t) > lo;
+}
+
+// The last node after `from` that is a MUL_MAT on quantized weights reading all of `out` (the producer's
+// output) before any node writes into it; -1 when none does.
+int last_q8_reader(const ggml_cgraph * cgraph, int from, const ggml_tensor * out) {
+    const char * lo = (const char *) out->data, * hi = lo + ggml_nbytes(out);
+    int last = -1;
+    for (int j = from + 1; j < cgraph->n_nodes && j <= from + 128; ++j) {
+        const ggml_tensor * t = cgraph->nodes[j];
+        if ((t->op == GGML_OP_MUL_MAT || t->op == GGML_OP_MUL_MAT_ID) && t->src[1] && t->src[1]->data == out->data &&
+            ggml_nelements(t->src[1]) == ggml_nelements(out) && ggml_is_contiguous(t->src[1]) && mmvq_type(t->src[0]->type))
+            last = j;
+        if (!view_or_noop(t) && overlaps(t, lo, hi)) break;
+    }
+    return last;
+}
+
+// The copy's buffer holding at least `need` bytes; false (nothing to write into) when it must grow
+// during a capture or cannot.
+bool reserve(Q8Copy & c, size_t need, cudaStream_t stream) {
+    if (c.bytes >= need) return true;
+    if (capturing(stream)) return false;
+    if (c.buffer) CUDA_CHECK(cudaFree(c.buffer));
+    c.buffer = nullptr;
+    c.bytes = 0;
+    const size_t bytes = std::max(need, (size_t) 1 << 20);
+    if (cudaMalloc(&c.buffer, bytes) != cudaSuccess) { c.buffer = nullptr; (void) cudaGetLastError(); return false; }
+    c.bytes = bytes;
+    return true;
+}
+
+void publish(Q8Copy & c, const ggml_cgraph * cgraph, int from, int last, const ggml_tensor * out, int64_t k_padded) {
+    c.graph = cgraph;
+    c.from = from;
+    c.last = last;
+    c.data = out->data;
+    c.elements = ggml_nelements(out);
+    c.k_padded = k_padded;
+}
+
+// quantize_q8_1's arithmetic for one value v of a warp holding one q8_1 block (32 consecutive columns).
+__device__ __forceinline__ void store_q8_1(block_q8_1 * y, int col, float v) {
+    const float amax = warp_reduce_max<QK8_1>(fabsf(v));
+    const float sum = warp_reduce_sum<QK8_1>(v);
+    const float d = amax / 127.0f;
+    y[col / QK8_1].qs[col % QK8_1] = amax == 0.0f ? 0 : roundf(v / d);
+    if (col % QK8_1 == 0) y[col / QK8_1].ds = make_half2(d, sum);
 }
 
 #if (TEMPER_MMVQ_NORM_HOOKS & 3) == 3
@@ -532,23 +601,62 @@ __global__ void temper_rms_norm_q8_1(const float * x, float * dst, const float *
             v = scale * x[col] * mul[col];
             dst[col] = v;
         }
-        const float amax = warp_reduce_max<QK8_1>(fabsf(v));
-        const float sum = warp_reduce_sum<QK8_1>(v);
-        const float d = amax / 127.0f;
-        y[col / QK8_1].qs[col % QK8_1] = amax == 0.0f ? 0 : roundf(v / d);
-        if (col % QK8_1 == 0) y[col / QK8_1].ds = make_half2(d, sum);
+        store_q8_1(y, col, v);
     }
+}
+
+// temper_glu over a contiguous dst (channels of `rows` floats) that also writes its q8_1 copy: one
+// thread per padded column, so that each warp holds one q8_1 block of one channel.
+__global__ void temper_glu_q8_1(const float * gate, const float * up, float * dst, block_q8_1 * y, int rows, int k_padded, int geglu) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    const int channel = i / k_padded, col = i % k_padded;
+    float v = 0.0f;
+    if (col < rows) {
+        const int at = channel * rows + col;
+        const float g = gate[at];
+        v = up[at] * (geglu ? ggml_cuda_op_gelu_single(g) : ggml_cuda_op_silu_single(g));
+        dst[at] = v;
+    }
+    store_q8_1(y + (int64_t) channel * (k_padded / QK8_1), col, v);
 }
 #endif
 
 }  // namespace
 
+bool glu_writes_q8_1(int device, const float * gate, const float * up, const temper_mmvq_args & a, bool geglu) {
+#if (TEMPER_MMVQ_NORM_HOOKS & 3) == 3
+    const Evaluation & e = g_evaluation[device];
+    // (a fused gate/up launch is one column)
+    if (!e.graph || a.stride_channel_dst != (uint32_t) a.nrows_x || !glu_wanted(device, a.nrows_x, 1)) return false;
+    // The GLU node whose output the pair writes: the fused run's last node.
+    int glu = -1;
+    for (int j = e.at; j >= 0 && j < e.graph->n_nodes && j <= e.at + 3; ++j)
+        if (e.graph->nodes[j]->op == GGML_OP_GLU && e.graph->nodes[j]->data == a.dst) glu = j;
+    if (glu < 0) return false;
+    const ggml_tensor * out = e.graph->nodes[glu];
+    if (!ggml_is_contiguous(out) || ggml_nelements(out) != (int64_t) a.nrows_x * a.nchannels_dst) return false;
+    const int last = last_q8_reader(e.graph, glu, out);
+    if (last < 0) return false;
+    const int64_t k_padded = GGML_PAD(a.nrows_x, MATRIX_ROW_PADDING);
+    Q8Copy & c = g_q8_copy[device][kGluCopy];
+    if (!reserve(c, (size_t) a.nchannels_dst * k_padded / QK8_1 * sizeof(block_q8_1), a.stream)) return false;
+    const int total = (int) (a.nchannels_dst * k_padded);  // a multiple of 256: no warp is partial
+    temper_glu_q8_1<<<total / 256, 256, 0, a.stream>>>(gate, up, a.dst, (block_q8_1 *) c.buffer, a.nrows_x, (int) k_padded, geglu);
+    publish(c, e.graph, glu, last, out, k_padded);
+    ++g_glu_launches;
+    return true;
+#else
+    GGML_UNUSED_VARS(device, gate, up, a, geglu);
+    return false;
+#endif
+}
+
 int temper_mmvq_try_norm(ggml_backend_cuda_context & ctx, ggml_cgraph * cgraph, int i) {
 #if (TEMPER_MMVQ_NORM_HOOKS & 3) == 3
     if (ctx.device < 0 || ctx.device >= 64) return 0;
-    NormCopy & c = g_norm_copy[ctx.device];
-    c.at = i;
-    if (c.graph && (c.graph != cgraph || i <= c.norm || i > c.last)) c.graph = nullptr;  // the copy is out of reach
+    g_evaluation[ctx.device] = Evaluation{cgraph, i};
+    for (Q8Copy & c : g_q8_copy[ctx.device])
+        if (c.graph && (c.graph != cgraph || i <= c.from || i > c.last)) c.graph = nullptr;  // the copy is out of reach
     const ggml_tensor * norm = cgraph->nodes[i];
     if (norm->op != GGML_OP_RMS_NORM || i + 1 >= cgraph->n_nodes || !groups_possible()) return 0;
     ensure_registered();
@@ -560,29 +668,12 @@ int temper_mmvq_try_norm(ggml_backend_cuda_context & ctx, ggml_cgraph * cgraph, 
     if (mul->src[0] != norm || x->type != GGML_TYPE_F32 || w->type != GGML_TYPE_F32 || mul->type != GGML_TYPE_F32) return 0;
     if (rows < 1 || rows > 8 || x->ne[2] != 1 || x->ne[3] != 1 || !ggml_is_contiguous_rows(x)) return 0;
     if (ggml_nelements(w) != k || !ggml_is_contiguous(w) || !ggml_is_contiguous(mul) || k % QK8_1 != 0) return 0;
-    // Its readers: MUL_MATs on quantized weights reading all of mul's output, until a node writes into it.
-    const char * lo = (const char *) mul->data, * hi = lo + ggml_nbytes(mul);
-    int last = -1;
-    for (int j = i + 2; j < cgraph->n_nodes && j <= i + 128; ++j) {
-        const ggml_tensor * t = cgraph->nodes[j];
-        if ((t->op == GGML_OP_MUL_MAT || t->op == GGML_OP_MUL_MAT_ID) && t->src[1] && t->src[1]->data == mul->data &&
-            ggml_nelements(t->src[1]) == ggml_nelements(mul) && ggml_is_contiguous(t->src[1]) && mmvq_type(t->src[0]->type))
-            last = j;
-        if (!view_or_noop(t) && overlaps(t, lo, hi)) break;
-    }
+    const int last = last_q8_reader(cgraph, i + 1, mul);
     if (last < 0) return 0;
     const int64_t k_padded = GGML_PAD(k, MATRIX_ROW_PADDING);
-    const size_t need = (size_t) rows * k_padded / QK8_1 * sizeof(block_q8_1);
     cudaStream_t stream = ctx.stream();
-    if (c.bytes < need) {
-        if (capturing(stream)) return 0;
-        if (c.buffer) CUDA_CHECK(cudaFree(c.buffer));
-        c.buffer = nullptr;
-        c.bytes = 0;
-        const size_t bytes = std::max(need, (size_t) 1 << 20);
-        if (cudaMalloc(&c.buffer, bytes) != cudaSuccess) { c.buffer = nullptr; (void) cudaGetLastError(); return 0; }
-        c.bytes = bytes;
-    }
+    Q8Copy & c = g_q8_copy[ctx.device][kNormCopy];
+    if (!reserve(c, (size_t) rows * k_padded / QK8_1 * sizeof(block_q8_1), stream)) return 0;
     float eps;
     memcpy(&eps, norm->op_params, sizeof(float));
     const int64_t stride_row = x->nb[1] / sizeof(float);
@@ -596,12 +687,7 @@ int temper_mmvq_try_norm(ggml_backend_cuda_context & ctx, ggml_cgraph * cgraph, 
         ggml_cuda_kernel_launch(temper_rms_norm_q8_1<1024>, p, (const float *) x->data, (float *) mul->data, (const float *) w->data,
                                 (block_q8_1 *) c.buffer, (int) k, (int) k_padded, stride_row, eps);
     }
-    c.graph = cgraph;
-    c.norm = i;
-    c.last = last;
-    c.data = mul->data;
-    c.elements = ggml_nelements(mul);
-    c.k_padded = k_padded;
+    publish(c, cgraph, i, last, mul, k_padded);
     ++g_norm_launches;
     return 2;
 #else
@@ -613,12 +699,15 @@ int temper_mmvq_try_norm(ggml_backend_cuda_context & ctx, ggml_cgraph * cgraph, 
 const void * temper_mmvq_norm_q8_1(const ggml_tensor * src1, long long k_padded) {
     const int device = ggml_cuda_get_device();
     if (device < 0 || device >= 64) return nullptr;
-    const NormCopy & c = g_norm_copy[device];
-    if (!c.graph || c.at <= c.norm || c.at > c.last || src1->data != c.data || ggml_nelements(src1) != c.elements ||
-        k_padded != c.k_padded || !ggml_is_contiguous(src1))
-        return nullptr;
-    ++g_norm_reads;
-    return c.buffer;
+    const Evaluation & e = g_evaluation[device];
+    for (const Q8Copy & c : g_q8_copy[device]) {
+        if (!c.graph || c.graph != e.graph || e.at <= c.from || e.at > c.last || src1->data != c.data ||
+            ggml_nelements(src1) != c.elements || k_padded != c.k_padded || !ggml_is_contiguous(src1))
+            continue;
+        ++g_q8_reads;
+        return c.buffer;
+    }
+    return nullptr;
 }
 
 bool temper_mmvq_try_launch(int type, int ncols_dst, const temper_mmvq_args & a) {
@@ -765,7 +854,9 @@ void temper_mmvq_set_group_override(int nwarps, int rows) {
 long long temper_mmvq_group_launches(void) { return g_group_launches.load(); }
 void temper_mmvq_set_norm_override(int on) { g_norm_override = on < 0 ? -1 : on > 0 ? 1 : 0; }
 long long temper_mmvq_norm_launches(void) { return g_norm_launches.load(); }
-long long temper_mmvq_norm_reads(void) { return g_norm_reads.load(); }
+long long temper_mmvq_norm_reads(void) { return g_q8_reads.load(); }
+void temper_mmvq_set_glu_override(int on) { g_glu_override = on < 0 ? -1 : on > 0 ? 1 : 0; }
+long long temper_mmvq_glu_launches(void) { return g_glu_launches.load(); }
 int temper_mmvq_norm_hooks(void) { return TEMPER_MMVQ_NORM_HOOKS; }
 int temper_mmvq_group_hooks(void) { return TEMPER_MMVQ_GROUP_HOOKS; }
 void temper_mmvq_set_pipeline_override(int on) {

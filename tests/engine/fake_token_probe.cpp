@@ -4,7 +4,9 @@
 // A token costs 100 µs (the fixtures' GEMVs are small), less what the profile's approved one-column entries save as the sweep
 // measured them (calls per token × (default µs − tuned µs), the replay's prediction), less 1 µs per
 // approved same-input group entry, 2 % with approved pipelined entries and FAKE_TOKEN_NORM_US (default 1.5) per approved
-// rms_norm_q8_1 entry (the norm writes its GEMVs' q8_1 activations: fewer launches); ±0.05 % noise, a hash of
+// rms_norm_q8_1 entry (the norm writes its GEMVs' q8_1 activations: fewer launches), FAKE_TOKEN_GLU_US (default 1.0) per
+// approved glu_q8_1 entry whose row length is an approved unfused pair's n (the GLU writes the down GEMV's
+// q8_1 activations; without the pair the entry changes nothing, as in the hook); ±0.05 % noise, a hash of
 // the seed, arm, round and window. Greedy decoding gives the same tokens for every arm.
 //
 // From the environment:
@@ -49,12 +51,20 @@ double token_us(const temper::Profile& p) {
   const std::string slow = env("FAKE_TOKEN_SLOW");
   const double unfused_us = std::atof(env("FAKE_TOKEN_UNFUSED_US").c_str());
   const double norm_us = env("FAKE_TOKEN_NORM_US").empty() ? 1.5 : std::atof(env("FAKE_TOKEN_NORM_US").c_str());
+  const double glu_us = env("FAKE_TOKEN_GLU_US").empty() ? 1.0 : std::atof(env("FAKE_TOKEN_GLU_US").c_str());
   double us = 100;
   bool pipelined = false;
+  const auto approved_pair = [&](int64_t n) {
+    for (const temper::ProfileEntry& e : p.entries)
+      if (e.approval == temper::Approval::Approved && e.key.ncols == 1 && temper::launch_is_unfused(e.key.launch) && e.key.n == n) return true;
+    return false;
+  };
   for (const temper::ProfileEntry& e : p.entries) {
     if (e.approval != temper::Approval::Approved || e.key.ncols != 1) continue;
-    if (temper::launch_is_norm(e.key.launch)) {
+    if (e.key.launch == temper::Launch::RmsNormQ8) {
       us -= norm_us;
+    } else if (e.key.launch == temper::Launch::GluQ8) {
+      if (approved_pair(e.key.k)) us -= glu_us;
     } else if (temper::launch_is_pipelined(e.key.launch)) {
       pipelined = true;
     } else if (temper::launch_is_group(e.key.launch)) {

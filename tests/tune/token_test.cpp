@@ -178,25 +178,29 @@ TEST(TokenCoordinates, FamiliesOfApprovedOneColumnEntriesHeaviestFirst) {
 
 // Hook v8's norm: its K is the fused gate/up's (the FFN norm feeds it); "on" puts in one entry that
 // validate accepts, with the measured µs per token once there are samples; "off" and without_token take it out.
-TEST(TokenCoordinates, TheNormIsOneEntryAtTheGateUpsK) {
+// Hook v9's GLU: its K is the gate/up's n, and it applies only where the profile runs the unfused pair.
+TEST(TokenCoordinates, TheNormIsOneEntryAtTheGateUpsKAndTheGluAtItsN) {
   std::vector<TokenCoordinate> c;
-  add_norm_coordinate(c, {ShapeKey{GgmlType::Q4_K, 4096, 4096, Launch::MulMat}});
+  add_producer_coordinates(c, {ShapeKey{GgmlType::Q4_K, 4096, 4096, Launch::MulMat}});
   EXPECT_TRUE(c.empty());  // no gate/up: no norm known to feed GEMVs
-  add_norm_coordinate(c, {ShapeKey{GgmlType::Q4_K, 4096, 2560, Launch::MulMat}, ShapeKey{GgmlType::Q4_K, 768, 2048, Launch::MulMatIdGlu}});
-  ASSERT_EQ(c.size(), 1u);
+  add_producer_coordinates(c, {ShapeKey{GgmlType::Q4_K, 4096, 2560, Launch::MulMat}, ShapeKey{GgmlType::Q4_K, 768, 2048, Launch::MulMatIdGlu}});
+  ASSERT_EQ(c.size(), 2u);
   EXPECT_EQ(c[0].kind, kNormKind);
   EXPECT_EQ(c[0].norm_k, 2048);
   EXPECT_EQ(c[0].options, (std::vector<std::string>{"off", "on"}));
+  EXPECT_EQ(c[1].kind, kGluKind);
+  EXPECT_EQ(c[1].norm_k, 768);
 
   TokenCoordinate t = c[0];
   t.why = "on +2.0 % per token";
   t.samples = {{{100.0, 100.2}, {100.1, 99.9}}, {{98.0, 98.1}, {97.9, 98.2}}};
   decide_coordinate(t);
   EXPECT_EQ(t.options[size_t(t.chosen)], "on");
-  const Profile on = with_norm_option(two_families(), "sm_90", t, 1);
+  const Profile on = with_producer_option(two_families(), "sm_90", t, 1);
   ASSERT_EQ(on.entries.size(), two_families().entries.size() + 1);
-  const auto norm = std::find_if(on.entries.begin(), on.entries.end(), [](const ProfileEntry& e) { return launch_is_norm(e.key.launch); });
+  const auto norm = std::find_if(on.entries.begin(), on.entries.end(), [](const ProfileEntry& e) { return launch_writes_q8(e.key.launch); });
   ASSERT_NE(norm, on.entries.end());
+  EXPECT_EQ(norm->key.launch, Launch::RmsNormQ8);
   EXPECT_EQ(norm->key.k, 2048);
   EXPECT_EQ(norm->key.ncols, 1);
   EXPECT_EQ(norm->key.type, GgmlType::F32);
@@ -204,14 +208,51 @@ TEST(TokenCoordinates, TheNormIsOneEntryAtTheGateUpsK) {
   ASSERT_TRUE(norm->provenance.has_value());
   EXPECT_NEAR(norm->provenance->default_us, 100.05, 0.1);  // off
   EXPECT_NEAR(norm->provenance->tuned_us, 98.05, 0.1);     // on
-  Profile checked = on;
+  // The GLU's entry beside it: both validate, and "off" of one leaves the other.
+  TokenCoordinate g = c[1];
+  const Profile both = with_producer_option(on, "sm_90", g, 1);
+  ASSERT_EQ(both.entries.size(), on.entries.size() + 1);
+  const auto glu = std::find_if(both.entries.begin(), both.entries.end(), [](const ProfileEntry& e) { return e.key.launch == Launch::GluQ8; });
+  ASSERT_NE(glu, both.entries.end());
+  EXPECT_EQ(glu->key.k, 768);
+  Profile checked = both;
   checked.source = kSourceTemper;
-  for (const std::string& problem : validate_profile(checked)) EXPECT_EQ(problem.find("rms_norm"), std::string::npos) << problem;
-  for (const Profile& back : {with_norm_option(on, "sm_90", t, 0), without_token(on)}) {
+  for (const std::string& problem : validate_profile(checked))
+    EXPECT_TRUE(problem.find("rms_norm") == std::string::npos && problem.find("glu_q8_1") == std::string::npos) << problem;
+  const Profile glu_off = with_producer_option(both, "sm_90", g, 0);
+  EXPECT_EQ(glu_off.entries.size(), on.entries.size());
+  EXPECT_TRUE(std::any_of(glu_off.entries.begin(), glu_off.entries.end(), [](const ProfileEntry& e) { return e.key.launch == Launch::RmsNormQ8; }));
+  for (const Profile& back : {with_producer_option(on, "sm_90", t, 0), without_token(both)}) {
     EXPECT_EQ(back.entries.size(), two_families().entries.size());
-    EXPECT_TRUE(std::none_of(back.entries.begin(), back.entries.end(), [](const ProfileEntry& e) { return launch_is_norm(e.key.launch); }));
+    EXPECT_TRUE(std::none_of(back.entries.begin(), back.entries.end(), [](const ProfileEntry& e) { return launch_writes_q8(e.key.launch); }));
   }
-  EXPECT_THROW(with_norm_option(on, "sm_90", TokenCoordinate{}, 1), Error);
+  EXPECT_THROW(with_producer_option(on, "sm_90", TokenCoordinate{}, 1), Error);
+}
+
+// The GLU writes a copy only where the unfused pair runs: an approved one-column pair of n = its K.
+TEST(TokenCoordinates, TheGluAppliesOnlyWhereTheUnfusedPairRuns) {
+  TokenCoordinate g;
+  g.kind = std::string(kGluKind);
+  g.options = {"off", "on"};
+  g.norm_k = 14336;
+  Profile p = two_families();
+  EXPECT_FALSE(glu_applies(p, "sm_90", g));
+  ProfileEntry pair;
+  pair.key.arch = "sm_90";
+  pair.key.type = GgmlType::Q4_K;
+  pair.key.n = 14336;
+  pair.key.k = 4096;
+  pair.key.ncols = 1;
+  pair.key.launch = Launch::MulMatGluUnfused;
+  pair.config = pair.default_config = Config{4, 1};
+  pair.approval = Approval::Rejected;
+  p.entries.push_back(pair);
+  EXPECT_FALSE(glu_applies(p, "sm_90", g));  // not approved
+  p.entries.back().approval = Approval::Approved;
+  EXPECT_TRUE(glu_applies(p, "sm_90", g));
+  EXPECT_FALSE(glu_applies(p, "sm_89", g));  // another arch
+  g.norm_k = 4096;
+  EXPECT_FALSE(glu_applies(p, "sm_90", g));  // another n
 }
 
 // Decided round by round: "on" 1.5 % faster in every round, on a machine 3 % slower from the fourth round

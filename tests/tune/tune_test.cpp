@@ -762,7 +762,7 @@ TEST(Tune, TokenStepTakesBackAConfigFasterPerLaunchButSlowerPerToken) {
   EXPECT_EQ(outcomes(j)["token"], "resumed");
   EXPECT_EQ(line_count(token_log), families + 2);  // the prediction alone ran again
   ASSERT_EQ(j["token"]["coordinates"].size(), families) << j["token"].dump();
-  bool slow_seen = false, norm_seen = false;
+  bool slow_seen = false, norm_seen = false, glu_q8_on = false;
   for (const json& c : j["token"]["coordinates"]) {
     const std::string chosen = c["options"][c["chosen"].get<size_t>()];
     if (c["kind"] == "mul_mat") {
@@ -773,17 +773,22 @@ TEST(Tune, TokenStepTakesBackAConfigFasterPerLaunchButSlowerPerToken) {
       norm_seen = true;  // the fake saves 1.5 µs a token per approved norm entry: on
       EXPECT_EQ(chosen, "on") << c.dump();
       EXPECT_EQ(c["norm_k"], 256) << c.dump();  // the small fixture's hidden size: its gate/up's K
+    } else if (c["kind"] == "glu_q8_1") {
+      glu_q8_on = true;  // the sweep ran the fixture's gate/up as the unfused pair; the fake saves 1 µs with its GLU's entry: on
+      EXPECT_EQ(chosen, "on") << c.dump();
+      EXPECT_EQ(c["norm_k"], 512) << c.dump();  // the gate/up's n
     } else {
       EXPECT_EQ(chosen, "tuned") << c.dump();  // the others save what the sweep said: kept
     }
   }
   ASSERT_TRUE(slow_seen) << j["token"].dump();
   ASSERT_TRUE(norm_seen) << j["token"].dump();
+  ASSERT_TRUE(glu_q8_on) << j["token"].dump();
   const Profile p = load_profile(d.profile);
   int taken_back = 0, kept = 0, norms = 0;
   for (const ProfileEntry& e : p.entries) {
     if (e.key.ncols != 1 || launch_is_pipelined(e.key.launch) || launch_is_group(e.key.launch)) continue;
-    if (launch_is_norm(e.key.launch)) {  // put in by the token, with its measured µs per token off → on
+    if (launch_writes_q8(e.key.launch)) {  // put in by the token, with its measured µs per token off → on
       EXPECT_EQ(e.approval, Approval::Approved) << key_text(e.key);
       ASSERT_TRUE(e.provenance.has_value());
       EXPECT_GT(e.provenance->default_us, e.provenance->tuned_us);
@@ -799,7 +804,7 @@ TEST(Tune, TokenStepTakesBackAConfigFasterPerLaunchButSlowerPerToken) {
   }
   EXPECT_GT(taken_back, 0);
   EXPECT_GT(kept, 0);
-  EXPECT_EQ(norms, 1);
+  EXPECT_EQ(norms, 2);  // the norm's entry and the GLU's
   const std::vector<std::string> problems = validate_profile(p);
   EXPECT_TRUE(problems.empty()) << problems.front();  // the norm entry's provenance passes validate
   // The prediction and the bench side by side; greedy decoding gave the same tokens.
@@ -837,14 +842,23 @@ TEST(Tune, TokenStepTakesBackAConfigFasterPerLaunchButSlowerPerToken) {
   const test::Env glu = {{"FAKE_TOKEN_UNFUSED_US", "1"}, {"FAKE_TOKEN_LOG", token_log.string()}};
   const json fused = d.run(small, glu);
   ASSERT_TRUE(fused.is_object());
-  bool glu_seen = false;
+  bool glu_seen = false, glu_q8_seen = false;
   for (const json& c : fused["token"]["coordinates"]) {
+    if (c["kind"] == "glu_q8_1") {  // the fused launch holds the GLU: its coordinate is kept off without a probe run
+      glu_q8_seen = true;
+      EXPECT_EQ(c["chosen"], 0) << c.dump();
+      EXPECT_TRUE(c["samples"].empty()) << c.dump();
+      EXPECT_NE(c["why"].get<std::string>().find("no unfused gate/up pair of n 512"), std::string::npos) << c.dump();
+    }
     if (c["kind"] != "mul_mat_glu") continue;
     glu_seen = true;
     EXPECT_EQ(c["options"], json({"tuned", "default", "fused"}));
     EXPECT_EQ(c["options"][c["chosen"].get<size_t>()], "fused") << c.dump();
   }
   ASSERT_TRUE(glu_seen) << fused["token"].dump();
+  ASSERT_TRUE(glu_q8_seen) << fused["token"].dump();
+  EXPECT_TRUE(std::none_of(load_profile(d.profile).entries.begin(), load_profile(d.profile).entries.end(),
+                           [](const ProfileEntry& e) { return e.key.launch == Launch::GluQ8; }));
   auto glu_entries = [&] {
     std::map<std::string, std::string> m;  // launch kind -> approval and config
     for (const ProfileEntry& e : load_profile(d.profile).entries)

@@ -51,18 +51,23 @@ std::string values_text(const std::vector<int>& values);  // "{1, 2, 4, 8}"
 // writes the q8_1 activations of the mmvq GEMVs reading it, which then quantize nothing (a layer's q, k, v
 // and its gate/up or experts: fewer launches per token, the same bits). Its entry has type f32, n 1 and no
 // config ({0, 0}); the profile switches the structure on for that shape.
+// GluQ8 (hook v9), likewise not a GEMV: the GLU of an unfused gate/up pair (rows of `k` floats, k the
+// pair's n) also writes the q8_1 activations of the down GEMV reading it. Entries as RmsNormQ8's.
 enum class Launch : uint8_t {
   MulMat, MulMatGlu, MulMatId, MulMatIdGlu, MulMatGluUnfused, MulMatIdGluUnfused, MulMatGroup,
-  MulMatPipelined, MulMatGluPipelined, MulMatIdPipelined, MulMatIdGluPipelined, RmsNormQ8
+  MulMatPipelined, MulMatGluPipelined, MulMatIdPipelined, MulMatIdGluPipelined, RmsNormQ8, GluQ8
 };
 // "mul_mat", "mul_mat_glu", "mul_mat_id", "mul_mat_id_glu", "mul_mat_glu_unfused", "mul_mat_id_glu_unfused",
 // "mul_mat_group", "mul_mat_pipelined", "mul_mat_glu_pipelined", "mul_mat_id_pipelined", "mul_mat_id_glu_pipelined",
-// "rms_norm_q8_1"
+// "rms_norm_q8_1", "glu_q8_1"
 std::string_view launch_name(Launch l);
 std::optional<Launch> parse_launch(std::string_view name);
 std::string_view launch_names();         // "mul_mat|mul_mat_glu|...", for messages
 inline bool launch_is_group(Launch l) { return l == Launch::MulMatGroup; }
-inline bool launch_is_norm(Launch l) { return l == Launch::RmsNormQ8; }
+// The kinds that are not GEMVs but producers writing the q8_1 activations of the GEMVs after them.
+inline bool launch_writes_q8(Launch l) { return l == Launch::RmsNormQ8 || l == Launch::GluQ8; }
+inline std::string producer_words(Launch l) { return l == Launch::GluQ8 ? "GLU" : "norm"; }  // "a norm that writes ..."
+
 inline bool launch_is_unfused(Launch l) { return l == Launch::MulMatGluUnfused || l == Launch::MulMatIdGluUnfused; }
 inline bool launch_is_pipelined(Launch l) {
   return l == Launch::MulMatPipelined || l == Launch::MulMatGluPipelined || l == Launch::MulMatIdPipelined ||

@@ -19,8 +19,9 @@ namespace temper::engine {
 // the grid's rows_per_block 16 and nwarps 32 (a v3 build counts entries using them as "not compiled in");
 // 5: same-input groups (ggml-cuda.cu patched too, where its three anchors are; mul_mat_group entries);
 // 6: pipelined one-column launches (mul_mat_vec_q's temper_pipe, where the kernel waits for its predecessor);
-// 7: the profile's *_pipelined entries pipeline the launches they name (v6 pipelines only by override).
-constexpr int kHookVersion = 8;
+// 7: the profile's *_pipelined entries pipeline the launches they name (v6 pipelines only by override);
+// 8: the norm writes its GEMVs' q8_1 activations (rms_norm_q8_1); 9: so does an unfused pair's GLU (glu_q8_1).
+constexpr int kHookVersion = 9;
 
 // A family of upstream trees the hook patches alike, and what the hook gives them (a row of
 // hook/families.txt).

@@ -33,11 +33,14 @@ struct TokenCoordinate {
   int chosen = 0;
   double speedup = 1, low = 1, high = 1;  // the best other option over "tuned" (µs tuned / µs other), 95 % CI
   std::string why;
-  int norm_k = 0;        // kNormKind: the norm's row length (the model's hidden size)
+  int norm_k = 0;        // a producer's: its row length (the norm's: the hidden size; the GLU's: the gate/up's n)
 };
-// The coordinate of the norm that writes its GEMVs' q8_1 activations (hook v8, launch rms_norm_q8_1):
-// options "off" (the reference) and "on" (one approved entry for the model's norm at one column).
+// The coordinates of the producers that write their GEMVs' q8_1 activations: the norm (hook v8, launch
+// rms_norm_q8_1) and the unfused gate/up pair's GLU (hook v9, glu_q8_1). Options "off" (the reference)
+// and "on" (one approved entry for the model's norm or GLU at one column).
 inline constexpr std::string_view kNormKind = "rms_norm_q8_1";
+inline constexpr std::string_view kGluKind = "glu_q8_1";
+inline bool is_producer_kind(std::string_view kind) { return kind == kNormKind || kind == kGluKind; }
 
 // What the token step writes before its reason in the notes of the entries it takes back or puts in.
 inline constexpr std::string_view kTokenNote = "token probe: ";
@@ -67,14 +70,18 @@ std::vector<TokenCoordinate> token_coordinates(const Profile& p, const std::stri
 Profile with_token_option(Profile p, const std::string& arch, const std::string& kind, const std::string& option,
                           const std::string& why = "the engine's own config is faster per token",
                           const std::vector<ProfileEntry>& fused = {});
-// The norm coordinate for a model whose one-column launches are `shapes` (its row length: the K of the
-// fused gate/up, which reads the FFN norm), appended to `coordinates` unless `shapes` has none.
-void add_norm_coordinate(std::vector<TokenCoordinate>& coordinates, const std::vector<ShapeKey>& shapes);
-// `p` with the norm coordinate `c`'s option (`c.options[option]`) for `arch`: "on" puts in one approved
-// rms_norm_q8_1 entry (k c.norm_k, ncols 1, the device of the arch's other one-column entries), noted
-// kTokenNote + c.why, whose provenance is c's samples once measured (µs per token off → on); "off"
-// takes it out.
-Profile with_norm_option(Profile p, const std::string& arch, const TokenCoordinate& c, size_t option);
+// The producer coordinates for a model whose one-column launches are `shapes`, appended to `coordinates`
+// when it has a gate/up (fused or over experts): the norm's (its row length: the gate/up's K, which
+// reads the FFN norm), then the GLU's (the gate/up's n).
+void add_producer_coordinates(std::vector<TokenCoordinate>& coordinates, const std::vector<ShapeKey>& shapes);
+// Whether the GLU coordinate `c` can change anything in `p` for `arch`: an approved one-column unfused
+// gate/up pair of n c.norm_k (elsewhere the GLU runs inside the fused launch and writes no copy).
+bool glu_applies(const Profile& p, const std::string& arch, const TokenCoordinate& c);
+// `p` with the producer coordinate `c`'s option (`c.options[option]`) for `arch`: "on" puts in one
+// approved entry of c.kind (k c.norm_k, ncols 1, the device of the arch's other one-column entries),
+// noted kTokenNote + c.why, whose provenance is c's samples once measured (µs per token off → on);
+// "off" takes it out.
+Profile with_producer_option(Profile p, const std::string& arch, const TokenCoordinate& c, size_t option);
 // Each pipelined one-column entry of `arch` (of family `kind`; empty: every family) at the config its
 // plain launch runs: the approved entry's, else the engine's default.
 void align_pipelined(Profile& p, const std::string& arch, const std::string& kind = {});
