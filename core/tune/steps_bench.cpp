@@ -206,7 +206,7 @@ json token_step(TuneContext& c, StepRun& r) {
   const std::string settings =
       json{{"rounds", o.token_rounds}, {"tokens", o.token_tokens}, {"families", o.token_families}, {"greedy", o.token_greedy},
            {"min_gain", fmt("%.6f", o.min_token_gain)}, {"predict", predict_tokens}}.dump();
-  const std::string input = digest({"token 3", token_probe_id, approved_fingerprint(without_token(report.installed), c.arch),
+  const std::string input = digest({"token 4", token_probe_id, approved_fingerprint(without_token(report.installed), c.arch),
                                     c.identity.header_hash, settings});
   // A coordinate's option applied: a producer's own entry, or a launch family's entries.
   const auto with_choice = [&](const Profile& p, const TokenCoordinate& tc, size_t option, const std::string& why) {
@@ -287,7 +287,7 @@ json token_step(TuneContext& c, StepRun& r) {
   for (const PlannedLaunch& l : plan_launches(c.file, 1).launches) model_shapes.push_back(l.shape());
   std::vector<TokenCoordinate> todo;
   std::vector<TokenCoordinate> measured = token_coordinates(working, c.arch, o.token_families, model_shapes, fused);
-  add_producer_coordinates(measured, model_shapes);
+  add_producer_coordinates(measured, model_shapes, o.ncols);
   for (TokenCoordinate& tc : measured)
     if (std::none_of(done.begin(), done.end(), [&](const TokenCoordinate& d) { return d.kind == tc.kind; })) todo.push_back(std::move(tc));
   // Progress over the whole step: every family's windows, then the prediction's.

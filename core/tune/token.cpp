@@ -143,7 +143,8 @@ Profile with_token_option(Profile p, const std::string& arch, const std::string&
   return p;
 }
 
-void add_producer_coordinates(std::vector<TokenCoordinate>& coordinates, const std::vector<ShapeKey>& shapes) {
+void add_producer_coordinates(std::vector<TokenCoordinate>& coordinates, const std::vector<ShapeKey>& shapes,
+                              const std::vector<int>& ncols) {
   const auto gate_up = std::find_if(shapes.begin(), shapes.end(), [](const ShapeKey& s) {
     return fused_kind(s.launch) == Launch::MulMatGlu || fused_kind(s.launch) == Launch::MulMatIdGlu;
   });
@@ -154,6 +155,9 @@ void add_producer_coordinates(std::vector<TokenCoordinate>& coordinates, const s
     c.kind = std::string(kind);
     c.options = {"off", "on"};
     c.norm_k = k;
+    if (kind == kNormKind)
+      for (int w : ncols)
+        if (w >= 2 && w <= 8 && std::find(c.widths.begin(), c.widths.end(), w) == c.widths.end()) c.widths.push_back(w);
     coordinates.push_back(std::move(c));
   }
 }
@@ -202,7 +206,12 @@ Profile with_producer_option(Profile p, const std::string& arch, const TokenCoor
     v.speedup = c.speedup, v.speedup_low = std::min(c.low, c.speedup), v.speedup_high = std::max(c.high, c.speedup);
   }
   e.provenance = v;
-  p.entries.push_back(std::move(e));
+  for (int w : c.widths) {
+    ProfileEntry at = e;
+    at.key.ncols = w;
+    if (w != 1) at.note += " (measured at one column; at " + std::to_string(w) + " it removes the same launches, the bench's pp rows measure it)";
+    p.entries.push_back(std::move(at));
+  }
   std::sort(p.entries.begin(), p.entries.end(), [](const ProfileEntry& a, const ProfileEntry& b) { return a.key < b.key; });
   return p;
 }
@@ -261,7 +270,7 @@ void summarize_prediction(TokenPrediction& p) {
 json to_json(const TokenCoordinate& c) {
   return {{"kind", c.kind},     {"entries", c.entries}, {"weight_us", c.weight_us}, {"options", c.options},
           {"samples", c.samples}, {"chosen", c.chosen},   {"speedup", c.speedup},     {"low", c.low},
-          {"high", c.high},     {"why", c.why},         {"norm_k", c.norm_k}};
+          {"high", c.high},     {"why", c.why},         {"norm_k", c.norm_k},       {"widths", c.widths}};
 }
 
 TokenCoordinate token_coordinate_from_json(const json& j) {
@@ -278,9 +287,12 @@ TokenCoordinate token_coordinate_from_json(const json& j) {
     c.high = j.at("high").get<double>();
     c.why = j.at("why").get<std::string>();
     c.norm_k = j.value("norm_k", 0);
+    c.widths = j.value("widths", std::vector<int>{1});
   } catch (const json::exception& e) {
     fail(ErrorKind::BadInput, std::string("tune journal: a token coordinate that does not read: ") + e.what());
   }
+  for (int w : c.widths)
+    if (w < 1 || w > 8) fail(ErrorKind::BadInput, "tune journal: token coordinate " + c.kind + " has batch width " + std::to_string(w) + " (expected 1..8)");
   if (c.options.empty() || c.chosen < 0 || c.chosen >= int(c.options.size()))
     fail(ErrorKind::BadInput, "tune journal: token coordinate " + c.kind + " chose option " + std::to_string(c.chosen) + " of " +
                                   std::to_string(c.options.size()));

@@ -229,6 +229,35 @@ TEST(TokenCoordinates, TheNormIsOneEntryAtTheGateUpsKAndTheGluAtItsN) {
   EXPECT_THROW(with_producer_option(on, "sm_90", TokenCoordinate{}, 1), Error);
 }
 
+// The norm removes the same launches at every batch width: with --ncols 1,2,4 its "on" is an entry at each
+// (the GLU's pair runs at one column only); the widths survive the journal, and a bad one is refused.
+TEST(TokenCoordinates, TheNormGoesInAtEveryBatchWidthOfTheTune) {
+  std::vector<TokenCoordinate> c;
+  add_producer_coordinates(c, {ShapeKey{GgmlType::Q4_K, 14336, 4096, Launch::MulMatGlu}}, {1, 2, 4, 16});
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[0].widths, (std::vector<int>{1, 2, 4}));
+  EXPECT_EQ(c[1].widths, (std::vector<int>{1}));
+  c[0].samples = {{{100.0}, {100.1}}, {{98.0}, {98.1}}};
+  decide_coordinate(c[0]);
+  const Profile on = with_producer_option(two_families(), "sm_90", c[0], 1);
+  std::vector<int> widths;
+  for (const ProfileEntry& e : on.entries)
+    if (e.key.launch == Launch::RmsNormQ8) {
+      widths.push_back(e.key.ncols);
+      EXPECT_EQ(e.note.find("measured at one column") != std::string::npos, e.key.ncols != 1) << e.note;
+    }
+  EXPECT_EQ(widths, (std::vector<int>{1, 2, 4}));
+  Profile checked = on;
+  checked.source = kSourceTemper;
+  for (const std::string& problem : validate_profile(checked)) EXPECT_EQ(problem.find("rms_norm"), std::string::npos) << problem;
+  EXPECT_EQ(token_coordinate_from_json(to_json(c[0])).widths, c[0].widths);
+  nlohmann::json bad = to_json(c[0]);
+  bad["widths"] = {1, 9};
+  EXPECT_THROW(token_coordinate_from_json(bad), Error);
+  bad.erase("widths");  // a journal of an older Temper: one column
+  EXPECT_EQ(token_coordinate_from_json(bad).widths, (std::vector<int>{1}));
+}
+
 // The GLU writes a copy only where the unfused pair runs: an approved one-column pair of n = its K.
 TEST(TokenCoordinates, TheGluAppliesOnlyWhereTheUnfusedPairRuns) {
   TokenCoordinate g;

@@ -34,6 +34,7 @@ struct TokenCoordinate {
   double speedup = 1, low = 1, high = 1;  // the best other option over "tuned" (µs tuned / µs other), 95 % CI
   std::string why;
   int norm_k = 0;        // a producer's: its row length (the norm's: the hidden size; the GLU's: the gate/up's n)
+  std::vector<int> widths = {1};  // a producer's: the batch widths its "on" puts entries in (measured at the first)
 };
 // The coordinates of the producers that write their GEMVs' q8_1 activations: the norm (hook v8, launch
 // rms_norm_q8_1) and the unfused gate/up pair's GLU (hook v9, glu_q8_1). Options "off" (the reference)
@@ -72,15 +73,17 @@ Profile with_token_option(Profile p, const std::string& arch, const std::string&
                           const std::vector<ProfileEntry>& fused = {});
 // The producer coordinates for a model whose one-column launches are `shapes`, appended to `coordinates`
 // when it has a gate/up (fused or over experts): the norm's (its row length: the gate/up's K, which
-// reads the FFN norm), then the GLU's (the gate/up's n).
-void add_producer_coordinates(std::vector<TokenCoordinate>& coordinates, const std::vector<ShapeKey>& shapes);
+// reads the FFN norm; widths: 1 and the other batch widths 2..8 of `ncols`, where it removes the same
+// launches), then the GLU's (the gate/up's n; one column, the only width of the unfused pair).
+void add_producer_coordinates(std::vector<TokenCoordinate>& coordinates, const std::vector<ShapeKey>& shapes,
+                              const std::vector<int>& ncols = {1});
 // Whether the GLU coordinate `c` can change anything in `p` for `arch`: an approved one-column unfused
 // gate/up pair of n c.norm_k (elsewhere the GLU runs inside the fused launch and writes no copy).
 bool glu_applies(const Profile& p, const std::string& arch, const TokenCoordinate& c);
 // `p` with the producer coordinate `c`'s option (`c.options[option]`) for `arch`: "on" puts in one
-// approved entry of c.kind (k c.norm_k, ncols 1, the device of the arch's other one-column entries),
-// noted kTokenNote + c.why, whose provenance is c's samples once measured (µs per token off → on);
-// "off" takes it out.
+// approved entry of c.kind per width of c.widths (k c.norm_k, the device of the arch's other one-column
+// entries), noted kTokenNote + c.why, whose provenance is c's samples once measured (µs per token off →
+// on, at one column: an entry at another width says so in its note); "off" takes them out.
 Profile with_producer_option(Profile p, const std::string& arch, const TokenCoordinate& c, size_t option);
 // Each pipelined one-column entry of `arch` (of family `kind`; empty: every family) at the config its
 // plain launch runs: the approved entry's, else the engine's default.
