@@ -99,6 +99,8 @@ int main(int argc, char** argv) {
   // many norms and GLUs wrote their GEMVs' q8_1 activations, and how many mmvq launches read such a copy.
   using counter = long long (*)();
   const auto glus = (counter) dlsym(RTLD_DEFAULT, "temper_mmvq_glu_launches");
+  if (auto pairs = (counter) dlsym(RTLD_DEFAULT, "temper_mmvq_pair_group_launches"))
+    std::fprintf(stderr, "temper: %lld unfused pairs ran as one group launch\n", pairs());
   if (auto launches = (counter) dlsym(RTLD_DEFAULT, "temper_mmvq_norm_launches"))
     if (auto reads = (counter) dlsym(RTLD_DEFAULT, "temper_mmvq_norm_reads"))
       std::fprintf(stderr, "temper: %lld norms and %lld GLUs wrote q8_1 activations, %lld mmvq launches read them\n", launches(),

@@ -215,6 +215,11 @@ json token_step(TuneContext& c, StepRun& r) {
       said.why = why;
       return with_producer_option(p, c.arch, said, option);
     }
+    if (tc.kind == kPairGroupKind) {
+      TokenCoordinate said = tc;
+      said.why = why;
+      return with_pair_group_option(p, c.arch, said, option);
+    }
     return with_token_option(p, c.arch, tc.kind, tc.options[option], why, fused);
   };
   // Skipped while the input (the replay's choices, the probe, the model, the settings) is the same.
@@ -288,19 +293,23 @@ json token_step(TuneContext& c, StepRun& r) {
   std::vector<TokenCoordinate> todo;
   std::vector<TokenCoordinate> measured = token_coordinates(working, c.arch, o.token_families, model_shapes, fused);
   add_producer_coordinates(measured, model_shapes, o.ncols);
+  add_pair_group_coordinate(measured, model_shapes);
   for (TokenCoordinate& tc : measured)
     if (std::none_of(done.begin(), done.end(), [&](const TokenCoordinate& d) { return d.kind == tc.kind; })) todo.push_back(std::move(tc));
   // Progress over the whole step: every family's windows, then the prediction's.
-  // A producer's gain is a launch or two a layer (1-5 % of a token): it gets three times the rounds.
-  const auto rounds_of = [&](const TokenCoordinate& tc) { return is_producer_kind(tc.kind) ? 3 * o.token_rounds : o.token_rounds; };
+  // A structure's gain is a launch or two a layer (1-5 % of a token): it gets three times the rounds.
+  const auto rounds_of = [&](const TokenCoordinate& tc) { return is_structure_kind(tc.kind) ? 3 * o.token_rounds : o.token_rounds; };
   windows_total = 2 * o.token_rounds;
   for (const TokenCoordinate& tc : todo) windows_total += int(tc.options.size()) * rounds_of(tc);
   for (TokenCoordinate tc : todo) {
-    // The GLU's copy exists only where the profile (as decided so far) runs the unfused pair.
-    if (tc.kind == kGluKind && !glu_applies(working, c.arch, tc)) {
+    // The GLU's copy and the pair's group launch exist only where the profile (as decided so far) runs
+    // the unfused pair.
+    const bool no_pair = tc.kind == kGluKind ? !glu_applies(working, c.arch, tc) : tc.kind == kPairGroupKind && !unfused_pair(working, c.arch);
+    if (no_pair) {
       windows_total -= int(tc.options.size()) * rounds_of(tc);
-      tc.why = "off kept (the profile runs no unfused gate/up pair of n " + std::to_string(tc.norm_k) +
-               ": the GLU is inside the fused launch), not measured";
+      tc.why = tc.kind == kGluKind ? "off kept (the profile runs no unfused gate/up pair of n " + std::to_string(tc.norm_k) +
+                                         ": the GLU is inside the fused launch), not measured"
+                                   : "off kept (the profile runs no unfused gate/up pair at one column), not measured";
       r.journal_item("token_coordinate", to_json(tc));
       done.push_back(std::move(tc));
       continue;
@@ -309,6 +318,7 @@ json token_step(TuneContext& c, StepRun& r) {
     for (size_t i = 0; i < tc.options.size(); ++i)
       arms.push_back(with_choice(working, tc, i,
                                  tc.options[i] == "fused" ? "the fused gate/up is faster per token"
+                                 : tc.options[i] == "on" && tc.kind == kPairGroupKind ? "the pair as one group launch is faster per token"
                                  : tc.options[i] == "on"  ? std::string(tc.kind == kGluKind ? "the GLU's" : "the norm's") +
                                                                 " q8_1 activations are faster per token"
                                                           : "the engine's own config is faster per token"));

@@ -50,6 +50,27 @@ SampleStats pooled_stats(const std::vector<std::vector<double>>& rounds) {
 
 double median_of(const std::vector<std::vector<double>>& rounds) { return pooled_stats(rounds).median; }
 
+// The provenance of an entry a structure coordinate `c` (off, on) puts in: µs per token off against on
+// once measured (before that, the probe's arm, a placeholder of 1); device and engine from `like`.
+Provenance token_provenance(const TokenCoordinate& c, const std::string& arch, const ProfileEntry* like) {
+  Provenance v;
+  v.session_id = "token step";
+  v.device_arch = arch;
+  if (like && like->provenance) {
+    v.device_name = like->provenance->device_name;
+    v.engine = like->provenance->engine;
+    v.kernel = like->provenance->kernel;
+  }
+  v.default_us = v.default_ci_low = v.default_ci_high = v.tuned_us = v.tuned_ci_low = v.tuned_ci_high = 1;
+  if (c.samples.size() == 2 && !c.samples[0].empty() && !c.samples[1].empty()) {
+    const SampleStats off = pooled_stats(c.samples[0]), on = pooled_stats(c.samples[1]);
+    v.default_us = off.median, v.default_ci_low = std::min(off.ci_low, off.median), v.default_ci_high = std::max(off.ci_high, off.median);
+    v.tuned_us = on.median, v.tuned_ci_low = std::min(on.ci_low, on.median), v.tuned_ci_high = std::max(on.ci_high, on.median);
+    v.speedup = c.speedup, v.speedup_low = std::min(c.low, c.speedup), v.speedup_high = std::max(c.high, c.speedup);
+  }
+  return v;
+}
+
 }  // namespace
 
 bool token_rejected(const ProfileEntry& e) { return e.approval == Approval::Rejected && e.note.rfind(kTokenNote, 0) == 0; }
@@ -189,29 +210,56 @@ Profile with_producer_option(Profile p, const std::string& arch, const TokenCoor
   e.approval = Approval::Approved;
   e.decided_at = utc_now_iso8601();
   e.note = std::string(kTokenNote) + (c.why.empty() ? "measured by the token" : c.why);
-  Provenance v;
-  v.session_id = "token step";
-  v.device_arch = arch;
-  if (other != p.entries.end() && other->provenance) {
-    v.device_name = other->provenance->device_name;
-    v.engine = other->provenance->engine;
-    v.kernel = other->provenance->kernel;
-  }
-  // µs per token, off against on, once measured; before that (the probe's arm) only a placeholder of 1.
-  v.default_us = v.default_ci_low = v.default_ci_high = v.tuned_us = v.tuned_ci_low = v.tuned_ci_high = 1;
-  if (c.samples.size() == 2 && !c.samples[0].empty() && !c.samples[1].empty()) {
-    const SampleStats off = pooled_stats(c.samples[0]), on = pooled_stats(c.samples[1]);
-    v.default_us = off.median, v.default_ci_low = std::min(off.ci_low, off.median), v.default_ci_high = std::max(off.ci_high, off.median);
-    v.tuned_us = on.median, v.tuned_ci_low = std::min(on.ci_low, on.median), v.tuned_ci_high = std::max(on.ci_high, on.median);
-    v.speedup = c.speedup, v.speedup_low = std::min(c.low, c.speedup), v.speedup_high = std::max(c.high, c.speedup);
-  }
-  e.provenance = v;
+  e.provenance = token_provenance(c, arch, other != p.entries.end() ? &*other : nullptr);
   for (int w : c.widths) {
     ProfileEntry at = e;
     at.key.ncols = w;
     if (w != 1) at.note += " (measured at one column; at " + std::to_string(w) + " it removes the same launches, the bench's pp rows measure it)";
     p.entries.push_back(std::move(at));
   }
+  std::sort(p.entries.begin(), p.entries.end(), [](const ProfileEntry& a, const ProfileEntry& b) { return a.key < b.key; });
+  return p;
+}
+
+void add_pair_group_coordinate(std::vector<TokenCoordinate>& coordinates, const std::vector<ShapeKey>& shapes) {
+  if (std::none_of(shapes.begin(), shapes.end(), [](const ShapeKey& s) { return fused_kind(s.launch) == Launch::MulMatGlu; })) return;
+  TokenCoordinate c;
+  c.kind = std::string(kPairGroupKind);
+  c.options = {"off", "on"};
+  coordinates.push_back(std::move(c));
+}
+
+const ProfileEntry* unfused_pair(const Profile& p, const std::string& arch) {
+  for (const ProfileEntry& e : p.entries)
+    if (e.key.arch == arch && e.key.ncols == 1 && e.key.launch == Launch::MulMatGluUnfused && e.approval == Approval::Approved) return &e;
+  return nullptr;
+}
+
+Profile with_pair_group_option(Profile p, const std::string& arch, const TokenCoordinate& c, size_t option) {
+  if (c.kind != kPairGroupKind || option >= c.options.size())
+    fail(ErrorKind::BadInput, "token step: no pair-group option " + std::to_string(option) + " for " + c.kind);
+  const auto is_own = [&](const ProfileEntry& e) {
+    return e.key.arch == arch && launch_is_group(e.key.launch) && e.key.members.size() == 2 && e.key.members[0] == e.key.members[1] &&
+           token_added(e);
+  };
+  std::erase_if(p.entries, is_own);
+  const ProfileEntry* pair = unfused_pair(p, arch);
+  if (c.options[option] != "on" || !pair) return p;
+  // The group grid's config nearest the pair's (nwarps 2|4|8, rows 1|2|4).
+  const int w = pair->config.nwarps <= 2 ? 2 : pair->config.nwarps <= 4 ? 4 : 8;
+  const int r = pair->config.rows_per_block <= 1 ? 1 : pair->config.rows_per_block <= 2 ? 2 : 4;
+  const GroupMember m{pair->key.type, pair->key.n};
+  ProfileEntry e;
+  e.key = group_profile_key(arch, {m, m}, pair->key.k, 1, pair->key.device);
+  e.config = {w, r};
+  e.default_config = {0, 0};  // stock: no group
+  e.approval = Approval::Approved;
+  e.decided_at = utc_now_iso8601();
+  e.note = std::string(kTokenNote) + (c.why.empty() ? "measured by the token" : c.why);
+  Provenance v = token_provenance(c, arch, pair);
+  v.calls_per_token = pair->provenance ? pair->provenance->calls_per_token : 0;
+  e.provenance = v;
+  p.entries.push_back(std::move(e));
   std::sort(p.entries.begin(), p.entries.end(), [](const ProfileEntry& a, const ProfileEntry& b) { return a.key < b.key; });
   return p;
 }
@@ -250,7 +298,7 @@ void decide_coordinate(TokenCoordinate& c, double min_gain) {
   c.speedup = best_ci.ratio, c.low = best_ci.low, c.high = best_ci.high;
   const std::string ci = gain_text(c.speedup) + " [" + gain_text(c.low) + ", " + gain_text(c.high) + "] per token";
   const std::string other = c.options[size_t(best)];
-  const bool norm = is_producer_kind(c.kind);
+  const bool norm = is_structure_kind(c.kind);
   if (c.low >= 1 + min_gain) {
     c.chosen = best;
     c.why = other + " " + ci + (norm ? ": fewer launches per token" : ": the replay's choice loses in the engine's graph");

@@ -74,6 +74,9 @@ int  temper_mmvq_norm_hooks(void);
 // by mmvq, the norm's and the GLU's, are counted by temper_mmvq_norm_reads().
 void temper_mmvq_set_glu_override(int on);
 long long temper_mmvq_glu_launches(void);
+// An unfused pair's two GEMVs as one same-input group launch (hook v9): how many ran so, each where the
+// profile has a mul_mat_group entry of exactly the pair's two members at one column.
+long long temper_mmvq_pair_group_launches(void);
 // Loads a profile now (path NULL: TEMPER_PROFILE, else the default path); prints its one line.
 void temper_mmvq_load_profile(const char * path);
 }

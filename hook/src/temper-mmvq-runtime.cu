@@ -437,11 +437,51 @@ bool capturing(cudaStream_t stream) {
 // not possible here, or no reader (the plain GLU runs).
 bool glu_writes_q8_1(int device, const float * gate, const float * up, const temper_mmvq_args & a, bool geglu);
 
+std::atomic<long long> g_pair_group_launches{0};
+
+// Hook v9: both GEMVs of an unfused pair (one column, plain weights: no experts) as one same-input group
+// launch, when the profile has a mul_mat_group entry of exactly these two members (the group kernel
+// computes what mmvq does at the same config, bit for bit); false: none, the two launches run.
+bool pair_as_group(int device, int type, const temper_mmvq_args & a, float * gate, float * up) {
+    if (a.ids || a.nchannels_dst != 1 || a.nsamples_dst != 1 || !g_profile.any() || !groups_possible()) return false;
+    temper_profile::GroupKey key{};
+    key.ncols = 1;
+    key.k = (int) a.ncols_x;
+    key.count = 2;
+    key.type[0] = key.type[1] = type;
+    key.n[0] = key.n[1] = a.nrows_x;
+    temper_profile::Config pc;
+    if (!g_profile.group(device_of(device), key, &pc)) return false;
+    bool swapped = false;
+    const temper_mmvq_group_fn launch = find_group(type, type, 1, Choice{pc.nwarps, pc.rows}, swapped);
+    if (!launch) return false;
+    temper_mmvq_group_args g{};
+    g.vx[0] = a.fusion->gate;
+    g.dst[0] = gate;
+    g.vx[1] = a.vx;
+    g.dst[1] = up;
+    for (int m = 0; m < 2; ++m) {
+        g.nrows[m] = a.nrows_x;
+        g.stride_row_x[m] = a.stride_row_x;
+        g.stride_col_dst[m] = a.stride_col_dst;
+        g.is_b[m] = 0;
+    }
+    g.count = 2;
+    g.vy = a.vy;
+    g.ncols_x = a.ncols_x;
+    g.stride_col_y = a.stride_col_y;
+    g.warp_size = a.warp_size;
+    g.stream = a.stream;
+    launch(g);
+    ++g_pair_group_launches;
+    return true;
+}
+
 // A fused gate/up launch run as its unfused pair: the gate and the up GEMV through the plain
 // instantiation `in`, on the activations the engine quantized once, then the GLU into dst. False
 // (nothing launched: the fused launch goes on as it would) for what the pair does not carry —
 // biases, scales, GLU ops other than SwiGLU and GeGLU, samples — or when scratch cannot be had.
-bool launch_unfused(const Instance & in, const temper_mmvq_args & a) {
+bool launch_unfused(const Instance & in, int type, const temper_mmvq_args & a) {
     const ggml_cuda_mm_fusion_args_device & f = *a.fusion;
     if (f.x_bias || f.gate_bias || f.x_scale || f.gate_scale || a.nsamples_dst != 1) return false;
     if (f.glu_op != GGML_GLU_OP_SWIGLU && f.glu_op != GGML_GLU_OP_GEGLU) return false;
@@ -462,8 +502,10 @@ bool launch_unfused(const Instance & in, const temper_mmvq_args & a) {
     temper_mmvq_args g = a, u = a;
     g.vx = f.gate; g.fusion = &none; g.dst = gate;
     u.fusion = &none; u.dst = up;
-    in.launch(g);
-    in.launch(u);
+    if (!pair_as_group(device, type, a, gate, up)) {
+        in.launch(g);
+        in.launch(u);
+    }
     const bool geglu = f.glu_op == GGML_GLU_OP_GEGLU;
     if (glu_writes_q8_1(device, gate, up, a, geglu)) return cudaGetLastError() == cudaSuccess;
     const int total = a.nrows_x * a.nchannels_dst;
@@ -753,7 +795,7 @@ bool temper_mmvq_try_launch(int type, int ncols_dst, const temper_mmvq_args & a)
         const int pair_kind = kind == kMulMatGlu ? kMulMatGluUnfused : kMulMatIdGluUnfused;
         if (choose(pair_kind, from_probe, choice)) {
             const Instance * in = find_instance(type, ncols_dst, choice.nwarps, choice.rows);
-            if (in && launch_unfused(*in, a)) {
+            if (in && launch_unfused(*in, type, a)) {
                 g_last_kind = pair_kind;
                 ++g_tuned;
                 return true;
@@ -857,6 +899,7 @@ long long temper_mmvq_norm_launches(void) { return g_norm_launches.load(); }
 long long temper_mmvq_norm_reads(void) { return g_q8_reads.load(); }
 void temper_mmvq_set_glu_override(int on) { g_glu_override = on < 0 ? -1 : on > 0 ? 1 : 0; }
 long long temper_mmvq_glu_launches(void) { return g_glu_launches.load(); }
+long long temper_mmvq_pair_group_launches(void) { return g_pair_group_launches.load(); }
 int temper_mmvq_norm_hooks(void) { return TEMPER_MMVQ_NORM_HOOKS; }
 int temper_mmvq_group_hooks(void) { return TEMPER_MMVQ_GROUP_HOOKS; }
 void temper_mmvq_set_pipeline_override(int on) {

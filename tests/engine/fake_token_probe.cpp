@@ -3,7 +3,7 @@
 //
 // A token costs 100 µs (the fixtures' GEMVs are small), less what the profile's approved one-column entries save as the sweep
 // measured them (calls per token × (default µs − tuned µs), the replay's prediction), less 1 µs per
-// approved same-input group entry, 2 % with approved pipelined entries and FAKE_TOKEN_NORM_US (default 1.5) per approved
+// approved same-input group entry (an unfused pair's group included), 2 % with approved pipelined entries and FAKE_TOKEN_NORM_US (default 1.5) per approved
 // rms_norm_q8_1 entry (the norm writes its GEMVs' q8_1 activations: fewer launches), FAKE_TOKEN_GLU_US (default 1.0) per
 // approved glu_q8_1 entry whose row length is an approved unfused pair's n (the GLU writes the down GEMV's
 // q8_1 activations; without the pair the entry changes nothing, as in the hook); ±0.05 % noise, a hash of

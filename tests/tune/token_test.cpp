@@ -258,6 +258,44 @@ TEST(TokenCoordinates, TheNormGoesInAtEveryBatchWidthOfTheTune) {
   EXPECT_EQ(token_coordinate_from_json(bad).widths, (std::vector<int>{1}));
 }
 
+// The pair as one group launch: a mul_mat_group entry of the pair's two members at the group-grid config
+// nearest the pair's, validated; "off" and a profile without the pair leave no such entry.
+TEST(TokenCoordinates, ThePairGroupIsOneGroupEntryOfThePairsTwoMembers) {
+  std::vector<TokenCoordinate> c;
+  add_pair_group_coordinate(c, {ShapeKey{GgmlType::Q4_K, 768, 2048, Launch::MulMatIdGlu}});
+  EXPECT_TRUE(c.empty());  // experts: the group kernel has none
+  add_pair_group_coordinate(c, {ShapeKey{GgmlType::Q4_K, 14336, 4096, Launch::MulMatGlu}});
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].kind, kPairGroupKind);
+  const Profile without = with_pair_group_option(two_families(), "sm_90", c[0], 1);
+  EXPECT_EQ(without.entries.size(), two_families().entries.size());  // no pair: nothing to group
+  Profile p = two_families();
+  ProfileEntry pair;
+  pair.key = ProfileKey("sm_90", GgmlType::Q4_K, 14336, 4096, 1);
+  pair.key.launch = Launch::MulMatGluUnfused;
+  pair.config = {16, 8};
+  pair.default_config = {4, 1};
+  pair.approval = Approval::Approved;
+  p.entries.push_back(pair);
+  ASSERT_NE(unfused_pair(p, "sm_90"), nullptr);
+  c[0].samples = {{{100.0}, {100.1}}, {{99.0}, {99.1}}};
+  decide_coordinate(c[0]);
+  const Profile on = with_pair_group_option(p, "sm_90", c[0], 1);
+  ASSERT_EQ(on.entries.size(), p.entries.size() + 1);
+  const auto g = std::find_if(on.entries.begin(), on.entries.end(), [](const ProfileEntry& e) { return launch_is_group(e.key.launch); });
+  ASSERT_NE(g, on.entries.end());
+  EXPECT_EQ(g->key.members, (std::vector<GroupMember>{{GgmlType::Q4_K, 14336}, {GgmlType::Q4_K, 14336}}));
+  EXPECT_EQ(g->key.k, 4096);
+  EXPECT_EQ(g->key.ncols, 1);
+  EXPECT_EQ(g->config, (Config{8, 4}));  // 16 x 8 is outside the group grid: its nearest
+  EXPECT_TRUE(token_added(*g));
+  Profile checked = on;
+  checked.source = kSourceTemper;
+  for (const std::string& problem : validate_profile(checked)) EXPECT_EQ(problem.find("mul_mat_group"), std::string::npos) << problem;
+  EXPECT_EQ(with_pair_group_option(on, "sm_90", c[0], 0).entries.size(), p.entries.size());
+  EXPECT_EQ(without_token(on).entries.size(), p.entries.size());
+}
+
 // The GLU writes a copy only where the unfused pair runs: an approved one-column pair of n = its K.
 TEST(TokenCoordinates, TheGluAppliesOnlyWhereTheUnfusedPairRuns) {
   TokenCoordinate g;

@@ -762,7 +762,7 @@ TEST(Tune, TokenStepTakesBackAConfigFasterPerLaunchButSlowerPerToken) {
   EXPECT_EQ(outcomes(j)["token"], "resumed");
   EXPECT_EQ(line_count(token_log), families + 2);  // the prediction alone ran again
   ASSERT_EQ(j["token"]["coordinates"].size(), families) << j["token"].dump();
-  bool slow_seen = false, norm_seen = false, glu_q8_on = false;
+  bool slow_seen = false, norm_seen = false, glu_q8_on = false, pair_group_on = false;
   for (const json& c : j["token"]["coordinates"]) {
     const std::string chosen = c["options"][c["chosen"].get<size_t>()];
     if (c["kind"] == "mul_mat") {
@@ -773,6 +773,9 @@ TEST(Tune, TokenStepTakesBackAConfigFasterPerLaunchButSlowerPerToken) {
       norm_seen = true;  // the fake saves 1.5 µs a token per approved norm entry: on
       EXPECT_EQ(chosen, "on") << c.dump();
       EXPECT_EQ(c["norm_k"], 256) << c.dump();  // the small fixture's hidden size: its gate/up's K
+    } else if (c["kind"] == "pair_group") {
+      pair_group_on = true;  // the fake saves 1 µs per approved group entry, the pair's too: on
+      EXPECT_EQ(chosen, "on") << c.dump();
     } else if (c["kind"] == "glu_q8_1") {
       glu_q8_on = true;  // the sweep ran the fixture's gate/up as the unfused pair; the fake saves 1 µs with its GLU's entry: on
       EXPECT_EQ(chosen, "on") << c.dump();
@@ -784,6 +787,7 @@ TEST(Tune, TokenStepTakesBackAConfigFasterPerLaunchButSlowerPerToken) {
   ASSERT_TRUE(slow_seen) << j["token"].dump();
   ASSERT_TRUE(norm_seen) << j["token"].dump();
   ASSERT_TRUE(glu_q8_on) << j["token"].dump();
+  ASSERT_TRUE(pair_group_on) << j["token"].dump();
   const Profile p = load_profile(d.profile);
   int taken_back = 0, kept = 0, norms = 0;
   for (const ProfileEntry& e : p.entries) {
@@ -805,6 +809,11 @@ TEST(Tune, TokenStepTakesBackAConfigFasterPerLaunchButSlowerPerToken) {
   EXPECT_GT(taken_back, 0);
   EXPECT_GT(kept, 0);
   EXPECT_EQ(norms, 2);  // the norm's entry and the GLU's
+  const auto pair_group = std::find_if(p.entries.begin(), p.entries.end(), [](const ProfileEntry& e) {
+    return launch_is_group(e.key.launch) && e.key.members.size() == 2 && e.key.members[0] == e.key.members[1] && tune::token_added(e);
+  });
+  ASSERT_NE(pair_group, p.entries.end());
+  EXPECT_EQ(pair_group->key.members[0].n, 512);  // the gate/up's n, twice
   const std::vector<std::string> problems = validate_profile(p);
   EXPECT_TRUE(problems.empty()) << problems.front();  // the norm entry's provenance passes validate
   // The prediction and the bench side by side; greedy decoding gave the same tokens.
@@ -844,11 +853,12 @@ TEST(Tune, TokenStepTakesBackAConfigFasterPerLaunchButSlowerPerToken) {
   ASSERT_TRUE(fused.is_object());
   bool glu_seen = false, glu_q8_seen = false;
   for (const json& c : fused["token"]["coordinates"]) {
-    if (c["kind"] == "glu_q8_1") {  // the fused launch holds the GLU: its coordinate is kept off without a probe run
-      glu_q8_seen = true;
+    if (c["kind"] == "glu_q8_1" || c["kind"] == "pair_group") {  // the fused launch holds the GLU: kept off without a probe run
+      glu_q8_seen |= c["kind"] == "glu_q8_1";
       EXPECT_EQ(c["chosen"], 0) << c.dump();
       EXPECT_TRUE(c["samples"].empty()) << c.dump();
-      EXPECT_NE(c["why"].get<std::string>().find("no unfused gate/up pair of n 512"), std::string::npos) << c.dump();
+      EXPECT_NE(c["why"].get<std::string>().find(c["kind"] == "glu_q8_1" ? "no unfused gate/up pair of n 512" : "no unfused gate/up pair at one column"),
+                std::string::npos) << c.dump();
     }
     if (c["kind"] != "mul_mat_glu") continue;
     glu_seen = true;

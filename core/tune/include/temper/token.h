@@ -42,6 +42,11 @@ struct TokenCoordinate {
 inline constexpr std::string_view kNormKind = "rms_norm_q8_1";
 inline constexpr std::string_view kGluKind = "glu_q8_1";
 inline bool is_producer_kind(std::string_view kind) { return kind == kNormKind || kind == kGluKind; }
+// The coordinate of the unfused gate/up pair's two GEMVs as one same-input group launch (hook v9): "off",
+// and "on" (a mul_mat_group entry of the pair's two members at one column, at the group-grid config
+// nearest the pair's). Like the producers', a structure: three times the rounds.
+inline constexpr std::string_view kPairGroupKind = "pair_group";
+inline bool is_structure_kind(std::string_view kind) { return is_producer_kind(kind) || kind == kPairGroupKind; }
 
 // What the token step writes before its reason in the notes of the entries it takes back or puts in.
 inline constexpr std::string_view kTokenNote = "token probe: ";
@@ -80,6 +85,15 @@ void add_producer_coordinates(std::vector<TokenCoordinate>& coordinates, const s
 // Whether the GLU coordinate `c` can change anything in `p` for `arch`: an approved one-column unfused
 // gate/up pair of n c.norm_k (elsewhere the GLU runs inside the fused launch and writes no copy).
 bool glu_applies(const Profile& p, const std::string& arch, const TokenCoordinate& c);
+// The pair-group coordinate for a model whose one-column launches are `shapes`, appended to `coordinates`
+// when it has a fused gate/up on plain weights (the group kernel has no experts).
+void add_pair_group_coordinate(std::vector<TokenCoordinate>& coordinates, const std::vector<ShapeKey>& shapes);
+// The approved one-column unfused pair of plain weights of `arch` in `p` the pair group would launch, or null.
+const ProfileEntry* unfused_pair(const Profile& p, const std::string& arch);
+// `p` with the pair-group coordinate's option: "on" puts in, for unfused_pair(p, arch), one approved
+// mul_mat_group entry of its two members (noted and with provenance as a producer's entry); "off" takes
+// it out; without a pair nothing changes.
+Profile with_pair_group_option(Profile p, const std::string& arch, const TokenCoordinate& c, size_t option);
 // `p` with the producer coordinate `c`'s option (`c.options[option]`) for `arch`: "on" puts in one
 // approved entry of c.kind per width of c.widths (k c.norm_k, the device of the arch's other one-column
 // entries), noted kTokenNote + c.why, whose provenance is c's samples once measured (µs per token off →
