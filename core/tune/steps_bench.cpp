@@ -206,7 +206,11 @@ json token_step(TuneContext& c, StepRun& r) {
   const std::string settings =
       json{{"rounds", o.token_rounds}, {"tokens", o.token_tokens}, {"families", o.token_families}, {"greedy", o.token_greedy},
            {"min_gain", fmt("%.6f", o.min_token_gain)}, {"predict", predict_tokens}}.dump();
-  const std::string input = digest({"token 4", token_probe_id, approved_fingerprint(without_token(report.installed), c.arch),
+  // This model's one-column launches: a shared profile's other models' entries (and what their token
+  // steps decided) are neither measured nor changed here.
+  std::vector<ShapeKey> model_shapes;
+  for (const PlannedLaunch& l : plan_launches(c.file, 1).launches) model_shapes.push_back(l.shape());
+  const std::string input = digest({"token 5", token_probe_id, approved_fingerprint(without_token(report.installed, model_shapes), c.arch),
                                     c.identity.header_hash, settings});
   // A coordinate's option applied: a producer's own entry, or a launch family's entries.
   const auto with_choice = [&](const Profile& p, const TokenCoordinate& tc, size_t option, const std::string& why) {
@@ -220,12 +224,12 @@ json token_step(TuneContext& c, StepRun& r) {
       said.why = why;
       return with_pair_group_option(p, c.arch, said, option);
     }
-    return with_token_option(p, c.arch, tc.kind, tc.options[option], why, fused);
+    return with_token_option(p, c.arch, tc.kind, tc.options[option], why, fused, model_shapes);
   };
   // Skipped while the input (the replay's choices, the probe, the model, the settings) is the same.
   auto replay_decisions = [&](const json& record) {
     return c.install([&](Profile& p) {
-      p = without_token(p);
+      p = without_token(p, model_shapes);
       for (const json& j : record.at("coordinates")) {
         const TokenCoordinate tc = token_coordinate_from_json(j);
         report.token.push_back(tc);
@@ -285,11 +289,9 @@ json token_step(TuneContext& c, StepRun& r) {
     return true;
   };
   // Decided anew from the replay's choices: an earlier token step's changes do not carry over.
-  Profile working = without_token(report.installed);
+  Profile working = without_token(report.installed, model_shapes);
   for (const TokenCoordinate& tc : done)
     working = with_choice(working, tc, size_t(tc.chosen), tc.why);
-  std::vector<ShapeKey> model_shapes;
-  for (const PlannedLaunch& l : plan_launches(c.file, 1).launches) model_shapes.push_back(l.shape());
   std::vector<TokenCoordinate> todo;
   std::vector<TokenCoordinate> measured = token_coordinates(working, c.arch, o.token_families, model_shapes, fused);
   add_producer_coordinates(measured, model_shapes, o.ncols);
@@ -304,7 +306,7 @@ json token_step(TuneContext& c, StepRun& r) {
   for (TokenCoordinate tc : todo) {
     // The GLU's copy and the pair's group launch exist only where the profile (as decided so far) runs
     // the unfused pair.
-    const bool no_pair = tc.kind == kGluKind ? !glu_applies(working, c.arch, tc) : tc.kind == kPairGroupKind && !unfused_pair(working, c.arch);
+    const bool no_pair = tc.kind == kGluKind ? !glu_applies(working, c.arch, tc) : tc.kind == kPairGroupKind && !unfused_pair(working, c.arch, tc.norm_k);
     if (no_pair) {
       windows_total -= int(tc.options.size()) * rounds_of(tc);
       tc.why = tc.kind == kGluKind ? "off kept (the profile runs no unfused gate/up pair of n " + std::to_string(tc.norm_k) +

@@ -76,13 +76,32 @@ Provenance token_provenance(const TokenCoordinate& c, const std::string& arch, c
 bool token_rejected(const ProfileEntry& e) { return e.approval == Approval::Rejected && e.note.rfind(kTokenNote, 0) == 0; }
 bool token_added(const ProfileEntry& e) { return e.approval == Approval::Approved && e.note.rfind(kTokenNote, 0) == 0; }
 
-Profile without_token(Profile p) {
+bool of_model(const ProfileEntry& e, const std::vector<ShapeKey>& shapes) {
+  if (shapes.empty()) return true;
+  const auto has = [&](auto&& match) { return std::any_of(shapes.begin(), shapes.end(), match); };
+  const auto gate_up = [](const ShapeKey& s) { return fused_kind(s.launch) == Launch::MulMatGlu || fused_kind(s.launch) == Launch::MulMatIdGlu; };
+  switch (e.key.launch) {
+    case Launch::RmsNormQ8: return has([&](const ShapeKey& s) { return gate_up(s) && s.k == e.key.k; });
+    case Launch::GluQ8: return has([&](const ShapeKey& s) { return gate_up(s) && s.n == e.key.k; });
+    case Launch::MulMatGroup:
+      return !e.key.members.empty() && std::all_of(e.key.members.begin(), e.key.members.end(), [&](const GroupMember& m) {
+        return has([&](const ShapeKey& s) { return s.type == m.type && s.n == m.n && s.k == e.key.k; });
+      });
+    default: {
+      ShapeKey s = e.key.shape();
+      s.launch = fused_kind(unpipelined_kind(s.launch));
+      return std::find(shapes.begin(), shapes.end(), s) != shapes.end();
+    }
+  }
+}
+
+Profile without_token(Profile p, const std::vector<ShapeKey>& shapes) {
   std::set<std::string> arches;
   for (const ProfileEntry& e : p.entries)
-    if (token_added(e) || token_rejected(e)) arches.insert(e.key.arch);
-  std::erase_if(p.entries, token_added);
+    if ((token_added(e) || token_rejected(e)) && of_model(e, shapes)) arches.insert(e.key.arch);
+  std::erase_if(p.entries, [&](const ProfileEntry& e) { return token_added(e) && of_model(e, shapes); });
   for (ProfileEntry& e : p.entries)
-    if (token_rejected(e)) e.approval = Approval::Approved, e.note.clear();
+    if (token_rejected(e) && of_model(e, shapes)) e.approval = Approval::Approved, e.note.clear();
   for (const std::string& arch : arches) align_pipelined(p, arch);
   return p;
 }
@@ -133,17 +152,18 @@ std::vector<TokenCoordinate> token_coordinates(const Profile& p, const std::stri
 }
 
 Profile with_token_option(Profile p, const std::string& arch, const std::string& kind, const std::string& option,
-                          const std::string& why, const std::vector<ProfileEntry>& fused) {
+                          const std::string& why, const std::vector<ProfileEntry>& fused, const std::vector<ShapeKey>& shapes) {
   const bool tuned = option == "tuned", as_fused = option == "fused";
   if (!tuned && !as_fused && option != (kind == "groups" ? "off" : "default"))
     fail(ErrorKind::BadInput, "token step: no option '" + option + "' for " + kind);
   if (as_fused && (kind != "mul_mat_glu" && kind != "mul_mat_id_glu"))
     fail(ErrorKind::BadInput, "token step: no option 'fused' for " + kind);
   // Every option starts from the replay's choices: what a token step added before goes.
-  std::erase_if(p.entries, [&](const ProfileEntry& e) { return in_scope(e, arch) && family(e.key.launch) == kind && token_added(e); });
+  const auto ours = [&](const ProfileEntry& e) { return in_scope(e, arch) && family(e.key.launch) == kind && of_model(e, shapes); };
+  std::erase_if(p.entries, [&](const ProfileEntry& e) { return ours(e) && token_added(e); });
   std::vector<ProfileEntry> added;
   for (ProfileEntry& e : p.entries) {
-    if (!in_scope(e, arch) || family(e.key.launch) != kind || launch_is_pipelined(e.key.launch)) continue;
+    if (!ours(e) || launch_is_pipelined(e.key.launch)) continue;
     const ProfileEntry* alternative = as_fused ? fused_alternative(e, fused) : nullptr;
     if ((tuned || (as_fused && !alternative)) && token_rejected(e)) e.approval = Approval::Approved, e.note.clear();
     if (!tuned && (!as_fused || alternative)) e.approval = Approval::Rejected, e.note = std::string(kTokenNote) + why;
@@ -194,7 +214,7 @@ Profile with_producer_option(Profile p, const std::string& arch, const TokenCoor
   if (!is_producer_kind(c.kind) || option >= c.options.size() || c.norm_k <= 0)
     fail(ErrorKind::BadInput, "token step: no producer option " + std::to_string(option) + " for " + c.kind);
   const Launch launch = c.kind == kGluKind ? Launch::GluQ8 : Launch::RmsNormQ8;
-  const auto is_own = [&](const ProfileEntry& e) { return e.key.arch == arch && e.key.launch == launch && token_added(e); };
+  const auto is_own = [&](const ProfileEntry& e) { return e.key.arch == arch && e.key.launch == launch && e.key.k == c.norm_k && token_added(e); };
   std::erase_if(p.entries, is_own);
   if (c.options[option] != "on") return p;
   ProfileEntry e;
@@ -223,15 +243,18 @@ Profile with_producer_option(Profile p, const std::string& arch, const TokenCoor
 
 void add_pair_group_coordinate(std::vector<TokenCoordinate>& coordinates, const std::vector<ShapeKey>& shapes) {
   if (std::none_of(shapes.begin(), shapes.end(), [](const ShapeKey& s) { return fused_kind(s.launch) == Launch::MulMatGlu; })) return;
+  const auto gate_up = std::find_if(shapes.begin(), shapes.end(), [](const ShapeKey& s) { return fused_kind(s.launch) == Launch::MulMatGlu; });
   TokenCoordinate c;
   c.kind = std::string(kPairGroupKind);
   c.options = {"off", "on"};
+  c.norm_k = gate_up->n;
   coordinates.push_back(std::move(c));
 }
 
-const ProfileEntry* unfused_pair(const Profile& p, const std::string& arch) {
+const ProfileEntry* unfused_pair(const Profile& p, const std::string& arch, int n) {
   for (const ProfileEntry& e : p.entries)
-    if (e.key.arch == arch && e.key.ncols == 1 && e.key.launch == Launch::MulMatGluUnfused && e.approval == Approval::Approved) return &e;
+    if (e.key.arch == arch && e.key.ncols == 1 && e.key.launch == Launch::MulMatGluUnfused && e.key.n == n && e.approval == Approval::Approved)
+      return &e;
   return nullptr;
 }
 
@@ -240,10 +263,10 @@ Profile with_pair_group_option(Profile p, const std::string& arch, const TokenCo
     fail(ErrorKind::BadInput, "token step: no pair-group option " + std::to_string(option) + " for " + c.kind);
   const auto is_own = [&](const ProfileEntry& e) {
     return e.key.arch == arch && launch_is_group(e.key.launch) && e.key.members.size() == 2 && e.key.members[0] == e.key.members[1] &&
-           token_added(e);
+           e.key.members[0].n == c.norm_k && token_added(e);
   };
   std::erase_if(p.entries, is_own);
-  const ProfileEntry* pair = unfused_pair(p, arch);
+  const ProfileEntry* pair = unfused_pair(p, arch, c.norm_k);
   if (c.options[option] != "on" || !pair) return p;
   // The group grid's config nearest the pair's (nwarps 2|4|8, rows 1|2|4).
   const int w = pair->config.nwarps <= 2 ? 2 : pair->config.nwarps <= 4 ? 4 : 8;

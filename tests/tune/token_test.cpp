@@ -277,7 +277,8 @@ TEST(TokenCoordinates, ThePairGroupIsOneGroupEntryOfThePairsTwoMembers) {
   pair.default_config = {4, 1};
   pair.approval = Approval::Approved;
   p.entries.push_back(pair);
-  ASSERT_NE(unfused_pair(p, "sm_90"), nullptr);
+  ASSERT_NE(unfused_pair(p, "sm_90", 14336), nullptr);
+  EXPECT_EQ(unfused_pair(p, "sm_90", 4096), nullptr);  // another model's gate/up
   c[0].samples = {{{100.0}, {100.1}}, {{99.0}, {99.1}}};
   decide_coordinate(c[0]);
   const Profile on = with_pair_group_option(p, "sm_90", c[0], 1);
@@ -294,6 +295,43 @@ TEST(TokenCoordinates, ThePairGroupIsOneGroupEntryOfThePairsTwoMembers) {
   for (const std::string& problem : validate_profile(checked)) EXPECT_EQ(problem.find("mul_mat_group"), std::string::npos) << problem;
   EXPECT_EQ(with_pair_group_option(on, "sm_90", c[0], 0).entries.size(), p.entries.size());
   EXPECT_EQ(without_token(on).entries.size(), p.entries.size());
+}
+
+// A shared profile: what one model's token step decided stays when another model's runs. The dense
+// model's decisions (a family taken back, its norm and GLU entries) against the MoE model's shapes.
+TEST(TokenCoordinates, AnotherModelsTokenDecisionsStayInASharedProfile) {
+  const std::vector<ShapeKey> dense = {ShapeKey{GgmlType::Q4_K, 4096, 4096, Launch::MulMat}, ShapeKey{GgmlType::Q4_K, 1024, 4096, Launch::MulMat},
+                                       ShapeKey{GgmlType::Q4_K, 14336, 4096, Launch::MulMatGlu}};
+  const std::vector<ShapeKey> moe = {ShapeKey{GgmlType::Q4_K, 768, 2048, Launch::MulMatIdGlu}, ShapeKey{GgmlType::Q4_K, 4096, 2048, Launch::MulMat}};
+  Profile p = with_token_option(two_families(), "sm_90", "mul_mat", "default", "dense's own config", {}, dense);
+  std::vector<TokenCoordinate> c;
+  add_producer_coordinates(c, dense);
+  for (TokenCoordinate& t : c) p = with_producer_option(p, "sm_90", t, 1);
+  const auto decided = [](const Profile& q) {
+    int n = 0;
+    for (const ProfileEntry& e : q.entries) n += token_added(e) || token_rejected(e);
+    return n;
+  };
+  ASSERT_EQ(decided(p), 4);  // two mul_mat entries taken back, the norm's and the GLU's put in
+  EXPECT_EQ(decided(without_token(p, moe)), 4);
+  EXPECT_EQ(decided(with_token_option(p, "sm_90", "mul_mat", "tuned", "", {}, moe)), 4);
+  std::vector<TokenCoordinate> m;
+  add_producer_coordinates(m, moe);
+  EXPECT_EQ(decided(with_producer_option(p, "sm_90", m[0], 0)), 4);  // the MoE's norm off leaves the dense's
+  EXPECT_EQ(decided(with_producer_option(p, "sm_90", m[0], 1)), 5);
+  EXPECT_EQ(decided(without_token(p, dense)), 0);
+  EXPECT_EQ(decided(without_token(p)), 0);
+  // Membership: every form of a launch, a group of its launches, its producers; not another model's.
+  ProfileEntry piped = entry(Launch::MulMatPipelined, 4096, 1, 1, 1);
+  EXPECT_TRUE(of_model(piped, dense));
+  EXPECT_FALSE(of_model(piped, moe));
+  ProfileEntry unfused = entry(Launch::MulMatGluUnfused, 14336, 1, 1, 1);
+  EXPECT_TRUE(of_model(unfused, dense));
+  ProfileEntry group;
+  group.key = group_profile_key("sm_90", {{GgmlType::Q4_K, 4096}, {GgmlType::Q4_K, 1024}}, 4096, 1, {});
+  EXPECT_TRUE(of_model(group, dense));
+  EXPECT_FALSE(of_model(group, moe));
+  EXPECT_TRUE(of_model(group, {}));
 }
 
 // The GLU writes a copy only where the unfused pair runs: an approved one-column pair of n = its K.

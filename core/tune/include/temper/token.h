@@ -59,7 +59,13 @@ bool token_added(const ProfileEntry& e);
 // `p` as the replay's steps left it: what token steps took back approved again, what they put in out.
 // The steps before the token step see the profile this way (their inputs, what they record), so a
 // re-run finds them unchanged.
-Profile without_token(Profile p);
+// With `shapes` (a model's one-column launches, as token_coordinates takes them) only the entries of
+// that model (of_model): a shared profile keeps what another model's token step decided.
+Profile without_token(Profile p, const std::vector<ShapeKey>& shapes = {});
+// Whether `e` belongs to the model whose one-column launches are `shapes` (every entry when empty): one of
+// its GEMV launches in any form (unfused, pipelined, any batch width), a group of its launches, its norm
+// (k: a gate/up's K) or its GLU (k: a gate/up's n).
+bool of_model(const ProfileEntry& e, const std::vector<ShapeKey>& shapes);
 
 // The coordinates of `p` for `arch`, heaviest first, at most `max` of them; with `shapes` (the model's
 // one-column launches), only entries of those shapes count (a shared profile holds other models' too).
@@ -73,9 +79,10 @@ std::vector<TokenCoordinate> token_coordinates(const Profile& p, const std::stri
 // approves the replay's choices (again); "default" rejects them, noting kTokenNote + `why`; "off"
 // rejects the groups; "fused" rejects the unfused pairs that have an entry in `fused` and puts that
 // entry in instead. The family's pipelined entries follow their plain launch's config.
+// With `shapes`, only that model's entries of the family (of_model).
 Profile with_token_option(Profile p, const std::string& arch, const std::string& kind, const std::string& option,
                           const std::string& why = "the engine's own config is faster per token",
-                          const std::vector<ProfileEntry>& fused = {});
+                          const std::vector<ProfileEntry>& fused = {}, const std::vector<ShapeKey>& shapes = {});
 // The producer coordinates for a model whose one-column launches are `shapes`, appended to `coordinates`
 // when it has a gate/up (fused or over experts): the norm's (its row length: the gate/up's K, which
 // reads the FFN norm; widths: 1 and the other batch widths 2..8 of `ncols`, where it removes the same
@@ -88,8 +95,9 @@ bool glu_applies(const Profile& p, const std::string& arch, const TokenCoordinat
 // The pair-group coordinate for a model whose one-column launches are `shapes`, appended to `coordinates`
 // when it has a fused gate/up on plain weights (the group kernel has no experts).
 void add_pair_group_coordinate(std::vector<TokenCoordinate>& coordinates, const std::vector<ShapeKey>& shapes);
-// The approved one-column unfused pair of plain weights of `arch` in `p` the pair group would launch, or null.
-const ProfileEntry* unfused_pair(const Profile& p, const std::string& arch);
+// The approved one-column unfused pair of plain weights of `arch` and n `n` in `p` (the pair group's
+// coordinate keeps the gate/up's n in norm_k), or null.
+const ProfileEntry* unfused_pair(const Profile& p, const std::string& arch, int n);
 // `p` with the pair-group coordinate's option: "on" puts in, for unfused_pair(p, arch), one approved
 // mul_mat_group entry of its two members (noted and with provenance as a producer's entry); "off" takes
 // it out; without a pair nothing changes.
