@@ -544,20 +544,20 @@ int switch_from_env(const char * name) {
     return v && (v[0] == '0' || v[0] == '1') && v[1] == '\0' ? v[0] - '0' : -1;
 }
 
+// The probe's override (-1: none), else the measuring switch (-1: unset), else what the profile says.
+template <typename ProfileSays> bool wanted(const std::atomic<int> & override, int env, ProfileSays profile_says) {
+    if (const int o = override.load(); o >= 0) return o == 1;
+    return env >= 0 ? env == 1 : profile_says();
+}
+
 bool norm_wanted(int device, int64_t k, int64_t rows) {
-    const int o = g_norm_override.load();
-    if (o >= 0) return o == 1;
     static const int env = switch_from_env("TEMPER_MMVQ_NORM_Q8");
-    if (env >= 0) return env == 1;
-    return g_profile.norm_q8(device_of(device), compiled_in, k, rows);
+    return wanted(g_norm_override, env, [&] { return g_profile.norm_q8(device_of(device), compiled_in, k, rows); });
 }
 
 bool glu_wanted(int device, int64_t k, int64_t ncols) {
-    const int o = g_glu_override.load();
-    if (o >= 0) return o == 1;
     static const int env = switch_from_env("TEMPER_MMVQ_GLU_Q8");
-    if (env >= 0) return env == 1;
-    return g_profile.glu_q8(device_of(device), compiled_in, k, ncols);
+    return wanted(g_glu_override, env, [&] { return g_profile.glu_q8(device_of(device), compiled_in, k, ncols); });
 }
 
 bool view_or_noop(const ggml_tensor * t) {
