@@ -27,7 +27,7 @@ extern "C" void on_sigint(int) { g_cancel.store(true); }
 
 struct Options {
   int device = 0, n = 0, k = 0;  // n, k: 0 = the default shapes
-  std::string types, ncols, variants, groups, save;
+  std::string types, ncols, variants, groups, norms, save;
   uint64_t seed = 0;
   bool json = false, force = false;
 };
@@ -39,6 +39,7 @@ int run_verify(const Options& o) {
   if (!o.ncols.empty()) options.ncols = parse_ncols_list(o.ncols);
   if (!o.variants.empty()) options.variants = parse_variant_list(o.variants);
   if (!o.groups.empty()) options.groups = parse_group_list(o.groups);
+  if (!o.norms.empty()) options.norms = parse_norm_list(o.norms);
   if (o.seed) options.seed = o.seed;
   // One shape instead of the two defaults (rows not a multiple of any rows_per_block; long and short K).
   if (o.n || o.k) options.shapes = {{o.n ? o.n : 67, o.k ? o.k : 4096}};
@@ -114,6 +115,9 @@ const std::string kDetails =
     "--groups also verifies Temper's same-input group kernel (the hook's mul_mat_group launch:\n"
     "2..4 GEMVs reading the same activations, e.g. q4_K+q4_K+q6_K for q, k and v) at every group\n"
     "config and batch width 1..4; member m has n/(m+1) rows.\n"
+    "--norms also verifies Temper's twin of the hook's norm that writes its GEMVs' q8_1 activations\n"
+    "(rms_norm_q8_1) at each row length given, 1, 3 and 8 rows: the output against ggml's RMS_NORM*MUL\n"
+    "in float64 within a bound on float rounding, the q8_1 copy against the CPU quantizer of it.\n"
     "Prints a pass table (rows: types, columns: ncols, cells: passed/instantiations); --save also\n"
     "writes the JSON report to FILE.\n"
     "Exit codes: 0 all passed, 5 a check failed, 4 the device faulted, 3 no device, 7 interrupted.";
@@ -130,6 +134,9 @@ const Registrar reg{{"verify", "check every kernel instantiation on the device a
                        app.add_option("--groups", o->groups,
                                       "same-input groups to verify too: member types joined by +, groups by commas "
                                       "(e.g. q4_K+q4_K+q6_K)")
+                           ->type_name("LIST");
+                       app.add_option("--norms", o->norms,
+                                      "row lengths of the norm writing q8_1 to verify too (multiples of 32, e.g. 2048,4096)")
                            ->type_name("LIST");
                        app.add_option("--seed", o->seed, "inputs' seed (default: random)")->check(integer_in(1, UINT64_MAX));
                        app.add_option("--n", o->n, "rows of the one shape to verify (default 67)")

@@ -61,6 +61,11 @@ int launch_mmvq(const MmvqLaunch& launch);
 // y receives ncols × k/32 blocks. k must be a multiple of 32 (llama.cpp pads to 512; we require 32).
 int launch_quantize_q8_1(const float* x, void* y_q8_1, int k, int ncols, void* stream);
 
+// The norm that writes its GEMVs' q8_1 activations (the hook's rms_norm_q8_1 structure): `rows` (1..8)
+// rows of k floats x → dst = ggml's RMS_NORM·MUL with the weight row w, and y_q8_1 = its q8_1 copy
+// (rows × k/32 blocks). k must be a multiple of 32.
+int launch_rms_norm_q8_1(const float* x, const float* w, float* dst, void* y_q8_1, int k, int rows, float eps, void* stream);
+
 // Whether this build compiled the instantiation (type, ncols, nwarps, rows_per_block) for warp_size.
 bool mmvq_instantiated(uint32_t type, int ncols, int nwarps, int rows_per_block, int warp_size);
 

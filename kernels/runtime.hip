@@ -37,6 +37,41 @@ __launch_bounds__(kQuantizeBlockSize, 1) __global__
   *reinterpret_cast<__half2*>(&y[ib].d) = __floats2half2_rn(d, sum);
 }
 
+// The norm that writes its GEMVs' q8_1 activations (the hook's temper_rms_norm_q8_1, issue 48): per row
+// of k floats, ggml's RMS_NORM·MUL — a block sum of squares (32-lane sums, then the first 32 lanes
+// over those), scale = rsqrt(mean + eps), out = scale · x · w — written to dst and, with the
+// quantizer's 32-lane reductions, as q8_1 (k/32 blocks a row; k a multiple of 32, so every 32 lanes
+// of a pass hold one q8_1 block).
+template <int Block>
+__launch_bounds__(Block, 1) __global__ void rms_norm_q8_1(const float* __restrict__ x, const float* __restrict__ w,
+                                                          float* __restrict__ dst, void* __restrict__ vy, int k, float eps) {
+  constexpr int kLanes = quant::QK8_1;
+  const int row = blockIdx.x, tid = threadIdx.x;
+  x += int64_t(row) * k;
+  dst += int64_t(row) * k;
+  quant::BlockQ8_1* y = static_cast<quant::BlockQ8_1*>(vy) + int64_t(row) * (k / quant::QK8_1);
+  float sum = 0.0f;
+  for (int col = tid; col < k; col += Block) sum += x[col] * x[col];
+  sum = warp_reduce_sum<kLanes>(sum);
+  if constexpr (Block > kLanes) {
+    __shared__ float partial[Block / kLanes];
+    if (tid % kLanes == 0) partial[tid / kLanes] = sum;
+    __syncthreads();
+    sum = tid % kLanes < Block / kLanes ? partial[tid % kLanes] : 0.0f;
+    sum = warp_reduce_sum<kLanes>(sum);
+  }
+  const float scale = rsqrtf(sum / k + eps);
+  for (int col = tid; col < k; col += Block) {
+    const float v = scale * x[col] * w[col];
+    dst[col] = v;
+    const float amax = warp_reduce_max<kLanes>(fabsf(v));
+    const float s = warp_reduce_sum<kLanes>(v);
+    const float d = amax / 127.0f;
+    y[col / quant::QK8_1].qs[col % quant::QK8_1] = amax == 0.0f ? 0 : static_cast<int8_t>(roundf(v / d));
+    if (col % quant::QK8_1 == 0) *reinterpret_cast<__half2*>(&y[col / quant::QK8_1].d) = __floats2half2_rn(d, s);
+  }
+}
+
 __global__ void write_out_of_bounds(int* p) {
   p[threadIdx.x] = 1;
 }
@@ -95,6 +130,18 @@ int launch_quantize_q8_1(const float* x, void* y_q8_1, int k, int ncols, void* s
   const dim3 grid((k + kQuantizeBlockSize - 1) / kQuantizeBlockSize, ncols, 1);
   const dim3 block(kQuantizeBlockSize, 1, 1);
   hipLaunchKernelGGL(quantize_q8_1, grid, block, 0, static_cast<hipStream_t>(stream), x, y_q8_1, k);
+  return static_cast<int>(hipGetLastError());
+}
+
+int launch_rms_norm_q8_1(const float* x, const float* w, float* dst, void* y_q8_1, int k, int rows, float eps, void* stream) {
+  if (!x || !w || !dst || !y_q8_1 || k <= 0 || k % quant::QK8_1 != 0 || rows < 1 || rows > mmvq::kMaxNcols || !(eps >= 0.0f))
+    return static_cast<int>(hipErrorInvalidValue);
+  const dim3 grid(rows, 1, 1);
+  // ggml's block size for the norm: 256 threads below 1024 columns, else 1024.
+  if (k < 1024)
+    hipLaunchKernelGGL(rms_norm_q8_1<256>, grid, dim3(256, 1, 1), 0, static_cast<hipStream_t>(stream), x, w, dst, y_q8_1, k, eps);
+  else
+    hipLaunchKernelGGL(rms_norm_q8_1<1024>, grid, dim3(1024, 1, 1), 0, static_cast<hipStream_t>(stream), x, w, dst, y_q8_1, k, eps);
   return static_cast<int>(hipGetLastError());
 }
 

@@ -245,6 +245,24 @@ class GpuDevice final : public Device {
     sync(what);
   }
 
+  bool has_norm_kernel() const override { return true; }
+  void rms_norm_q8_1(const DeviceBuffer& x, const DeviceBuffer& w, DeviceBuffer& dst, DeviceBuffer& y, int k, int rows,
+                     float eps) override {
+    const std::string what = "the norm writing q8_1 of " + std::to_string(rows) + " × " + std::to_string(k) + " floats";
+    if (k <= 0 || k % 32 != 0 || rows < 1 || rows > kMaxNcols || !(eps >= 0.0f))
+      fail(ErrorKind::BadInput, what + ": k must be a positive multiple of 32, rows 1.." + std::to_string(kMaxNcols) + " and eps ≥ 0");
+    const size_t values = size_t(k) * size_t(rows);
+    big_enough(x, values * sizeof(float), what + " (input)");
+    big_enough(w, size_t(k) * sizeof(float), what + " (weight row)");
+    big_enough(dst, values * sizeof(float), what + " (output)");
+    big_enough(y, values / 32 * 36, what + " (q8_1 output)");
+    usable();
+    const int rc = kernels::launch_rms_norm_q8_1(static_cast<const float*>(x.get()), static_cast<const float*>(w.get()),
+                                                 static_cast<float*>(dst.get()), y.get(), k, rows, eps, stream_);
+    check(static_cast<hipError_t>(rc), "launch_rms_norm_q8_1", what);
+    sync(what);
+  }
+
   bool has_kernel(GgmlType type, int ncols, Config c) const override {
     if (ncols < 1 || ncols > kMaxNcols || c.nwarps < 1 || c.rows_per_block < 1) return false;
     if (c.nwarps * info_.warp_size > kMaxThreadsPerBlock) return false;

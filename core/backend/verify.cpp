@@ -139,9 +139,31 @@ OutputCheck compare_outputs(std::span<const float> device, std::span<const Expec
   return c;
 }
 
+std::vector<Expected> norm_reference(std::span<const float> x, std::span<const float> w, int k, int rows, float eps) {
+  if (k < 1 || rows < 1 || x.size() != size_t(k) * size_t(rows) || w.size() != size_t(k))
+    fail(ErrorKind::Internal, "norm_reference: " + std::to_string(x.size()) + " inputs and " + std::to_string(w.size()) +
+                                  " weights for " + std::to_string(rows) + " rows of " + std::to_string(k));
+  constexpr double u = 0x1p-24;
+  const double relative = 0.5 * (k - 1) * u + 8 * u;
+  std::vector<Expected> out(x.size());
+  for (int r = 0; r < rows; ++r) {
+    const float* xr = x.data() + size_t(r) * size_t(k);
+    double sum = 0;
+    for (int i = 0; i < k; ++i) sum += double(xr[i]) * double(xr[i]);
+    const double scale = 1 / std::sqrt(sum / k + double(eps));
+    for (int i = 0; i < k; ++i) {
+      Expected& e = out[size_t(r) * size_t(k) + size_t(i)];
+      e.exact = e.f64 = scale * double(xr[i]) * double(w[size_t(i)]);
+      e.tolerance = e.f64_tolerance = std::abs(e.exact) * relative + 1e-30;
+    }
+  }
+  return out;
+}
+
 bool VerifyReport::passed() const {
   if (cancelled || !fault.empty()) return false;
   if (cases.empty() && group_cases.empty()) return false;
+  if (!std::all_of(norm_cases.begin(), norm_cases.end(), [](const NormVerifyCase& c) { return c.passed(); })) return false;
   return std::all_of(quantizer.begin(), quantizer.end(), [](const QuantizerCase& q) { return q.passed(); }) &&
          std::all_of(cases.begin(), cases.end(), [](const VerifyCase& c) { return c.passed(); }) &&
          std::all_of(group_cases.begin(), group_cases.end(), [](const GroupVerifyCase& c) { return c.passed(); });
@@ -306,10 +328,18 @@ VerifyReport run_verification(Device& device, const VerifyOptions& options, cons
           if (c <= mmvq::kGroupMaxNcols && device.has_group_kernel({group_members(group, 1), 256, c}, {w, r}))
             group_plan.push_back({group, c, {w, r}});
   }
+  // The norm: each row length at 1, 3 and 8 rows.
+  constexpr int kNormRows[] = {1, 3, 8};
+  for (int k : options.norms)
+    if (k <= 0 || k % quant::QK8_1 != 0)
+      fail(ErrorKind::BadInput, "norm row length " + std::to_string(k) + ": expected a positive multiple of 32");
+  if (!options.norms.empty() && !device.has_norm_kernel())
+    fail(ErrorKind::BadInput, device.info().name + " has no kernel for the norm that writes q8_1 activations");
   size_t total = 0;
   for (const auto& p : plan) total += p.configs.size() * p.variants.size();
   total += group_plan.size() * group_variants.size();
   total *= options.shapes.size();
+  total += options.norms.size() * std::size(kNormRows);
   size_t done = 0;
   if (progress) progress(0, total);
   if (total == 0) return report;
@@ -482,6 +512,40 @@ VerifyReport run_verification(Device& device, const VerifyOptions& options, cons
         }
       }
     }
+    for (int k : options.norms) {
+      std::vector<float> w(static_cast<size_t>(k));
+      quant::fill_random_activations(w.data(), k, derive(report.seed, 4, uint64_t(k)));
+      DeviceBuffer w_device = device.alloc(w.size() * sizeof(float));
+      device.upload(w_device, w.data(), w.size() * sizeof(float));
+      for (int rows : kNormRows) {
+        if (cancelled()) {
+          report.cancelled = true;
+          return report;
+        }
+        const float eps = 1e-6f;
+        std::vector<float> x(size_t(k) * size_t(rows));
+        quant::fill_random_activations(x.data(), int64_t(x.size()), derive(report.seed, 5, uint64_t(k), uint64_t(rows)));
+        DeviceBuffer x_device = device.alloc(x.size() * sizeof(float)), dst = device.alloc(x.size() * sizeof(float));
+        DeviceBuffer y = device.alloc(x.size() / quant::QK8_1 * sizeof(quant::BlockQ8_1));
+        device.upload(x_device, x.data(), x.size() * sizeof(float));
+        NormVerifyCase nc;
+        nc.k = k;
+        nc.rows = rows;
+        const bool usable = record(report.norm_cases, nc, [&](NormVerifyCase& c) {
+          device.fill(dst, 0xFF);
+          device.fill(y, 0xFF);
+          device.rms_norm_q8_1(x_device, w_device, dst, y, k, rows, eps);
+          std::vector<float> out(x.size());
+          device.download(out.data(), dst, out.size() * sizeof(float));
+          c.check = compare_outputs(out, norm_reference(x, w, k, rows, eps), k);
+          std::vector<quant::BlockQ8_1> q(x.size() / quant::QK8_1), ref(q.size());
+          device.download(q.data(), y, q.size() * sizeof(quant::BlockQ8_1));
+          quant::quantize_q8_1(out.data(), ref.data(), int64_t(out.size()), quant::Q8_1Style::Gpu);
+          c.q8 = compare_q8_1(q, ref);
+        });
+        if (!usable) return report;
+      }
+    }
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::GpuFault) throw;
     report.fault = e.what();  // out of memory or a dead device: keep what was checked
@@ -522,6 +586,18 @@ std::vector<int> parse_ncols_list(const std::string& text) {
   });
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::vector<int> parse_norm_list(const std::string& text) {
+  std::vector<int> out;
+  for_each_item(text, [&](std::string_view item) {
+    int v = 0;
+    const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+    if (item.empty() || ec != std::errc() || end != item.data() + item.size() || v < 32 || v > (1 << 20) || v % 32 != 0)
+      fail(ErrorKind::BadInput, "norm row length '" + std::string(item) + "' in '" + text + "': expected a multiple of 32 from 32 to 1048576");
+    if (std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+  });
   return out;
 }
 
@@ -631,6 +707,19 @@ std::string format_report(const VerifyReport& report, int max_failures) {
     std::snprintf(worst_text, sizeof worst_text, "%.3f", worst);
     o << "group " << name << ": " << pass << "/" << all << " launches passed (worst/tol " << worst_text << ")\n";
   }
+  if (!report.norm_cases.empty()) {
+    int pass = 0, worst_ulps = 0;
+    double worst = 0;
+    for (const auto& c : report.norm_cases) {
+      pass += c.passed();
+      worst = std::max(worst, c.check.worst_ratio);
+      worst_ulps = std::max(worst_ulps, c.q8.worst_ulps);
+    }
+    char worst_text[32];
+    std::snprintf(worst_text, sizeof worst_text, "%.3f", worst);
+    o << "norm with q8_1: " << pass << "/" << report.norm_cases.size() << " launches passed (output worst/bound " << worst_text
+      << ", q8_1 d/s worst " << worst_ulps << " ulp)\n";
+  }
   int listed = 0;
   for (const auto& q : report.quantizer) {
     if (q.passed()) continue;
@@ -650,6 +739,12 @@ std::string format_report(const VerifyReport& report, int max_failures) {
     if (listed++ < max_failures)
       o << "FAIL group " << group_text(c.problem) << " ncols=" << c.problem.ncols << " (" << config_words(c.config) << ", "
         << variant_name(c.problem.variant) << "): " << (c.error.empty() ? c.check.first_failure : c.error) << "\n";
+  }
+  for (const auto& c : report.norm_cases) {
+    if (c.passed()) continue;
+    if (listed++ < max_failures)
+      o << "FAIL norm with q8_1 k=" << c.k << " rows=" << c.rows << ": "
+        << (!c.error.empty() ? c.error : !c.check.passed() ? c.check.first_failure : "q8_1 " + c.q8.first_failure) << "\n";
   }
   if (listed > max_failures) o << "... and " << (listed - max_failures) << " more failures\n";
   if (!report.fault.empty()) o << "STOPPED: " << report.fault << "\n";
@@ -722,6 +817,24 @@ nlohmann::json to_json(const VerifyReport& report) {
     groups.push_back(std::move(e));
   }
   j["groups"] = std::move(groups);
+  nlohmann::json norms = nlohmann::json::array();
+  for (const auto& c : report.norm_cases) {
+    nlohmann::json e = {{"k", c.k},
+                        {"rows", c.rows},
+                        {"passed", c.passed()},
+                        {"values", c.check.values},
+                        {"unwritten", c.check.unwritten},
+                        {"nonfinite", c.check.nonfinite},
+                        {"wrong", c.check.wrong},
+                        {"worst_ratio", c.check.worst_ratio},
+                        {"q8_1_quant_mismatches", c.q8.quant_mismatches},
+                        {"q8_1_worst_ulps", c.q8.worst_ulps}};
+    if (!c.check.first_failure.empty()) e["first_failure"] = c.check.first_failure;
+    if (!c.q8.first_failure.empty()) e["q8_1_first_failure"] = c.q8.first_failure;
+    if (!c.error.empty()) e["error"] = c.error;
+    norms.push_back(std::move(e));
+  }
+  j["norms"] = std::move(norms);
   return j;
 }
 

@@ -86,6 +86,21 @@ TEST_F(GpuDevice, EveryInstantiationMatchesTheCpuReference) {
   EXPECT_TRUE(r.passed());
 }
 
+// The norm that writes its GEMVs' q8_1 activations (Temper's twin of the hook's rms_norm_q8_1): both block
+// sizes (K 512 runs 256 threads, the models' hidden sizes 1024), 1, 3 and 8 rows, against the float64
+// reference and the CPU quantizer of the device's own output.
+TEST_F(GpuDevice, NormWritingQ8_1MatchesTheCpuReference) {
+  VerifyOptions o;
+  o.types = {GgmlType::Q4_0};
+  o.ncols = {1};
+  o.shapes = {{67, 256}};
+  o.norms = {512, 2048, 4096, 5120};
+  const VerifyReport r = run_verification(*device_, o);
+  std::printf("%s", format_report(r).c_str());
+  EXPECT_EQ(r.norm_cases.size(), 12u);
+  EXPECT_TRUE(r.passed());
+}
+
 // Temper's kernel as the hook's *_pipelined entries run it (d99724f's kernel that lets the next one
 // launch and prefetches its rows before it waits): every output the same as d99724f's bit for bit,
 // and both against the CPU reference. The timing of back-to-back launches, where the next launch's

@@ -60,6 +60,30 @@ class HostDevice final : public Device {
     quant::quantize_q8_1(static_cast<const float*>(x.get()), static_cast<quant::BlockQ8_1*>(y.get()),
                          int64_t(k) * ncols, quant::Q8_1Style::Gpu);
   }
+  // The norm that writes q8_1: float arithmetic as the kernel's (a float sum, then scale · x · w) and the
+  // CPU quantizer; norm_bug misbehaves on purpose.
+  enum class NormBug { None, WrongValue, WrongQuant };
+  bool norm = true;
+  NormBug norm_bug = NormBug::None;
+  bool has_norm_kernel() const override { return norm; }
+  void rms_norm_q8_1(const DeviceBuffer& x, const DeviceBuffer& w, DeviceBuffer& dst, DeviceBuffer& y, int k, int rows,
+                     float eps) override {
+    alive();
+    if (!norm) return Device::rms_norm_q8_1(x, w, dst, y, k, rows, eps);
+    const auto* in = static_cast<const float*>(x.get());
+    const auto* weight = static_cast<const float*>(w.get());
+    auto* out = static_cast<float*>(dst.get());
+    for (int r = 0; r < rows; ++r) {
+      float sum = 0;
+      for (int i = 0; i < k; ++i) sum += in[r * k + i] * in[r * k + i];
+      const float scale = 1.0f / std::sqrt(sum / float(k) + eps);
+      for (int i = 0; i < k; ++i) out[r * k + i] = scale * in[r * k + i] * weight[i];
+    }
+    if (norm_bug == NormBug::WrongValue) out[k + 5] *= 1.01f;
+    auto* q = static_cast<quant::BlockQ8_1*>(y.get());
+    quant::quantize_q8_1(out, q, int64_t(k) * rows, quant::Q8_1Style::Gpu);
+    if (norm_bug == NormBug::WrongQuant) q[1].qs[3] = int8_t(q[1].qs[3] + 1);
+  }
   bool has_kernel(GgmlType type, int ncols, Config c) const override {
     return ncols >= 1 && ncols <= 8 && std::find(types.begin(), types.end(), type) != types.end() &&
            std::find(configs.begin(), configs.end(), c) != configs.end();

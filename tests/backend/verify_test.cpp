@@ -95,6 +95,11 @@ TEST(ParseLists, TypesAndNcols) {
   EXPECT_THROW(parse_variant_list("d99724f,"), Error);
 }
 
+TEST(ParseLists, NormRowLengths) {
+  EXPECT_EQ(parse_norm_list("2048,4096,2048"), (std::vector<int>{2048, 4096}));
+  for (const std::string bad : {"", "48", "0", "-32", "4096x", "2048,,4096", "2097152"}) EXPECT_THROW(parse_norm_list(bad), Error) << bad;
+}
+
 TEST(ParseLists, Groups) {
   using T = GgmlType;
   EXPECT_EQ(parse_group_list("q4_K+q4_K+q6_K,q8_0+q8_0"),
@@ -147,6 +152,52 @@ TEST(RunVerification, CorrectKernelsPassEverywhere) {
   const auto j = to_json(r);
   EXPECT_TRUE(j["passed"].get<bool>());
   EXPECT_EQ(j["cases"].size(), 32u);
+}
+
+// The norm that writes q8_1 (issue 48's structure in Temper's kernel library): each row length at 1, 3
+// and 8 rows; its float output against the float64 reference within the rounding bound, its q8_1 copy
+// against the CPU quantizer of that output; a wrong value or quant fails naming the launch; a device
+// without the kernel or a row length not of whole q8_1 blocks is one clear error.
+TEST(RunVerification, TheNormWritingQ8_1IsCheckedValueAndQuant) {
+  HostDevice dev;
+  VerifyOptions o = small();
+  o.norms = {64, 4096};
+  VerifyReport r = run_verification(dev, o);
+  EXPECT_TRUE(r.passed()) << format_report(r);
+  ASSERT_EQ(r.norm_cases.size(), 6u);
+  EXPECT_EQ(r.norm_cases[5].k, 4096);
+  EXPECT_EQ(r.norm_cases[5].rows, 8);
+  EXPECT_EQ(r.norm_cases[5].check.values, 8 * 4096);
+  EXPECT_EQ(r.norm_cases[5].q8.blocks, 8 * 4096 / 32);
+  EXPECT_GT(r.norm_cases[5].check.worst_ratio, 0.0);  // a float evaluation is not the float64 one
+  EXPECT_NE(format_report(r).find("norm with q8_1: 6/6 launches passed"), std::string::npos) << format_report(r);
+  EXPECT_EQ(to_json(r)["norms"].size(), 6u);
+
+  dev.norm_bug = HostDevice::NormBug::WrongValue;  // value 5 of row 1, 1 % off
+  r = run_verification(dev, o);
+  EXPECT_FALSE(r.passed());
+  EXPECT_TRUE(r.norm_cases[0].passed());  // one row: no row 1
+  EXPECT_EQ(r.norm_cases[1].check.wrong, 1) << r.norm_cases[1].check.first_failure;
+  EXPECT_NE(format_report(r).find("FAIL norm with q8_1 k=64 rows=3"), std::string::npos) << format_report(r);
+
+  dev.norm_bug = HostDevice::NormBug::WrongQuant;
+  r = run_verification(dev, o);
+  EXPECT_FALSE(r.passed());
+  EXPECT_TRUE(r.norm_cases[0].check.passed());
+  EXPECT_EQ(r.norm_cases[0].q8.quant_mismatches, 1);
+  EXPECT_NE(format_report(r).find("q8_1 block 1: q[3]"), std::string::npos) << format_report(r);
+
+  o.norms = {48};
+  EXPECT_THROW(run_verification(dev, o), Error);
+  o.norms = {64};
+  dev.norm = false;
+  try {
+    run_verification(dev, o);
+    FAIL() << "a device without the norm kernel";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::BadInput);
+    EXPECT_NE(std::string(e.what()).find("no kernel for the norm"), std::string::npos) << e.what();
+  }
 }
 
 // Every variant asked for runs every config, the pipelined one at one column only, and a variant's

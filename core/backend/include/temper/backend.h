@@ -156,6 +156,15 @@ class Device {
   // x: ncols columns of k floats → y: ncols × k/32 q8_1 blocks (36 bytes each).
   virtual void quantize_q8_1(const DeviceBuffer& x, DeviceBuffer& y, int k, int ncols) = 0;
   virtual bool has_kernel(GgmlType type, int ncols, Config config) const = 0;
+  // The norm that writes its GEMVs' q8_1 activations (Temper's twin of the hook's rms_norm_q8_1
+  // structure): `rows` (1..8) rows of k floats x and the weight row w → dst, ggml's RMS_NORM·MUL, and y,
+  // its q8_1 copy (rows × k/32 blocks). A device without it: Error(BadInput).
+  virtual bool has_norm_kernel() const { return false; }
+  virtual void rms_norm_q8_1(const DeviceBuffer& x, const DeviceBuffer& w, DeviceBuffer& dst, DeviceBuffer& y, int k, int rows,
+                             float eps) {
+    (void)x, (void)w, (void)dst, (void)y, (void)k, (void)rows, (void)eps;
+    fail(ErrorKind::BadInput, info().name + " has no kernel for the norm that writes q8_1 activations");
+  }
   // Whether this device can launch shapes of this kind (Temper's own kernel: plain GEMVs only; the
   // engine's: every kind its probe serves).
   virtual bool runs_launch(Launch l) const { return l == Launch::MulMat; }

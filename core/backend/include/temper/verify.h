@@ -7,7 +7,10 @@
 //      the device quantized (downloaded), within quant::tolerance_q8_1, and loosely against
 //      quant::dot_f64 on the original floats, within quant::tolerance_f64;
 //   3. outputs poisoned with 0xFF (NaN) before every launch: each value written and finite;
-//   4. on request, same-input group launches (VerifyOptions::groups): every member's outputs as 2. and 3.
+//   4. on request, same-input group launches (VerifyOptions::groups): every member's outputs as 2. and 3.;
+//   5. on request, the norm that writes its GEMVs' q8_1 activations (VerifyOptions::norms): its float
+//      output against ggml's RMS_NORM·MUL in float64 within a bound on float rounding, its q8_1 copy
+//      against quant::quantize_q8_1 of the device's own output as 1.
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -93,6 +96,9 @@ struct VerifyOptions {
   // max(1, n / (m+1)) rows of the shape's K; batch widths of `ncols` up to 4, every group config the
   // device has, the variants above but the pipelined one (groups have none).
   std::vector<std::vector<GgmlType>> groups;
+  // Row lengths (multiples of 32) of the norm that writes q8_1 activations to verify too, each at 1, 3
+  // and 8 rows; a device without that kernel: Error(BadInput).
+  std::vector<int> norms;
 };
 
 struct VerifyCase : ShapeKey {
@@ -112,6 +118,20 @@ struct GroupVerifyCase {
   bool passed() const { return error.empty() && check.passed(); }
 };
 
+// One launch of the norm that writes q8_1 activations: `rows` rows of k floats.
+struct NormVerifyCase {
+  int k = 0, rows = 0;
+  OutputCheck check;  // the float output against the float64 reference (wrong: outside the float bound)
+  Q8_1Check q8;       // the q8_1 copy against quant::quantize_q8_1 of the device's own float output
+  std::string error;
+  bool passed() const { return error.empty() && check.passed() && q8.passed(); }
+};
+// ggml's RMS_NORM·MUL of `rows` rows of k floats x with the weight row w, in float64, and each value's
+// bound on a float evaluation: the sum of k squares within (k−1)·u of itself (u = 2^-24), halved by the
+// square root, plus a few u for the mean, eps, rsqrt and the two products. Laid out as compare_outputs
+// takes it (row r of the norm is "column" r).
+std::vector<Expected> norm_reference(std::span<const float> x, std::span<const float> w, int k, int rows, float eps);
+
 struct QuantizerCase {
   int k = 0, ncols = 0;
   Q8_1Check check;
@@ -125,6 +145,7 @@ struct VerifyReport {
   std::vector<QuantizerCase> quantizer;
   std::vector<VerifyCase> cases;
   std::vector<GroupVerifyCase> group_cases;
+  std::vector<NormVerifyCase> norm_cases;
   bool cancelled = false;
   std::string fault;  // the device became unusable; the run stopped here
   bool passed() const;
@@ -145,6 +166,8 @@ VerifyReport run_verification(Device& device, const VerifyOptions& options, cons
 std::vector<GgmlType> parse_type_list(const std::string& text);
 // "1,2,8" or "1-8" → ncols, each 1..8; Error(BadInput) otherwise.
 std::vector<int> parse_ncols_list(const std::string& text);
+// "2048,4096" → the norm's row lengths, each a positive multiple of 32 up to 2^20; Error(BadInput) otherwise.
+std::vector<int> parse_norm_list(const std::string& text);
 // "q4_K+q4_K+q6_K,q8_0+q8_0" → groups of member types; Error(BadInput) naming an unknown type or a
 // group of fewer than 2 or more than 4 members or more than 2 types.
 std::vector<std::vector<GgmlType>> parse_group_list(const std::string& text);
