@@ -751,6 +751,21 @@ std::string format_report(const VerifyReport& report, int max_failures) {
   return o.str();
 }
 
+namespace {
+// An output check's counts and worst error, and what failed first, into a case's JSON.
+void put_check(nlohmann::json& e, const OutputCheck& c, const std::string& error) {
+  e["values"] = c.values;
+  e["unwritten"] = c.unwritten;
+  e["nonfinite"] = c.nonfinite;
+  e["wrong"] = c.wrong;
+  e["wrong_f64"] = c.wrong_f64;
+  e["max_abs_error"] = c.max_abs_error;
+  e["worst_ratio"] = c.worst_ratio;
+  if (!c.first_failure.empty()) e["first_failure"] = c.first_failure;
+  if (!error.empty()) e["error"] = error;
+}
+}  // namespace
+
 nlohmann::json to_json(const VerifyReport& report) {
   nlohmann::json j;
   j["device"] = gpu::device_json(report.device);
@@ -782,16 +797,8 @@ nlohmann::json to_json(const VerifyReport& report) {
                         {"config", {{"nwarps", c.config.nwarps}, {"rows_per_block", c.config.rows_per_block}}},
                         {"variant", std::string(variant_name(c.variant))},
                         {"passed", c.passed()},
-                        {"values", c.check.values},
-                        {"unwritten", c.check.unwritten},
-                        {"nonfinite", c.check.nonfinite},
-                        {"wrong", c.check.wrong},
-                        {"wrong_f64", c.check.wrong_f64},
-                        {"max_abs_error", c.check.max_abs_error},
-                        {"worst_ratio", c.check.worst_ratio},
                         {"worst_f64_ratio", c.check.worst_f64_ratio}};
-    if (!c.check.first_failure.empty()) e["first_failure"] = c.check.first_failure;
-    if (!c.error.empty()) e["error"] = c.error;
+    put_check(e, c.check, c.error);
     cases.push_back(std::move(e));
   }
   j["cases"] = std::move(cases);
@@ -804,16 +811,8 @@ nlohmann::json to_json(const VerifyReport& report) {
                         {"ncols", c.problem.ncols},
                         {"config", {{"nwarps", c.config.nwarps}, {"rows_per_block", c.config.rows_per_block}}},
                         {"variant", std::string(variant_name(c.problem.variant))},
-                        {"passed", c.passed()},
-                        {"values", c.check.values},
-                        {"unwritten", c.check.unwritten},
-                        {"nonfinite", c.check.nonfinite},
-                        {"wrong", c.check.wrong},
-                        {"wrong_f64", c.check.wrong_f64},
-                        {"max_abs_error", c.check.max_abs_error},
-                        {"worst_ratio", c.check.worst_ratio}};
-    if (!c.check.first_failure.empty()) e["first_failure"] = c.check.first_failure;
-    if (!c.error.empty()) e["error"] = c.error;
+                        {"passed", c.passed()}};
+    put_check(e, c.check, c.error);
     groups.push_back(std::move(e));
   }
   j["groups"] = std::move(groups);
@@ -822,16 +821,10 @@ nlohmann::json to_json(const VerifyReport& report) {
     nlohmann::json e = {{"k", c.k},
                         {"rows", c.rows},
                         {"passed", c.passed()},
-                        {"values", c.check.values},
-                        {"unwritten", c.check.unwritten},
-                        {"nonfinite", c.check.nonfinite},
-                        {"wrong", c.check.wrong},
-                        {"worst_ratio", c.check.worst_ratio},
                         {"q8_1_quant_mismatches", c.q8.quant_mismatches},
                         {"q8_1_worst_ulps", c.q8.worst_ulps}};
-    if (!c.check.first_failure.empty()) e["first_failure"] = c.check.first_failure;
+    put_check(e, c.check, c.error);
     if (!c.q8.first_failure.empty()) e["q8_1_first_failure"] = c.q8.first_failure;
-    if (!c.error.empty()) e["error"] = c.error;
     norms.push_back(std::move(e));
   }
   j["norms"] = std::move(norms);
