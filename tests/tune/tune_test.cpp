@@ -867,8 +867,8 @@ TEST(Tune, TokenStepTakesBackAConfigFasterPerLaunchButSlowerPerToken) {
   }
   ASSERT_TRUE(glu_seen) << fused["token"].dump();
   ASSERT_TRUE(glu_q8_seen) << fused["token"].dump();
-  EXPECT_TRUE(std::none_of(load_profile(d.profile).entries.begin(), load_profile(d.profile).entries.end(),
-                           [](const ProfileEntry& e) { return e.key.launch == Launch::GluQ8; }));
+  const Profile after_fused = load_profile(d.profile);
+  EXPECT_TRUE(std::none_of(after_fused.entries.begin(), after_fused.entries.end(), [](const ProfileEntry& e) { return e.key.launch == Launch::GluQ8; }));
   auto glu_entries = [&] {
     std::map<std::string, std::string> m;  // launch kind -> approval and config
     for (const ProfileEntry& e : load_profile(d.profile).entries)
