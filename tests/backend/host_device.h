@@ -79,7 +79,7 @@ class HostDevice final : public Device {
       const float scale = 1.0f / std::sqrt(sum / float(k) + eps);
       for (int i = 0; i < k; ++i) out[r * k + i] = scale * in[r * k + i] * weight[i];
     }
-    if (norm_bug == NormBug::WrongValue) out[k + 5] *= 1.01f;
+    if (norm_bug == NormBug::WrongValue && rows > 1) out[k + 5] *= 1.01f;  // value 5 of row 1
     auto* q = static_cast<quant::BlockQ8_1*>(y.get());
     quant::quantize_q8_1(out, q, int64_t(k) * rows, quant::Q8_1Style::Gpu);
     if (norm_bug == NormBug::WrongQuant) q[1].qs[3] = int8_t(q[1].qs[3] + 1);
