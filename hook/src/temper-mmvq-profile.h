@@ -1221,19 +1221,13 @@ class Loader {
     }
   }
 
-  // Hook v8: whether the profile switches on, for `device`, the norm that writes the q8_1 activations
-  // of the GEMVs reading it, for rows of k floats at ncols columns (an approved rms_norm_q8_1 entry).
-  bool norm_q8(const Device& device, const Compiled& compiled, long long k, long long ncols) noexcept {
+  // Hooks v8, v9: whether the profile switches on, for `device`, the producer `launch` (kRmsNormQ8: the
+  // norm; kGluQ8: an unfused pair's GLU) that writes the q8_1 activations of the GEMVs reading it, for
+  // rows of k floats at ncols columns (an approved entry of that kind).
+  bool writes_q8(int launch, const Device& device, const Compiled& compiled, long long k, long long ncols) noexcept {
     if (!any()) return false;
     Config unused;
-    return lookup(device, compiled, Key{kRmsNormQ8, 0, 1, k, ncols}, &unused);
-  }
-  // Hook v9: likewise for the GLU of an unfused gate/up pair writing its down GEMV's q8_1 activations,
-  // rows of k floats (the pair's n) at ncols columns (an approved glu_q8_1 entry).
-  bool glu_q8(const Device& device, const Compiled& compiled, long long k, long long ncols) noexcept {
-    if (!any()) return false;
-    Config unused;
-    return lookup(device, compiled, Key{kGluQ8, 0, 1, k, ncols}, &unused);
+    return lookup(device, compiled, Key{launch, 0, 1, k, ncols}, &unused);
   }
 
   // Whether the profile is loaded (loading it now if nobody is): false while another thread loads.

@@ -41,6 +41,12 @@ constexpr int kNwarps[] = {1, 2, 4, 8, 16, 32};
 constexpr int kRows[] = {1, 2, 4, 8, 16};
 constexpr int kNwarpsCount = sizeof(kNwarps) / sizeof(int), kRowsCount = sizeof(kRows) / sizeof(int);
 
+// A measuring switch NAME=1|0: 1 or 0, -1 when unset or anything else.
+int switch_from_env(const char * name) {
+    const char * v = getenv(name);
+    return v && (v[0] == '0' || v[0] == '1') && v[1] == '\0' ? v[0] - '0' : -1;
+}
+
 int nwarps_index(int w) { for (int i = 0; i < kNwarpsCount; ++i) if (kNwarps[i] == w) return i; return -1; }
 int rows_index(int r) { for (int i = 0; i < kRowsCount; ++i) if (kRows[i] == r) return i; return -1; }
 
@@ -96,8 +102,7 @@ const Instance * find_instance(int type, int ncols, int nwarps, int rows) {
 void ensure_registered() {
     std::call_once(g_registered, [] {
         temper_mmvq_register_all();
-        if (const char * e = std::getenv("TEMPER_MMVQ_PIPELINE"); e && (e[0] == '0' || e[0] == '1') && e[1] == '\0')
-            g_pipeline_override = e[0] - '0';
+        if (const int e = switch_from_env("TEMPER_MMVQ_PIPELINE"); e >= 0) g_pipeline_override = e;
     });
 }
 
@@ -419,10 +424,6 @@ __global__ void temper_glu(const float * gate, const float * up, float * dst, in
     dst[at] = up[at] * (geglu ? ggml_cuda_op_gelu_single(g) : ggml_cuda_op_silu_single(g));
 }
 
-// Scratch for the pair's gate and up results, per device; grown only outside a graph capture.
-struct Scratch { void * p = nullptr; size_t bytes = 0; };
-Scratch g_scratch[64];
-
 bool capturing(cudaStream_t stream) {
 #if defined(GGML_USE_HIP)
     hipStreamCaptureStatus status;
@@ -432,6 +433,25 @@ bool capturing(cudaStream_t stream) {
     return cudaStreamIsCapturing(stream, &status) != cudaSuccess || status != cudaStreamCaptureStatusNone;
 #endif
 }
+
+// Device memory of the hook's own, grown only outside a graph capture (a captured graph keeps the
+// address it saw).
+struct GrowBuffer { void * p = nullptr; size_t bytes = 0; };
+
+// `b` holding at least `need` bytes (a new one at least `floor`); false (nothing to write into) when it
+// must grow during a capture or cannot.
+bool reserve(GrowBuffer & b, size_t need, cudaStream_t stream, size_t floor = 0) {
+    if (b.bytes >= need) return true;
+    if (capturing(stream)) return false;
+    if (b.p) CUDA_CHECK(cudaFree(b.p));
+    b = GrowBuffer{};
+    const size_t bytes = std::max(need, floor);
+    if (cudaMalloc(&b.p, bytes) != cudaSuccess) { b.p = nullptr; (void) cudaGetLastError(); return false; }
+    b.bytes = bytes;
+    return true;
+}
+
+GrowBuffer g_scratch[64];  // the pair's gate and up results, per device
 
 // Hook v9: the pair's GLU also writes the q8_1 copy its down GEMV reads, when asked; false: not asked,
 // not possible here, or no reader (the plain GLU runs).
@@ -489,14 +509,8 @@ bool launch_unfused(const Instance & in, int type, const temper_mmvq_args & a) {
     const size_t need = 2 * span * sizeof(float);
     const int device = ggml_cuda_get_device();
     if (device < 0 || device >= 64) return false;
-    Scratch & s = g_scratch[device];
-    if (s.bytes < need) {
-        if (capturing(a.stream)) return false;
-        if (s.p) cudaFree(s.p);
-        s = Scratch{};
-        if (cudaMalloc(&s.p, need) != cudaSuccess) { s.p = nullptr; (void) cudaGetLastError(); return false; }
-        s.bytes = need;
-    }
+    GrowBuffer & s = g_scratch[device];
+    if (!reserve(s, need, a.stream)) return false;
     float * gate = static_cast<float *>(s.p), * up = gate + span;
     const ggml_cuda_mm_fusion_args_device none{};
     temper_mmvq_args g = a, u = a;
@@ -522,8 +536,8 @@ bool launch_unfused(const Instance & in, int type, const temper_mmvq_args & a) {
 // Likewise the unfused gate/up pair's GLU writes the q8_1 copy of its output for the down GEMV.
 namespace {
 
-std::atomic<int> g_norm_override{-1};  // the probe's: -1 none (TEMPER_MMVQ_NORM_Q8, then the profile), 0 off, 1 on
-std::atomic<int> g_glu_override{-1};   // likewise for the GLU (TEMPER_MMVQ_GLU_Q8)
+enum Producer { kNormCopy = 0, kGluCopy = 1, kProducers = 2 };
+std::atomic<int> g_q8_override[kProducers] = {-1, -1};  // the probe's, per producer: -1 none, 0 off, 1 on
 std::atomic<long long> g_norm_launches{0}, g_glu_launches{0}, g_q8_reads{0};
 
 // Per device: the graph evaluation's place (set at every node by temper_mmvq_try_norm), and per
@@ -531,33 +545,21 @@ std::atomic<long long> g_norm_launches{0}, g_glu_launches{0}, g_q8_reads{0};
 // output may read the copy (after the producer, up to its last reader; none of them writes the output).
 struct Evaluation { const ggml_cgraph * graph = nullptr; int at = -1; };
 struct Q8Copy {
-    void * buffer = nullptr; size_t bytes = 0;          // grown only outside a graph capture
+    GrowBuffer buffer;
     const ggml_cgraph * graph = nullptr; int from = -1, last = -1;
     const void * data = nullptr; int64_t elements = 0, k_padded = 0;
 };
-enum Producer { kNormCopy = 0, kGluCopy = 1, kProducers = 2 };
 Evaluation g_evaluation[64];
 Q8Copy g_q8_copy[64][kProducers];
 
-int switch_from_env(const char * name) {
-    const char * v = getenv(name);
-    return v && (v[0] == '0' || v[0] == '1') && v[1] == '\0' ? v[0] - '0' : -1;
-}
-
-// The probe's override (-1: none), else the measuring switch (-1: unset), else what the profile says.
-template <typename ProfileSays> bool wanted(const std::atomic<int> & override, int env, ProfileSays profile_says) {
-    if (const int o = override.load(); o >= 0) return o == 1;
-    return env >= 0 ? env == 1 : profile_says();
-}
-
-bool norm_wanted(int device, int64_t k, int64_t rows) {
-    static const int env = switch_from_env("TEMPER_MMVQ_NORM_Q8");
-    return wanted(g_norm_override, env, [&] { return g_profile.norm_q8(device_of(device), compiled_in, k, rows); });
-}
-
-bool glu_wanted(int device, int64_t k, int64_t ncols) {
-    static const int env = switch_from_env("TEMPER_MMVQ_GLU_Q8");
-    return wanted(g_glu_override, env, [&] { return g_profile.glu_q8(device_of(device), compiled_in, k, ncols); });
+// Whether producer `p` writes its copy for rows of k floats at ncols columns: the probe's override,
+// else the measuring switch (TEMPER_MMVQ_NORM_Q8, TEMPER_MMVQ_GLU_Q8), else the profile's entry.
+bool q8_wanted(Producer p, int device, int64_t k, int64_t ncols) {
+    static const int env[kProducers] = {switch_from_env("TEMPER_MMVQ_NORM_Q8"), switch_from_env("TEMPER_MMVQ_GLU_Q8")};
+    if (const int o = g_q8_override[p].load(); o >= 0) return o == 1;
+    if (env[p] >= 0) return env[p] == 1;
+    return g_profile.writes_q8(p == kNormCopy ? temper_profile::kRmsNormQ8 : temper_profile::kGluQ8, device_of(device), compiled_in, k,
+                               ncols);
 }
 
 bool view_or_noop(const ggml_tensor * t) {
@@ -585,19 +587,7 @@ int last_q8_reader(const ggml_cgraph * cgraph, int from, const ggml_tensor * out
     return last;
 }
 
-// The copy's buffer holding at least `need` bytes; false (nothing to write into) when it must grow
-// during a capture or cannot.
-bool reserve(Q8Copy & c, size_t need, cudaStream_t stream) {
-    if (c.bytes >= need) return true;
-    if (capturing(stream)) return false;
-    if (c.buffer) CUDA_CHECK(cudaFree(c.buffer));
-    c.buffer = nullptr;
-    c.bytes = 0;
-    const size_t bytes = std::max(need, (size_t) 1 << 20);
-    if (cudaMalloc(&c.buffer, bytes) != cudaSuccess) { c.buffer = nullptr; (void) cudaGetLastError(); return false; }
-    c.bytes = bytes;
-    return true;
-}
+constexpr size_t kQ8CopyFloor = size_t(1) << 20;  // every copy of a model's rows fits: no regrowth
 
 void publish(Q8Copy & c, const ggml_cgraph * cgraph, int from, int last, const ggml_tensor * out, int64_t k_padded) {
     c.graph = cgraph;
@@ -669,7 +659,7 @@ bool glu_writes_q8_1(int device, const float * gate, const float * up, const tem
 #if (TEMPER_MMVQ_NORM_HOOKS & 3) == 3
     const Evaluation & e = g_evaluation[device];
     // (a fused gate/up launch is one column)
-    if (!e.graph || a.stride_channel_dst != (uint32_t) a.nrows_x || !glu_wanted(device, a.nrows_x, 1)) return false;
+    if (!e.graph || a.stride_channel_dst != (uint32_t) a.nrows_x || !q8_wanted(kGluCopy, device, a.nrows_x, 1)) return false;
     // The GLU node whose output the pair writes: the fused run's last node.
     int glu = -1;
     for (int j = e.at; j >= 0 && j < e.graph->n_nodes && j <= e.at + 3; ++j)
@@ -681,9 +671,9 @@ bool glu_writes_q8_1(int device, const float * gate, const float * up, const tem
     if (last < 0) return false;
     const int64_t k_padded = GGML_PAD(a.nrows_x, MATRIX_ROW_PADDING);
     Q8Copy & c = g_q8_copy[device][kGluCopy];
-    if (!reserve(c, (size_t) a.nchannels_dst * k_padded / QK8_1 * sizeof(block_q8_1), a.stream)) return false;
+    if (!reserve(c.buffer, (size_t) a.nchannels_dst * k_padded / QK8_1 * sizeof(block_q8_1), a.stream, kQ8CopyFloor)) return false;
     const int total = (int) (a.nchannels_dst * k_padded);  // a multiple of 256: no warp is partial
-    temper_glu_q8_1<<<total / 256, 256, 0, a.stream>>>(gate, up, a.dst, (block_q8_1 *) c.buffer, a.nrows_x, (int) k_padded, geglu);
+    temper_glu_q8_1<<<total / 256, 256, 0, a.stream>>>(gate, up, a.dst, (block_q8_1 *) c.buffer.p, a.nrows_x, (int) k_padded, geglu);
     publish(c, e.graph, glu, last, out, k_padded);
     ++g_glu_launches;
     return true;
@@ -704,7 +694,7 @@ int temper_mmvq_try_norm(ggml_backend_cuda_context & ctx, ggml_cgraph * cgraph, 
     ensure_registered();
     const ggml_tensor * mul = cgraph->nodes[i + 1], * x = norm->src[0], * w = mul->src[1];
     const int64_t k = x->ne[0], rows = x->ne[1];
-    if (!norm_wanted(ctx.device, k, rows)) return 0;
+    if (!q8_wanted(kNormCopy, ctx.device, k, rows)) return 0;
     if (!ggml_can_fuse(cgraph, i, {GGML_OP_RMS_NORM, GGML_OP_MUL})) return 0;
     // What this kernel covers: the norm as mul's first operand, one weight row, rows of one channel.
     if (mul->src[0] != norm || x->type != GGML_TYPE_F32 || w->type != GGML_TYPE_F32 || mul->type != GGML_TYPE_F32) return 0;
@@ -715,7 +705,7 @@ int temper_mmvq_try_norm(ggml_backend_cuda_context & ctx, ggml_cgraph * cgraph, 
     const int64_t k_padded = GGML_PAD(k, MATRIX_ROW_PADDING);
     cudaStream_t stream = ctx.stream();
     Q8Copy & c = g_q8_copy[ctx.device][kNormCopy];
-    if (!reserve(c, (size_t) rows * k_padded / QK8_1 * sizeof(block_q8_1), stream)) return 0;
+    if (!reserve(c.buffer, (size_t) rows * k_padded / QK8_1 * sizeof(block_q8_1), stream, kQ8CopyFloor)) return 0;
     float eps;
     memcpy(&eps, norm->op_params, sizeof(float));
     const int64_t stride_row = x->nb[1] / sizeof(float);
@@ -723,11 +713,11 @@ int temper_mmvq_try_norm(ggml_backend_cuda_context & ctx, ggml_cgraph * cgraph, 
     if (k < 1024) {
         const ggml_cuda_kernel_launch_params p{blocks, dim3(256, 1, 1), 32 * sizeof(float), stream};
         ggml_cuda_kernel_launch(temper_rms_norm_q8_1<256>, p, (const float *) x->data, (float *) mul->data, (const float *) w->data,
-                                (block_q8_1 *) c.buffer, (int) k, (int) k_padded, stride_row, eps);
+                                (block_q8_1 *) c.buffer.p, (int) k, (int) k_padded, stride_row, eps);
     } else {
         const ggml_cuda_kernel_launch_params p{blocks, dim3(1024, 1, 1), 32 * sizeof(float), stream};
         ggml_cuda_kernel_launch(temper_rms_norm_q8_1<1024>, p, (const float *) x->data, (float *) mul->data, (const float *) w->data,
-                                (block_q8_1 *) c.buffer, (int) k, (int) k_padded, stride_row, eps);
+                                (block_q8_1 *) c.buffer.p, (int) k, (int) k_padded, stride_row, eps);
     }
     publish(c, cgraph, i, last, mul, k_padded);
     ++g_norm_launches;
@@ -747,7 +737,7 @@ const void * temper_mmvq_norm_q8_1(const ggml_tensor * src1, long long k_padded)
             ggml_nelements(src1) != c.elements || k_padded != c.k_padded || !ggml_is_contiguous(src1))
             continue;
         ++g_q8_reads;
-        return c.buffer;
+        return c.buffer.p;
     }
     return nullptr;
 }
@@ -894,10 +884,10 @@ void temper_mmvq_set_group_override(int nwarps, int rows) {
 }
 
 long long temper_mmvq_group_launches(void) { return g_group_launches.load(); }
-void temper_mmvq_set_norm_override(int on) { g_norm_override = on < 0 ? -1 : on > 0 ? 1 : 0; }
+void temper_mmvq_set_norm_override(int on) { g_q8_override[kNormCopy] = on < 0 ? -1 : on > 0 ? 1 : 0; }
 long long temper_mmvq_norm_launches(void) { return g_norm_launches.load(); }
 long long temper_mmvq_norm_reads(void) { return g_q8_reads.load(); }
-void temper_mmvq_set_glu_override(int on) { g_glu_override = on < 0 ? -1 : on > 0 ? 1 : 0; }
+void temper_mmvq_set_glu_override(int on) { g_q8_override[kGluCopy] = on < 0 ? -1 : on > 0 ? 1 : 0; }
 long long temper_mmvq_glu_launches(void) { return g_glu_launches.load(); }
 long long temper_mmvq_pair_group_launches(void) { return g_pair_group_launches.load(); }
 int temper_mmvq_norm_hooks(void) { return TEMPER_MMVQ_NORM_HOOKS; }
