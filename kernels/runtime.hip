@@ -18,23 +18,24 @@ namespace {
 
 constexpr int kQuantizeBlockSize = 256;  // CUDA_QUANTIZE_BLOCK_SIZE
 
-// ggml's quantize_q8_1: one thread per value, 32 lanes per q8_1 block; d = amax/127 and s = the
-// sum of the original floats, stored as one half2.
+// ggml's quantize_q8_1 of value i (v) by the 32 lanes holding its block: d = amax/127 and s = the sum
+// of the original floats, stored as one half2.
+__device__ __forceinline__ void store_q8_1(quant::BlockQ8_1* y, int64_t i, float v) {
+  const int64_t ib = i / quant::QK8_1, iqs = i % quant::QK8_1;
+  const float amax = warp_reduce_max<quant::QK8_1>(fabsf(v));
+  const float sum = warp_reduce_sum<quant::QK8_1>(v);
+  const float d = amax / 127.0f;
+  y[ib].qs[iqs] = amax == 0.0f ? 0 : static_cast<int8_t>(roundf(v / d));
+  if (iqs == 0) *reinterpret_cast<__half2*>(&y[ib].d) = __floats2half2_rn(d, sum);
+}
+
+// ggml's quantize_q8_1: one thread per value, 32 lanes per q8_1 block.
 __launch_bounds__(kQuantizeBlockSize, 1) __global__
     void quantize_q8_1(const float* __restrict__ x, void* __restrict__ vy, int k) {
   const int i0 = blockDim.x * blockIdx.x + threadIdx.x;
   if (i0 >= k) return;
   const int64_t i_cont = int64_t(blockIdx.y) * k + i0;
-  const int64_t ib = i_cont / quant::QK8_1, iqs = i_cont % quant::QK8_1;
-  const float xi = x[i_cont];
-  const float amax = warp_reduce_max<quant::QK8_1>(fabsf(xi));
-  const float sum = warp_reduce_sum<quant::QK8_1>(xi);
-  const float d = amax / 127.0f;
-  const int8_t q = amax == 0.0f ? 0 : static_cast<int8_t>(roundf(xi / d));
-  quant::BlockQ8_1* y = static_cast<quant::BlockQ8_1*>(vy);
-  y[ib].qs[iqs] = q;
-  if (iqs > 0) return;
-  *reinterpret_cast<__half2*>(&y[ib].d) = __floats2half2_rn(d, sum);
+  store_q8_1(static_cast<quant::BlockQ8_1*>(vy), i_cont, x[i_cont]);
 }
 
 // The norm that writes its GEMVs' q8_1 activations (the hook's temper_rms_norm_q8_1, issue 48): per row
@@ -64,11 +65,7 @@ __launch_bounds__(Block, 1) __global__ void rms_norm_q8_1(const float* __restric
   for (int col = tid; col < k; col += Block) {
     const float v = scale * x[col] * w[col];
     dst[col] = v;
-    const float amax = warp_reduce_max<kLanes>(fabsf(v));
-    const float s = warp_reduce_sum<kLanes>(v);
-    const float d = amax / 127.0f;
-    y[col / quant::QK8_1].qs[col % quant::QK8_1] = amax == 0.0f ? 0 : static_cast<int8_t>(roundf(v / d));
-    if (col % quant::QK8_1 == 0) *reinterpret_cast<__half2*>(&y[col / quant::QK8_1].d) = __floats2half2_rn(d, s);
+    store_q8_1(y, col, v);
   }
 }
 

@@ -214,15 +214,10 @@ json token_step(TuneContext& c, StepRun& r) {
                                     c.identity.header_hash, settings});
   // A coordinate's option applied: a producer's own entry, or a launch family's entries.
   const auto with_choice = [&](const Profile& p, const TokenCoordinate& tc, size_t option, const std::string& why) {
-    if (is_producer_kind(tc.kind)) {
+    if (is_structure_kind(tc.kind)) {
       TokenCoordinate said = tc;
       said.why = why;
-      return with_producer_option(p, c.arch, said, option);
-    }
-    if (tc.kind == kPairGroupKind) {
-      TokenCoordinate said = tc;
-      said.why = why;
-      return with_pair_group_option(p, c.arch, said, option);
+      return tc.kind == kPairGroupKind ? with_pair_group_option(p, c.arch, said, option) : with_producer_option(p, c.arch, said, option);
     }
     return with_token_option(p, c.arch, tc.kind, tc.options[option], why, fused, model_shapes);
   };

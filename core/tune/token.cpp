@@ -50,6 +50,9 @@ SampleStats pooled_stats(const std::vector<std::vector<double>>& rounds) {
 
 double median_of(const std::vector<std::vector<double>>& rounds) { return pooled_stats(rounds).median; }
 
+// A gate/up launch of the model, fused or over experts: the norm before it and the GLU in it produce activations.
+bool is_gate_up(const ShapeKey& s) { return fused_kind(s.launch) == Launch::MulMatGlu || fused_kind(s.launch) == Launch::MulMatIdGlu; }
+
 // The provenance of an entry a structure coordinate `c` (off, on) puts in: µs per token off against on
 // once measured (before that, the probe's arm, a placeholder of 1); device and engine from `like`.
 Provenance token_provenance(const TokenCoordinate& c, const std::string& arch, const ProfileEntry* like) {
@@ -71,6 +74,20 @@ Provenance token_provenance(const TokenCoordinate& c, const std::string& arch, c
   return v;
 }
 
+// The approved entry of `key` a structure coordinate `c` puts in: it switches the structure on at
+// `config` (stock has none: {0, 0}), noted kTokenNote + c.why, with token_provenance(c, arch, like).
+ProfileEntry token_entry(const ProfileKey& key, Config config, const TokenCoordinate& c, const std::string& arch, const ProfileEntry* like) {
+  ProfileEntry e;
+  e.key = key;
+  e.config = config;
+  e.default_config = {0, 0};
+  e.approval = Approval::Approved;
+  e.decided_at = utc_now_iso8601();
+  e.note = std::string(kTokenNote) + (c.why.empty() ? "measured by the token" : c.why);
+  e.provenance = token_provenance(c, arch, like);
+  return e;
+}
+
 }  // namespace
 
 bool token_rejected(const ProfileEntry& e) { return e.approval == Approval::Rejected && e.note.rfind(kTokenNote, 0) == 0; }
@@ -79,10 +96,9 @@ bool token_added(const ProfileEntry& e) { return e.approval == Approval::Approve
 bool of_model(const ProfileEntry& e, const std::vector<ShapeKey>& shapes) {
   if (shapes.empty()) return true;
   const auto has = [&](auto&& match) { return std::any_of(shapes.begin(), shapes.end(), match); };
-  const auto gate_up = [](const ShapeKey& s) { return fused_kind(s.launch) == Launch::MulMatGlu || fused_kind(s.launch) == Launch::MulMatIdGlu; };
   switch (e.key.launch) {
-    case Launch::RmsNormQ8: return has([&](const ShapeKey& s) { return gate_up(s) && s.k == e.key.k; });
-    case Launch::GluQ8: return has([&](const ShapeKey& s) { return gate_up(s) && s.n == e.key.k; });
+    case Launch::RmsNormQ8: return has([&](const ShapeKey& s) { return is_gate_up(s) && s.k == e.key.k; });
+    case Launch::GluQ8: return has([&](const ShapeKey& s) { return is_gate_up(s) && s.n == e.key.k; });
     case Launch::MulMatGroup:
       return !e.key.members.empty() && std::all_of(e.key.members.begin(), e.key.members.end(), [&](const GroupMember& m) {
         return has([&](const ShapeKey& s) { return s.type == m.type && s.n == m.n && s.k == e.key.k; });
@@ -186,9 +202,7 @@ Profile with_token_option(Profile p, const std::string& arch, const std::string&
 
 void add_producer_coordinates(std::vector<TokenCoordinate>& coordinates, const std::vector<ShapeKey>& shapes,
                               const std::vector<int>& ncols) {
-  const auto gate_up = std::find_if(shapes.begin(), shapes.end(), [](const ShapeKey& s) {
-    return fused_kind(s.launch) == Launch::MulMatGlu || fused_kind(s.launch) == Launch::MulMatIdGlu;
-  });
+  const auto gate_up = std::find_if(shapes.begin(), shapes.end(), is_gate_up);
   if (gate_up == shapes.end()) return;
   for (const auto& [kind, k] : {std::pair{kNormKind, gate_up->k}, std::pair{kGluKind, gate_up->n}}) {
     if (k % 32 != 0) continue;
@@ -217,20 +231,10 @@ Profile with_producer_option(Profile p, const std::string& arch, const TokenCoor
   const auto is_own = [&](const ProfileEntry& e) { return e.key.arch == arch && e.key.launch == launch && e.key.k == c.norm_k && token_added(e); };
   std::erase_if(p.entries, is_own);
   if (c.options[option] != "on") return p;
-  ProfileEntry e;
   const auto other = std::find_if(p.entries.begin(), p.entries.end(), [&](const ProfileEntry& x) { return in_scope(x, arch); });
-  if (other != p.entries.end()) e.key.device = other->key.device;
-  e.key.arch = arch;
-  e.key.type = GgmlType::F32;
-  e.key.n = 1;
-  e.key.k = c.norm_k;
-  e.key.launch = launch;
-  e.key.ncols = 1;
-  e.config = e.default_config = Config{0, 0};  // no launch config: the entry switches the structure on
-  e.approval = Approval::Approved;
-  e.decided_at = utc_now_iso8601();
-  e.note = std::string(kTokenNote) + (c.why.empty() ? "measured by the token" : c.why);
-  e.provenance = token_provenance(c, arch, other != p.entries.end() ? &*other : nullptr);
+  const ProfileEntry* like = other != p.entries.end() ? &*other : nullptr;
+  ProfileKey key(arch, ShapeKey{GgmlType::F32, 1, c.norm_k, launch}, 1, like ? like->key.device : ProfileDevice{});
+  const ProfileEntry e = token_entry(key, {0, 0}, c, arch, like);  // no launch config: the entry switches the structure on
   for (int w : c.widths) {
     ProfileEntry at = e;
     at.key.ncols = w;
@@ -242,8 +246,8 @@ Profile with_producer_option(Profile p, const std::string& arch, const TokenCoor
 }
 
 void add_pair_group_coordinate(std::vector<TokenCoordinate>& coordinates, const std::vector<ShapeKey>& shapes) {
-  if (std::none_of(shapes.begin(), shapes.end(), [](const ShapeKey& s) { return fused_kind(s.launch) == Launch::MulMatGlu; })) return;
   const auto gate_up = std::find_if(shapes.begin(), shapes.end(), [](const ShapeKey& s) { return fused_kind(s.launch) == Launch::MulMatGlu; });
+  if (gate_up == shapes.end()) return;
   TokenCoordinate c;
   c.kind = std::string(kPairGroupKind);
   c.options = {"off", "on"};
@@ -272,16 +276,8 @@ Profile with_pair_group_option(Profile p, const std::string& arch, const TokenCo
   const int w = pair->config.nwarps <= 2 ? 2 : pair->config.nwarps <= 4 ? 4 : 8;
   const int r = pair->config.rows_per_block <= 1 ? 1 : pair->config.rows_per_block <= 2 ? 2 : 4;
   const GroupMember m{pair->key.type, pair->key.n};
-  ProfileEntry e;
-  e.key = group_profile_key(arch, {m, m}, pair->key.k, 1, pair->key.device);
-  e.config = {w, r};
-  e.default_config = {0, 0};  // stock: no group
-  e.approval = Approval::Approved;
-  e.decided_at = utc_now_iso8601();
-  e.note = std::string(kTokenNote) + (c.why.empty() ? "measured by the token" : c.why);
-  Provenance v = token_provenance(c, arch, pair);
-  v.calls_per_token = pair->provenance ? pair->provenance->calls_per_token : 0;
-  e.provenance = v;
+  ProfileEntry e = token_entry(group_profile_key(arch, {m, m}, pair->key.k, 1, pair->key.device), {w, r}, c, arch, pair);
+  e.provenance->calls_per_token = pair->provenance ? pair->provenance->calls_per_token : 0;
   p.entries.push_back(std::move(e));
   std::sort(p.entries.begin(), p.entries.end(), [](const ProfileEntry& a, const ProfileEntry& b) { return a.key < b.key; });
   return p;
