@@ -210,7 +210,7 @@ json token_step(TuneContext& c, StepRun& r) {
   // steps decided) are neither measured nor changed here.
   std::vector<ShapeKey> model_shapes;
   for (const PlannedLaunch& l : plan_launches(c.file, 1).launches) model_shapes.push_back(l.shape());
-  const std::string input = digest({"token 5", token_probe_id, approved_fingerprint(without_token(report.installed, model_shapes), c.arch),
+  const std::string input = digest({"token 6", token_probe_id, approved_fingerprint(without_token(report.installed, model_shapes), c.arch),
                                     c.identity.header_hash, settings});
   // A coordinate's option applied: a producer's own entry, or a launch family's entries.
   const auto with_choice = [&](const Profile& p, const TokenCoordinate& tc, size_t option, const std::string& why) {
@@ -300,8 +300,8 @@ json token_step(TuneContext& c, StepRun& r) {
   for (const TokenCoordinate& tc : todo) windows_total += int(tc.options.size()) * rounds_of(tc);
   for (TokenCoordinate tc : todo) {
     // The GLU's copy and the pair's group launch exist only where the profile (as decided so far) runs
-    // the unfused pair.
-    const bool no_pair = tc.kind == kGluKind ? !glu_applies(working, c.arch, tc) : tc.kind == kPairGroupKind && !unfused_pair(working, c.arch, tc.norm_k);
+    // the unfused pair; the GLU's also at a fused gate/up over experts.
+    const bool no_pair = tc.kind == kGluKind ? !glu_applies(working, c.arch, tc, model_shapes) : tc.kind == kPairGroupKind && !unfused_pair(working, c.arch, tc.norm_k);
     if (no_pair) {
       windows_total -= int(tc.options.size()) * rounds_of(tc);
       tc.why = tc.kind == kGluKind ? "off kept (the profile runs no unfused gate/up pair of n " + std::to_string(tc.norm_k) +

@@ -217,7 +217,9 @@ void add_producer_coordinates(std::vector<TokenCoordinate>& coordinates, const s
   }
 }
 
-bool glu_applies(const Profile& p, const std::string& arch, const TokenCoordinate& c) {
+bool glu_applies(const Profile& p, const std::string& arch, const TokenCoordinate& c, const std::vector<ShapeKey>& shapes) {
+  if (std::any_of(shapes.begin(), shapes.end(), [&](const ShapeKey& s) { return s.launch == Launch::MulMatIdGlu && s.n == c.norm_k; }))
+    return true;
   return std::any_of(p.entries.begin(), p.entries.end(), [&](const ProfileEntry& e) {
     return e.key.arch == arch && e.key.ncols == 1 && launch_is_unfused(e.key.launch) && e.key.n == c.norm_k &&
            e.approval == Approval::Approved;

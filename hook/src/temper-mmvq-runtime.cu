@@ -63,6 +63,8 @@ std::atomic<long long> g_pipelined_launches{0};
 // Same-input group kernels (hook v5), filled once by the registry.
 using GroupInstanceKey = std::tuple<int, int, int, int, int>;  // type A, type B, ncols, nwarps, rows
 std::map<GroupInstanceKey, temper_mmvq_group_fn> g_group_instances;
+// Fused expert gate/up kernels that also write the GLU output's q8_1 copy (hook v10), per type and nwarps.
+std::map<std::pair<int, int>, temper_mmvq_experts_fn> g_experts_glu_q8_1;
 
 // The launch kinds of Temper's profiles (docs/profile-format.md): what ggml launched mmvq for, and
 // the fused gate/up kinds as the hook can run them unfused (gate and up as two plain launches).
@@ -279,6 +281,10 @@ temper_mmvq_group_fn find_group(int type_a, int type_b, int ncols, Choice c, boo
 
 }  // namespace
 
+void temper_mmvq_register_experts_glu_q8_1(int type, int nwarps, temper_mmvq_experts_fn launch) {
+    g_experts_glu_q8_1[{type, nwarps}] = launch;
+}
+
 void temper_mmvq_register_group(int type_a, int type_b, int ncols, int nwarps, int rows, temper_mmvq_group_fn launch) {
     g_group_instances[GroupInstanceKey{type_a, type_b, ncols, nwarps, rows}] = launch;
 }
@@ -456,6 +462,9 @@ GrowBuffer g_scratch[64];  // the pair's gate and up results, per device
 // Hook v9: the pair's GLU also writes the q8_1 copy its down GEMV reads, when asked; false: not asked,
 // not possible here, or no reader (the plain GLU runs).
 bool glu_writes_q8_1(int device, const float * gate, const float * up, const temper_mmvq_args & a, bool geglu);
+// Hook v10: a fused expert gate/up (one column) as one kernel that also writes its GLU output's q8_1
+// copy, when asked; false: not asked, not possible here, or no reader (the launch goes on as it would).
+bool experts_glu_writes_q8_1(int type, int nwarps, const temper_mmvq_args & a);
 
 std::atomic<long long> g_pair_group_launches{0};
 
@@ -655,30 +664,67 @@ __global__ void temper_glu_q8_1(const float * gate, const float * up, float * ds
 
 }  // namespace
 
-bool glu_writes_q8_1(int device, const float * gate, const float * up, const temper_mmvq_args & a, bool geglu) {
 #if (TEMPER_MMVQ_NORM_HOOKS & 3) == 3
+namespace {
+// The GLU's copy for a gate/up launch that writes a.dst (one column, channels of contiguous rows): the
+// fused run's GLU node, its last mmvq reader and a buffer for the copy, when the copy is asked for and
+// read; null otherwise.
+Q8Copy * glu_copy(int device, const temper_mmvq_args & a, int & glu, int & last, int64_t & k_padded) {
+    if (device < 0 || device >= 64) return nullptr;
     const Evaluation & e = g_evaluation[device];
-    // (a fused gate/up launch is one column)
-    if (!e.graph || a.stride_channel_dst != (uint32_t) a.nrows_x || !q8_wanted(kGluCopy, device, a.nrows_x, 1)) return false;
-    // The GLU node whose output the pair writes: the fused run's last node.
-    int glu = -1;
+    if (!e.graph || a.stride_channel_dst != (uint32_t) a.nrows_x || !q8_wanted(kGluCopy, device, a.nrows_x, 1)) return nullptr;
+    glu = -1;
     for (int j = e.at; j >= 0 && j < e.graph->n_nodes && j <= e.at + 3; ++j)
         if (e.graph->nodes[j]->op == GGML_OP_GLU && e.graph->nodes[j]->data == a.dst) glu = j;
-    if (glu < 0) return false;
+    if (glu < 0) return nullptr;
     const ggml_tensor * out = e.graph->nodes[glu];
-    if (!ggml_is_contiguous(out) || ggml_nelements(out) != (int64_t) a.nrows_x * a.nchannels_dst) return false;
-    const int last = last_q8_reader(e.graph, glu, out);
-    if (last < 0) return false;
-    const int64_t k_padded = GGML_PAD(a.nrows_x, MATRIX_ROW_PADDING);
+    if (!ggml_is_contiguous(out) || ggml_nelements(out) != (int64_t) a.nrows_x * a.nchannels_dst) return nullptr;
+    last = last_q8_reader(e.graph, glu, out);
+    if (last < 0) return nullptr;
+    k_padded = GGML_PAD(a.nrows_x, MATRIX_ROW_PADDING);
     Q8Copy & c = g_q8_copy[device][kGluCopy];
-    if (!reserve(c.buffer, (size_t) a.nchannels_dst * k_padded / QK8_1 * sizeof(block_q8_1), a.stream, kQ8CopyFloor)) return false;
+    if (!reserve(c.buffer, (size_t) a.nchannels_dst * k_padded / QK8_1 * sizeof(block_q8_1), a.stream, kQ8CopyFloor)) return nullptr;
+    return &c;
+}
+}  // namespace
+#endif
+
+bool glu_writes_q8_1(int device, const float * gate, const float * up, const temper_mmvq_args & a, bool geglu) {
+#if (TEMPER_MMVQ_NORM_HOOKS & 3) == 3
+    int glu = -1, last = -1;
+    int64_t k_padded = 0;
+    Q8Copy * c = glu_copy(device, a, glu, last, k_padded);
+    if (!c) return false;
     const int total = (int) (a.nchannels_dst * k_padded);  // a multiple of 256: no warp is partial
-    temper_glu_q8_1<<<total / 256, 256, 0, a.stream>>>(gate, up, a.dst, (block_q8_1 *) c.buffer.p, a.nrows_x, (int) k_padded, geglu);
-    publish(c, e.graph, glu, last, out, k_padded);
+    temper_glu_q8_1<<<total / 256, 256, 0, a.stream>>>(gate, up, a.dst, (block_q8_1 *) c->buffer.p, a.nrows_x, (int) k_padded, geglu);
+    publish(*c, g_evaluation[device].graph, glu, last, g_evaluation[device].graph->nodes[glu], k_padded);
     ++g_glu_launches;
     return true;
 #else
     GGML_UNUSED_VARS(device, gate, up, a, geglu);
+    return false;
+#endif
+}
+
+bool experts_glu_writes_q8_1(int type, int nwarps, const temper_mmvq_args & a) {
+#if (TEMPER_MMVQ_NORM_HOOKS & 3) == 3
+    const ggml_cuda_mm_fusion_args_device & f = *a.fusion;
+    if (!a.ids || f.x_bias || f.gate_bias || f.x_scale || f.gate_scale || a.nsamples_dst != 1) return false;
+    if (f.glu_op != GGML_GLU_OP_SWIGLU && f.glu_op != GGML_GLU_OP_GEGLU) return false;
+    auto kernel = g_experts_glu_q8_1.find({type, nwarps});
+    if (kernel == g_experts_glu_q8_1.end()) kernel = g_experts_glu_q8_1.find({type, 4});  // nwarps 2 and 4 are compiled
+    if (kernel == g_experts_glu_q8_1.end()) return false;
+    const int device = ggml_cuda_get_device();
+    int glu = -1, last = -1;
+    int64_t k_padded = 0;
+    Q8Copy * c = glu_copy(device, a, glu, last, k_padded);
+    if (!c) return false;
+    kernel->second(a, c->buffer.p, (int) k_padded, f.glu_op == GGML_GLU_OP_GEGLU);
+    publish(*c, g_evaluation[device].graph, glu, last, g_evaluation[device].graph->nodes[glu], k_padded);
+    ++g_glu_launches;
+    return true;
+#else
+    GGML_UNUSED_VARS(type, nwarps, a);
     return false;
 #endif
 }
@@ -792,7 +838,15 @@ bool temper_mmvq_try_launch(int type, int ncols_dst, const temper_mmvq_args & a)
             }
         }
     }
-    if (!choose(kind, from_probe, choice)) return false;
+    // A fused expert gate/up whose GLU output the down GEMV reads may write that GEMV's q8_1 copy, at
+    // the nwarps of its entry (the sums of that config) where compiled, else at 4.
+    const bool chosen = choose(kind, from_probe, choice);
+    if (kind == kMulMatIdGlu && ncols_dst == 1 && experts_glu_writes_q8_1(type, chosen ? choice.nwarps : 4, a)) {
+        g_last_kind = temper_profile::kGluQ8;
+        ++g_tuned;
+        return true;
+    }
+    if (!chosen) return false;
     const Instance * in = find_instance(type, ncols_dst, choice.nwarps, choice.rows);
     if (!in) return false;
     if (const Instance * p = pipelined_instance(type, ncols_dst, choice.nwarps, choice.rows)) {

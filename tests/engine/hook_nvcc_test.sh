@@ -63,6 +63,9 @@ nm -C "$out/temper-mmvq-runtime.cu.o" | grep -q " T temper_mmvq_group_order("
 nm -C "$out/temper-mmvq-runtime.cu.o" | grep -q " T temper_mmvq_register_group("
 nm -C "$out/temper-mmvq-group-q4_k.cu.o" | grep -q " T temper_mmvq_register_group_q4_k()"
 nm -C "$out/temper-mmvq-registry.cu.o" | grep -q " U temper_mmvq_register_group_q4_k()"
+# Hook v10: the same-type group unit registers its fused expert gate/up kernels that write the q8_1 copy.
+nm -C "$out/temper-mmvq-group-q4_k.cu.o" | grep -q " U temper_mmvq_register_experts_glu_q8_1("
+nm -C "$out/temper-mmvq-runtime.cu.o" | grep -q " T temper_mmvq_register_experts_glu_q8_1("
 # Hook v6: d99724f's kernel waits for its predecessor, so its one-column unit registers pipelined
 # instantiations (the bulk L2 prefetch assembled for sm_90 above); 7180759's has no such wait.
 grep -q '^#define TEMPER_MMVQ_PIPELINE_HOOKS 1$' src/ggml-cuda/temper-mmvq.cuh

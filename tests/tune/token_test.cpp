@@ -360,6 +360,27 @@ TEST(TokenCoordinates, TheGluAppliesOnlyWhereTheUnfusedPairRuns) {
   EXPECT_FALSE(glu_applies(p, "sm_90", g));  // another n
 }
 
+// Hook v10: a fused gate/up over experts writes the copy in its own kernel, with or without a pair.
+TEST(TokenCoordinates, TheGluAppliesAtAFusedGateUpOverExperts) {
+  TokenCoordinate g;
+  g.kind = std::string(kGluKind);
+  g.options = {"off", "on"};
+  g.norm_k = 768;
+  const Profile p = two_families();
+  ShapeKey experts{GgmlType::Q4_K, 768, 2048, Launch::MulMatIdGlu};
+  experts.experts = 128;
+  experts.used = 8;
+  ShapeKey down{GgmlType::Q4_K, 2048, 768, Launch::MulMatId};
+  down.experts = 128;
+  down.used = 8;
+  EXPECT_TRUE(glu_applies(p, "sm_90", g, {down, experts}));
+  EXPECT_FALSE(glu_applies(p, "sm_90", g, {down}));  // no gate/up over experts
+  ShapeKey dense{GgmlType::Q4_K, 768, 2048, Launch::MulMatGlu};
+  EXPECT_FALSE(glu_applies(p, "sm_90", g, {dense}));  // a plain fused gate/up keeps its GLU inside
+  g.norm_k = 2048;
+  EXPECT_FALSE(glu_applies(p, "sm_90", g, {down, experts}));  // another n
+}
+
 // Decided round by round: "on" 1.5 % faster in every round, on a machine 3 % slower from the fourth round
 // on (the H200's token probe drifted so on 2026-12-03): every round's ratio is 1.015, so is the interval.
 TEST(TokenCoordinates, ADriftBetweenRoundsDoesNotHideAGain) {

@@ -90,8 +90,10 @@ Profile with_token_option(Profile p, const std::string& arch, const std::string&
 void add_producer_coordinates(std::vector<TokenCoordinate>& coordinates, const std::vector<ShapeKey>& shapes,
                               const std::vector<int>& ncols = {1});
 // Whether the GLU coordinate `c` can change anything in `p` for `arch`: an approved one-column unfused
-// gate/up pair of n c.norm_k (elsewhere the GLU runs inside the fused launch and writes no copy).
-bool glu_applies(const Profile& p, const std::string& arch, const TokenCoordinate& c);
+// gate/up pair of n c.norm_k, or (hook v10) a fused gate/up over experts of n c.norm_k among the model's
+// one-column launches `shapes` (one kernel writes its GLU and the copy); elsewhere the GLU runs inside
+// the fused launch and writes no copy.
+bool glu_applies(const Profile& p, const std::string& arch, const TokenCoordinate& c, const std::vector<ShapeKey>& shapes = {});
 // The pair-group coordinate for a model whose one-column launches are `shapes`, appended to `coordinates`
 // when it has a fused gate/up on plain weights (the group kernel has no experts).
 void add_pair_group_coordinate(std::vector<TokenCoordinate>& coordinates, const std::vector<ShapeKey>& shapes);
