@@ -70,7 +70,8 @@
 # builds every type and takes longer), STOCK_BUILD (0), HAND_PROFILE (the hand stage's profile arm:
 # default the installed profile; none: the patched build without one, against STOCK_BUILD=1's), LLAMA_CMAKE_ARGS (more llama.cpp configure
 # flags, after the defaults: FlashAttention on, as users build it), KERNEL_FIXTURES (the kernels stage's
-# fixtures in order: dense moe), WORK (build-tune).
+# fixtures in order: dense moe), EXP_FIXTURES (the experiment stages' fixtures: dense moe; PF_MOE=0 is
+# dense alone), WORK (build-tune).
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
@@ -343,11 +344,16 @@ bench_one() {
 # The cost, pfexp and pipeline stages' models: the dense fixture and, unless PF_MOE=0, the MoE one
 # (written here when missing), in `models`.
 experiment_models() {
-  models=("$model")
-  if [[ "${PF_MOE:-1}" == 1 ]]; then
-    models+=("$work/$moe_fixture.gguf")
-    [[ -f "${models[1]}" ]] || write_fixture "$moe_fixture" "${models[1]}"
-  fi
+  models=()
+  local f fixtures="${EXP_FIXTURES:-dense moe}"
+  [[ "${PF_MOE:-1}" == 1 ]] || fixtures="dense"
+  for f in $fixtures; do
+    case $f in
+      dense) models+=("$model") ;;
+      moe) models+=("$work/$moe_fixture.gguf"); [[ -f "${models[-1]}" ]] || write_fixture "$moe_fixture" "${models[-1]}" ;;
+      *) say "tune_device: EXP_FIXTURES: $f (expected dense or moe)"; exit 1 ;;
+    esac
+  done
 }
 
 # interleaved_arms DIR MODEL TESTS RUN_ARM ARM...: ROUNDS × TESTS (comma-separated) × the arms, the
