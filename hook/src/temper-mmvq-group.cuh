@@ -129,93 +129,112 @@ static void temper_mmvq_group_launch(const temper_mmvq_group_args & g) {
 }
 
 // Hook v10: a fused expert gate/up (MUL_MAT_ID, one column, SwiGLU or GeGLU) whose GLU output mmvq's
-// expert down GEMV reads, as one launch that also writes the down's q8_1 activations. A block computes
-// 32 consecutive rows of one expert slot, which is one q8_1 block of its output: warps [0, nwarps) the
-// up rows, warps [nwarps, 2 nwarps) the gate rows, each half summing as mul_mat_vec_q does at nwarps
-// warps, so the GLU output is the fused launch's at that nwarps bit for bit, and the copy is what
-// quantize_q8_1 writes from it. Blocks past the slot's rows write the zero blocks of the padding.
-template <ggml_type type, int nwarps>
-__launch_bounds__(2 * nwarps * ggml_cuda_get_physical_warp_size(), 1)
+// expert down GEMV reads, as one launch that also writes the down's q8_1 activations. Each block is
+// mul_mat_vec_q's fused launch at (nwarps, rows): the same rows, the same sums, the same epilogue, so
+// the GLU output is that launch's bit for bit. Then the block that completes a q8_1 block's 32 rows of
+// an expert slot (a counter per block, which it sets back to 0) quantizes them as quantize_q8_1 does.
+// The copy's padding past the rows is not written: the down GEMV reads only K / QK8_1 blocks a column.
+template <ggml_type type, int nwarps, int rows>
+__launch_bounds__(nwarps * ggml_cuda_get_physical_warp_size(), 1)
 static __global__ void temper_mmvq_experts_glu_q8_1(const void * up, const void * gate, const void * vy, const int32_t * ids, float * dst,
-                                                    block_q8_1 * q8, const uint32_t ncols_x, const int nrows, const uint32_t stride_row_x,
-                                                    const uint32_t stride_channel_x, const uint3 nchannels_y, const uint32_t stride_channel_y,
-                                                    const uint32_t stride_channel_dst, const int k_padded, const int geglu) {
+                                                    block_q8_1 * q8, int * arrived, const uint32_t ncols_x, const int nrows,
+                                                    const uint32_t stride_row_x, const uint32_t stride_channel_x, const uint3 nchannels_y,
+                                                    const uint32_t stride_channel_y, const uint32_t stride_channel_dst, const int k_padded,
+                                                    const int geglu) {
+    static_assert(QK8_1 % rows == 0, "a block's rows lie in one q8_1 block");
     constexpr int qk = ggml_cuda_type_traits<type>::qk;
     constexpr int qi = ggml_cuda_type_traits<type>::qi;
     constexpr int vdr = get_vdr_mmvq(type);
     constexpr int warp_size = ggml_cuda_get_physical_warp_size();
     constexpr vec_dot_q_cuda_t vec_dot = get_vec_dot_q_cuda(type);
     constexpr int blocks_per_iter = vdr * nwarps * warp_size / qi;
-    constexpr int rows = QK8_1;
-    __shared__ float partial[2][nwarps > 1 ? nwarps - 1 : 1][rows][warp_size];
-    __shared__ float result[2][rows];
+    __shared__ float partial[nwarps > 1 ? nwarps - 1 : 1][rows][warp_size];
+    __shared__ float partial_gate[nwarps > 1 ? nwarps - 1 : 1][rows][warp_size];
 
-    const int channel = blockIdx.y, row0 = blockIdx.x * rows;
-    const int half = threadIdx.y / nwarps, warp = threadIdx.y % nwarps, lane = threadIdx.x;
-    block_q8_1 * y_out = q8 + (int64_t) channel * (k_padded / QK8_1) + blockIdx.x;
+    const int channel = blockIdx.y, row0 = blockIdx.x * rows, lane = threadIdx.x;
+    const int tid = warp_size * threadIdx.y + lane;
+    const int blocks_per_row_x = ncols_x / qk;
 #if defined(GGML_CUDA_USE_PDL)
     ggml_cuda_pdl_sync();  // the activations and the ids come from kernels launched just before
 #endif
-    if (row0 < nrows) {
-        const int channel_x = ids[channel];
-        const block_q8_1 * y = (const block_q8_1 *) vy + fastmodulo((uint32_t) channel, nchannels_y) * stride_channel_y;
-        const void * vx = half == 0 ? up : gate;
-        const int tid = warp_size * warp + lane;
-        const int blocks_per_row_x = ncols_x / qk;
-        float tmp[rows] = {0.0f};
-        for (int kbx = tid / (qi / vdr); kbx < blocks_per_row_x; kbx += blocks_per_iter) {
-            const int kby = kbx * (qk / QK8_1);
-            const int kqs = vdr * (tid % (qi / vdr));
+    const int channel_x = ids[channel];
+    const block_q8_1 * y = (const block_q8_1 *) vy + fastmodulo((uint32_t) channel, nchannels_y) * stride_channel_y;
+    const int kbx_offset = channel_x * (int) stride_channel_x + row0 * (int) stride_row_x;
+    float tmp[rows] = {0.0f}, tmp_gate[rows] = {0.0f};
+    for (int kbx = tid / (qi / vdr); kbx < blocks_per_row_x; kbx += blocks_per_iter) {
+        const int kby = kbx * (qk / QK8_1);
+        const int kqs = vdr * (tid % (qi / vdr));
 #pragma unroll
-            for (int i = 0; i < rows; ++i)
-                tmp[i] += vec_dot(vx, &y[kby], channel_x * (int) stride_channel_x + min(row0 + i, nrows - 1) * (int) stride_row_x + kbx, kqs);
+        for (int i = 0; i < rows; ++i) {
+            tmp[i] += vec_dot(up, &y[kby], kbx_offset + i * (int) stride_row_x + kbx, kqs);
+            tmp_gate[i] += vec_dot(gate, &y[kby], kbx_offset + i * (int) stride_row_x + kbx, kqs);
         }
-        if (warp > 0) {
-#pragma unroll
-            for (int i = 0; i < rows; ++i) partial[half][warp - 1][i][lane] = tmp[i];
-        }
-        __syncthreads();
-        if (warp == 0) {
-#pragma unroll
-            for (int i = 0; i < rows; ++i) {
-#pragma unroll
-                for (int w = 0; w < nwarps - 1; ++w) tmp[i] += partial[half][w][i][lane];
-                tmp[i] = warp_reduce_sum<warp_size>(tmp[i]);
-                if (lane == i) result[half][i] = tmp[i];
-            }
-        }
-        __syncthreads();
     }
-    if (threadIdx.y != 0) return;
-    // The fused launch's epilogue (bias 0 added), then quantize_q8_1's arithmetic on 32 lanes.
-    const int row = row0 + lane;
+    if (threadIdx.y > 0) {
+#pragma unroll
+        for (int i = 0; i < rows; ++i) {
+            partial[threadIdx.y - 1][i][lane] = tmp[i];
+            partial_gate[threadIdx.y - 1][i][lane] = tmp_gate[i];
+        }
+    }
+    __syncthreads();
+    if (threadIdx.y > 0) return;
+    float * out = dst + (int64_t) channel * stride_channel_dst;
+#pragma unroll
+    for (int i = 0; i < rows; ++i) {
+#pragma unroll
+        for (int l = 0; l < nwarps - 1; ++l) {
+            tmp[i] += partial[l][i][lane];
+            tmp_gate[i] += partial_gate[l][i][lane];
+        }
+        tmp[i] = warp_reduce_sum<warp_size>(tmp[i]);
+        tmp_gate[i] = warp_reduce_sum<warp_size>(tmp_gate[i]);
+        if (lane == i && (rows == 1 || row0 + i < nrows)) {
+            float result = tmp[i] + 0.0f;
+            const float gate_value = tmp_gate[i] + 0.0f;
+            result *= geglu ? ggml_cuda_op_gelu_single(gate_value) : ggml_cuda_op_silu_single(gate_value);
+            out[row0 + i] = result;
+        }
+    }
+    // The q8_1 block of these rows: the last of its blocks to arrive quantizes it.
+    const int qb = row0 / QK8_1, first = qb * QK8_1;
+    const int in_block = min(QK8_1, nrows - first);
+    const int expected = (in_block + rows - 1) / rows;
+    int * counter = arrived + (int64_t) channel * (k_padded / QK8_1) + qb;
+    __threadfence();
+#if !defined(GGML_USE_HIP)
+    __syncwarp();  // every lane's output and fence before the count
+#endif
+    int last = 0;
+    if (lane == 0) last = atomicAdd(counter, 1) == expected - 1;
+    if (!__shfl_sync(0xffffffff, last, 0, warp_size)) return;
+    __threadfence();
     float v = 0.0f;
-    if (lane < rows && row < nrows) {
-        const float g = result[1][lane] + 0.0f;
-        v = result[0][lane] + 0.0f;
-        v *= geglu ? ggml_cuda_op_gelu_single(g) : ggml_cuda_op_silu_single(g);
-        dst[(int64_t) channel * stride_channel_dst + row] = v;
-    }
+    if (lane < QK8_1 && lane < in_block) v = *((volatile const float *) out + first + lane);  // other blocks' rows: not through L1
     const float amax = warp_reduce_max<QK8_1>(fabsf(v));
     const float sum = warp_reduce_sum<QK8_1>(v);
-    if (lane >= rows) return;
+    if (lane >= QK8_1) return;
+    block_q8_1 * b = q8 + (int64_t) channel * (k_padded / QK8_1) + qb;
     const float d = amax / 127.0f;
-    y_out->qs[lane] = amax == 0.0f ? 0 : roundf(v / d);
-    if (lane == 0) y_out->ds = make_half2(d, sum);
+    b->qs[lane] = amax == 0.0f ? 0 : roundf(v / d);
+    if (lane == 0) {
+        b->ds = make_half2(d, sum);
+        *counter = 0;
+    }
 }
 
-template <ggml_type type, int nwarps>
-static void temper_mmvq_experts_glu_q8_1_launch(const temper_mmvq_args & a, void * q8, int k_padded, int geglu) {
-    const dim3 block_nums(k_padded / QK8_1, a.nchannels_dst, 1);
-    const dim3 block_dims(a.warp_size, 2 * nwarps, 1);
-    const auto kernel = temper_mmvq_experts_glu_q8_1<type, nwarps>;
+template <ggml_type type, int nwarps, int rows>
+static void temper_mmvq_experts_glu_q8_1_launch(const temper_mmvq_args & a, void * q8, int * arrived, int k_padded, int geglu) {
+    const dim3 block_nums((a.nrows_x + rows - 1) / rows, a.nchannels_dst, 1);
+    const dim3 block_dims(a.warp_size, nwarps, 1);
+    const auto kernel = temper_mmvq_experts_glu_q8_1<type, nwarps, rows>;
 #if defined(GGML_CUDA_USE_PDL)
     ggml_cuda_kernel_launch(kernel, ggml_cuda_kernel_launch_params(block_nums, block_dims, 0, a.stream), a.vx, a.fusion->gate, a.vy, a.ids,
-                            a.dst, (block_q8_1 *) q8, a.ncols_x, a.nrows_x, a.stride_row_x, a.stride_channel_x, a.nchannels_y,
+                            a.dst, (block_q8_1 *) q8, arrived, a.ncols_x, a.nrows_x, a.stride_row_x, a.stride_channel_x, a.nchannels_y,
                             a.stride_channel_y, a.stride_channel_dst, k_padded, geglu);
 #else
-    kernel<<<block_nums, block_dims, 0, a.stream>>>(a.vx, a.fusion->gate, a.vy, a.ids, a.dst, (block_q8_1 *) q8, a.ncols_x, a.nrows_x,
-                                                    a.stride_row_x, a.stride_channel_x, a.nchannels_y, a.stride_channel_y,
+    kernel<<<block_nums, block_dims, 0, a.stream>>>(a.vx, a.fusion->gate, a.vy, a.ids, a.dst, (block_q8_1 *) q8, arrived, a.ncols_x,
+                                                    a.nrows_x, a.stride_row_x, a.stride_channel_x, a.nchannels_y, a.stride_channel_y,
                                                     a.stride_channel_dst, k_padded, geglu);
     CUDA_CHECK(cudaGetLastError());
 #endif
@@ -228,8 +247,8 @@ static void temper_mmvq_group_register_width() {
         if constexpr (ri < 3) {
             constexpr int w = temper_group_grid_nwarps[wi], r = temper_group_grid_rows[ri];
             temper_mmvq_register_group(type_a, type_b, ncols, w, r, &temper_mmvq_group_launch<type_a, type_b, ncols, w, r>);
-            if constexpr (type_a == type_b && ncols == 1 && ri == 0 && w <= 4)  // 8: its partial sums exceed static shared memory
-                temper_mmvq_register_experts_glu_q8_1(type_a, w, &temper_mmvq_experts_glu_q8_1_launch<type_a, w>);
+            if constexpr (type_a == type_b && ncols == 1)
+                temper_mmvq_register_experts_glu_q8_1(type_a, w, r, &temper_mmvq_experts_glu_q8_1_launch<type_a, w, r>);
             temper_mmvq_group_register_width<type_a, type_b, ncols, wi, ri + 1>();
         } else {
             temper_mmvq_group_register_width<type_a, type_b, ncols, wi + 1, 0>();

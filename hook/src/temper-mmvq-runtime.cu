@@ -63,8 +63,8 @@ std::atomic<long long> g_pipelined_launches{0};
 // Same-input group kernels (hook v5), filled once by the registry.
 using GroupInstanceKey = std::tuple<int, int, int, int, int>;  // type A, type B, ncols, nwarps, rows
 std::map<GroupInstanceKey, temper_mmvq_group_fn> g_group_instances;
-// Fused expert gate/up kernels that also write the GLU output's q8_1 copy (hook v10), per type and nwarps.
-std::map<std::pair<int, int>, temper_mmvq_experts_fn> g_experts_glu_q8_1;
+// Fused expert gate/up kernels that also write the GLU output's q8_1 copy (hook v10), per type, nwarps, rows.
+std::map<std::tuple<int, int, int>, temper_mmvq_experts_fn> g_experts_glu_q8_1;
 
 // The launch kinds of Temper's profiles (docs/profile-format.md): what ggml launched mmvq for, and
 // the fused gate/up kinds as the hook can run them unfused (gate and up as two plain launches).
@@ -281,8 +281,8 @@ temper_mmvq_group_fn find_group(int type_a, int type_b, int ncols, Choice c, boo
 
 }  // namespace
 
-void temper_mmvq_register_experts_glu_q8_1(int type, int nwarps, temper_mmvq_experts_fn launch) {
-    g_experts_glu_q8_1[{type, nwarps}] = launch;
+void temper_mmvq_register_experts_glu_q8_1(int type, int nwarps, int rows, temper_mmvq_experts_fn launch) {
+    g_experts_glu_q8_1[{type, nwarps, rows}] = launch;
 }
 
 void temper_mmvq_register_group(int type_a, int type_b, int ncols, int nwarps, int rows, temper_mmvq_group_fn launch) {
@@ -464,7 +464,7 @@ GrowBuffer g_scratch[64];  // the pair's gate and up results, per device
 bool glu_writes_q8_1(int device, const float * gate, const float * up, const temper_mmvq_args & a, bool geglu);
 // Hook v10: a fused expert gate/up (one column) as one kernel that also writes its GLU output's q8_1
 // copy, when asked; false: not asked, not possible here, or no reader (the launch goes on as it would).
-bool experts_glu_writes_q8_1(int type, int nwarps, const temper_mmvq_args & a);
+bool experts_glu_writes_q8_1(int type, Choice c, const temper_mmvq_args & a);
 
 std::atomic<long long> g_pair_group_launches{0};
 
@@ -672,7 +672,8 @@ namespace {
 Q8Copy * glu_copy(int device, const temper_mmvq_args & a, int & glu, int & last, int64_t & k_padded) {
     if (device < 0 || device >= 64) return nullptr;
     const Evaluation & e = g_evaluation[device];
-    if (!e.graph || a.stride_channel_dst != (uint32_t) a.nrows_x || !q8_wanted(kGluCopy, device, a.nrows_x, 1)) return nullptr;
+    if (!e.graph || !groups_possible() || a.stride_channel_dst != (uint32_t) a.nrows_x || !q8_wanted(kGluCopy, device, a.nrows_x, 1))
+        return nullptr;
     glu = -1;
     for (int j = e.at; j >= 0 && j < e.graph->n_nodes && j <= e.at + 3; ++j)
         if (e.graph->nodes[j]->op == GGML_OP_GLU && e.graph->nodes[j]->data == a.dst) glu = j;
@@ -706,25 +707,34 @@ bool glu_writes_q8_1(int device, const float * gate, const float * up, const tem
 #endif
 }
 
-bool experts_glu_writes_q8_1(int type, int nwarps, const temper_mmvq_args & a) {
+GrowBuffer g_arrived[64];  // the experts' GLU kernel's counters, per device: all 0 between its launches
+
+bool experts_glu_writes_q8_1(int type, Choice choice, const temper_mmvq_args & a) {
 #if (TEMPER_MMVQ_NORM_HOOKS & 3) == 3
     const ggml_cuda_mm_fusion_args_device & f = *a.fusion;
     if (!a.ids || f.x_bias || f.gate_bias || f.x_scale || f.gate_scale || a.nsamples_dst != 1) return false;
     if (f.glu_op != GGML_GLU_OP_SWIGLU && f.glu_op != GGML_GLU_OP_GEGLU) return false;
-    auto kernel = g_experts_glu_q8_1.find({type, nwarps});
-    if (kernel == g_experts_glu_q8_1.end()) kernel = g_experts_glu_q8_1.find({type, 4});  // nwarps 2 and 4 are compiled
+    // The launch's config where the group grid has it, else mmvq's own one-column config (4 warps, a row).
+    auto kernel = g_experts_glu_q8_1.find({type, choice.nwarps, choice.rows});
+    if (kernel == g_experts_glu_q8_1.end()) kernel = g_experts_glu_q8_1.find({type, 4, 1});
     if (kernel == g_experts_glu_q8_1.end()) return false;
     const int device = ggml_cuda_get_device();
     int glu = -1, last = -1;
     int64_t k_padded = 0;
     Q8Copy * c = glu_copy(device, a, glu, last, k_padded);
     if (!c) return false;
-    kernel->second(a, c->buffer.p, (int) k_padded, f.glu_op == GGML_GLU_OP_GEGLU);
+    GrowBuffer & counters = g_arrived[device];
+    const size_t need = (size_t) a.nchannels_dst * k_padded / QK8_1 * sizeof(int);
+    if (counters.bytes < need) {
+        if (!reserve(counters, need, a.stream, kQ8CopyFloor / 8)) return false;
+        if (cudaMemsetAsync(counters.p, 0, counters.bytes, a.stream) != cudaSuccess) { (void) cudaGetLastError(); return false; }
+    }
+    kernel->second(a, c->buffer.p, (int *) counters.p, (int) k_padded, f.glu_op == GGML_GLU_OP_GEGLU);
     publish(*c, g_evaluation[device].graph, glu, last, g_evaluation[device].graph->nodes[glu], k_padded);
     ++g_glu_launches;
     return true;
 #else
-    GGML_UNUSED_VARS(type, nwarps, a);
+    GGML_UNUSED_VARS(type, choice, a);
     return false;
 #endif
 }
@@ -839,9 +849,9 @@ bool temper_mmvq_try_launch(int type, int ncols_dst, const temper_mmvq_args & a)
         }
     }
     // A fused expert gate/up whose GLU output the down GEMV reads may write that GEMV's q8_1 copy, at
-    // the nwarps of its entry (the sums of that config) where compiled, else at 4.
+    // its entry's config (the sums of that config) where compiled.
     const bool chosen = choose(kind, from_probe, choice);
-    if (kind == kMulMatIdGlu && ncols_dst == 1 && experts_glu_writes_q8_1(type, chosen ? choice.nwarps : 4, a)) {
+    if (kind == kMulMatIdGlu && ncols_dst == 1 && experts_glu_writes_q8_1(type, chosen ? choice : Choice{4, 1}, a)) {
         g_last_kind = temper_profile::kGluQ8;
         ++g_tuned;
         return true;

@@ -109,10 +109,11 @@ typedef void (*temper_mmvq_group_fn)(const temper_mmvq_group_args & g);
 void temper_mmvq_register_group(int type_a, int type_b, int ncols, int nwarps, int rows, temper_mmvq_group_fn launch);
 
 // Hook v10: a fused expert gate/up at one column as one launch that also writes the q8_1 copy of its
-// GLU output (q8: nchannels_dst x k_padded / QK8_1 blocks), registered per type and nwarps by the
-// generated group units (temper-mmvq-group.cuh).
-typedef void (*temper_mmvq_experts_fn)(const temper_mmvq_args & a, void * q8, int k_padded, int geglu);
-void temper_mmvq_register_experts_glu_q8_1(int type, int nwarps, temper_mmvq_experts_fn launch);
+// GLU output (q8: nchannels_dst x k_padded / QK8_1 blocks; arrived: as many counters, all 0, which the
+// launch leaves 0), registered per type, nwarps and rows by the generated group units
+// (temper-mmvq-group.cuh).
+typedef void (*temper_mmvq_experts_fn)(const temper_mmvq_args & a, void * q8, int * arrived, int k_padded, int geglu);
+void temper_mmvq_register_experts_glu_q8_1(int type, int nwarps, int rows, temper_mmvq_experts_fn launch);
 
 // The q8_1 copy of src1 (k_padded floats a column) a norm wrote for this node's mmvq (hook v8), or null:
 // mmvq quantizes as it would.
