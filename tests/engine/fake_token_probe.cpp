@@ -6,7 +6,8 @@
 // approved same-input group entry (an unfused pair's group included), 2 % with approved pipelined entries and FAKE_TOKEN_NORM_US (default 1.5) per approved
 // rms_norm_q8_1 entry (the norm writes its GEMVs' q8_1 activations: fewer launches), FAKE_TOKEN_GLU_US (default 1.0) per
 // approved glu_q8_1 entry whose row length is an approved unfused pair's n (the GLU writes the down GEMV's
-// q8_1 activations; without the pair the entry changes nothing, as in the hook); ±0.05 % noise, a hash of
+// q8_1 activations; without the pair the entry changes nothing, as in the hook) or the n of a fused gate/up
+// over experts of the model (hook v10: one kernel writes the GLU and its copy); ±0.05 % noise, a hash of
 // the seed, arm, round and window. Greedy decoding gives the same tokens for every arm.
 //
 // From the environment:
@@ -19,6 +20,7 @@
 //   FAKE_TOKEN_GREEDY_DIFFER=1  the last arm's greedy tokens differ from the others'
 //   FAKE_TOKEN_FAIL_GREEDY=1  a plan with greedy steps (tune's prediction) fails after its first line: exit 1
 //   FAKE_TOKEN_LOG=FILE       one line per invocation appended: "run ARMS ROUNDS"
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -27,6 +29,8 @@
 #include <string>
 #include <vector>
 
+#include "temper/gguf.h"
+#include "temper/plan.h"
 #include "temper/profile.h"
 #include "fake_mix.h"
 
@@ -47,7 +51,15 @@ std::string family(temper::Launch l) {
   return n;
 }
 
-double token_us(const temper::Profile& p) {
+// The n of each fused gate/up over experts among the model's one-column launches.
+std::vector<int64_t> expert_gate_ups(const char* model) {
+  std::vector<int64_t> n;
+  for (const temper::PlannedLaunch& l : temper::plan_launches(temper::GgufFile::open(model), 1).launches)
+    if (l.shape().launch == temper::Launch::MulMatIdGlu) n.push_back(l.shape().n);
+  return n;
+}
+
+double token_us(const temper::Profile& p, const std::vector<int64_t>& experts) {
   const std::string slow = env("FAKE_TOKEN_SLOW");
   const double unfused_us = std::atof(env("FAKE_TOKEN_UNFUSED_US").c_str());
   const double norm_us = env("FAKE_TOKEN_NORM_US").empty() ? 1.5 : std::atof(env("FAKE_TOKEN_NORM_US").c_str());
@@ -64,7 +76,7 @@ double token_us(const temper::Profile& p) {
     if (e.key.launch == temper::Launch::RmsNormQ8) {
       us -= norm_us;
     } else if (e.key.launch == temper::Launch::GluQ8) {
-      if (approved_pair(e.key.k)) us -= glu_us;
+      if (approved_pair(e.key.k) || std::find(experts.begin(), experts.end(), e.key.k) != experts.end()) us -= glu_us;
     } else if (temper::launch_is_pipelined(e.key.launch)) {
       pipelined = true;
     } else if (temper::launch_is_group(e.key.launch)) {
@@ -119,7 +131,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::vector<double> us;
-  for (const std::string& a : arms) us.push_back(token_us(temper::load_profile(a)));
+  const std::vector<int64_t> experts = expert_gate_ups(argv[1]);
+  for (const std::string& a : arms) us.push_back(token_us(temper::load_profile(a), experts));
   if (env("FAKE_TOKEN_GARBAGE") == "1") std::printf("window 0 0 0 fast\n");
   for (int r = 0; r < rounds; ++r)
     for (size_t v = 0; v < arms.size(); ++v) {

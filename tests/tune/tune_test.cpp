@@ -43,14 +43,15 @@ namespace {
 struct TuneDir {
   fs::path dir = fs::temp_directory_path() / ("temper-tune-" + std::to_string(::getpid()) + "-" +
                                               ::testing::UnitTest::GetInstance()->current_test_info()->name());
-  fs::path model = dir / "small-llama.gguf";
+  fs::path model;
   fs::path profile = dir / "config" / "temper" / "engine-profile.json";  // the engine's default location
   fs::path bench_log = dir / "llama-bench.log", gemv_log = dir / "gemv.log";
   fs::path probe = FAKE_PROBE;
-  explicit TuneDir(const fixtures::Options& fixture = {}) {
+  explicit TuneDir(const fixtures::Options& fixture = {}, fixtures::Fixture which = fixtures::Fixture::SmallLlama)
+      : model(dir / (which == fixtures::Fixture::SmallLlama ? "small-llama.gguf" : "model.gguf")) {
     fs::remove_all(dir);
     fs::create_directories(dir);
-    fixtures::writer(fixtures::Fixture::SmallLlama, fixture).write(model);
+    fixtures::writer(which, fixture).write(model);
   }
   ~TuneDir() {
     std::error_code ec;
@@ -1242,6 +1243,35 @@ TEST(TuneInstall, MeasuredShapesReplacedOthersKept) {
   EXPECT_EQ(p.benches.size(), 1u);
   // Installing the same again changes nothing (the model is named once).
   EXPECT_EQ(to_json(tune::install_profile(p, tuned, s)), to_json(p));
+}
+
+// Hook v10: at a fused gate/up over experts the GLU's q8_1 copy is measured without an unfused pair, and
+// the token decides by the fake's known answer: on where it saves a microsecond, off where it costs one.
+TEST(Tune, TokenStepMeasuresTheExpertsGluCopy) {
+  for (const auto& [glu_us, want] : {std::pair<std::string, std::string>{"1.0", "on"}, {"-1.0", "off"}}) {
+    const TuneDir d({}, fixtures::Fixture::MiniMoe);
+    int64_t experts_n = 0;
+    for (const PlannedLaunch& l : plan_launches(GgufFile::open(d.model), 1).launches)
+      if (l.shape().launch == Launch::MulMatIdGlu) experts_n = l.shape().n;
+    ASSERT_GT(experts_n, 0);
+    const std::map<std::string, std::string> small = {{"--ncols", "1"}, {"--tests", "tg128"}, {"--rounds", "1"},
+                                                      {"--replay-tokens", "4"}, {"--replay-rounds", "2"},
+                                                      {"--token-probe", FAKE_TOKEN_PROBE}, {"--token-rounds", "5"},
+                                                      {"--token-tokens", "8"}};
+    const json j = d.run(small, {{"FAKE_TOKEN_GLU_US", glu_us}});
+    ASSERT_TRUE(j.is_object());
+    const auto glu = std::find_if(j["token"]["coordinates"].begin(), j["token"]["coordinates"].end(),
+                                  [](const json& c) { return c["kind"] == "glu_q8_1"; });
+    ASSERT_NE(glu, j["token"]["coordinates"].end()) << j["token"].dump();
+    EXPECT_EQ((*glu)["norm_k"], experts_n) << glu->dump();
+    EXPECT_FALSE((*glu)["samples"].empty()) << glu->dump();  // measured: the experts' kernel writes the copy
+    EXPECT_EQ((*glu)["options"][(*glu)["chosen"].get<size_t>()], want) << glu->dump();
+    const Profile p = load_profile(d.profile);
+    const bool entry = std::any_of(p.entries.begin(), p.entries.end(), [&](const ProfileEntry& e) {
+      return e.key.launch == Launch::GluQ8 && e.key.k == experts_n && e.approval == Approval::Approved;
+    });
+    EXPECT_EQ(entry, want == "on");
+  }
 }
 
 }  // namespace
