@@ -73,6 +73,9 @@ nm -C "$out/temper-mmvq-q4_k-1.cu.gfx1030.o" | grep -q "temper_mmvq_register_q4_
 nm -C "$out/temper-mmvq-runtime.cu.gfx1030.o" | grep -q "temper_mmvq_try_launch"
 nm -C "$out/temper-mmvq-runtime.cu.gfx1030.o" | grep -q " T temper_mmvq_try_group("
 nm -C "$out/temper-mmvq-group-q4_k.cu.gfx1030.o" | grep -q " T temper_mmvq_register_group_q4_k()"
+# Hook v10: the fused expert gate/up kernels that write the q8_1 copy register from the group unit.
+nm -C "$out/temper-mmvq-group-q4_k.cu.gfx1030.o" | grep -q " U temper_mmvq_register_experts_glu_q8_1("
+nm -C "$out/temper-mmvq-runtime.cu.gfx1030.o" | grep -q " T temper_mmvq_register_experts_glu_q8_1("
 # The tuned q4_K instantiations (mul_mat_vec_q<..., temper_nwarps, temper_rows>) against Temper's
 # kernels, config by config: the same dot instruction per target (RDNA3's v_dot4_i32_iu8 on gfx1100,
 # v_dot4c_i32_i8 on gfx1030) and as many of them (the same loop structure). gfx1030's device code
