@@ -23,26 +23,18 @@ struct temper_mmvq_group_members {
     int is_b[4];       // the member's weights are of type B
 };
 
-// mul_mat_vec_q's loop over a row at nwarps warps: qk values a weight block, qi ints of quants, vdr of
-// them a thread at a time, blocks_per_iter weight blocks a block's threads take in one iteration.
-template <ggml_type type, int nwarps>
-struct temper_mmvq_loop {
-    static constexpr int qk = ggml_cuda_type_traits<type>::qk;
-    static constexpr int qi = ggml_cuda_type_traits<type>::qi;
-    static constexpr int vdr = get_vdr_mmvq(type);
-    static constexpr int warp_size = ggml_cuda_get_physical_warp_size();
-    static constexpr int blocks_per_iter = vdr * nwarps * warp_size / qi;
-};
-
 // rows_per_block rows of one member: partial sums per thread, then across warps through shared memory
 // (`shared`: nwarps-1 x ncols x rows x warp_size floats), then within the first warp.
 template <ggml_type type, int ncols, int nwarps, int rows>
 static __device__ __forceinline__ void temper_group_rows(const void * vx, const block_q8_1 * y, float * dst, const int row0,
                                                          const int nrows, const uint32_t stride_row_x, const uint32_t stride_col_dst,
                                                          const uint32_t ncols_x, const uint32_t stride_col_y, float * shared) {
-    using loop = temper_mmvq_loop<type, nwarps>;
-    constexpr int qk = loop::qk, qi = loop::qi, vdr = loop::vdr, warp_size = loop::warp_size, blocks_per_iter = loop::blocks_per_iter;
+    constexpr int qk = ggml_cuda_type_traits<type>::qk;
+    constexpr int qi = ggml_cuda_type_traits<type>::qi;
+    constexpr int vdr = get_vdr_mmvq(type);
+    constexpr int warp_size = ggml_cuda_get_physical_warp_size();
     constexpr vec_dot_q_cuda_t vec_dot = get_vec_dot_q_cuda(type);
+    constexpr int blocks_per_iter = vdr * nwarps * warp_size / qi;
 
     const int tid = warp_size * threadIdx.y + threadIdx.x;
     const int blocks_per_row_x = ncols_x / qk;
@@ -150,9 +142,12 @@ static __global__ void temper_mmvq_experts_glu_q8_1(const void * up, const void 
                                                     const uint32_t stride_channel_y, const uint32_t stride_channel_dst, const int k_padded,
                                                     const int geglu) {
     static_assert(QK8_1 % rows == 0, "a block's rows lie in one q8_1 block");
-    using loop = temper_mmvq_loop<type, nwarps>;
-    constexpr int qk = loop::qk, qi = loop::qi, vdr = loop::vdr, warp_size = loop::warp_size, blocks_per_iter = loop::blocks_per_iter;
+    constexpr int qk = ggml_cuda_type_traits<type>::qk;
+    constexpr int qi = ggml_cuda_type_traits<type>::qi;
+    constexpr int vdr = get_vdr_mmvq(type);
+    constexpr int warp_size = ggml_cuda_get_physical_warp_size();
     constexpr vec_dot_q_cuda_t vec_dot = get_vec_dot_q_cuda(type);
+    constexpr int blocks_per_iter = vdr * nwarps * warp_size / qi;
     __shared__ float partial[nwarps > 1 ? nwarps - 1 : 1][rows][warp_size];
     __shared__ float partial_gate[nwarps > 1 ? nwarps - 1 : 1][rows][warp_size];
 
