@@ -209,18 +209,10 @@ static __global__ void temper_mmvq_experts_glu_q8_1(const void * up, const void 
     if (lane == 0) last = atomicAdd(counter, 1) == expected - 1;
     if (!__shfl_sync(0xffffffff, last, 0, warp_size)) return;
     __threadfence();
-    float v = 0.0f;
-    if (lane < QK8_1 && lane < in_block) v = *((volatile const float *) out + first + lane);  // other blocks' rows: not through L1
-    const float amax = warp_reduce_max<QK8_1>(fabsf(v));
-    const float sum = warp_reduce_sum<QK8_1>(v);
-    if (lane >= QK8_1) return;
-    block_q8_1 * b = q8 + (int64_t) channel * (k_padded / QK8_1) + qb;
-    const float d = amax / 127.0f;
-    b->qs[lane] = amax == 0.0f ? 0 : roundf(v / d);
-    if (lane == 0) {
-        b->ds = make_half2(d, sum);
-        *counter = 0;
-    }
+    if (lane >= QK8_1) return;  // a 64-wide wave: its upper half holds no row
+    const float v = lane < in_block ? *((volatile const float *) out + first + lane) : 0.0f;  // other blocks' rows: not through L1
+    temper_store_q8_1(q8 + (int64_t) channel * (k_padded / QK8_1), first + lane, v);
+    if (lane == 0) *counter = 0;
 }
 
 template <ggml_type type, int nwarps, int rows>

@@ -607,15 +607,6 @@ void publish(Q8Copy & c, const ggml_cgraph * cgraph, int from, int last, const g
     c.k_padded = k_padded;
 }
 
-// quantize_q8_1's arithmetic for one value v of a warp holding one q8_1 block (32 consecutive columns).
-__device__ __forceinline__ void store_q8_1(block_q8_1 * y, int col, float v) {
-    const float amax = warp_reduce_max<QK8_1>(fabsf(v));
-    const float sum = warp_reduce_sum<QK8_1>(v);
-    const float d = amax / 127.0f;
-    y[col / QK8_1].qs[col % QK8_1] = amax == 0.0f ? 0 : roundf(v / d);
-    if (col % QK8_1 == 0) y[col / QK8_1].ds = make_half2(d, sum);
-}
-
 #if (TEMPER_MMVQ_NORM_HOOKS & 3) == 3
 template <int block_size>
 __global__ void temper_rms_norm_q8_1(const float * x, float * dst, const float * mul, block_q8_1 * y, const int ncols,
@@ -642,7 +633,7 @@ __global__ void temper_rms_norm_q8_1(const float * x, float * dst, const float *
             v = scale * x[col] * mul[col];
             dst[col] = v;
         }
-        store_q8_1(y, col, v);
+        temper_store_q8_1(y, col, v);
     }
 }
 
@@ -658,7 +649,7 @@ __global__ void temper_glu_q8_1(const float * gate, const float * up, float * ds
         v = up[at] * (geglu ? ggml_cuda_op_gelu_single(g) : ggml_cuda_op_silu_single(g));
         dst[at] = v;
     }
-    store_q8_1(y + (int64_t) channel * (k_padded / QK8_1), col, v);
+    temper_store_q8_1(y + (int64_t) channel * (k_padded / QK8_1), col, v);
 }
 #endif
 

@@ -108,6 +108,16 @@ typedef void (*temper_mmvq_group_fn)(const temper_mmvq_group_args & g);
 // Called by the generated registry for every compiled (type A, type B, ncols, nwarps, rows) group kernel.
 void temper_mmvq_register_group(int type_a, int type_b, int ncols, int nwarps, int rows, temper_mmvq_group_fn launch);
 
+// quantize_q8_1's arithmetic for one value v of a warp's 32 lanes holding one q8_1 block (32 consecutive
+// columns of y, col being this lane's): what the hook's producers of q8_1 activations write.
+static __device__ __forceinline__ void temper_store_q8_1(block_q8_1 * y, int col, float v) {
+    const float amax = warp_reduce_max<QK8_1>(fabsf(v));
+    const float sum = warp_reduce_sum<QK8_1>(v);
+    const float d = amax / 127.0f;
+    y[col / QK8_1].qs[col % QK8_1] = amax == 0.0f ? 0 : roundf(v / d);
+    if (col % QK8_1 == 0) y[col / QK8_1].ds = make_half2(d, sum);
+}
+
 // Hook v10: a fused expert gate/up at one column as one launch that also writes the q8_1 copy of its
 // GLU output (q8: nchannels_dst x k_padded / QK8_1 blocks; arrived: as many counters, all 0, which the
 // launch leaves 0), registered per type, nwarps and rows by the generated group units
