@@ -23,6 +23,76 @@ struct temper_mmvq_group_members {
     int is_b[4];       // the member's weights are of type B
 };
 
+// One step of rows x ncols q4_K dot products: ggml's vec_dot_q4_K_q8_1 for every (column, row), with
+// the work of one side done once: a row's quants, scales and mins for all columns, a column's q8_1
+// values and their sums for all rows. Products of integers below 2^24 convert exactly, so
+// (float) dot * (float) scale is the stock (float) (dot * scale), and every sum is the stock one, in
+// the stock order: the results are mmvq's bit for bit.
+#if defined(TEMPER_GROUP_GENERIC_DOT)  // every type through ggml's vec_dot (the reference of hook_exact_test)
+constexpr bool temper_group_q4_K_dots = false;
+#else
+constexpr bool temper_group_q4_K_dots = true;
+#endif
+template <int ncols, int rows>
+static __device__ __forceinline__ void temper_group_q4_K_step(const void * vx, const block_q8_1 * y, const int (&row_block)[rows],
+                                                              const int kbx, const int kby, const int iqs, const uint32_t stride_col_y,
+                                                              float (&tmp)[ncols][rows]) {
+    const int bq8_offset = QR4_K * ((iqs / 2) / (QI8_1 / 2));
+    const int j = bq8_offset / 2;
+    int v[rows][2 * QR4_K];
+    float sc[rows][QR4_K], mn[rows][QR4_K];
+    float2 dm[rows];
+#pragma unroll
+    for (int r = 0; r < rows; ++r) {
+        const block_q4_K * b = (const block_q4_K *) vx + row_block[r] + kbx;
+        const int * q4 = (const int *) (b->qs + 16 * bq8_offset + 4 * ((iqs / 2) % 4));
+        const int v0 = q4[0], v1 = q4[4];
+        const uint16_t * scales = (const uint16_t *) b->scales;
+        uint16_t aux[2];
+        if (j < 2) {
+            aux[0] = scales[j + 0] & 0x3f3f;
+            aux[1] = scales[j + 2] & 0x3f3f;
+        } else {
+            aux[0] = ((scales[j + 2] >> 0) & 0x0f0f) | ((scales[j - 2] & 0xc0c0) >> 2);
+            aux[1] = ((scales[j + 2] >> 4) & 0x0f0f) | ((scales[j - 0] & 0xc0c0) >> 2);
+        }
+        const uint8_t * s8 = (const uint8_t *) aux;
+#pragma unroll
+        for (int i = 0; i < QR4_K; ++i) {
+            v[r][2 * i + 0] = (v0 >> (4 * i)) & 0x0F0F0F0F;
+            v[r][2 * i + 1] = (v1 >> (4 * i)) & 0x0F0F0F0F;
+            sc[r][i] = s8[i];
+            mn[r][i] = s8[2 + i];
+        }
+        dm[r] = __half22float2(b->dm);
+    }
+#pragma unroll
+    for (int c = 0; c < ncols; ++c) {
+        const block_q8_1 * b8 = y + c * stride_col_y + kby + bq8_offset;
+        int u[2 * QR4_K];
+        float d8[QR4_K], sum_u[QR4_K];
+#pragma unroll
+        for (int i = 0; i < QR4_K; ++i) {
+            d8[i] = __low2float(b8[i].ds);
+            const int * q8 = (const int *) b8[i].qs + ((iqs / 2) % 4);
+            u[2 * i + 0] = q8[0];
+            u[2 * i + 1] = q8[4];
+            sum_u[i] = ggml_cuda_dp4a(0x01010101, u[2 * i + 1], ggml_cuda_dp4a(0x01010101, u[2 * i + 0], 0));
+        }
+#pragma unroll
+        for (int r = 0; r < rows; ++r) {
+            float sumf_d = 0.0f, sumf_m = 0.0f;
+#pragma unroll
+            for (int i = 0; i < QR4_K; ++i) {
+                const int dot = ggml_cuda_dp4a(v[r][2 * i + 1], u[2 * i + 1], ggml_cuda_dp4a(v[r][2 * i + 0], u[2 * i + 0], 0));
+                sumf_d += d8[i] * ((float) dot * sc[r][i]);
+                sumf_m += d8[i] * (sum_u[i] * mn[r][i]);
+            }
+            tmp[c][r] += dm[r].x * sumf_d - dm[r].y * sumf_m;
+        }
+    }
+}
+
 // rows_per_block rows of one member: partial sums per thread, then across warps through shared memory
 // (`shared`: nwarps-1 x ncols x rows x warp_size floats), then within the first warp.
 template <ggml_type type, int ncols, int nwarps, int rows>
@@ -47,10 +117,14 @@ static __device__ __forceinline__ void temper_group_rows(const void * vx, const 
     for (int kbx = tid / (qi / vdr); kbx < blocks_per_row_x; kbx += blocks_per_iter) {
         const int kby = kbx * (qk / QK8_1);
         const int kqs = vdr * (tid % (qi / vdr));
+        if constexpr (temper_group_q4_K_dots && type == GGML_TYPE_Q4_K) {
+            temper_group_q4_K_step<ncols, rows>(vx, y, row_block, kbx, kby, kqs, stride_col_y, tmp);
+        } else {
 #pragma unroll
-        for (int j = 0; j < ncols; ++j) {
+            for (int j = 0; j < ncols; ++j) {
 #pragma unroll
-            for (int i = 0; i < rows; ++i) tmp[j][i] += vec_dot(vx, &y[j * stride_col_y + kby], row_block[i] + kbx, kqs);
+                for (int i = 0; i < rows; ++i) tmp[j][i] += vec_dot(vx, &y[j * stride_col_y + kby], row_block[i] + kbx, kqs);
+            }
         }
     }
 
