@@ -735,7 +735,9 @@ if want kernels; then
       if [[ $dry == 1 ]]; then
         printf '"Kernel Name","Metric Name","Metric Unit","Metric Value"\n"quantize_q8_1(float)","gpu__time_duration.sum","nsecond","2,800"\n"void mul_mat_vec_q<12, 1>(void)","gpu__time_duration.sum","nsecond","24,000"\n' >"$base.csv"
       else
-        TEMPER_PROFILE="$p" "$ncu" --csv --metrics gpu__time_duration.sum --clock-control none --cache-control none \
+        # Nsight Compute does not pass an empty TEMPER_PROFILE on, so the none arm also gets a config folder
+        # without a profile (the hook's default path).
+        TEMPER_PROFILE="$p" XDG_CONFIG_HOME="$([[ $arm == none ]] && echo "$work/no-profile-config" || echo "${XDG_CONFIG_HOME:-$HOME/.config}")" "$ncu" --csv --metrics gpu__time_duration.sum --clock-control none --cache-control none \
           "$llama_bench" -m "$m" -p 0 -n 4 -r 1 >"$base.csv" 2>"$base.err" || { tail -5 "$base.err" | tee -a "$log" >&2; exit 1; }
       fi
       traces+=("$name=$base.csv")
