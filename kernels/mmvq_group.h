@@ -3,8 +3,9 @@
 // profile's mul_mat_group entries) in Temper's kernel library. 2..4 GEMVs that read the same q8_1
 // activations run as one launch: the grid's blocks are dealt to the members in order
 // (mmvq::group_block), each block computes rows_per_block rows of its member with the member's
-// vec_dot and reduces as mmvq does, so a member's outputs equal mmvq's at the same (nwarps,
-// rows_per_block) bit for bit. Rows past a member's end read its last row and are not written.
+// vec_dot (q4_K: vec_dot_q4_K_tile, the same sums) and reduces as mmvq does, so a member's outputs
+// equal mmvq's at the same (nwarps, rows_per_block) bit for bit. Rows past a member's end read its
+// last row and are not written.
 // Members have at most two weight types, A and B (is_b). Compiled only into the kernel cache's group
 // units, one per (A, B, ncols) with every config of the group grid.
 #include "kernels/mmvq.h"
@@ -20,6 +21,14 @@ struct MmvqGroupMembers {
   int is_b[mmvq::kGroupMaxMembers];
   mmvq::GroupBlocks blocks;
 };
+
+// The fewest batch columns at which q4_K members run vec_dot_q4_K_tile, as the hook's group kernel: on
+// AMD from two (at one column the tile only adds VGPRs there; static, docs/perf-notes.md).
+#if defined(TEMPER_GPU_CUDA)
+constexpr int kQ4KTileMinCols = 1;
+#else
+constexpr int kQ4KTileMinCols = 2;
+#endif
 
 // rows_per_block rows of one member from row0: mmvq's K loop, warp exchange and reduction. `shared`
 // holds (Nwarps-1) × Ncols × Rows × warp_size floats. A device function, as the hook writes it.
@@ -43,10 +52,14 @@ __device__ __forceinline__ void mmvq_group_rows(const void* vx, const BlockQ8_1*
   for (int kbx = tid / (qi / vdr); kbx < blocks_per_row_x; kbx += blocks_per_iter) {
     const int kby = kbx * (qk / quant::QK8_1);
     const int kqs = vdr * (tid % (qi / vdr));
+    if constexpr (Type == kQ4_K && Ncols >= kQ4KTileMinCols) {
+      vec_dot_q4_K_tile<Ncols, Rows>(vx, &y[kby], row_block, kbx, kqs, stride_col_y, tmp);
+    } else {
 #pragma unroll
-    for (int j = 0; j < Ncols; ++j) {
+      for (int j = 0; j < Ncols; ++j) {
 #pragma unroll
-      for (int i = 0; i < Rows; ++i) tmp[j][i] += vec_dot<Type>(vx, &y[j * stride_col_y + kby], row_block[i] + kbx, kqs);
+        for (int i = 0; i < Rows; ++i) tmp[j][i] += vec_dot<Type>(vx, &y[j * stride_col_y + kby], row_block[i] + kbx, kqs);
+      }
     }
   }
 

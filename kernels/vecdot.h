@@ -341,6 +341,62 @@ __device__ __forceinline__ float vec_dot<kQ4_K>(const void* __restrict__ vbq, co
   return dm.x * sumf_d - dm.y * sumf_m;
 }
 
+// q4_K for Rows rows x Ncols columns at one (kbx, iqs): vec_dot<kQ4_K> of every (row, column) pair
+// added to acc, with a row's quants, scales and mins unpacked once for all columns and a column's q8_1
+// values and sums once for all rows (the hook's group kernel, v11). y is the first column's q8_1 at
+// this kbx. Products of integers below 2^24 convert exactly, so (float) dot * scale is
+// (float) (dot * scale) and every sum is vec_dot's, in its order: the same bits.
+template <int Ncols, int Rows>
+__device__ __forceinline__ void vec_dot_q4_K_tile(const void* __restrict__ vx, const BlockQ8_1* __restrict__ y, const int (&row_block)[Rows],
+                                                  const int kbx, const int iqs, const int stride_col_y, float (&acc)[Ncols][Rows]) {
+  constexpr int qr = 2;
+  const int bq8_offset = qr * ((iqs / 2) / 4);
+  int v[Rows][2 * qr];
+  float sc[Rows][qr], mn[Rows][qr];
+  float2 dm[Rows];
+#pragma unroll
+  for (int r = 0; r < Rows; ++r) {
+    const quant::BlockQ4_K* b = static_cast<const quant::BlockQ4_K*>(vx) + row_block[r] + kbx;
+    const int* q4 = reinterpret_cast<const int*>(b->qs + 16 * bq8_offset + 4 * ((iqs / 2) % 4));
+    uint16_t aux[2];
+    k_scales_mins(b->scales, bq8_offset / 2, aux);
+    const uint8_t* s8 = reinterpret_cast<const uint8_t*>(aux);
+#pragma unroll
+    for (int i = 0; i < qr; ++i) {
+      v[r][2 * i + 0] = (q4[0] >> (4 * i)) & 0x0F0F0F0F;
+      v[r][2 * i + 1] = (q4[4] >> (4 * i)) & 0x0F0F0F0F;
+      sc[r][i] = s8[i];
+      mn[r][i] = s8[2 + i];
+    }
+    dm[r] = __half22float2(load_half2(&b->d));
+  }
+#pragma unroll
+  for (int c = 0; c < Ncols; ++c) {
+    int u[2 * qr];
+    float d8[qr], sum_u[qr];
+#pragma unroll
+    for (int i = 0; i < qr; ++i) {
+      const BlockQ8_1* q8 = y + c * stride_col_y + bq8_offset + i;
+      d8[i] = q8_1_d(*q8);
+      const int* q8s = reinterpret_cast<const int*>(q8->qs) + ((iqs / 2) % 4);
+      u[2 * i + 0] = q8s[0];
+      u[2 * i + 1] = q8s[4];
+      sum_u[i] = float(dp4a(0x01010101, u[2 * i + 1], dp4a(0x01010101, u[2 * i + 0], 0)));
+    }
+#pragma unroll
+    for (int r = 0; r < Rows; ++r) {
+      float sumf_d = 0.0f, sumf_m = 0.0f;
+#pragma unroll
+      for (int i = 0; i < qr; ++i) {
+        const int dot = dp4a(v[r][2 * i + 1], u[2 * i + 1], dp4a(v[r][2 * i + 0], u[2 * i + 0], 0));
+        sumf_d += d8[i] * (float(dot) * sc[r][i]);
+        sumf_m += d8[i] * (sum_u[i] * mn[r][i]);
+      }
+      acc[c][r] += dm[r].x * sumf_d - dm[r].y * sumf_m;
+    }
+  }
+}
+
 template <>
 __device__ __forceinline__ float vec_dot<kQ5_K>(const void* __restrict__ vbq, const BlockQ8_1* __restrict__ y,
                                                 const int& kbx, const int& iqs) {

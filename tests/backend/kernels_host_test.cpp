@@ -4,6 +4,8 @@
 // reference's reordering tolerance. Catches data-flow slips in kernels/vecdot.h without a GPU.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <bit>
 #include <vector>
 
 #include "kernels/vecdot.h"
@@ -126,6 +128,49 @@ TEST(KernelsHost, ShortRowsAreCoveredOnce) {
     EXPECT_NEAR(got, ref.value, quant::tolerance_q8_1(ref)) << type_name(type);
     for (int v : visits) EXPECT_EQ(v, 1) << type_name(type);
   }
+}
+
+// The group kernel's q4_K tile against vec_dot<kQ4_K> of each (row, column) pair, accumulated in the same
+// order: the same bits, for every (kbx, iqs) a thread visits, with a clamped (repeated) last row as the
+// kernel reads past a member's end.
+template <int Ncols, int Rows>
+void expect_q4_K_tile_equals_vec_dot(const std::vector<uint8_t>& w, int nrows, const std::vector<quant::BlockQ8_1>& y, int k) {
+  const int blocks = k / quant::QK_K, stride_col_y = k / quant::QK8_1;
+  for (int row0 = 0; row0 < nrows; row0 += Rows) {
+    int row_block[Rows];
+    for (int r = 0; r < Rows; ++r) row_block[r] = std::min(row0 + r, nrows - 1) * blocks;
+    float tile[Ncols][Rows] = {}, pairs[Ncols][Rows] = {};
+    for (int kbx = 0; kbx < blocks; ++kbx)
+      for (int iqs = 0; iqs < 32; iqs += 2) {
+        const int kby = kbx * (quant::QK_K / quant::QK8_1);
+        kernels::vec_dot_q4_K_tile<Ncols, Rows>(w.data(), &y[size_t(kby)], row_block, kbx, iqs, stride_col_y, tile);
+        for (int c = 0; c < Ncols; ++c)
+          for (int r = 0; r < Rows; ++r)
+            pairs[c][r] += kernels::vec_dot<kernels::kQ4_K>(w.data(), &y[size_t(c * stride_col_y + kby)], row_block[r] + kbx, iqs);
+      }
+    for (int c = 0; c < Ncols; ++c)
+      for (int r = 0; r < Rows; ++r)
+        ASSERT_EQ(std::bit_cast<uint32_t>(tile[c][r]), std::bit_cast<uint32_t>(pairs[c][r]))
+            << "ncols " << Ncols << " rows " << Rows << " row " << row0 + r << " column " << c << ": " << tile[c][r] << " against " << pairs[c][r];
+  }
+}
+
+TEST(KernelsHost, Q4KTileEqualsVecDotBitForBit) {
+  const int k = 11 * quant::QK_K, nrows = 7, ncols = 4;
+  const size_t row_bytes = *temper::row_bytes(GgmlType::Q4_K, k);
+  std::vector<uint8_t> w(row_bytes * nrows);
+  quant::fill_random(GgmlType::Q4_K, w.data(), nrows, k, 48);
+  std::vector<quant::BlockQ8_1> y(size_t(ncols) * (k / quant::QK8_1));
+  std::vector<float> x(k);
+  for (int c = 0; c < ncols; ++c) {
+    quant::fill_random_activations(x.data(), k, 11 + uint64_t(c));
+    quant::quantize_q8_1(x.data(), &y[size_t(c) * (k / quant::QK8_1)], k, quant::Q8_1Style::Gpu);
+  }
+  expect_q4_K_tile_equals_vec_dot<1, 1>(w, nrows, y, k);
+  expect_q4_K_tile_equals_vec_dot<1, 4>(w, nrows, y, k);
+  expect_q4_K_tile_equals_vec_dot<2, 2>(w, nrows, y, k);
+  expect_q4_K_tile_equals_vec_dot<3, 1>(w, nrows, y, k);
+  expect_q4_K_tile_equals_vec_dot<4, 4>(w, nrows, y, k);
 }
 
 // A group launch deals its blocks to the members in order: every row of every member is owned by
