@@ -16,6 +16,11 @@ between tokens is in the period too).
 
   kernel_sums.py --tokens N+1 NAME=NCU.csv [NAME=NCU.csv ...] [--period-us NAME=US ...] [--compare A:B ...]
 
+--detail NAME=NCU.csv (instead of the sums): ncu --csv --metrics of DETAIL_METRICS over some kernels
+(`-k regex:...`): per kernel, its launches and each metric's mean over them (why a GEMV runs below the
+bandwidth: DRAM and SM throughput, achieved occupancy, registers, and where its warps stall per
+issued instruction).
+
 --compare A:B adds a table per pair: every kernel (its name to the first parenthesis, template
 arguments kept: mmvq's type, ncols, fusion and Temper's nwarps/rows/pipelining) with its launches and
 µs per token in A and in B and B − A, largest first: which kernels got shorter and which longer.
@@ -80,7 +85,58 @@ def sums(path):
     return us, launches
 
 
+# What --detail reads, in its table's order: (ncu metric, column heading).
+DETAIL_METRICS = (
+    ("gpu__time_duration.sum", "µs"),
+    ("dram__throughput.avg.pct_of_peak_sustained_elapsed", "DRAM %"),
+    ("sm__throughput.avg.pct_of_peak_sustained_elapsed", "SM %"),
+    ("sm__warps_active.avg.pct_of_peak_sustained_active", "occupancy %"),
+    ("launch__registers_per_thread", "regs"),
+    ("launch__grid_size", "blocks"),
+    ("launch__block_size", "threads"),
+    ("smsp__inst_executed.sum", "instructions"),
+    ("smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio", "stall: memory"),
+    ("smsp__average_warps_issue_stalled_wait_per_issue_active.ratio", "stall: wait"),
+    ("smsp__average_warps_issue_stalled_math_pipe_throttle_per_issue_active.ratio", "stall: pipe"),
+    ("smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio", "stall: barrier"),
+    ("smsp__average_warps_issue_stalled_no_instruction_per_issue_active.ratio", "stall: no instruction"),
+)
+
+
+def detail(spec):
+    name, _, path = spec.partition("=")
+    with open(path, newline="") as f:
+        lines = [line for line in f if line.startswith('"')]
+    values = collections.defaultdict(list)
+    launches = collections.Counter()
+    for r in csv.DictReader(lines):
+        metric, k = r.get("Metric Name"), kernel_key(r.get("Kernel Name", ""))
+        if metric not in dict(DETAIL_METRICS):
+            continue
+        v = r["Metric Value"]
+        values[(k, metric)].append(to_us(v, r.get("Metric Unit", "")) if metric == "gpu__time_duration.sum" else float(v.replace(",", "")))
+        if metric == "gpu__time_duration.sum":
+            launches[k] += 1
+    if not launches:
+        sys.exit(f"kernel_sums: {path}: no gpu__time_duration.sum rows (expected ncu --csv --metrics with DETAIL_METRICS)")
+    print(f"\n{name}: per kernel, the mean over its launches (stalls: warps stalled per issued instruction)\n")
+    print("| kernel | launches | " + " | ".join(h for _, h in DETAIL_METRICS) + " |")
+    print("|---|---:|" + "---:|" * len(DETAIL_METRICS))
+    for k in sorted(launches, key=lambda k: -sum(values[(k, "gpu__time_duration.sum")])):
+        cells = []
+        for metric, _ in DETAIL_METRICS:
+            v = values.get((k, metric))
+            cells.append(f"{sum(v) / len(v):.4g}" if v else "")
+        print(f"| `{k}` | {launches[k]} | " + " | ".join(cells) + " |")
+
+
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "--detail":
+        if len(sys.argv) < 3:
+            sys.exit("kernel_sums: --detail NAME=NCU.csv [NAME=NCU.csv ...]")
+        for spec in sys.argv[2:]:
+            detail(spec)
+        return
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("traces", nargs="+", help="NAME=NCU.csv")
     ap.add_argument("--tokens", type=int, required=True, help="tokens the run decoded (llama-bench -n N: N + 1, its warm-up)")

@@ -64,7 +64,8 @@
 #            and COST_PROFILE each without and with it, llama-bench COST_TESTS, both fixtures, and greedy decoding of
 #            each pair, which must agree bit for bit
 #   kernels  (not in the default) Nsight Compute over llama-bench tg4 of both fixtures, without and with
-#            COST_PROFILE: each kernel timed alone, summed per token by kind (kernel_sums.py), beside tg32's period
+#            COST_PROFILE: each kernel timed alone, summed per token by kind (kernel_sums.py), beside tg32's period;
+#            with KERNEL_DETAIL (an ncu -k filter) also those kernels' throughputs, occupancy and stalls
 # Env: NCOLS (1,2,4,8), TESTS (tg128,pp2,pp4,pp8), ROUNDS (5), REPS (5), JOBS (nproc), ARCH (sm_90),
 # KERNEL_SET (the hook's instantiations in both builds; default q4_K,q6_K, the fixture's types: full
 # builds every type and takes longer), STOCK_BUILD (0), HAND_PROFILE (the hand stage's profile arm:
@@ -747,6 +748,27 @@ if want kernels; then
   compares=()
   for m in "${kernel_models[@]}"; do compares+=(--compare "$(basename "$m" .gguf)-none:$(basename "$m" .gguf)-profile"); done
   python3 bench/kernel_sums.py --tokens 5 "${traces[@]}" "${periods[@]}" "${compares[@]}" | tee "$ev/kernels.md" >&2 || exit 1
+  # KERNEL_DETAIL (an ncu -k filter, e.g. regex:mul_mat_vec_q|temper_mmvq_group): why those kernels run as they
+  # do, both arms, one token (llama-bench -n 1 and its warm-up). A failure here is reported, not fatal.
+  if [[ -n "${KERNEL_DETAIL:-}" ]]; then
+    metrics=$(python3 -c 'import sys; sys.path.insert(0, "bench"); import kernel_sums; print(",".join(m for m, _ in kernel_sums.DETAIL_METRICS))')
+    details=()
+    for m in "${kernel_models[@]}"; do
+      for arm in none profile; do
+        name="$(basename "$m" .gguf)-$arm" base="$ev/kernels/$(basename "$m" .gguf)-$arm-detail"
+        p=""; [[ $arm == profile ]] && p="$kernels_profile"
+        if [[ $dry == 1 ]]; then
+          printf '"ID","Kernel Name","Metric Name","Metric Unit","Metric Value"\n"0","void mul_mat_vec_q<12, 1>(void)","gpu__time_duration.sum","nsecond","24,000"\n"0","void mul_mat_vec_q<12, 1>(void)","dram__throughput.avg.pct_of_peak_sustained_elapsed","%%","41.5"\n' >"$base.csv"
+        elif ! TEMPER_PROFILE="$p" XDG_CONFIG_HOME="$([[ $arm == none ]] && echo "$work/no-profile-config" || echo "${XDG_CONFIG_HOME:-$HOME/.config}")" \
+            "$ncu" --csv --metrics "$metrics" -k "$KERNEL_DETAIL" --clock-control none --cache-control none \
+            "$llama_bench" -m "$m" -p 0 -n 1 -r 1 >"$base.csv" 2>"$base.err"; then
+          say "tune_device: kernel detail of $name failed: $(tail -2 "$base.err" | tr '\n' ' ')"; continue
+        fi
+        details+=("$name=$base.csv")
+      done
+    done
+    [[ ${#details[@]} -gt 0 ]] && { python3 bench/kernel_sums.py --detail "${details[@]}" | tee -a "$ev/kernels.md" >&2 || say "tune_device: kernel_sums --detail failed"; }
+  fi
   timed kernels "$(ms "$t0")"
 fi
 

@@ -358,13 +358,14 @@ __device__ __forceinline__ void vec_dot_q4_K_tile(const void* __restrict__ vx, c
   for (int r = 0; r < Rows; ++r) {
     const quant::BlockQ4_K* b = static_cast<const quant::BlockQ4_K*>(vx) + row_block[r] + kbx;
     const int* q4 = reinterpret_cast<const int*>(b->qs + 16 * bq8_offset + 4 * ((iqs / 2) % 4));
+    const int v0 = q4[0], v1 = q4[4];
     uint16_t aux[2];
     k_scales_mins(b->scales, bq8_offset / 2, aux);
     const uint8_t* s8 = reinterpret_cast<const uint8_t*>(aux);
 #pragma unroll
     for (int i = 0; i < qr; ++i) {
-      v[r][2 * i + 0] = (q4[0] >> (4 * i)) & 0x0F0F0F0F;
-      v[r][2 * i + 1] = (q4[4] >> (4 * i)) & 0x0F0F0F0F;
+      v[r][2 * i + 0] = (v0 >> (4 * i)) & 0x0F0F0F0F;
+      v[r][2 * i + 1] = (v1 >> (4 * i)) & 0x0F0F0F0F;
       sc[r][i] = s8[i];
       mn[r][i] = s8[2 + i];
     }

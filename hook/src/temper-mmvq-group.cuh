@@ -31,16 +31,13 @@ struct temper_mmvq_group_members {
 // Where the group kernel runs q4_K through temper_group_q4_K_step. With HIP only from two columns on: at
 // one column gfx1030's kernels grew by 16 VGPRs at 4 rows a block for no fewer instructions (static, not
 // measured; docs/perf-notes.md). TEMPER_GROUP_GENERIC_DOT: nowhere (the reference of hook_exact_test).
-template <int ncols>
-constexpr bool temper_group_q4_K_dots() {
 #if defined(TEMPER_GROUP_GENERIC_DOT)
-    return false;
+template <int ncols> constexpr bool temper_group_q4_K_dots = false;
 #elif defined(GGML_USE_HIP)
-    return ncols > 1;
+template <int ncols> constexpr bool temper_group_q4_K_dots = ncols > 1;
 #else
-    return true;
+template <int ncols> constexpr bool temper_group_q4_K_dots = true;
 #endif
-}
 template <int ncols, int rows>
 static __device__ __forceinline__ void temper_group_q4_K_step(const void * vx, const block_q8_1 * y, const int (&row_block)[rows],
                                                               const int kbx, const int kby, const int iqs, const uint32_t stride_col_y,
@@ -125,7 +122,7 @@ static __device__ __forceinline__ void temper_group_rows(const void * vx, const 
     for (int kbx = tid / (qi / vdr); kbx < blocks_per_row_x; kbx += blocks_per_iter) {
         const int kby = kbx * (qk / QK8_1);
         const int kqs = vdr * (tid % (qi / vdr));
-        if constexpr (type == GGML_TYPE_Q4_K && temper_group_q4_K_dots<ncols>()) {
+        if constexpr (type == GGML_TYPE_Q4_K && temper_group_q4_K_dots<ncols>) {
             temper_group_q4_K_step<ncols, rows>(vx, y, row_block, kbx, kby, kqs, stride_col_y, tmp);
         } else {
 #pragma unroll
