@@ -178,10 +178,27 @@ const ProfileEntry* applied_entry(const Profile& p, const std::string& arch, con
   return nullptr;
 }
 
+// A group entry for these members in any order (as the engine's reader, hook v12: an engine may run a
+// layer's q, k and v in another order than the model file's).
+static const ProfileEntry* find_group_entry(const Profile& p, const ProfileKey& key) {
+  if (const ProfileEntry* e = find_entry(p, key)) return e;
+  std::vector<GroupMember> sorted = key.members;
+  std::sort(sorted.begin(), sorted.end());
+  for (const auto& e : p.entries) {
+    if (e.key.launch != Launch::MulMatGroup || e.key.arch != key.arch || !(e.key.device == key.device) || e.key.k != key.k ||
+        e.key.ncols != key.ncols || e.key.members.size() != sorted.size())
+      continue;
+    std::vector<GroupMember> members = e.key.members;
+    std::sort(members.begin(), members.end());
+    if (members == sorted) return &e;
+  }
+  return nullptr;
+}
+
 const ProfileEntry* applied_group(const Profile& p, const std::string& arch, const ProfileDevice& device,
                                   const std::vector<GroupMember>& members, int k, int ncols) {
   for (const ProfileDevice& d : {device, ProfileDevice{}}) {
-    const ProfileEntry* e = find_entry(p, group_profile_key(arch, members, k, ncols, d));
+    const ProfileEntry* e = find_group_entry(p, group_profile_key(arch, members, k, ncols, d));
     if (e && e->approval == Approval::Approved) return e;
     if (e || d.any()) break;  // the device's own entry decides, approved or not
   }
@@ -920,6 +937,18 @@ std::vector<std::string> profile_warnings(const Profile& p) {
       warnings.push_back(key_text(e.key) + ": a hook before v5 takes it and " + key_text(it->second->key) +
                          " for one entry (same type, n, k and ncols) and ignores the whole profile; patch the engine with "
                          "this Temper, or keep one of them");
+  }
+  // Hook v12 finds a group by its members in any order: two entries of the same members are one group
+  // there, and the engine takes the first in the file.
+  std::map<ProfileKey, const ProfileEntry*> as_sets;
+  for (const ProfileEntry& e : p.entries) {
+    if (!launch_is_group(e.key.launch)) continue;
+    ProfileKey k = e.key;
+    std::sort(k.members.begin(), k.members.end());
+    const auto [it, first] = as_sets.emplace(k, &e);
+    if (!first)
+      warnings.push_back(key_text(e.key) + ": the same members as " + key_text(it->second->key) +
+                         " in another order; a hook from v12 takes them for one group and uses the first in the file; keep one of them");
   }
   return warnings;
 }

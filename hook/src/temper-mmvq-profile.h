@@ -977,8 +977,9 @@ struct Key {
 };
 
 // What the hook looks a same-input group up by (hook v5): its batch width, K, and its members in
-// graph order (type ids and N; only the first `count` of each array are read). An entry matches
-// exactly: the same members in the same order.
+// graph order (type ids and N; only the first `count` of each array are read). An entry matches the
+// same members in any order (hook v12): the group kernel computes each member alone, and an engine may
+// order a layer's q, k and v otherwise than the model file (llama.cpp's graph runs q, v, k).
 struct GroupKey {
   int ncols, k;
   int count;
@@ -991,12 +992,16 @@ struct GroupKey {
 using Compiled = std::function<bool(int, int, int, int, int)>;
 
 namespace detail {
-// A group's key as one ordered value: ncols, k, count, then each member's type and n.
+// A group's key as one ordered value: ncols, k, count, then each member's type and n, the members
+// sorted (an entry is found whatever order the engine runs its members in).
 inline std::vector<long long> group_order(long long ncols, long long k, int count, const int* type, const long long* n) {
+  std::vector<std::pair<long long, long long>> members;
+  for (int i = 0; i < count && i < kMaxGroupMembers; ++i) members.emplace_back(type[i], n[i]);
+  std::sort(members.begin(), members.end());
   std::vector<long long> v{ncols, k, count};
-  for (int i = 0; i < count && i < kMaxGroupMembers; ++i) {
-    v.push_back(type[i]);
-    v.push_back(n[i]);
+  for (const auto& [t, rows] : members) {
+    v.push_back(t);
+    v.push_back(rows);
   }
   return v;
 }

@@ -275,7 +275,7 @@ TEST(ProfileReader, APipelinedEntryIsLookedUpUnderItsOwnKind) {
   EXPECT_EQ(applied_pipelined(core, "sm_90", ProfileDevice{}, with_launch(plain, Launch::MulMatPipelined)), nullptr);
 }
 
-// Same-input groups (hook v5): Loader::group() finds a group by its exact members in order, the
+// Same-input groups (hook v5): Loader::group() finds a group by its members in any order (hook v12), the
 // device's own entry before the arch's (as Temper's applied_group); has_groups() says whether any
 // applies; an entry whose config the hook did not compile is skipped and counted; the line counts them.
 TEST(ProfileReader, AGroupIsFoundByItsMembersTheDevicesOwnBeforeTheArchs) {
@@ -285,6 +285,8 @@ TEST(ProfileReader, AGroupIsFoundByItsMembersTheDevicesOwnBeforeTheArchs) {
   const tp::GroupKey mixed{1, 4096, 3, {q4, q4, q6}, {4096, 1024, 1024}};
   const tp::GroupKey qkv2{2, 4096, 3, {q4, q4, q4}, {4096, 1024, 1024}};
   const tp::GroupKey reordered{1, 4096, 3, {q4, q4, q4}, {1024, 4096, 1024}};
+  const tp::GroupKey engine_order{1, 4096, 3, {q4, q6, q4}, {4096, 1024, 1024}};  // llama.cpp runs q, v, k
+  const tp::GroupKey other_members{1, 4096, 3, {q4, q6, q6}, {4096, 1024, 1024}};
   const tp::GroupKey two{1, 4096, 2, {q4, q4, 99, 99}, {4096, 1024, 7, 7}};  // past count: never read
   const tp::Device h100{"sm_90", "NVIDIA H100 80GB HBM3", 132, 0};
   const tp::Device h200{"sm_90", "NVIDIA H200", 132, 1};
@@ -303,7 +305,13 @@ TEST(ProfileReader, AGroupIsFoundByItsMembersTheDevicesOwnBeforeTheArchs) {
   ASSERT_TRUE(loader.group(h100, qkv2, &c));  // the arch's
   EXPECT_EQ(c.nwarps, 2);
   EXPECT_EQ(c.rows, 4);
-  EXPECT_FALSE(loader.group(h100, reordered, &c));
+  ASSERT_TRUE(loader.group(h100, reordered, &c));  // qkv's members in another order
+  EXPECT_EQ(c.nwarps, 4);
+  EXPECT_EQ(c.rows, 2);
+  ASSERT_TRUE(loader.group(h100, engine_order, &c));  // mixed's
+  EXPECT_EQ(c.nwarps, 8);
+  EXPECT_EQ(c.rows, 1);
+  EXPECT_FALSE(loader.group(h100, other_members, &c));
   EXPECT_FALSE(loader.group(h100, two, &c));
   EXPECT_FALSE(loader.group(h100, tp::GroupKey{1, 4096, 5, {}, {}}, &c));
   EXPECT_FALSE(loader.group(h200, qkv, &c));  // the H100's own entry is not the H200's
@@ -348,6 +356,16 @@ TEST(ProfileReader, TempersAppliedGroupAgrees) {
   ASSERT_NE(applied_group(p, "sm_90", h200, qkv, 4096, 2), nullptr);
   EXPECT_EQ(applied_group(p, "sm_90", h200, qkv, 4096, 2)->config, (Config{2, 4}));
   EXPECT_EQ(applied_group(p, "sm_89", h100, qkv, 4096, 2), nullptr);
+  // The members in the engine's order (q, v, k) find the same entries as the reader does.
+  const std::vector<GroupMember> mixed_engine{{GgmlType::Q4_K, 4096}, {GgmlType::Q6_K, 1024}, {GgmlType::Q4_K, 1024}};
+  const ProfileEntry* mixed = applied_group(p, "sm_90", h100, mixed_engine, 4096, 1);
+  ASSERT_NE(mixed, nullptr);
+  EXPECT_EQ(mixed->config, (Config{8, 1}));
+  const std::vector<GroupMember> reordered{{GgmlType::Q4_K, 1024}, {GgmlType::Q4_K, 4096}, {GgmlType::Q4_K, 1024}};
+  ASSERT_NE(applied_group(p, "sm_90", h100, reordered, 4096, 1), nullptr);
+  EXPECT_EQ(applied_group(p, "sm_90", h100, reordered, 4096, 1), own);
+  const std::vector<GroupMember> other{{GgmlType::Q4_K, 4096}, {GgmlType::Q6_K, 1024}, {GgmlType::Q6_K, 1024}};
+  EXPECT_EQ(applied_group(p, "sm_90", h100, other, 4096, 1), nullptr);
 }
 
 // Path choices (hook v4): the device's own record decides, approved or not; else the arch's.

@@ -786,6 +786,28 @@ TEST(ProfileGroups, RoundTripSortedAndMatchingTheSchema) {
   EXPECT_NE(approved_fingerprint(pending), approved_fingerprint(back));
 }
 
+// Hook v12 matches a group's members in any order (llama.cpp runs q, v, k; Temper's plan lists q, k, v):
+// applied_group does too, and two entries of the same members in two orders get a warning.
+TEST(ProfileGroups, TheSameMembersInAnotherOrderAreOneGroupForTheEngine) {
+  const std::vector<GroupMember> engine_order{kQkvMixed[0], kQkvMixed[2], kQkvMixed[1]};
+  const Profile one = profile_of({group_entry(kQkvMixed, 1, {8, 1}, 1.1)});
+  const ProfileEntry* e = applied_group(one, "sm_90", {"H100", 132, 0}, engine_order, 4096, 1);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->config, (Config{8, 1}));
+  EXPECT_EQ(applied_group(one, "sm_90", {"H100", 132, 0}, {kQkvMixed[0], kQkvMixed[2], kQkvMixed[2]}, 4096, 1), nullptr);
+  EXPECT_TRUE(profile_warnings(one).empty());
+  const Profile two = profile_of({group_entry(kQkvMixed, 1, {8, 1}, 1.1), group_entry(engine_order, 1, {2, 4}, 1.1)});
+  EXPECT_TRUE(validate_profile(two).empty());
+  // The exact order first.
+  EXPECT_EQ(applied_group(two, "sm_90", {"H100", 132, 0}, engine_order, 4096, 1)->config, (Config{2, 4}));
+  EXPECT_EQ(applied_group(two, "sm_90", {"H100", 132, 0}, kQkvMixed, 4096, 1)->config, (Config{8, 1}));
+  const std::vector<std::string> w = profile_warnings(two);
+  ASSERT_FALSE(w.empty());
+  EXPECT_NE(w.back().find("the same members as"), std::string::npos) << w.back();
+  EXPECT_NE(w.back().find("q4_K:4096,q6_K:1024,q4_K:1024"), std::string::npos) << w.back();
+  EXPECT_NE(w.back().find("q4_K:4096,q4_K:1024,q6_K:1024"), std::string::npos) << w.back();
+}
+
 // What refuses the file names the entry and its field: no members, members that are not TYPE:N, a
 // second entry of one key (members included).
 TEST(ProfileGroups, BadMembersRefuseTheFileNamingEntryAndField) {

@@ -311,7 +311,8 @@ std::vector<std::string> validate_profile(const Profile& p);
 // entries that a hook before v5 would take for one key (type, n, k, ncols and device alike; its
 // duplicate-entry rule then ignores the whole file, so such a hook runs stock).
 std::vector<std::string> profile_warnings(const Profile& p);
-// applied_entry for a same-input group: the device's own approved entry, else the arch's; nullptr: stock.
+// applied_entry for a same-input group (its members in any order): the device's own approved entry, else
+// the arch's; nullptr: stock.
 const ProfileEntry* applied_group(const Profile& p, const std::string& arch, const ProfileDevice& device,
                                   const std::vector<GroupMember>& members, int k, int ncols);
 // validate_profile's problems as Error(BadInput) naming the first (and how many more there are).
