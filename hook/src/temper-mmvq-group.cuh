@@ -23,11 +23,6 @@ struct temper_mmvq_group_members {
     int is_b[4];       // the member's weights are of type B
 };
 
-// One step of rows x ncols q4_K dot products: ggml's vec_dot_q4_K_q8_1 for every (column, row), with
-// the work of one side done once: a row's quants, scales and mins for all columns, a column's q8_1
-// values and their sums for all rows. Products of integers below 2^24 convert exactly, so
-// (float) dot * (float) scale is the stock (float) (dot * scale), and every sum is the stock one, in
-// the stock order: the results are mmvq's bit for bit.
 // Where the group kernel runs q4_K through temper_group_q4_K_step. With HIP only from two columns on: at
 // one column gfx1030's kernels grew by 16 VGPRs at 4 rows a block for no fewer instructions (static, not
 // measured; docs/perf-notes.md). TEMPER_GROUP_GENERIC_DOT: nowhere (the reference of hook_exact_test).
@@ -38,6 +33,12 @@ template <int ncols> constexpr bool temper_group_q4_K_dots = ncols > 1;
 #else
 template <int ncols> constexpr bool temper_group_q4_K_dots = true;
 #endif
+
+// One step of rows x ncols q4_K dot products: ggml's vec_dot_q4_K_q8_1 for every (column, row), with
+// the work of one side done once: a row's quants, scales and mins for all columns, a column's q8_1
+// values and their sums for all rows. Products of integers below 2^24 convert exactly, so
+// (float) dot * (float) scale is the stock (float) (dot * scale), and every sum is the stock one, in
+// the stock order: the results are mmvq's bit for bit.
 template <int ncols, int rows>
 static __device__ __forceinline__ void temper_group_q4_K_step(const void * vx, const block_q8_1 * y, const int (&row_block)[rows],
                                                               const int kbx, const int kby, const int iqs, const uint32_t stride_col_y,

@@ -4,6 +4,7 @@
 // compares the outputs bit for bit. Exit 0: all equal; 1: a difference (the first printed); 77: no GPU.
 #include "common.cuh"
 #include "temper-mmvq.cuh"
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
