@@ -109,9 +109,10 @@ def detail(spec):
         lines = [line for line in f if line.startswith('"')]
     values = collections.defaultdict(list)
     launches = collections.Counter()
+    wanted = dict(DETAIL_METRICS)
     for r in csv.DictReader(lines):
         metric, k = r.get("Metric Name"), kernel_key(r.get("Kernel Name", ""))
-        if metric not in dict(DETAIL_METRICS):
+        if metric not in wanted:
             continue
         v = r["Metric Value"]
         values[(k, metric)].append(to_us(v, r.get("Metric Unit", "")) if metric == "gpu__time_duration.sum" else float(v.replace(",", "")))

@@ -718,6 +718,9 @@ if want kernels; then
   ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
   [[ -n "$ncu" || $dry == 1 ]] || { say "tune_device: the kernels stage needs Nsight Compute (ncu): none in PATH or /usr/local/cuda/bin"; exit 1; }
   kernels_profile="${COST_PROFILE:-$here/bench/profiles/h100-llama3-qwen3-groups.json}"
+  # Nsight Compute does not pass an empty TEMPER_PROFILE on, so the none arm also gets a config folder
+  # without a profile (the hook's default path).
+  ncu_config_home() { [[ $1 == none ]] && echo "$work/no-profile-config" || echo "${XDG_CONFIG_HOME:-$HOME/.config}"; }
   moe_model="$work/$moe_fixture.gguf"
   [[ -f "$moe_model" ]] || write_fixture "$moe_fixture" "$moe_model"
   mkdir -p "$ev/kernels"
@@ -736,9 +739,7 @@ if want kernels; then
       if [[ $dry == 1 ]]; then
         printf '"Kernel Name","Metric Name","Metric Unit","Metric Value"\n"quantize_q8_1(float)","gpu__time_duration.sum","nsecond","2,800"\n"void mul_mat_vec_q<12, 1>(void)","gpu__time_duration.sum","nsecond","24,000"\n' >"$base.csv"
       else
-        # Nsight Compute does not pass an empty TEMPER_PROFILE on, so the none arm also gets a config folder
-        # without a profile (the hook's default path).
-        TEMPER_PROFILE="$p" XDG_CONFIG_HOME="$([[ $arm == none ]] && echo "$work/no-profile-config" || echo "${XDG_CONFIG_HOME:-$HOME/.config}")" "$ncu" --csv --metrics gpu__time_duration.sum --clock-control none --cache-control none \
+        TEMPER_PROFILE="$p" XDG_CONFIG_HOME="$(ncu_config_home "$arm")" "$ncu" --csv --metrics gpu__time_duration.sum --clock-control none --cache-control none \
           "$llama_bench" -m "$m" -p 0 -n 4 -r 1 >"$base.csv" 2>"$base.err" || { tail -5 "$base.err" | tee -a "$log" >&2; exit 1; }
       fi
       traces+=("$name=$base.csv")
@@ -759,8 +760,7 @@ if want kernels; then
         p=""; [[ $arm == profile ]] && p="$kernels_profile"
         if [[ $dry == 1 ]]; then
           printf '"ID","Kernel Name","Metric Name","Metric Unit","Metric Value"\n"0","void mul_mat_vec_q<12, 1>(void)","gpu__time_duration.sum","nsecond","24,000"\n"0","void mul_mat_vec_q<12, 1>(void)","dram__throughput.avg.pct_of_peak_sustained_elapsed","%%","41.5"\n' >"$base.csv"
-        elif ! TEMPER_PROFILE="$p" XDG_CONFIG_HOME="$([[ $arm == none ]] && echo "$work/no-profile-config" || echo "${XDG_CONFIG_HOME:-$HOME/.config}")" \
-            "$ncu" --csv --metrics "$metrics" -k "$KERNEL_DETAIL" --clock-control none --cache-control none \
+        elif ! TEMPER_PROFILE="$p" XDG_CONFIG_HOME="$(ncu_config_home "$arm")" "$ncu" --csv --metrics "$metrics" -k "$KERNEL_DETAIL" --clock-control none --cache-control none \
             "$llama_bench" -m "$m" -p 0 -n 1 -r 1 >"$base.csv" 2>"$base.err"; then
           say "tune_device: kernel detail of $name failed: $(tail -2 "$base.err" | tr '\n' ' ')"; continue
         fi
