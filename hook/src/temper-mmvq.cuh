@@ -66,6 +66,16 @@ static __device__ __forceinline__ void temper_mmvq_pipeline(
 }
 #endif
 
+// Hook v13: a tuned fused launch (mul_mat_vec_q with has_fusion: a gate, a bias or both, as ggml fuses a
+// down or o projection with its residual add) runs its k loop without testing use_gate in each row's
+// step, so the step's loads of all rows can issue together. TEMPER_MMVQ_GATE_IN_LOOP: the stock loop
+// everywhere (the reference of hook_exact_test).
+#if defined(TEMPER_MMVQ_GATE_IN_LOOP)
+constexpr bool temper_mmvq_gate_once = false;
+#else
+constexpr bool temper_mmvq_gate_once = true;
+#endif
+
 // Everything mmvq's launcher knows at the point where it picks a kernel, so a tuned launch is made
 // exactly as the stock one would be (same strides, same fusion arguments, same launch path).
 struct temper_mmvq_args {

@@ -16,7 +16,7 @@ flags="-std=c++17 -O3 -arch=sm_$arch -use_fast_math -extended-lambda -DNDEBUG -D
        -I$tree/include -I$tree/src -I$tree/src/ggml-cuda"
 "$nvcc" -c $flags -DTEMPER_EXACT_RUN=temper_exact_run "$source/tests/engine/hook_exact/group_unit.cu" -o "$out/hook.o" &
 hook=$!
-"$nvcc" -c $flags -DTEMPER_GROUP_GENERIC_DOT -DTEMPER_EXACT_RUN=temper_exact_run_generic \
+"$nvcc" -c $flags -DTEMPER_GROUP_GENERIC_DOT -DTEMPER_MMVQ_GATE_IN_LOOP -DTEMPER_EXACT_RUN=temper_exact_run_generic \
   "$source/tests/engine/hook_exact/group_unit.cu" -o "$out/generic.o"
 wait $hook
 "$nvcc" $flags "$source/tests/engine/hook_exact/main.cu" "$out/hook.o" "$out/generic.o" -o "$out/hook_exact"

@@ -696,3 +696,33 @@ TEST(HookPipeline, BlockStructsAreGgmlsNames) {
   EXPECT_NE(generated(p, "temper-mmvq-q4_0-1.cu").find("sizeof(block_q4_0)"), std::string::npos);
   EXPECT_NE(generated(p, "temper-mmvq-q4_k-1.cu").find("sizeof(block_q4_K)"), std::string::npos);
 }
+
+// Hook v13: a tuned fused launch tests its gate once. The edit goes before mul_mat_vec_q's k loop, keeps
+// that loop for stock instantiations (the `else` branch), and is absent from what v12 wrote and from a
+// tree whose loop reads otherwise.
+TEST(HookGateOnce, TheTunedFusedLoopGoesBeforeTheStockOne) {
+  const engine::Patch p = engine::make_patch(read_file(kFixtures / "mmvq-paths.cu"), engine::kernel_set("ci"));
+  const std::string loop = "    for (int kbx = tid / (qi/vdr); kbx < blocks_per_row_x; kbx += blocks_per_iter) {\n"
+                           "        const int kby = kbx * (qk/QK8_1); // y block index that aligns with kbx\n";
+  const size_t gate = p.mmvq.find("    if constexpr (has_fusion && temper_nwarps > 0 && temper_mmvq_gate_once) {\n        if (use_gate) {\n");
+  ASSERT_NE(gate, std::string::npos) << p.mmvq;
+  EXPECT_EQ(count(p.mmvq, loop), 1u);
+  EXPECT_NE(p.mmvq.find("    } else\n" + loop), std::string::npos);
+  EXPECT_LT(gate, p.mmvq.find("    } else\n" + loop));
+  EXPECT_EQ(count(p.mmvq, "tmp_gate[j][i] += vec_dot_q_cuda(vgate,"), 1u);  // the gate's loop only
+  EXPECT_NE(generated(p, "temper-mmvq.cuh").find("constexpr bool temper_mmvq_gate_once = true;"), std::string::npos);
+  const engine::Patch v12 = engine::make_patch(read_file(kFixtures / "mmvq-paths.cu"), engine::kernel_set("ci"), 12);
+  EXPECT_EQ(v12.mmvq.find("temper_mmvq_gate_once"), std::string::npos);
+  EXPECT_EQ(count(v12.mmvq, loop), 1u);
+  const engine::Patch other = engine::make_patch(read_file(kFixtures / "mmvq-paths-7180759.cu"), engine::kernel_set("ci"));
+  EXPECT_EQ(other.mmvq.find("temper_mmvq_gate_once"), std::string::npos);
+}
+
+TEST_P(HookOn, BothFamiliesTestTheGateOnceInTunedFusedLaunches) {
+  std::string why;
+  const fs::path tree = test::upstream_tree(GetParam(), &why);  // read only: no copy
+  if (tree.empty()) GTEST_SKIP() << "SKIPPED: " << why;
+  const engine::Patch p = engine::make_patch(read_file(tree / cuda_part(GetParam()) / "mmvq.cu"), engine::kernel_set("ci"));
+  EXPECT_EQ(count(p.mmvq, "if constexpr (has_fusion && temper_nwarps > 0 && temper_mmvq_gate_once) {"), 1u);
+  EXPECT_EQ(count(p.mmvq, "    } else\n    for (int kbx = tid / (qi/vdr); kbx < blocks_per_row_x; kbx += blocks_per_iter) {\n"), 1u);
+}

@@ -1,7 +1,9 @@
 // hook_exact_test's program: runs every q4_K group kernel of the group grid (q4_K with q4_K, q4_K with
 // q6_K; batch widths 1..4; partial row blocks; a k of 11 q4_K blocks) twice, as the hook compiles it and
-// with ggml's own vec_dot for every type, on the same random weights and q8_1 activations, and
-// compares the outputs bit for bit. Exit 0: all equal; 1: a difference (the first printed); 77: no GPU.
+// with ggml's own vec_dot for every type, and mul_mat_vec_q's tuned fused launches (q4_K, q6_K; a bias,
+// a SwiGLU gate, both) twice, as the hook compiles them and with the stock k loop, on the same random
+// weights and q8_1 activations, and compares the outputs bit for bit. Exit 0: all equal; 1: a difference
+// (the first printed); 77: no GPU.
 #include "common.cuh"
 #include "temper-mmvq.cuh"
 #include <cmath>
@@ -13,6 +15,8 @@
 
 bool temper_exact_run(const temper_mmvq_group_args & g, bool b_is_q6_K, int ncols, int nwarps, int rows);
 bool temper_exact_run_generic(const temper_mmvq_group_args & g, bool b_is_q6_K, int ncols, int nwarps, int rows);
+bool temper_exact_run_fused(const temper_mmvq_args & a, bool q6_K, int nwarps, int rows);
+bool temper_exact_run_generic_fused(const temper_mmvq_args & a, bool q6_K, int nwarps, int rows);
 
 // What the kernels' error paths call (ggml-cuda.cu defines them in the engine).
 void ggml_cuda_error(const char * stmt, const char * func, const char * file, int line, const char * msg) {
@@ -29,6 +33,7 @@ int ggml_cuda_get_device() {
 bool ggml_is_quantized(enum ggml_type) { std::abort(); }
 int temper_mmvq_mmid_max_batch(int, int) { std::abort(); }
 bool temper_mmvq_use_mmvq(int, long long, bool) { std::abort(); }
+void temper_mmvq_note_launch(int, int) {}
 
 namespace {
 void check(cudaError_t e, const char * what) {
@@ -55,6 +60,82 @@ std::vector<uint8_t> random_rows(std::mt19937 & rng, ggml_type type, int rows, i
         }
     }
     return bytes;
+}
+
+// mul_mat_vec_q's tuned fused launches at one column, hook v13's k loop against the stock one: q4_K and
+// q6_K weights of 70 rows (partial row blocks), nwarps and rows 1..8, with a bias, a SwiGLU gate, or a
+// gate with both biases. Returns the runs; counts the differences in failures.
+int compare_fused(std::mt19937 & rng, const void * d_y, int k, int & failures) {
+    const int nrows = 70;
+    std::uniform_real_distribution<float> db(-1.0f, 1.0f);
+    std::vector<float> bias(nrows), gate_bias(nrows);
+    for (float & b : bias) b = db(rng);
+    for (float & b : gate_bias) b = db(rng);
+    float *d_bias = nullptr, *d_gate_bias = nullptr;
+    check(cudaMalloc(&d_bias, sizeof(float) * nrows), "cudaMalloc");
+    check(cudaMalloc(&d_gate_bias, sizeof(float) * nrows), "cudaMalloc");
+    check(cudaMemcpy(d_bias, bias.data(), sizeof(float) * nrows, cudaMemcpyHostToDevice), "cudaMemcpy");
+    check(cudaMemcpy(d_gate_bias, gate_bias.data(), sizeof(float) * nrows, cudaMemcpyHostToDevice), "cudaMemcpy");
+    const char * cases[] = {"bias", "gate", "gate and biases"};
+    int runs = 0;
+    for (int q6_K = 0; q6_K < 2; ++q6_K) {
+        const ggml_type t = q6_K ? GGML_TYPE_Q6_K : GGML_TYPE_Q4_K;
+        void *d_x = nullptr, *d_gate = nullptr;
+        const std::vector<uint8_t> x = random_rows(rng, t, nrows, k), gate = random_rows(rng, t, nrows, k);
+        check(cudaMalloc(&d_x, x.size()), "cudaMalloc");
+        check(cudaMalloc(&d_gate, gate.size()), "cudaMalloc");
+        check(cudaMemcpy(d_x, x.data(), x.size(), cudaMemcpyHostToDevice), "cudaMemcpy");
+        check(cudaMemcpy(d_gate, gate.data(), gate.size(), cudaMemcpyHostToDevice), "cudaMemcpy");
+        for (int c = 0; c < 3; ++c) {
+            ggml_cuda_mm_fusion_args_device fusion{};
+            fusion.glu_op = GGML_GLU_OP_SWIGLU;
+            if (c != 1) fusion.x_bias = d_bias;
+            if (c != 0) fusion.gate = d_gate;
+            if (c == 2) fusion.gate_bias = d_gate_bias;
+            for (int w : {1, 2, 4, 8}) {
+                for (int r : {1, 2, 4, 8}) {
+                    std::vector<float> out[2];
+                    for (int stock = 0; stock < 2; ++stock) {
+                        float * d_dst = nullptr;
+                        check(cudaMalloc(&d_dst, sizeof(float) * nrows), "cudaMalloc");
+                        check(cudaMemset(d_dst, 0xff, sizeof(float) * nrows), "cudaMemset");
+                        const uint3 one = init_fastdiv_values(1);
+                        const temper_mmvq_args a = {d_x, d_y, nullptr, &fusion, d_dst, uint32_t(k), one, uint32_t(k / QK_K), uint32_t(k / QK8_1),
+                                                    uint32_t(nrows), one, 0, 0, 0, one, 0, 0, 0, nrows, 1, 1, 32, 0, nullptr};
+                        const bool ran = stock ? temper_exact_run_generic_fused(a, q6_K, w, r) : temper_exact_run_fused(a, q6_K, w, r);
+                        if (!ran) {
+                            std::fprintf(stderr, "no fused launch at nwarps %d, rows %d\n", w, r);
+                            std::exit(1);
+                        }
+                        check(cudaDeviceSynchronize(), "mul_mat_vec_q");
+                        out[stock].resize(nrows);
+                        check(cudaMemcpy(out[stock].data(), d_dst, sizeof(float) * nrows, cudaMemcpyDeviceToHost), "cudaMemcpy");
+                        cudaFree(d_dst);
+                    }
+                    ++runs;
+                    const char * type = q6_K ? "q6_K" : "q4_K";
+                    for (int i = 0; i < nrows; ++i) {
+                        if (std::memcmp(&out[0][i], &out[1][i], sizeof(float)) != 0) {
+                            std::printf("DIFFERENT: fused %s with %s, nwarps %d, rows %d: output %d is %.9g, the stock loop gives %.9g\n", type,
+                                        cases[c], w, r, i, out[0][i], out[1][i]);
+                            ++failures;
+                            break;
+                        }
+                        if (!std::isfinite(out[0][i])) {
+                            std::printf("SUSPECT: fused %s with %s, nwarps %d, rows %d: output %d is %g\n", type, cases[c], w, r, i, out[0][i]);
+                            ++failures;
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        cudaFree(d_x);
+        cudaFree(d_gate);
+    }
+    cudaFree(d_bias);
+    cudaFree(d_gate_bias);
+    return runs;
 }
 }  // namespace
 
@@ -144,5 +225,9 @@ int main() {
         for (void * p : owned) cudaFree(p);
     }
     std::printf("%d of %d group kernels equal to ggml's vec_dot bit for bit\n", runs - failures, runs);
-    return failures ? 1 : 0;
+    const int group_failures = failures;
+    failures = 0;
+    const int fused_runs = compare_fused(rng, d_y, k, failures);
+    std::printf("%d of %d fused mul_mat_vec_q launches equal to the stock k loop bit for bit\n", fused_runs - failures, fused_runs);
+    return group_failures || failures ? 1 : 0;
 }
