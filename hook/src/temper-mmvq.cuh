@@ -68,9 +68,10 @@ static __device__ __forceinline__ void temper_mmvq_pipeline(
 
 // Hook v13: a tuned fused launch (mul_mat_vec_q with has_fusion: a gate, a bias or both, as ggml fuses a
 // down or o projection with its residual add) runs its k loop without testing use_gate in each row's
-// step, so the step's loads of all rows can issue together. TEMPER_MMVQ_GATE_IN_LOOP: the stock loop
-// everywhere (the reference of hook_exact_test).
-#if defined(TEMPER_MMVQ_GATE_IN_LOOP)
+// step, so the step's loads of all rows can issue together. With HIP only where TEMPER_MMVQ_GATE_ONCE
+// asks: on gfx1030 the two loops cost 24-33 VGPRs and 2-4 waves per SIMD (static, not measured;
+// docs/perf-notes.md). TEMPER_MMVQ_GATE_IN_LOOP: the stock loop everywhere (hook_exact_test's reference).
+#if defined(TEMPER_MMVQ_GATE_IN_LOOP) || (defined(GGML_USE_HIP) && !defined(TEMPER_MMVQ_GATE_ONCE))
 constexpr bool temper_mmvq_gate_once = false;
 #else
 constexpr bool temper_mmvq_gate_once = true;

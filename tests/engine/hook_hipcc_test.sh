@@ -10,7 +10,8 @@
 # __bf16 as the 16-bit integer clang 15's WMMA builtins take, so the hook's own code is still
 # compiled for RDNA3. The tuned instantiations must use the same dot instructions as Temper's kernels,
 # as often. Hook v5's same-input group unit and the run time's group hooks compile for both targets
-# (gfx1030 with host code), and the run time's hook v8 norm kernel for both. Results: docs/perf-notes.md. Exit 77 (skipped) without hipcc or the tree.
+# (gfx1030 with host code), the run time's hook v8 norm kernel for both, and one unit with hook v13's
+# gate-once loop (TEMPER_MMVQ_GATE_ONCE) for both. Results: docs/perf-notes.md. Exit 77 (skipped) without hipcc or the tree.
 # Usage: TEMPER_UPSTREAM=DIR hook_hipcc_test.sh TEMPER HIPCC SOURCE_DIR LLVM_BIN_DIR OUT_DIR
 set -eu
 temper=$(cd "$(dirname "$1")" && pwd)/$(basename "$1") hipcc=$2 source=$3 llvm=$4 out=$5
@@ -55,6 +56,11 @@ done
 for f in mmvq.cu temper-mmvq-q4_k-1.cu temper-mmvq-group-q4_k.cu temper-mmvq-runtime.cu; do
   compile "$out/$f.gfx1100.co" --offload-arch=gfx1100 --cuda-device-only $rdna3_extra "src/ggml-cuda/$f"
 done
+# Hook v13's gate-once loop is off with HIP by default: it compiles where a build asks for it.
+compile "$out/temper-mmvq-q4_k-1.cu.gate-once.gfx1030.co" --offload-arch=gfx1030 --cuda-device-only -DTEMPER_MMVQ_GATE_ONCE \
+  "src/ggml-cuda/temper-mmvq-q4_k-1.cu"
+compile "$out/temper-mmvq-q4_k-1.cu.gate-once.gfx1100.co" --offload-arch=gfx1100 --cuda-device-only $rdna3_extra -DTEMPER_MMVQ_GATE_ONCE \
+  "src/ggml-cuda/temper-mmvq-q4_k-1.cu"
 compile "$out/probe.o" --offload-arch=gfx1030 --offload-arch=gfx1100 $libs_flag -DTEMPER_PROBE_HIP $probe_extra \
   -I"$out/probe" "$out/probe/temper-probe.cu"
 wait
