@@ -102,9 +102,9 @@ std::string renames(const std::string& tmpl, const std::vector<std::string>& ext
 }
 
 // One translation unit: every grid config of one (type, ncols), compiled from mmvq.cu itself (hook v6:
-// with its pipelined twins at one column where `pipeline`).
+// with its pipelined twins at one column where `pipeline`; hook v14: and its bias-only twins where `bias_only`).
 std::string instance_unit(const std::string& type, const std::vector<int>& ncols_group, const std::vector<std::string>& externals,
-                          const std::string& launch_flags, bool pipeline) {
+                          const std::string& launch_flags, bool pipeline, bool bias_only) {
   const std::string tmpl = "instance-unit.cu.in";
   std::string suffix = lower(type);
   for (int nc : ncols_group) suffix += "_" + std::to_string(nc);
@@ -118,6 +118,14 @@ std::string instance_unit(const std::string& type, const std::vector<int>& ncols
       // Hook v6: its pipelined twin at one column (decode), where the dependent launch runs: NVIDIA only.
       if (pipeline && ncols == 1)
         registrations += hc::fill(tmpl, "cuda_only", {{"lines", hc::fill(tmpl, "register_pipelined", {{"type", type}, {"config", config}, {"bits", std::to_string(kPipelineBits)}})}});
+      // Hook v14: its bias-only twins at one column, plain and pipelined: NVIDIA only, as the pipelined ones.
+      if (bias_only && ncols == 1) {
+        const std::string nwarps_rows = std::to_string(c.nwarps) + ", " + std::to_string(c.rows);
+        std::string lines;
+        for (int bits : {0, kPipelineBits})
+          lines += hc::fill(tmpl, "register_bias", {{"type", type}, {"nwarps_rows", nwarps_rows}, {"bits", std::to_string(bits)}});
+        registrations += hc::fill(tmpl, "cuda_only", {{"lines", lines}});
+      }
     }
   }
   return hc::fill(tmpl, "unit",
@@ -126,6 +134,7 @@ std::string instance_unit(const std::string& type, const std::vector<int>& ncols
                    // The pipelined launch's L2 prefetch needs the weight block's bytes (hook v6).
                    {"block_bytes", pipeline ? hc::fill(tmpl, "block_bytes", {{"type", type}, {"block", block_struct(type)}}) : ""},
                    {"pipe_parameter", pipeline ? ", int P = 0" : ""}, {"pipe_argument", pipeline ? ", P" : ""},
+                   {"bias_launcher", bias_only ? hc::fill(tmpl, "bias_launcher", {{"type", type}, {"launch_flags", launch_flags}}) : ""},
                    {"launch_flags", launch_flags}, {"suffix", suffix}, {"registrations", registrations}});
 }
 
@@ -168,6 +177,8 @@ std::string read_git_commit(const fs::path& dir) {
 
 // ggml-cuda.cu's group hook, as hook v5 writes it: what marks a patched ggml-cuda.cu.
 const char* const kCudaMarker = "ggml-cuda/temper-mmvq-group.h";
+// Hook v14's use_gate in mul_mat_vec_q: a pipelined kernel's bit 4 compiles it without its gate.
+const char* const kBiasOnlyGate = "use_gate      = (temper_pipe & 4) == 0 && fusion.gate != nullptr;";
 // The call hook v6 puts in mul_mat_vec_q (pipelined launches): what `check` finds in a patched tree.
 const char* const kPipelineCall = "    temper_mmvq_pipeline<type, temper_pipe, has_fusion>(";
 // The calls hook v8 puts in mmvq.cu's launcher and ggml-cuda.cu's graph evaluation (the norm's q8_1 activations).
@@ -331,6 +342,8 @@ Patch make_patch(const std::string& source, const KernelSet& set, int hook_versi
   }
   if (out.family.empty()) missing(best.failed);
   const std::string& launch_flags = hc::vars(out.family).at("launch_flags");
+  // Hook v14's bias-only twins, where its edit of the kernel's use_gate applied (a pipelined kernel's bit 4).
+  const bool bias_only = out.pipeline_hooks != 0 && out.mmvq.find(kBiasOnlyGate) != std::string::npos;
 
   // The generated units.
   // A unit per type and ncols group {1}, {2-4}, {5-8}: each unit parses mmvq.cu once, so fewer
@@ -348,7 +361,7 @@ Patch make_patch(const std::string& source, const KernelSet& set, int hook_versi
       for (int nc : group) suffix += "_" + std::to_string(nc);
       if (group.size() > 1) name += "-" + std::to_string(group.back());
       suffixes.push_back(suffix);
-      out.files.emplace_back(name + ".cu", instance_unit(ty, group, externals, launch_flags, out.pipeline_hooks != 0));
+      out.files.emplace_back(name + ".cu", instance_unit(ty, group, externals, launch_flags, out.pipeline_hooks != 0, bias_only));
     }
   }
   // Same-input groups (hook v5): ggml-cuda.cu's places, then a unit per type and per compiled k-quant pair.

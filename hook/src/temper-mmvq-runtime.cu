@@ -60,6 +60,11 @@ int g_pipeline_bits = 0;
 // instantiation runs it. TEMPER_MMVQ_PIPELINE=1|0 sets it at the first launch, for experiments by hand.
 std::atomic<int> g_pipeline_override{-1};
 std::atomic<long long> g_pipelined_launches{0};
+// Bias-only twins (hook v14): one column, NVIDIA; [type][nwarps][rows][0 plain, 1 pipelined]. A tuned launch
+// whose fusion is a bias alone runs its twin (the plain launch's loop and registers, then the bias) unless
+// TEMPER_MMVQ_BIAS_ONLY=0 (a measuring switch).
+temper_mmvq_launch_fn g_bias_only[kTypes][kNwarpsCount][kRowsCount][2];
+bool g_bias_only_on = true;
 // Same-input group kernels (hook v5), filled once by the registry.
 using GroupInstanceKey = std::tuple<int, int, int, int, int>;  // type A, type B, ncols, nwarps, rows
 std::map<GroupInstanceKey, temper_mmvq_group_fn> g_group_instances;
@@ -105,7 +110,23 @@ void ensure_registered() {
     std::call_once(g_registered, [] {
         temper_mmvq_register_all();
         if (const int e = switch_from_env("TEMPER_MMVQ_PIPELINE"); e >= 0) g_pipeline_override = e;
+        g_bias_only_on = switch_from_env("TEMPER_MMVQ_BIAS_ONLY") != 0;
     });
+}
+
+// Launches a tuned config's instantiation `in` (pipelined or not), or its bias-only twin where the launch's
+// fusion is a bias alone and the twin is compiled.
+void launch_tuned(const Instance & in, int type, int ncols, int nwarps, int rows, bool pipelined, const temper_mmvq_args & a) {
+    const ggml_cuda_mm_fusion_args_device * f = a.fusion;
+    const bool bias_alone = f && f->x_bias && !f->gate && !f->gate_bias && !f->x_scale && !f->gate_scale;
+    const int wi = nwarps_index(nwarps), ri = rows_index(rows);
+    if (bias_alone && g_bias_only_on && ncols == 1 && type >= 0 && type < kTypes && wi >= 0 && ri >= 0) {
+        if (temper_mmvq_launch_fn twin = g_bias_only[type][wi][ri][pipelined ? 1 : 0]) {
+            twin(a);
+            return;
+        }
+    }
+    in.launch(a);
 }
 
 // The pipelined instantiation of a one-column launch of (type, nwarps, rows), when compiled.
@@ -410,6 +431,12 @@ void temper_mmvq_register(int type, int ncols, int nwarps, int rows, temper_mmvq
     const int wi = nwarps_index(nwarps), ri = rows_index(rows);
     if (type < 0 || type >= kTypes || ncols < 1 || ncols > 8 || wi < 0 || ri < 0) return;
     g_instances[type][ncols][wi][ri] = Instance{launch, attr};
+}
+
+void temper_mmvq_register_bias_only(int type, int nwarps, int rows, int pipe, temper_mmvq_launch_fn launch) {
+    const int wi = nwarps_index(nwarps), ri = rows_index(rows);
+    if (type < 0 || type >= kTypes || wi < 0 || ri < 0) return;
+    g_bias_only[type][wi][ri][pipe != 0 ? 1 : 0] = launch;
 }
 
 void temper_mmvq_register_pipelined(int type, int ncols, int nwarps, int rows, int pipe, temper_mmvq_launch_fn launch,
@@ -822,7 +849,7 @@ bool temper_mmvq_try_launch(int type, int ncols_dst, const temper_mmvq_args & a)
         if (const Instance * p = find_pipelined(type, ncols_dst, choice.nwarps, choice.rows)) {
             g_last_kind = kind + temper_profile::kPipelinedBase;
             ++g_pipelined_launches;
-            p->launch(a);
+            launch_tuned(*p, type, ncols_dst, choice.nwarps, choice.rows, true, a);
             ++g_tuned;
             return true;
         }
@@ -850,8 +877,9 @@ bool temper_mmvq_try_launch(int type, int ncols_dst, const temper_mmvq_args & a)
     if (!chosen) return false;
     const Instance * in = find_instance(type, ncols_dst, choice.nwarps, choice.rows);
     if (!in) return false;
-    if (const Instance * p = pipelined_instance(type, ncols_dst, choice.nwarps, choice.rows)) {
-        in = p;
+    const Instance * pipelined = pipelined_instance(type, ncols_dst, choice.nwarps, choice.rows);
+    if (pipelined) {
+        in = pipelined;
         ++g_pipelined_launches;
     }
     if (from_probe) {
@@ -863,7 +891,7 @@ bool temper_mmvq_try_launch(int type, int ncols_dst, const temper_mmvq_args & a)
         g_captured.fusion = *a.fusion;
         g_captured.args.fusion = &g_captured.fusion;
     }
-    in->launch(a);
+    launch_tuned(*in, type, ncols_dst, choice.nwarps, choice.rows, pipelined != nullptr, a);
     ++g_tuned;
     return true;
 }
@@ -993,6 +1021,7 @@ int temper_mmvq_captured(int out[4]) {
 int temper_mmvq_launch_captured(int nwarps, int rows, const void * vx, const void * vy) {
     Instance in;
     temper_mmvq_args a;
+    int type = -1, ncols = 0;
     {
         std::lock_guard<std::mutex> lock(g_mutex);
         if (!g_captured.valid) return 0;
@@ -1000,10 +1029,12 @@ int temper_mmvq_launch_captured(int nwarps, int rows, const void * vx, const voi
         if (!found) return 0;
         in = *found;
         a = g_captured.args;
+        type = g_captured.type;
+        ncols = g_captured.ncols;
     }
     a.vx = vx;
     a.vy = vy;
-    in.launch(a);
+    launch_tuned(in, type, ncols, nwarps, rows, false, a);  // as the engine will run it
     return 1;
 }
 

@@ -96,6 +96,9 @@ typedef void (*temper_mmvq_attr_fn)(int out[5]);
 void temper_mmvq_register(int type, int ncols, int nwarps, int rows, temper_mmvq_launch_fn launch, temper_mmvq_attr_fn attr);
 void temper_mmvq_register_pipelined(int type, int ncols, int nwarps, int rows, int pipe, temper_mmvq_launch_fn launch,
                                     temper_mmvq_attr_fn attr);
+// Hook v14: the generated units register each one-column config's bias-only twin (mul_mat_vec_q compiled
+// without its gate, temper_pipe bit 4), plain (pipe 0) and pipelined (pipe > 0); NVIDIA only.
+void temper_mmvq_register_bias_only(int type, int nwarps, int rows, int pipe, temper_mmvq_launch_fn launch);
 // mmvq's launcher asks first; true: a tuned instantiation was launched and the stock one must not be.
 bool temper_mmvq_try_launch(int type, int ncols_dst, const temper_mmvq_args & a);
 // mmvq's launch helper reports every launch it makes (stock or tuned), so the probe can read back

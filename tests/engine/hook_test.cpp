@@ -718,11 +718,41 @@ TEST(HookGateOnce, TheTunedFusedLoopGoesBeforeTheStockOne) {
   EXPECT_EQ(other.mmvq.find("temper_mmvq_gate_once"), std::string::npos);
 }
 
-TEST_P(HookOn, BothFamiliesTestTheGateOnceInTunedFusedLaunches) {
+TEST_P(HookOn, BothFamiliesTestTheGateOnceAndThePipelinedOneHasBiasOnlyTwins) {
   std::string why;
   const fs::path tree = test::upstream_tree(GetParam(), &why);  // read only: no copy
   if (tree.empty()) GTEST_SKIP() << "SKIPPED: " << why;
   const engine::Patch p = engine::make_patch(read_file(tree / cuda_part(GetParam()) / "mmvq.cu"), engine::kernel_set("ci"));
   EXPECT_EQ(count(p.mmvq, "if constexpr (has_fusion && temper_nwarps > 0 && temper_mmvq_gate_once) {"), 1u);
   EXPECT_EQ(count(p.mmvq, "    } else\n    for (int kbx = tid / (qi/vdr); kbx < blocks_per_row_x; kbx += blocks_per_iter) {\n"), 1u);
+  // Hook v14's bias-only twins where the kernel can be pipelined (not 7180759's).
+  const bool pipelined = GetParam() != "ggml-7180759";
+  EXPECT_EQ(count(p.mmvq, "(temper_pipe & 4) == 0 && fusion.gate != nullptr;"), pipelined ? 1u : 0u);
+  EXPECT_EQ(generated(p, "temper-mmvq-q4_k-1.cu").find("temper_mmvq_register_bias_only(") != std::string::npos, pipelined);
+}
+
+// Hook v14: a pipelined kernel's temper_pipe bit 4 compiles it without its gate, and each one-column
+// config's unit registers that bias-only twin, plain and pipelined, for NVIDIA. Neither where the kernel
+// cannot be pipelined, nor in what v13 wrote.
+TEST(HookBiasOnly, TheUnitsRegisterEachOneColumnConfigsTwinWhereTheKernelTakesBit4) {
+  const engine::Patch p = engine::make_patch(read_file(kFixtures / "mmvq-paths.cu"), engine::kernel_set("ci"));
+  EXPECT_EQ(count(p.mmvq, "        use_gate      = (temper_pipe & 4) == 0 && fusion.gate != nullptr;"), 1u) << p.mmvq;
+  const std::string q4k = generated(p, "temper-mmvq-q4_k-1.cu");
+  EXPECT_NE(q4k.find("#if !defined(GGML_USE_HIP)\n"
+                     "    temper_mmvq_register_bias_only(GGML_TYPE_Q4_K, 8, 4, 0, &launch_bias<8, 4, 0>);\n"
+                     "    temper_mmvq_register_bias_only(GGML_TYPE_Q4_K, 8, 4, 3, &launch_bias<8, 4, 3>);\n#endif\n"),
+            std::string::npos)
+      << q4k;
+  EXPECT_EQ(count(q4k, "temper_mmvq_register_bias_only("), 2 * count(q4k, "temper_mmvq_register(GGML_TYPE_Q4_K, 1,"));
+  EXPECT_NE(q4k.find("mul_mat_vec_q<GGML_TYPE_Q4_K, 1, true, false, false, W, R, P | 4>,"), std::string::npos);
+  // Wider batches have no fusion: no twins there.
+  const engine::Patch wide = engine::make_patch(read_file(kFixtures / "mmvq-paths.cu"), engine::kernel_set("q4_K"));
+  EXPECT_EQ(generated(wide, "temper-mmvq-q4_k-2-4.cu").find("register_bias_only"), std::string::npos);
+  EXPECT_NE(generated(p, "temper-mmvq.cuh").find("void temper_mmvq_register_bias_only(int type, int nwarps, int rows, int pipe,"),
+            std::string::npos);
+  const engine::Patch v13 = engine::make_patch(read_file(kFixtures / "mmvq-paths.cu"), engine::kernel_set("ci"), 13);
+  EXPECT_EQ(v13.mmvq.find("temper_pipe & 4"), std::string::npos);
+  EXPECT_EQ(generated(v13, "temper-mmvq-q4_k-1.cu").find("register_bias_only"), std::string::npos);
+  const engine::Patch old_tree = engine::make_patch(read_file(kFixtures / "mmvq-paths-7180759.cu"), engine::kernel_set("ci"));
+  EXPECT_EQ(generated(old_tree, "temper-mmvq-q4_k-1.cu").find("register_bias_only"), std::string::npos);
 }

@@ -1,8 +1,9 @@
 // hook_exact_test's program: runs every q4_K group kernel of the group grid (q4_K with q4_K, q4_K with
 // q6_K; batch widths 1..4; partial row blocks; a k of 11 q4_K blocks) twice, as the hook compiles it and
 // with ggml's own vec_dot for every type, and mul_mat_vec_q's tuned fused launches (q4_K, q6_K; a bias,
-// a SwiGLU gate, both) twice, as the hook compiles them and with the stock k loop, on the same random
-// weights and q8_1 activations, and compares the outputs bit for bit. Exit 0: all equal; 1: a difference
+// a SwiGLU gate, both) as the hook compiles them, and with a bias alone its twin compiled without the
+// gate, against the same launches with the stock k loop, on the same random weights and q8_1
+// activations, and compares the outputs bit for bit. Exit 0: all equal; 1: a difference
 // (the first printed); 77: no GPU.
 #include "common.cuh"
 #include "temper-mmvq.cuh"
@@ -15,8 +16,8 @@
 
 bool temper_exact_run(const temper_mmvq_group_args & g, bool b_is_q6_K, int ncols, int nwarps, int rows);
 bool temper_exact_run_generic(const temper_mmvq_group_args & g, bool b_is_q6_K, int ncols, int nwarps, int rows);
-bool temper_exact_run_fused(const temper_mmvq_args & a, bool q6_K, int nwarps, int rows);
-bool temper_exact_run_generic_fused(const temper_mmvq_args & a, bool q6_K, int nwarps, int rows);
+bool temper_exact_run_fused(const temper_mmvq_args & a, bool q6_K, int nwarps, int rows, bool bias_only);
+bool temper_exact_run_generic_fused(const temper_mmvq_args & a, bool q6_K, int nwarps, int rows, bool bias_only);
 
 // What the kernels' error paths call (ggml-cuda.cu defines them in the engine).
 void ggml_cuda_error(const char * stmt, const char * func, const char * file, int line, const char * msg) {
@@ -62,9 +63,10 @@ std::vector<uint8_t> random_rows(std::mt19937 & rng, ggml_type type, int rows, i
     return bytes;
 }
 
-// mul_mat_vec_q's tuned fused launches at one column, hook v13's k loop against the stock one: q4_K and
-// q6_K weights of 70 rows (partial row blocks), nwarps and rows 1..8, with a bias, a SwiGLU gate, or a
-// gate with both biases. Returns the runs; counts the differences in failures.
+// mul_mat_vec_q's tuned fused launches at one column, hook v13's k loop (and with a bias alone, hook v14's
+// twin without the gate) against the stock one: q4_K and q6_K weights of 70 rows (partial row blocks),
+// nwarps and rows 1..8, with a bias, a SwiGLU gate, or a gate with both biases. Returns the runs; counts
+// the differences in failures.
 int compare_fused(std::mt19937 & rng, const void * d_y, int k, int & failures) {
     const int nrows = 70;
     std::uniform_real_distribution<float> db(-1.0f, 1.0f);
@@ -76,7 +78,7 @@ int compare_fused(std::mt19937 & rng, const void * d_y, int k, int & failures) {
     check(cudaMalloc(&d_gate_bias, sizeof(float) * nrows), "cudaMalloc");
     check(cudaMemcpy(d_bias, bias.data(), sizeof(float) * nrows, cudaMemcpyHostToDevice), "cudaMemcpy");
     check(cudaMemcpy(d_gate_bias, gate_bias.data(), sizeof(float) * nrows, cudaMemcpyHostToDevice), "cudaMemcpy");
-    const char * cases[] = {"bias", "gate", "gate and biases"};
+    const char * cases[] = {"bias", "gate", "gate and biases", "bias (the twin without the gate)"};
     int runs = 0;
     for (int q6_K = 0; q6_K < 2; ++q6_K) {
         const ggml_type t = q6_K ? GGML_TYPE_Q6_K : GGML_TYPE_Q4_K;
@@ -86,11 +88,11 @@ int compare_fused(std::mt19937 & rng, const void * d_y, int k, int & failures) {
         check(cudaMalloc(&d_gate, gate.size()), "cudaMalloc");
         check(cudaMemcpy(d_x, x.data(), x.size(), cudaMemcpyHostToDevice), "cudaMemcpy");
         check(cudaMemcpy(d_gate, gate.data(), gate.size(), cudaMemcpyHostToDevice), "cudaMemcpy");
-        for (int c = 0; c < 3; ++c) {
+        for (int c = 0; c < 4; ++c) {
             ggml_cuda_mm_fusion_args_device fusion{};
             fusion.glu_op = GGML_GLU_OP_SWIGLU;
             if (c != 1) fusion.x_bias = d_bias;
-            if (c != 0) fusion.gate = d_gate;
+            if (c == 1 || c == 2) fusion.gate = d_gate;
             if (c == 2) fusion.gate_bias = d_gate_bias;
             for (int w : {1, 2, 4, 8}) {
                 for (int r : {1, 2, 4, 8}) {
@@ -102,7 +104,7 @@ int compare_fused(std::mt19937 & rng, const void * d_y, int k, int & failures) {
                         const uint3 one = init_fastdiv_values(1);
                         const temper_mmvq_args a = {d_x, d_y, nullptr, &fusion, d_dst, uint32_t(k), one, uint32_t(k / QK_K), uint32_t(k / QK8_1),
                                                     uint32_t(nrows), one, 0, 0, 0, one, 0, 0, 0, nrows, 1, 1, 32, 0, nullptr};
-                        const bool ran = stock ? temper_exact_run_generic_fused(a, q6_K, w, r) : temper_exact_run_fused(a, q6_K, w, r);
+                        const bool ran = stock ? temper_exact_run_generic_fused(a, q6_K, w, r, false) : temper_exact_run_fused(a, q6_K, w, r, c == 3);
                         if (!ran) {
                             std::fprintf(stderr, "no fused launch at nwarps %d, rows %d\n", w, r);
                             std::exit(1);
@@ -228,6 +230,7 @@ int main() {
     const int group_failures = failures;
     failures = 0;
     const int fused_runs = compare_fused(rng, d_y, k, failures);
-    std::printf("%d of %d fused mul_mat_vec_q launches equal to the stock k loop bit for bit\n", fused_runs - failures, fused_runs);
+    std::printf("%d of %d fused mul_mat_vec_q launches (and bias-only twins) equal to the stock k loop bit for bit\n", fused_runs - failures,
+                fused_runs);
     return group_failures || failures ? 1 : 0;
 }

@@ -25,7 +25,8 @@ namespace temper::engine {
 // 11: the group kernel's q4_K dot products share each row's and each column's work (same results).
 // 12: a group entry matches its members in any order (llama.cpp runs a layer's q, v, k).
 // 13: a tuned fused launch (gate, bias) tests its gate once, not in every row's step (same results).
-constexpr int kHookVersion = 13;
+// 14: a tuned one-column launch whose fusion is a bias alone runs compiled without the gate (same results).
+constexpr int kHookVersion = 14;
 
 // A family of upstream trees the hook patches alike, and what the hook gives them (a row of
 // hook/families.txt).
