@@ -19,23 +19,7 @@
 
 #include "bench/kernel_timing.cuh"
 
-bool temper_exact_run_fused(const temper_mmvq_args& a, bool q6_K, int nwarps, int rows, bool bias_only);
-bool temper_exact_run_generic_fused(const temper_mmvq_args& a, bool q6_K, int nwarps, int rows, bool bias_only);
-
-// What the kernels' error paths and mmvq.cu's host decisions refer to (never called here but the first).
-void ggml_cuda_error(const char* stmt, const char* func, const char* file, int line, const char* msg) {
-  std::fprintf(stderr, "CUDA error: %s (%s in %s at %s:%d)\n", msg, stmt, func, file, line);
-  std::exit(2);
-}
-int ggml_cuda_get_device() {
-  int d = 0;
-  cudaGetDevice(&d);
-  return d;
-}
-bool ggml_is_quantized(enum ggml_type) { std::abort(); }
-int temper_mmvq_mmid_max_batch(int, int) { std::abort(); }
-bool temper_mmvq_use_mmvq(int, long long, bool) { std::abort(); }
-void temper_mmvq_note_launch(int, int) {}
+#include "tests/engine/hook_exact/units.h"
 
 int main(int argc, char** argv) {
   const int rounds = argc > 1 ? std::atoi(argv[1]) : 5, samples = argc > 2 ? std::atoi(argv[2]) : 100;
