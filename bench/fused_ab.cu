@@ -7,7 +7,7 @@
 // interleaved, the order reversed every other round, queued behind a spin kernel, one event between
 // launches, weights rotating four copies past L2; the median over rounds of each round's median. Prints
 // CSV (shape,type,nwarps,rows,stock_loop_us,gate_once_us,bias_only_us,unfused_us,gbps_bias_only). Device
-// only; bench/fused_ab.sh builds and runs it.
+// only; bench/tune_device.sh's fused stage builds and runs it.
 #include "common.cuh"
 #include "temper-mmvq.cuh"
 

@@ -66,6 +66,9 @@
 #   kernels  (not in the default) Nsight Compute over llama-bench tg4 of both fixtures, without and with
 #            COST_PROFILE: each kernel timed alone, summed per token by kind (kernel_sums.py), beside tg32's period;
 #            with KERNEL_DETAIL (an ncu -k filter) also those kernels' throughputs, occupancy and stalls
+#   fused    (not in the default) issue 48, hooks v13/v14: bench/fused_ab.cu, the tuned fused launches alone at the
+#            dense down and o shapes (stock loop, gate once, bias-only twin, unfused), every config of the fused grid;
+#            FUSED_GGML (default .upstream/ggml-d99724f), FUSED_ROUNDS (5), FUSED_SAMPLES (100): fused_ab.csv, fused_ab.md
 # Env: NCOLS (1,2,4,8), TESTS (tg128,pp2,pp4,pp8), ROUNDS (5), REPS (5), JOBS (nproc), ARCH (sm_90),
 # KERNEL_SET (the hook's instantiations in both builds; default q4_K,q6_K, the fixture's types: full
 # builds every type and takes longer), STOCK_BUILD (0), HAND_PROFILE (the hand stage's profile arm:
@@ -770,6 +773,42 @@ if want kernels; then
     [[ ${#details[@]} -gt 0 ]] && { python3 bench/kernel_sums.py --detail "${details[@]}" | tee -a "$ev/kernels.md" >&2 || say "tune_device: kernel_sums --detail failed"; }
   fi
   timed kernels "$(ms "$t0")"
+fi
+
+# Issue 48, hooks v13 and v14: the tuned fused launches alone (bench/fused_ab.cu: stock loop, gate once,
+# bias-only twin, unfused) over the fused grid at Llama-3-8B's down and o shapes, built from a copy of
+# FUSED_GGML (default .upstream/ggml-d99724f) patched by this run's temper, with hook_exact's two objects.
+if want fused; then
+  stage fused
+  t0=$(now)
+  if [[ $dry == 1 ]]; then
+    say "== fused: skipped in a dry run (the kernels need the GPU)"
+  else
+    fdir="$work/fused" ggml="${FUSED_GGML:-$here/.upstream/ggml-d99724f}"
+    rm -rf "$fdir" && mkdir -p "$fdir/ggml" && cp -R "$ggml/include" "$ggml/src" "$fdir/ggml/" && chmod -R u+w "$fdir/ggml" || exit 1
+    "$temper" engine patch "$fdir/ggml" --kernel-set ci >"$ev/fused-build.log" 2>&1 || { tail -3 "$ev/fused-build.log" | tee -a "$log" >&2; exit 1; }
+    fflags=(-std=c++17 -O3 -arch="$arch" -use_fast_math -extended-lambda -DNDEBUG -DGGML_CUDA_NO_FA
+            -I"$fdir/ggml/include" -I"$fdir/ggml/src" -I"$fdir/ggml/src/ggml-cuda" -I"$here")
+    unit="$here/tests/engine/hook_exact/group_unit.cu"
+    { nvcc -c "${fflags[@]}" -DTEMPER_EXACT_RUN=temper_exact_run "$unit" -o "$fdir/hook.o" &&
+      nvcc -c "${fflags[@]}" -DTEMPER_GROUP_GENERIC_DOT -DTEMPER_MMVQ_GATE_IN_LOOP -DTEMPER_EXACT_RUN=temper_exact_run_generic \
+        "$unit" -o "$fdir/generic.o" &&
+      nvcc "${fflags[@]}" "$here/bench/fused_ab.cu" "$fdir/hook.o" "$fdir/generic.o" -o "$fdir/fused_ab"; } >>"$ev/fused-build.log" 2>&1 ||
+      { grep -m 5 error "$ev/fused-build.log" | tee -a "$log" >&2; exit 1; }
+    "$fdir/fused_ab" "${FUSED_ROUNDS:-5}" "${FUSED_SAMPLES:-100}" >"$ev/fused_ab.csv" || exit 1
+    python3 - "$ev/fused_ab.csv" <<'EOF' | tee "$ev/fused_ab.md" >&2
+import csv, sys
+arms = ["stock_loop_us", "gate_once_us", "bias_only_us", "unfused_us"]
+rows = list(csv.DictReader(open(sys.argv[1])))
+print("| shape | type | " + " | ".join(a[:-3] + " best µs (config)" for a in arms) + " |")
+print("|---|---|" + "---:|" * len(arms))
+for key in dict.fromkeys((r["shape"], r["type"]) for r in rows):
+    rs = [r for r in rows if (r["shape"], r["type"]) == key]
+    best = [min(rs, key=lambda r: float(r[a])) for a in arms]
+    print(f"| {key[0]} | {key[1]} | " + " | ".join(f'{float(b[a]):.2f} ({b["nwarps"]}:{b["rows"]})' for a, b in zip(arms, best)) + " |")
+EOF
+  fi
+  timed fused "$(ms "$t0")"
 fi
 
 if want report; then
